@@ -1,0 +1,13 @@
+//! Gives the `headroom` binary an rpath to the libtorch it was built against (so it runs without
+//! `LD_LIBRARY_PATH`) and keeps `torch_cuda` linked on Linux, using what headroom-torch found.
+
+fn main() {
+    let Ok(lib) = std::env::var("DEP_HEADROOM_TORCH_LIBTORCH_LIB") else {
+        return;
+    };
+    println!("cargo:rustc-link-arg=-Wl,-rpath,{lib}");
+    let target_os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    if target_os == "linux" && std::path::Path::new(&lib).join("libtorch_cuda.so").exists() {
+        println!("cargo:rustc-link-arg=-Wl,--no-as-needed,-L{lib},-ltorch_cuda,--as-needed");
+    }
+}

@@ -1,0 +1,118 @@
+//! `headroom ledger list|show`: the runs recorded in the ledger.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use headroom_core::budget::format_bytes;
+use headroom_core::ledger::Ledger;
+
+/// Subcommands of `headroom ledger`.
+#[derive(Debug, clap::Subcommand)]
+pub enum LedgerCommand {
+    /// The newest runs, newest first.
+    List {
+        /// How many runs to show.
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One run with all its points.
+    Show {
+        /// The run id (`headroom ledger list` shows them).
+        run: i64,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
+    let ledger = Ledger::open_default().context("cannot open the ledger")?;
+    match cmd {
+        LedgerCommand::List { limit, json } => {
+            let runs = ledger.list_runs(*limit)?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&runs)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            if runs.is_empty() {
+                println!(
+                    "no runs yet in {}; try `headroom sweep`",
+                    ledger.path().display()
+                );
+            }
+            for r in runs {
+                println!(
+                    "{:>5}  {}  {:<11} {:<6} {:<8} {:<10} {:<5} batch {:>6}  peak {:>10}  {} points",
+                    r.id,
+                    r.started_at,
+                    r.status.as_str(),
+                    r.kind,
+                    r.device,
+                    r.workload,
+                    r.dtype,
+                    r.chosen_batch.map_or_else(|| "-".into(), |b| b.to_string()),
+                    r.peak_bytes.map_or_else(|| "-".into(), format_bytes),
+                    r.points
+                );
+            }
+        }
+        LedgerCommand::Show { run, json } => {
+            let (r, points) = ledger.get_run(*run)?;
+            if *json {
+                let doc = serde_json::json!({ "run": r, "points": points });
+                println!("{}", serde_json::to_string_pretty(&doc)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!(
+                "run {} · {} · {} · started {}",
+                r.id,
+                r.kind,
+                r.status.as_str(),
+                r.started_at
+            );
+            println!(
+                "  host {} · device {} ({}) · libtorch {}",
+                r.host, r.device, r.device_name, r.libtorch
+            );
+            println!("  workload {} · {} · {}", r.workload, r.dtype, r.mode);
+            println!(
+                "  git {} {}",
+                r.git_commit
+                    .as_deref()
+                    .unwrap_or("(not in a git repository)"),
+                match r.git_dirty {
+                    Some(true) => "(dirty)",
+                    Some(false) => "(clean)",
+                    None => "",
+                }
+            );
+            if let Some(note) = &r.note {
+                println!("  note: {note}");
+            }
+            for p in &points {
+                println!(
+                    "  batch {:>6} {:>11} {:>12} samples/s  p50 {:>9} ms  peak {:>10}{}",
+                    p.batch,
+                    p.status.as_str(),
+                    p.samples_per_s
+                        .map_or_else(|| "-".into(), |s| format!("{s:.1}")),
+                    p.step_ms_p50
+                        .map_or_else(|| "-".into(), |s| format!("{s:.2}")),
+                    p.peak_bytes.map_or_else(|| "-".into(), format_bytes),
+                    p.message
+                        .as_deref()
+                        .map(|m| format!("  {m}"))
+                        .unwrap_or_default()
+                );
+            }
+            if let Some(s) = &r.summary {
+                match s.recommended_batch {
+                    Some(b) => println!("  recommended batch {b}: {}", s.reason),
+                    None => println!("  no recommendation: {}", s.reason),
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,52 @@
+//! `headroom worker`: reads one [`SweepRequest`] JSON line on stdin and runs it, writing one event
+//! per line to stdout. Everything else (the ledger, people) is the parent's job.
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+
+use headroom_core::protocol::{Event, SweepRequest};
+
+pub fn run() -> ExitCode {
+    // tch's infallible ops panic on libtorch errors; the step loop catches them, so keep the
+    // default hook from printing them as crashes.
+    std::panic::set_hook(Box::new(|_| {}));
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut emit = |e: Event| {
+        // A parent that went away cannot be told anything; stop quietly.
+        if writeln!(out, "{}", e.to_line())
+            .and_then(|()| out.flush())
+            .is_err()
+        {
+            std::process::exit(141);
+        }
+    };
+    let mut line = String::new();
+    if let Err(e) = std::io::stdin().lock().read_line(&mut line) {
+        emit(Event::Error {
+            code: "bad_request".into(),
+            message: format!("cannot read the request: {e}"),
+        });
+        return ExitCode::from(2);
+    }
+    let req: SweepRequest = match serde_json::from_str(&line) {
+        Ok(r) => r,
+        Err(e) => {
+            emit(Event::Error {
+                code: "bad_request".into(),
+                message: format!("the request is not a sweep request: {e}"),
+            });
+            return ExitCode::from(2);
+        }
+    };
+    match headroom_torch::sweep::run_sweep(&req, &mut emit) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            emit(Event::Error {
+                code: e.code().into(),
+                message: e.to_string(),
+            });
+            ExitCode::from(2)
+        }
+    }
+}

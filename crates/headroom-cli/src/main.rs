@@ -1,0 +1,51 @@
+//! `headroom`: every Headroom capability as a command (sweep, ledger, doctor), plus the hidden
+//! `worker` that owns libtorch for one run and speaks the JSON-lines protocol on stdout.
+//! Commands parse and check their input here, then call `headroom-core` and the worker.
+
+mod cmd;
+mod supervisor;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Is this machine ready for PyTorch work, and which batch runs best — measured here.
+#[derive(Debug, Parser)]
+#[command(name = "headroom", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Measure training (or inference) throughput and memory across batch sizes.
+    Sweep(cmd::sweep::SweepArgs),
+    /// Show the runs recorded in the ledger.
+    Ledger {
+        #[command(subcommand)]
+        command: cmd::ledger::LedgerCommand,
+    },
+    /// A short readiness summary: machine, memory, libtorch and its devices.
+    Doctor(cmd::doctor::DoctorArgs),
+    /// Run one job from a JSON request on stdin, writing protocol events to stdout (internal).
+    #[command(hide = true)]
+    Worker,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Sweep(args) => cmd::sweep::run(&args),
+        Command::Ledger { command } => cmd::ledger::run(&command),
+        Command::Doctor(args) => cmd::doctor::run(&args),
+        Command::Worker => return cmd::worker::run(),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("headroom: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

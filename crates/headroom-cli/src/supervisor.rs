@@ -1,0 +1,130 @@
+//! Starts `headroom worker` as a child process, sends it the request, and turns its stdout into
+//! protocol events. The child is killed when the handle is dropped, so a cancelled or failed
+//! parent never leaves a worker running. A crash in libtorch ends the child, never the parent.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use anyhow::{Context, Result};
+use headroom_core::protocol::{Event, SweepRequest};
+
+/// Lines of the worker's stderr kept for error messages.
+const STDERR_TAIL: usize = 20;
+
+/// A running worker.
+#[derive(Debug)]
+pub struct Worker {
+    child: Child,
+    lines: std::io::Lines<BufReader<ChildStdout>>,
+    stderr_tail: Arc<Mutex<Vec<String>>>,
+    stderr_thread: Option<JoinHandle<()>>,
+}
+
+/// What came out of the worker's stdout.
+#[derive(Debug)]
+pub enum Output {
+    Event(Event),
+    /// A line that is not a protocol event (kept for diagnostics).
+    Garbage(String),
+}
+
+impl Worker {
+    /// Starts this same binary as `headroom worker` and sends it `req`.
+    pub fn start(req: &SweepRequest) -> Result<Self> {
+        let exe = std::env::current_exe()
+            .context("cannot find the headroom binary to start its worker")?;
+        let mut child = Command::new(&exe)
+            .arg("worker")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("cannot start the worker {}", exe.display()))?;
+        let mut stdin = child.stdin.take().context("worker stdin")?;
+        let stdout = child.stdout.take().context("worker stdout")?;
+        let stderr = child.stderr.take().context("worker stderr")?;
+        let line = serde_json::to_string(req).context("encode the request")?;
+        writeln!(stdin, "{line}").context("send the request to the worker")?;
+        drop(stdin);
+        let stderr_tail = Arc::new(Mutex::new(Vec::new()));
+        let tail = Arc::clone(&stderr_tail);
+        let stderr_thread = std::thread::spawn(move || {
+            for l in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Ok(mut t) = tail.lock() {
+                    t.push(l);
+                    let n = t.len();
+                    if n > STDERR_TAIL {
+                        t.drain(..n - STDERR_TAIL);
+                    }
+                }
+            }
+        });
+        Ok(Self {
+            child,
+            lines: BufReader::new(stdout).lines(),
+            stderr_tail,
+            stderr_thread: Some(stderr_thread),
+        })
+    }
+
+    /// The worker's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The next line of output, or `None` once the worker closed its stdout.
+    pub fn next_output(&mut self) -> Option<Output> {
+        let line = self.lines.next()?.ok()?;
+        Some(match Event::from_line(&line) {
+            Ok(e) => Output::Event(e),
+            Err(_) => Output::Garbage(line),
+        })
+    }
+
+    /// Waits for the worker to exit; returns its status and the tail of its stderr.
+    pub fn wait(mut self) -> Result<(ExitStatus, Vec<String>)> {
+        let status = self.child.wait().context("wait for the worker")?;
+        if let Some(t) = self.stderr_thread.take() {
+            let _ = t.join();
+        }
+        let tail = self
+            .stderr_tail
+            .lock()
+            .map(|t| t.clone())
+            .unwrap_or_default();
+        Ok((status, tail))
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Describes how a worker ended, for people: `exit code 2`, `killed by signal 9 (SIGKILL)`.
+pub fn describe_exit(status: &ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            let name = match sig {
+                libc::SIGKILL => " (SIGKILL: killed, often by the OOM killer)",
+                libc::SIGABRT => " (SIGABRT: libtorch aborted)",
+                libc::SIGSEGV => " (SIGSEGV: crashed)",
+                libc::SIGTERM => " (SIGTERM)",
+                libc::SIGINT => " (SIGINT: interrupted)",
+                _ => "",
+            };
+            return format!("killed by signal {sig}{name}");
+        }
+    }
+    status
+        .code()
+        .map_or_else(|| "ended".to_owned(), |c| format!("exit code {c}"))
+}

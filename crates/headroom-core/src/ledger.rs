@@ -1,0 +1,150 @@
+//! The ledger: every run and every point in one SQLite file (WAL), written as results arrive so a
+//! worker that dies loses nothing it had finished. Schema migrations are embedded and versioned
+//! with `PRAGMA user_version`; a database newer than this binary is refused with a clear error.
+
+mod migrations;
+mod read;
+mod write;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::Connection;
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::SweepSummary;
+use crate::CoreError;
+
+pub use migrations::SCHEMA_VERSION;
+
+/// An open ledger.
+#[derive(Debug)]
+pub struct Ledger {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// How a run ended (or that it has not yet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Still running, or its parent died without closing it.
+    Running,
+    /// Finished and summarised.
+    Complete,
+    /// The worker died or was stopped before the end; the points it finished are kept.
+    Interrupted,
+    /// The run ended with an error.
+    Failed,
+}
+
+impl RunStatus {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Complete => "complete",
+            Self::Interrupted => "interrupted",
+            Self::Failed => "failed",
+        }
+    }
+
+    fn parse(text: &str) -> Self {
+        match text {
+            "complete" => Self::Complete,
+            "interrupted" => Self::Interrupted,
+            "failed" => Self::Failed,
+            _ => Self::Running,
+        }
+    }
+}
+
+/// What is known about a run when it starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewRun {
+    pub kind: String,
+    pub host: String,
+    pub device: String,
+    pub device_name: String,
+    pub workload: String,
+    pub dtype: String,
+    pub mode: String,
+    pub libtorch: String,
+    pub git_commit: Option<String>,
+    pub git_dirty: Option<bool>,
+    pub budget_bytes: Option<u64>,
+    /// `Some(false)` where no CPU fallback can happen (CPU, CUDA); `None` when unknown.
+    pub fallback: Option<bool>,
+    /// The request as sent to the worker, for reproduction.
+    pub request_json: String,
+}
+
+/// One run as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub id: i64,
+    pub kind: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub status: RunStatus,
+    pub host: String,
+    pub device: String,
+    pub device_name: String,
+    pub workload: String,
+    pub dtype: String,
+    pub mode: String,
+    pub libtorch: String,
+    pub git_commit: Option<String>,
+    pub git_dirty: Option<bool>,
+    pub budget_bytes: Option<u64>,
+    pub chosen_batch: Option<u32>,
+    pub peak_bytes: Option<u64>,
+    pub fallback: Option<bool>,
+    pub points: u32,
+    pub summary: Option<SweepSummary>,
+    pub note: Option<String>,
+}
+
+impl Ledger {
+    /// Opens (creating if needed) the ledger at `path` and brings its schema up to date.
+    pub fn open(path: &Path) -> Result<Self, CoreError> {
+        if let Some(dir) = path.parent() {
+            crate::paths::ensure_dir(dir)?;
+        }
+        let err = |source| CoreError::Ledger {
+            path: path.display().to_string(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(err)?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(err)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(err)?;
+        let ledger = Self {
+            conn,
+            path: path.to_path_buf(),
+        };
+        migrations::migrate(&ledger.conn, path)?;
+        Ok(ledger)
+    }
+
+    /// Opens the ledger at its default place ([`crate::paths::ledger_path`]).
+    pub fn open_default() -> Result<Self, CoreError> {
+        Self::open(&crate::paths::ledger_path()?)
+    }
+
+    /// Where this ledger lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn err(&self, source: rusqlite::Error) -> CoreError {
+        CoreError::Ledger {
+            path: self.path.display().to_string(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! Embedded, ordered schema migrations. Migration `i` brings `user_version` from `i` to `i + 1`.
+
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use crate::CoreError;
+
+const MIGRATIONS: &[&str] = &[
+    // 1: runs and their points.
+    "CREATE TABLE runs (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind          TEXT NOT NULL,
+        started_at    TEXT NOT NULL,
+        finished_at   TEXT,
+        status        TEXT NOT NULL,
+        host          TEXT NOT NULL,
+        device        TEXT NOT NULL,
+        device_name   TEXT NOT NULL,
+        workload      TEXT NOT NULL,
+        dtype         TEXT NOT NULL,
+        mode          TEXT NOT NULL,
+        libtorch      TEXT NOT NULL,
+        git_commit    TEXT,
+        git_dirty     INTEGER,
+        budget_bytes  INTEGER,
+        chosen_batch  INTEGER,
+        peak_bytes    INTEGER,
+        fallback      INTEGER,
+        request_json  TEXT NOT NULL,
+        summary_json  TEXT,
+        note          TEXT
+    );
+    CREATE TABLE points (
+        run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        seq           INTEGER NOT NULL,
+        batch         INTEGER NOT NULL,
+        status        TEXT NOT NULL,
+        samples_per_s REAL,
+        step_ms_p50   REAL,
+        step_ms_p95   REAL,
+        peak_bytes    INTEGER,
+        point_json    TEXT NOT NULL,
+        recorded_at   TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    );
+    CREATE INDEX runs_started ON runs(started_at);",
+];
+
+/// The schema version this binary writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+pub(super) fn migrate(conn: &Connection, path: &Path) -> Result<(), CoreError> {
+    let err = |source| CoreError::Ledger {
+        path: path.display().to_string(),
+        source,
+    };
+    let found: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(err)?;
+    if found > SCHEMA_VERSION {
+        return Err(CoreError::LedgerTooNew {
+            path: path.display().to_string(),
+            found,
+            known: SCHEMA_VERSION,
+        });
+    }
+    for (i, sql) in MIGRATIONS
+        .iter()
+        .enumerate()
+        .skip(usize::try_from(found).unwrap_or(0))
+    {
+        let tx = conn.unchecked_transaction().map_err(err)?;
+        tx.execute_batch(sql).map_err(err)?;
+        tx.pragma_update(None, "user_version", i as i64 + 1)
+            .map_err(err)?;
+        tx.commit().map_err(err)?;
+    }
+    Ok(())
+}

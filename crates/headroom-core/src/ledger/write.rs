@@ -1,0 +1,94 @@
+//! Writing runs and points.
+
+use rusqlite::params;
+
+use super::{Ledger, NewRun, RunStatus};
+use crate::protocol::{Point, SweepSummary};
+use crate::time::now_rfc3339;
+use crate::CoreError;
+
+fn opt_i64(v: Option<u64>) -> Option<i64> {
+    v.and_then(|x| i64::try_from(x).ok())
+}
+
+impl Ledger {
+    /// Records the start of a run and returns its id.
+    pub fn begin_run(&self, run: &NewRun) -> Result<i64, CoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO runs (kind, started_at, status, host, device, device_name, workload, dtype,
+                    mode, libtorch, git_commit, git_dirty, budget_bytes, fallback, request_json)
+                 VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                params![
+                    run.kind,
+                    now_rfc3339(),
+                    run.host,
+                    run.device,
+                    run.device_name,
+                    run.workload,
+                    run.dtype,
+                    run.mode,
+                    run.libtorch,
+                    run.git_commit,
+                    run.git_dirty,
+                    opt_i64(run.budget_bytes),
+                    run.fallback,
+                    run.request_json,
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Stores one point of run `run_id`; `seq` orders the points of a run.
+    pub fn add_point(&self, run_id: i64, seq: u32, point: &Point) -> Result<(), CoreError> {
+        let json = serde_json::to_string(point)?;
+        self.conn
+            .execute(
+                "INSERT INTO points (run_id, seq, batch, status, samples_per_s, step_ms_p50, step_ms_p95,
+                    peak_bytes, point_json, recorded_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    run_id,
+                    seq,
+                    point.batch,
+                    point.status.as_str(),
+                    point.samples_per_s,
+                    point.step_ms_p50,
+                    point.step_ms_p95,
+                    opt_i64(point.peak_bytes),
+                    json,
+                    now_rfc3339(),
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Closes run `run_id` with `status`, its summary (if any) and a note (e.g. why it stopped).
+    pub fn finish_run(
+        &self,
+        run_id: i64,
+        status: RunStatus,
+        summary: Option<&SweepSummary>,
+        note: Option<&str>,
+    ) -> Result<(), CoreError> {
+        let json = summary.map(serde_json::to_string).transpose()?;
+        self.conn
+            .execute(
+                "UPDATE runs SET status = ?2, finished_at = ?3, summary_json = ?4, chosen_batch = ?5,
+                    peak_bytes = ?6, note = ?7 WHERE id = ?1",
+                params![
+                    run_id,
+                    status.as_str(),
+                    now_rfc3339(),
+                    json,
+                    summary.and_then(|s| s.recommended_batch),
+                    opt_i64(summary.and_then(|s| s.peak_bytes_at_recommended)),
+                    note,
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+}

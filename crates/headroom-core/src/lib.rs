@@ -1,0 +1,20 @@
+//! Headroom's domain, free of libtorch and Tauri: the worker protocol, the sweep planner and its
+//! statistics, byte/budget parsing, memory parsers for macOS and Linux command output, the paths
+//! Headroom owns, and the SQLite ledger. The CLI, the worker and (later) the app all call into it;
+//! it never starts a process that runs PyTorch itself.
+
+pub mod budget;
+pub mod error;
+pub mod failure;
+pub mod gitinfo;
+pub mod ledger;
+pub mod machine;
+pub mod paths;
+pub mod planner;
+pub mod protocol;
+pub mod stats;
+pub mod summary;
+pub mod sysmem;
+pub mod time;
+
+pub use error::CoreError;

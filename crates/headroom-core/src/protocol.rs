@@ -1,0 +1,389 @@
+//! The worker protocol: the request a parent sends to `headroom worker` on stdin (one JSON line)
+//! and the newline-delimited JSON events the worker writes to stdout. The same protocol is spoken
+//! locally and over `ssh`; a parent refuses a worker whose `protocol` differs from its own.
+
+use serde::{Deserialize, Serialize};
+
+use crate::budget::BudgetSpec;
+use crate::CoreError;
+
+/// Version of the event stream; bumped on any incompatible change.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Names of the built-in workloads.
+pub const BUILTIN_WORKLOADS: [&str; 5] = ["mlp", "cnn", "vit-tiny", "gpt-tiny", "matmul"];
+
+/// Element type of the model and its inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dtype {
+    F32,
+    F16,
+    Bf16,
+}
+
+impl Dtype {
+    /// Parses `f32`, `f16`/`fp16`/`half`, `bf16`.
+    pub fn parse(text: &str) -> Result<Self, CoreError> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "f32" | "fp32" | "float32" | "float" => Ok(Self::F32),
+            "f16" | "fp16" | "float16" | "half" => Ok(Self::F16),
+            "bf16" | "bfloat16" => Ok(Self::Bf16),
+            _ => Err(CoreError::InvalidInput(format!(
+                "dtype {text:?} is not one of f32, f16, bf16"
+            ))),
+        }
+    }
+
+    /// The short name, as accepted by [`Dtype::parse`].
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::F32 => "f32",
+            Self::F16 => "f16",
+            Self::Bf16 => "bf16",
+        }
+    }
+}
+
+/// Whether a step is a full training step or a forward pass only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Forward, loss, backward and optimizer step.
+    Train,
+    /// Forward only, without autograd.
+    Infer,
+}
+
+impl Mode {
+    /// Parses `train` or `infer`.
+    pub fn parse(text: &str) -> Result<Self, CoreError> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "train" | "training" => Ok(Self::Train),
+            "infer" | "inference" | "eval" => Ok(Self::Infer),
+            _ => Err(CoreError::InvalidInput(format!(
+                "mode {text:?} is not train or infer"
+            ))),
+        }
+    }
+
+    /// `train` or `infer`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Train => "train",
+            Self::Infer => "infer",
+        }
+    }
+}
+
+/// Which batches the sweep visits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum BatchPlan {
+    /// Exactly these batches, ascending; the sweep stops at the first that fails.
+    Explicit { batches: Vec<u32> },
+    /// Double from `start` until OOM, the budget or `max`, then bisect the boundary.
+    Search { start: u32, max: u32 },
+}
+
+/// Parses `1,2,4,8` into a sorted, de-duplicated list of positive batches.
+pub fn parse_batches(text: &str) -> Result<Vec<u32>, CoreError> {
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let b: u32 = part.parse().map_err(|_| {
+            CoreError::InvalidInput(format!(
+                "batch {part:?} in {text:?} is not a positive whole number; write e.g. 1,2,4,8"
+            ))
+        })?;
+        if b == 0 {
+            return Err(CoreError::InvalidInput(
+                "a batch of 0 cannot run; batches start at 1".into(),
+            ));
+        }
+        out.push(b);
+    }
+    if out.is_empty() {
+        return Err(CoreError::InvalidInput(format!(
+            "no batches in {text:?}; write e.g. 1,2,4,8"
+        )));
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// Parses an input shape of one sample, `3x224x224` or `3,224,224`, into positive dimensions.
+pub fn parse_shape(text: &str) -> Result<Vec<i64>, CoreError> {
+    let bad = || {
+        CoreError::InvalidInput(format!(
+            "input shape {text:?} is not a list of positive sizes; write one sample's shape without the batch, e.g. 3x224x224"
+        ))
+    };
+    let dims: Vec<i64> = text
+        .split(|c| c == 'x' || c == 'X' || c == ',')
+        .map(|p| p.trim().parse::<i64>().map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
+    if dims.is_empty() || dims.iter().any(|d| *d <= 0) {
+        return Err(bad());
+    }
+    Ok(dims)
+}
+
+/// Everything the worker needs to run one sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepRequest {
+    /// `auto`, `cpu`, `mps`, `cuda` or `cuda:N`.
+    pub device: String,
+    /// A built-in workload name or a path to a TorchScript `.pt` file.
+    pub workload: String,
+    /// Input shape of one sample (without the batch), e.g. `[3, 224, 224]`; `None` for the default.
+    pub input_shape: Option<Vec<i64>>,
+    pub dtype: Dtype,
+    pub mode: Mode,
+    pub plan: BatchPlan,
+    pub budget: BudgetSpec,
+    /// Timed steps per point; `None` lets the worker choose from the step time.
+    pub steps: Option<u32>,
+    /// Intra-op threads; `None` keeps libtorch's default.
+    pub threads: Option<u32>,
+    /// When false, points predicted over budget are run anyway (to verify a prediction).
+    pub predict: bool,
+}
+
+/// How one point ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PointStatus {
+    /// Measured.
+    Ok,
+    /// The device ran out of memory.
+    Oom,
+    /// Predicted or measured above the memory budget; a predicted one was not run.
+    OverBudget,
+    /// Any other failure (the message says which).
+    Error,
+}
+
+impl PointStatus {
+    /// The wire name (`ok`, `oom`, `over_budget`, `error`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Oom => "oom",
+            Self::OverBudget => "over_budget",
+            Self::Error => "error",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "ok" => Some(Self::Ok),
+            "oom" => Some(Self::Oom),
+            "over_budget" => Some(Self::OverBudget),
+            "error" => Some(Self::Error),
+            _ => None,
+        }
+    }
+}
+
+/// One measured (or refused) batch size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub batch: u32,
+    pub status: PointStatus,
+    /// Samples per second over the timed steps (batch / p50 step time is not used: this is
+    /// total samples over total timed wall time).
+    pub samples_per_s: Option<f64>,
+    pub step_ms_p50: Option<f64>,
+    pub step_ms_p95: Option<f64>,
+    /// Host preparation plus the copy to the device, per step.
+    pub data_ms: Option<f64>,
+    /// Forward pass and loss, per step.
+    pub forward_ms: Option<f64>,
+    /// Backward pass and optimizer step, per step (0 in `infer` mode).
+    pub backward_ms: Option<f64>,
+    /// Peak bytes held by live tensors on the accelerator (allocator stats), reset per point.
+    pub peak_allocated_bytes: Option<u64>,
+    /// Peak bytes the accelerator's caching allocator held, reset per point.
+    pub peak_reserved_bytes: Option<u64>,
+    /// Peak resident memory of the worker process during this point.
+    pub peak_process_bytes: Option<u64>,
+    /// The memory figure the budget applies to (reserved on accelerators, process on the CPU).
+    pub peak_bytes: Option<u64>,
+    /// What the planner predicted for `peak_bytes` before running, when it could.
+    pub predicted_peak_bytes: Option<u64>,
+    pub warmup_steps: u32,
+    pub timed_steps: u32,
+    /// Floating-point operations per sample of one step, where the workload knows them.
+    pub flops_per_sample: Option<f64>,
+    /// Why the point is not `ok`.
+    pub message: Option<String>,
+}
+
+impl Point {
+    /// A point that did not produce measurements.
+    pub fn failed(batch: u32, status: PointStatus, message: impl Into<String>) -> Self {
+        Self {
+            batch,
+            status,
+            samples_per_s: None,
+            step_ms_p50: None,
+            step_ms_p95: None,
+            data_ms: None,
+            forward_ms: None,
+            backward_ms: None,
+            peak_allocated_bytes: None,
+            peak_reserved_bytes: None,
+            peak_process_bytes: None,
+            peak_bytes: None,
+            predicted_peak_bytes: None,
+            warmup_steps: 0,
+            timed_steps: 0,
+            flops_per_sample: None,
+            message: Some(message.into()),
+        }
+    }
+}
+
+/// What the worker found out about its device and workload before measuring.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    pub protocol: u32,
+    pub headroom_version: String,
+    pub libtorch: String,
+    /// The resolved device, e.g. `cuda:0`.
+    pub device: String,
+    /// A human name for it, e.g. the GPU model or the CPU brand.
+    pub device_name: String,
+    /// Total memory of the device (RAM for the CPU).
+    pub capacity_bytes: u64,
+    /// Memory available to the run when it started.
+    pub available_bytes: u64,
+    /// The budget in bytes after resolving the request's spec.
+    pub budget_bytes: u64,
+    pub threads: u32,
+    pub workload: String,
+    pub input_shape: Vec<i64>,
+    pub parameters: u64,
+    pub pid: u32,
+}
+
+/// The sweep's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepSummary {
+    /// The batch with the highest samples/s.
+    pub best_batch: Option<u32>,
+    pub best_samples_per_s: Option<f64>,
+    /// Smallest batch within [`crate::summary::KNEE_SHARE`] of the best throughput.
+    pub knee_batch: Option<u32>,
+    /// Largest measured batch that stayed within the budget.
+    pub max_fit_batch: Option<u32>,
+    /// Smallest batch that failed (OOM or over budget), bounding `max_fit_batch` from above.
+    pub first_failing_batch: Option<u32>,
+    /// What stopped the search: `oom`, `budget`, `max_batch`, `list`, `error`.
+    pub limit: String,
+    /// The batch Headroom recommends.
+    pub recommended_batch: Option<u32>,
+    /// Why, in one sentence with the numbers.
+    pub reason: String,
+    pub peak_bytes_at_recommended: Option<u64>,
+}
+
+/// Progress within one point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Warmup,
+    Timed,
+    Split,
+}
+
+/// One line of the worker's output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    Hello(Hello),
+    Progress {
+        batch: u32,
+        phase: Phase,
+        step: u32,
+        of: u32,
+    },
+    Point(Point),
+    Warning {
+        message: String,
+    },
+    Result(SweepSummary),
+    /// The run cannot continue; `code` is stable for programs to branch on.
+    Error {
+        code: String,
+        message: String,
+    },
+}
+
+impl Event {
+    /// One JSON line, without the newline.
+    pub fn to_line(&self) -> String {
+        // Serialising these plain structs cannot fail.
+        serde_json::to_string(self).unwrap_or_else(|e| {
+            format!(r#"{{"event":"error","code":"internal","message":"serialise: {e}"}}"#)
+        })
+    }
+
+    /// Parses one line of worker output.
+    pub fn from_line(line: &str) -> Result<Self, CoreError> {
+        serde_json::from_str(line).map_err(|e| {
+            CoreError::InvalidInput(format!(
+                "worker sent a line that is not a protocol event ({e}): {line:.200}"
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_round_trip_as_tagged_lines() {
+        let e = Event::Progress {
+            batch: 8,
+            phase: Phase::Timed,
+            step: 3,
+            of: 10,
+        };
+        let line = e.to_line();
+        assert_eq!(
+            line,
+            r#"{"event":"progress","batch":8,"phase":"timed","step":3,"of":10}"#
+        );
+        assert_eq!(Event::from_line(&line).ok(), Some(e));
+        let p = Event::Point(Point::failed(64, PointStatus::Oom, "CUDA out of memory"));
+        assert_eq!(Event::from_line(&p.to_line()).ok(), Some(p));
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        assert!(Event::from_line("Segmentation fault").is_err());
+        assert!(Event::from_line(r#"{"event":"nope"}"#).is_err());
+    }
+
+    #[test]
+    fn shapes_parse() {
+        assert_eq!(parse_shape("3x224x224").ok(), Some(vec![3, 224, 224]));
+        assert_eq!(parse_shape("784").ok(), Some(vec![784]));
+        assert_eq!(parse_shape("3,32,32").ok(), Some(vec![3, 32, 32]));
+        assert!(parse_shape("3x0x2").is_err());
+        assert!(parse_shape("axb").is_err());
+        assert!(parse_shape("").is_err());
+    }
+
+    #[test]
+    fn batches_parse_sorted_and_refuse_zero() {
+        assert_eq!(parse_batches("8, 2,4,2").ok(), Some(vec![2, 4, 8]));
+        assert!(parse_batches("0,1").is_err());
+        assert!(parse_batches("a,b").is_err());
+        assert!(parse_batches(" , ").is_err());
+    }
+}

@@ -1,0 +1,60 @@
+//! Step-time statistics: percentiles and the warm-up settling rule.
+
+/// The `q`-th percentile (0..=100) of `values` by linear interpolation; `None` when empty.
+pub fn percentile(values: &[f64], q: f64) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    #[allow(clippy::cast_precision_loss)]
+    let rank = (q.clamp(0.0, 100.0) / 100.0) * (v.len() - 1) as f64;
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let lo = rank.floor() as usize;
+    let hi = (lo + 1).min(v.len() - 1);
+    #[allow(clippy::cast_precision_loss)]
+    let frac = rank - lo as f64;
+    Some(v[lo] + (v[hi] - v[lo]) * frac)
+}
+
+/// Arithmetic mean; `None` when empty.
+pub fn mean(values: &[f64]) -> Option<f64> {
+    #[allow(clippy::cast_precision_loss)]
+    let n = values.len() as f64;
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / n)
+}
+
+/// Warm-up is settled when the last `window` step times lie within `tolerance` (relative) of
+/// their median.
+pub fn settled(times: &[f64], window: usize, tolerance: f64) -> bool {
+    if window == 0 || times.len() < window {
+        return false;
+    }
+    let tail = &times[times.len() - window..];
+    let Some(med) = percentile(tail, 50.0) else {
+        return false;
+    };
+    med > 0.0 && tail.iter().all(|t| (t - med).abs() <= tolerance * med)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_interpolate() {
+        let v = [5.0, 1.0, 3.0, 2.0, 4.0];
+        assert_eq!(percentile(&v, 50.0), Some(3.0));
+        assert_eq!(percentile(&v, 0.0), Some(1.0));
+        assert_eq!(percentile(&v, 100.0), Some(5.0));
+        assert_eq!(percentile(&[1.0, 2.0], 95.0), Some(1.95));
+        assert_eq!(percentile(&[], 50.0), None);
+    }
+
+    #[test]
+    fn settling_needs_a_quiet_window() {
+        assert!(!settled(&[10.0, 3.0, 1.0], 3, 0.1));
+        assert!(settled(&[10.0, 1.0, 1.05, 0.98], 3, 0.1));
+        assert!(!settled(&[1.0, 1.0], 3, 0.1));
+    }
+}

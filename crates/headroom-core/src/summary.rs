@@ -1,0 +1,131 @@
+//! From measured points to the sweep's answer: the best-throughput batch, the knee, the largest
+//! batch that fits, and the recommendation with its reason.
+
+use crate::budget::format_bytes;
+use crate::planner::Limit;
+use crate::protocol::{Point, PointStatus, SweepSummary};
+
+/// The knee is the smallest batch within this share of the best throughput.
+pub const KNEE_SHARE: f64 = 0.95;
+
+/// Summarises `points` of a sweep that ended for `limit` under `budget` bytes.
+pub fn summarize(points: &[Point], limit: Limit, budget: u64) -> SweepSummary {
+    let ok: Vec<&Point> = points
+        .iter()
+        .filter(|p| p.status == PointStatus::Ok && p.samples_per_s.is_some())
+        .collect();
+    let sps = |p: &Point| p.samples_per_s.unwrap_or(0.0);
+    let best = ok.iter().copied().max_by(|a, b| sps(a).total_cmp(&sps(b)));
+    let knee = best.and_then(|b| {
+        let floor = sps(b) * KNEE_SHARE;
+        ok.iter()
+            .copied()
+            .filter(|p| sps(p) >= floor)
+            .min_by_key(|p| p.batch)
+    });
+    let max_fit = ok.iter().map(|p| p.batch).max();
+    let first_failing = points
+        .iter()
+        .filter(|p| p.status != PointStatus::Ok && max_fit.is_none_or(|m| p.batch > m))
+        .map(|p| p.batch)
+        .min();
+
+    let (recommended, reason) = match (best, knee) {
+        (Some(b), Some(k)) if k.batch == b.batch => (
+            Some(b.batch),
+            format!(
+                "batch {} gives the highest throughput measured, {:.1} samples/s, peaking at {} of a {} budget",
+                b.batch,
+                sps(b),
+                peak_text(b),
+                format_bytes(budget)
+            ),
+        ),
+        (Some(b), Some(k)) => (
+            Some(k.batch),
+            format!(
+                "batch {} reaches {:.1} samples/s, within {:.0}% of the best ({:.1} at batch {}), \
+                 and peaks at {} instead of {}: larger batches buy little speed for their memory",
+                k.batch,
+                sps(k),
+                (1.0 - KNEE_SHARE) * 100.0,
+                sps(b),
+                b.batch,
+                peak_text(k),
+                peak_text(b)
+            ),
+        ),
+        _ => (None, no_fit_reason(points, limit, budget)),
+    };
+    let peak_at =
+        recommended.and_then(|r| ok.iter().find(|p| p.batch == r).and_then(|p| p.peak_bytes));
+    SweepSummary {
+        best_batch: best.map(|p| p.batch),
+        best_samples_per_s: best.map(sps),
+        knee_batch: knee.map(|p| p.batch),
+        max_fit_batch: max_fit,
+        first_failing_batch: first_failing,
+        limit: limit.as_str().to_owned(),
+        recommended_batch: recommended,
+        reason,
+        peak_bytes_at_recommended: peak_at,
+    }
+}
+
+fn peak_text(p: &Point) -> String {
+    p.peak_bytes
+        .map_or_else(|| "an unmeasured amount".to_owned(), format_bytes)
+}
+
+fn no_fit_reason(points: &[Point], limit: Limit, budget: u64) -> String {
+    let first = points.first();
+    let msg = first.and_then(|p| p.message.clone()).unwrap_or_default();
+    match limit {
+        Limit::Oom => format!("even the smallest batch ran out of device memory ({msg}); try a smaller model, input or dtype"),
+        Limit::Budget => format!(
+            "even the smallest batch needs more than the {} budget; raise --budget or shrink the model",
+            format_bytes(budget)
+        ),
+        _ => format!("no batch could be measured: {msg}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(batch: u32, sps: f64, peak: u64) -> Point {
+        let mut p = Point::failed(batch, PointStatus::Ok, "");
+        p.message = None;
+        p.samples_per_s = Some(sps);
+        p.peak_bytes = Some(peak);
+        p
+    }
+
+    #[test]
+    fn knee_is_the_smallest_batch_near_the_best() {
+        let pts = vec![
+            ok(1, 100.0, 10),
+            ok(2, 180.0, 20),
+            ok(4, 960.0, 40),
+            ok(8, 1000.0, 80),
+            Point::failed(16, PointStatus::Oom, "out of memory"),
+        ];
+        let s = summarize(&pts, Limit::Oom, 1000);
+        assert_eq!(s.best_batch, Some(8));
+        assert_eq!(s.knee_batch, Some(4));
+        assert_eq!(s.max_fit_batch, Some(8));
+        assert_eq!(s.first_failing_batch, Some(16));
+        assert_eq!(s.recommended_batch, Some(4));
+        assert_eq!(s.peak_bytes_at_recommended, Some(40));
+        assert!(s.reason.contains("batch 4"), "{}", s.reason);
+    }
+
+    #[test]
+    fn nothing_fits_says_why() {
+        let pts = vec![Point::failed(1, PointStatus::OverBudget, "predicted 2 GiB")];
+        let s = summarize(&pts, Limit::Budget, 1 << 20);
+        assert_eq!(s.recommended_batch, None);
+        assert!(s.reason.contains("--budget"), "{}", s.reason);
+    }
+}

@@ -1,0 +1,187 @@
+//! System and process memory facts. Pure parsers turn `/proc` files and macOS `vm_stat` output
+//! into numbers; thin readers per OS call them.
+
+use std::collections::HashMap;
+
+/// Memory of the machine as a whole, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SystemMemory {
+    pub total: u64,
+    pub available: u64,
+}
+
+/// Parses `/proc/meminfo` (values in kB) into total and available memory.
+pub fn parse_meminfo(text: &str) -> Option<SystemMemory> {
+    let kv = kib_fields(text);
+    Some(SystemMemory {
+        total: *kv.get("MemTotal")?,
+        available: *kv.get("MemAvailable")?,
+    })
+}
+
+/// Parses the `VmRSS` and `VmHWM` lines of `/proc/<pid>/status` into (current, peak) bytes.
+pub fn parse_proc_status(text: &str) -> Option<(u64, u64)> {
+    let kv = kib_fields(text);
+    Some((*kv.get("VmRSS")?, *kv.get("VmHWM")?))
+}
+
+fn kib_fields(text: &str) -> HashMap<&str, u64> {
+    text.lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            let mut it = v.split_whitespace();
+            let n: u64 = it.next()?.parse().ok()?;
+            let mult = if it.next() == Some("kB") { 1024 } else { 1 };
+            Some((k.trim(), n * mult))
+        })
+        .collect()
+}
+
+/// Parses macOS `vm_stat` output into the bytes the system could hand out without swapping:
+/// free, inactive, speculative and purgeable pages, at the page size its header states.
+pub fn parse_vm_stat_available(text: &str) -> Option<u64> {
+    let header = text.lines().find(|l| l.contains("page size of"))?;
+    let page: u64 = header
+        .split("page size of")
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let pages = |name: &str| -> Option<u64> {
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim().trim_matches('"') == name)
+                .then(|| v.trim().trim_end_matches('.').parse().ok())?
+        })
+    };
+    let free = pages("Pages free")?;
+    let sum = free
+        + pages("Pages inactive").unwrap_or(0)
+        + pages("Pages speculative").unwrap_or(0)
+        + pages("Pages purgeable").unwrap_or(0);
+    Some(sum * page)
+}
+
+/// Reads total and available memory of this machine.
+pub fn system_memory() -> Option<SystemMemory> {
+    #[cfg(target_os = "linux")]
+    {
+        parse_meminfo(&std::fs::read_to_string("/proc/meminfo").ok()?)
+    }
+    #[cfg(target_os = "macos")]
+    {
+        macos::system_memory()
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    {
+        None
+    }
+}
+
+/// Current and peak resident bytes of this process since the last [`reset_process_peak`].
+pub fn process_memory() -> Option<(u64, u64)> {
+    #[cfg(target_os = "linux")]
+    {
+        parse_proc_status(&std::fs::read_to_string("/proc/self/status").ok()?)
+    }
+    #[cfg(target_os = "macos")]
+    {
+        macos::process_memory()
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    {
+        None
+    }
+}
+
+/// Resets the peak resident figure of this process so the next point measures its own peak.
+/// Linux: writes `5` to `/proc/self/clear_refs`. Elsewhere the peak stays the lifetime peak;
+/// returns whether the reset happened.
+pub fn reset_process_peak() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        std::fs::write("/proc/self/clear_refs", "5").is_ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
+
+#[cfg(target_os = "macos")]
+mod macos {
+    //! The thin macOS layer: runs `sysctl`/`vm_stat` and asks the kernel for rusage.
+    use super::{parse_vm_stat_available, SystemMemory};
+    use std::process::Command;
+
+    fn run(cmd: &str, args: &[&str]) -> Option<String> {
+        let out = Command::new(cmd).args(args).output().ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    pub(super) fn system_memory() -> Option<SystemMemory> {
+        let total = run("/usr/sbin/sysctl", &["-n", "hw.memsize"])?
+            .trim()
+            .parse()
+            .ok()?;
+        let available = parse_vm_stat_available(&run("/usr/bin/vm_stat", &[])?)?;
+        Some(SystemMemory { total, available })
+    }
+
+    pub(super) fn process_memory() -> Option<(u64, u64)> {
+        let out = run(
+            "/bin/ps",
+            &["-o", "rss=", "-p", &std::process::id().to_string()],
+        )?;
+        let rss = out.trim().parse::<u64>().ok()? * 1024;
+        // SAFETY: getrusage writes into the zeroed struct we own.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; RUSAGE_SELF is always valid.
+        let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+        // ru_maxrss is in bytes on macOS, and it is the lifetime peak: macOS cannot reset it.
+        let peak = if rc == 0 {
+            u64::try_from(usage.ru_maxrss).unwrap_or(rss)
+        } else {
+            rss
+        };
+        Some((rss, peak.max(rss)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meminfo_and_status() {
+        let meminfo =
+            "MemTotal:       24557908 kB\nMemFree:        1000 kB\nMemAvailable:   23000000 kB\n";
+        let m = parse_meminfo(meminfo);
+        assert_eq!(
+            m,
+            Some(SystemMemory {
+                total: 24_557_908 * 1024,
+                available: 23_000_000 * 1024
+            })
+        );
+        let status = "Name:\theadroom\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\n";
+        assert_eq!(parse_proc_status(status), Some((100 << 20, 200 << 20)));
+        assert_eq!(parse_meminfo("garbage"), None);
+    }
+
+    #[test]
+    fn vm_stat_from_a_real_apple_silicon_mac() {
+        // tests/fixtures/macos/vm_stat_apple_silicon_mbp_2023.txt, first (source) line skipped.
+        let text = include_str!("../tests/fixtures/macos/vm_stat_apple_silicon_mbp_2023.txt");
+        let body: String = text.lines().skip(1).collect::<Vec<_>>().join("\n");
+        let avail = parse_vm_stat_available(&body);
+        // free 1616097 + inactive 579357 + speculative 829846 + purgeable 125376 pages of 16 KiB.
+        assert_eq!(
+            avail,
+            Some((1_616_097 + 579_357 + 829_846 + 125_376) * 16_384)
+        );
+    }
+}

@@ -1,0 +1,104 @@
+//! Integration tests of `headroom-core` against a real SQLite file in a temp dir.
+
+use headroom_core::ledger::{Ledger, NewRun, RunStatus, SCHEMA_VERSION};
+use headroom_core::planner::Limit;
+use headroom_core::protocol::{Point, PointStatus};
+use headroom_core::summary::summarize;
+use headroom_core::CoreError;
+
+fn new_run() -> NewRun {
+    NewRun {
+        kind: "sweep".into(),
+        host: "testhost".into(),
+        device: "cpu".into(),
+        device_name: "test cpu".into(),
+        workload: "mlp".into(),
+        dtype: "f32".into(),
+        mode: "train".into(),
+        libtorch: "2.11.0".into(),
+        git_commit: Some("abc".into()),
+        git_dirty: Some(true),
+        budget_bytes: Some(1 << 30),
+        fallback: Some(false),
+        request_json: "{}".into(),
+    }
+}
+
+fn ok_point(batch: u32, sps: f64, peak: u64) -> Point {
+    let mut p = Point::failed(batch, PointStatus::Ok, "");
+    p.message = None;
+    p.samples_per_s = Some(sps);
+    p.peak_bytes = Some(peak);
+    p
+}
+
+#[test]
+fn ledger_round_trips_runs_and_points() -> Result<(), CoreError> {
+    let dir = tempfile::tempdir().map_err(|e| CoreError::InvalidInput(e.to_string()))?;
+    let path = dir.path().join("sub/ledger.sqlite3");
+    let ledger = Ledger::open(&path)?;
+    let id = ledger.begin_run(&new_run())?;
+    let pts = [
+        ok_point(1, 10.0, 100),
+        ok_point(2, 19.0, 150),
+        Point::failed(4, PointStatus::Oom, "oom"),
+    ];
+    for (i, p) in pts.iter().enumerate() {
+        ledger.add_point(id, u32::try_from(i).unwrap_or(0), p)?;
+    }
+    // Points are there before the run is finished (a worker may die at any moment).
+    let (rec, got) = ledger.get_run(id)?;
+    assert_eq!(rec.status, RunStatus::Running);
+    assert_eq!(got, pts.to_vec());
+    let summary = summarize(&pts, Limit::Oom, 1 << 30);
+    ledger.finish_run(id, RunStatus::Complete, Some(&summary), None)?;
+    drop(ledger);
+
+    let reopened = Ledger::open(&path)?;
+    let runs = reopened.list_runs(10)?;
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].status, RunStatus::Complete);
+    assert_eq!(runs[0].points, 3);
+    assert_eq!(runs[0].chosen_batch, summary.recommended_batch);
+    assert_eq!(runs[0].summary.as_ref(), Some(&summary));
+    assert_eq!(runs[0].git_dirty, Some(true));
+    assert!(matches!(
+        reopened.get_run(id + 1),
+        Err(CoreError::NoSuchRun(_))
+    ));
+    Ok(())
+}
+
+#[test]
+fn a_newer_ledger_is_refused_with_a_clear_error() -> Result<(), CoreError> {
+    let dir = tempfile::tempdir().map_err(|e| CoreError::InvalidInput(e.to_string()))?;
+    let path = dir.path().join("ledger.sqlite3");
+    drop(Ledger::open(&path)?);
+    let conn =
+        rusqlite::Connection::open(&path).map_err(|e| CoreError::InvalidInput(e.to_string()))?;
+    conn.pragma_update(None, "user_version", SCHEMA_VERSION + 5)
+        .map_err(|e| CoreError::InvalidInput(e.to_string()))?;
+    drop(conn);
+    let err = Ledger::open(&path)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("upgrade headroom"), "{err}");
+    Ok(())
+}
+
+#[test]
+fn a_file_that_is_not_sqlite_is_an_error() {
+    let dir = tempfile::tempdir().ok();
+    let Some(dir) = dir else { return };
+    let path = dir.path().join("ledger.sqlite3");
+    let _ = std::fs::write(
+        &path,
+        b"this is not a database, it is a text file of some length....",
+    );
+    let err = Ledger::open(&path)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("ledger.sqlite3"), "{err}");
+}

@@ -1,0 +1,370 @@
+//! The measured step loop for one batch size: warm-up until the step time settles, timed steps
+//! with one device synchronise per step, then a few split steps (synchronised between phases) for
+//! the data / forward / backward+optimizer split, and the peaks of memory over the point.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Instant;
+
+use headroom_core::protocol::{Event, Phase, Point, PointStatus};
+use headroom_core::{failure, stats, sysmem};
+use tch::nn::{self, OptimizerConfig};
+use tch::{Device, Kind, Tensor};
+
+use crate::workloads::{InputKind, TargetKind, Workload};
+use crate::{alloc, device, TorchError};
+
+/// Bounds of one point's measurement.
+#[derive(Debug, Clone, Copy)]
+pub struct StepPolicy {
+    /// Exactly this many timed steps, or `None` to choose from the warm-up step time.
+    pub timed_steps: Option<u32>,
+    pub min_warmup: u32,
+    pub max_warmup: u32,
+    /// Warm-up stops after this many seconds even if not settled.
+    pub max_warmup_s: f64,
+    /// Timed steps aim to last about this long in all.
+    pub target_timed_s: f64,
+    pub min_timed: u32,
+    pub max_timed: u32,
+    /// Steps measured with synchronisation between phases.
+    pub split_steps: u32,
+}
+
+impl Default for StepPolicy {
+    fn default() -> Self {
+        Self {
+            timed_steps: None,
+            min_warmup: 2,
+            max_warmup: 30,
+            max_warmup_s: 5.0,
+            target_timed_s: 1.5,
+            min_timed: 3,
+            max_timed: 200,
+            split_steps: 3,
+        }
+    }
+}
+
+/// A workload with its optimizer, ready to measure batches on `device`.
+pub struct Stepper {
+    pub workload: Workload,
+    pub device: Device,
+    train: bool,
+    opt: Option<nn::Optimizer>,
+}
+
+impl std::fmt::Debug for Stepper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stepper")
+            .field("workload", &self.workload)
+            .field("device", &self.device)
+            .finish()
+    }
+}
+
+struct Batch {
+    x: Tensor,
+    y: Option<Tensor>,
+}
+
+impl Stepper {
+    /// Prepares `workload` for training (AdamW, lr 1e-4) or inference.
+    pub fn new(workload: Workload, device: Device, train: bool) -> Result<Self, TorchError> {
+        let opt = if train {
+            Some(nn::AdamW::default().build(&workload.vs, 1e-4)?)
+        } else {
+            None
+        };
+        Ok(Self {
+            workload,
+            device,
+            train,
+            opt,
+        })
+    }
+
+    fn host_batch(&self, batch: i64) -> Result<Batch, TorchError> {
+        let w = &self.workload;
+        let mut shape = vec![batch];
+        shape.extend_from_slice(&w.input_shape);
+        let x = match w.input {
+            InputKind::Float => Tensor::f_randn(shape.as_slice(), (w.kind, Device::Cpu))?,
+            InputKind::Tokens { vocab } => {
+                Tensor::f_randint(vocab, shape.as_slice(), (Kind::Int64, Device::Cpu))?
+            }
+        };
+        let y = match w.target {
+            TargetKind::Class { classes } => Some(Tensor::f_randint(
+                classes,
+                [batch],
+                (Kind::Int64, Device::Cpu),
+            )?),
+            TargetKind::TokenClass { vocab } => Some(Tensor::f_randint(
+                vocab,
+                shape.as_slice(),
+                (Kind::Int64, Device::Cpu),
+            )?),
+            TargetKind::None => None,
+        };
+        Ok(Batch { x, y })
+    }
+
+    fn loss(&self, out: &Tensor, y: Option<&Tensor>) -> Result<Tensor, TorchError> {
+        let out = out.f_to_kind(Kind::Float)?;
+        Ok(match (self.workload.target, y) {
+            (TargetKind::Class { .. }, Some(y)) => out.f_log_softmax(-1, None)?.f_nll_loss(
+                y,
+                None::<Tensor>,
+                tch::Reduction::Mean,
+                -100,
+            )?,
+            (TargetKind::TokenClass { vocab }, Some(y)) => out
+                .f_reshape([-1, vocab])?
+                .f_log_softmax(-1, None)?
+                .f_nll_loss(
+                    &y.f_reshape([-1])?,
+                    None::<Tensor>,
+                    tch::Reduction::Mean,
+                    -100,
+                )?,
+            _ => out.f_square()?.f_mean(None)?,
+        })
+    }
+
+    /// One step on `b`; returns (data, forward, backward) seconds. Without `split`, only the sum
+    /// is meaningful (one synchronise at the end).
+    fn step(&mut self, b: &Batch, split: bool) -> Result<[f64; 3], TorchError> {
+        let t0 = Instant::now();
+        let x = b.x.f_to_device(self.device)?;
+        let y =
+            b.y.as_ref()
+                .map(|y| y.f_to_device(self.device))
+                .transpose()?;
+        if split {
+            device::synchronize(self.device)?;
+        }
+        let t1 = Instant::now();
+        if self.train {
+            if let Some(opt) = self.opt.as_mut() {
+                opt.zero_grad();
+            }
+            let out = self.workload.model.forward(&x, true)?;
+            let loss = self.loss(&out, y.as_ref())?;
+            if split {
+                device::synchronize(self.device)?;
+            }
+            let t2 = Instant::now();
+            loss.f_backward()?;
+            if let Some(opt) = self.opt.as_mut() {
+                opt.step();
+            }
+            device::synchronize(self.device)?;
+            let t3 = Instant::now();
+            Ok([
+                (t1 - t0).as_secs_f64(),
+                (t2 - t1).as_secs_f64(),
+                (t3 - t2).as_secs_f64(),
+            ])
+        } else {
+            let _out = tch::no_grad(|| self.workload.model.forward(&x, false))?;
+            device::synchronize(self.device)?;
+            let t2 = Instant::now();
+            Ok([(t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64(), 0.0])
+        }
+    }
+
+    /// Checks that one sample goes through the model (forward only), so a bad shape or model is
+    /// reported before any run is recorded.
+    pub fn probe(&mut self) -> Result<(), TorchError> {
+        let b = self.host_batch(1)?;
+        let x = b.x.f_to_device(self.device)?;
+        let out = guarded(|| tch::no_grad(|| self.workload.model.forward(&x, false)))?;
+        if let (TargetKind::Class { classes }, Some(&last)) =
+            (self.workload.target, out.size().last())
+        {
+            if last != classes {
+                return Err(TorchError::bad(
+                    "bad_shape",
+                    format!("model output has {last} classes, expected {classes}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Measures one point at `batch`, reporting progress through `emit`. Never panics: libtorch
+    /// failures (OOM included) become a point with status `oom` or `error`.
+    pub fn measure(
+        &mut self,
+        batch: u32,
+        policy: &StepPolicy,
+        emit: &mut dyn FnMut(Event),
+    ) -> Point {
+        let accel = device::accel_index(self.device);
+        if let Some(i) = accel {
+            let _ = alloc::empty_cache();
+            let _ = alloc::reset_peak(i);
+        }
+        let peak_reset = sysmem::reset_process_peak();
+        let result = guarded(|| self.measure_inner(batch, policy, emit));
+        if let Some(opt) = self.opt.as_mut() {
+            // Free gradients a failed step may have left behind.
+            let _ = guarded(|| {
+                opt.zero_grad();
+                Ok(())
+            });
+        }
+        let mut point = match result {
+            Ok(p) => p,
+            Err(e) => {
+                let msg = e.to_string();
+                Point::failed(batch, failure::classify(&msg), failure::headline(&msg))
+            }
+        };
+        if let Some(i) = accel {
+            if let Ok(s) = alloc::device_stats(i) {
+                point.peak_allocated_bytes = Some(s.allocated_peak);
+                point.peak_reserved_bytes = Some(s.reserved_peak);
+            }
+        }
+        point.peak_process_bytes = sysmem::process_memory().map(|(_, peak)| peak);
+        point.peak_bytes = if accel.is_some() {
+            point.peak_reserved_bytes
+        } else {
+            point.peak_process_bytes
+        };
+        if point.status == PointStatus::Oom {
+            // The figures of a failed point are not a peak of a finished step.
+            point.peak_bytes = None;
+            if accel.is_some() {
+                let _ = alloc::empty_cache();
+            }
+        }
+        if !peak_reset && accel.is_none() && point.status == PointStatus::Ok {
+            emit(Event::Warning {
+                message:
+                    "process peak memory cannot be reset on this OS; CPU peaks are lifetime peaks"
+                        .into(),
+            });
+        }
+        point
+    }
+
+    fn measure_inner(
+        &mut self,
+        batch: u32,
+        policy: &StepPolicy,
+        emit: &mut dyn FnMut(Event),
+    ) -> Result<Point, TorchError> {
+        let pool = [
+            self.host_batch(i64::from(batch))?,
+            self.host_batch(i64::from(batch))?,
+        ];
+        let mut throttle = Throttle::default();
+        let sum = |t: [f64; 3]| t.iter().sum::<f64>();
+
+        // Warm-up until the step time settles.
+        let mut warm = Vec::new();
+        let started = Instant::now();
+        while warm.len() < policy.max_warmup as usize {
+            let n = warm.len();
+            warm.push(sum(self.step(&pool[n % 2], false)?));
+            throttle.emit(emit, batch, Phase::Warmup, n + 1, policy.max_warmup);
+            let enough = warm.len() >= policy.min_warmup as usize;
+            if enough
+                && (stats::settled(&warm, 3, 0.1)
+                    || started.elapsed().as_secs_f64() > policy.max_warmup_s)
+            {
+                break;
+            }
+        }
+        let typical = stats::percentile(&warm[warm.len().saturating_sub(3)..], 50.0)
+            .unwrap_or(1.0)
+            .max(1e-6);
+
+        // Timed steps.
+        let n_timed = policy.timed_steps.unwrap_or_else(|| {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let n = (policy.target_timed_s / typical).ceil() as u32;
+            n.clamp(policy.min_timed, policy.max_timed)
+        });
+        let mut times = Vec::with_capacity(n_timed as usize);
+        for i in 0..n_timed {
+            times.push(sum(self.step(&pool[i as usize % 2], false)?));
+            throttle.emit(emit, batch, Phase::Timed, i as usize + 1, n_timed);
+        }
+
+        // Split steps: synchronised between phases.
+        let mut parts: [Vec<f64>; 3] = Default::default();
+        let n_split = if typical > 2.0 { 1 } else { policy.split_steps };
+        for i in 0..n_split {
+            let t = self.step(&pool[i as usize % 2], true)?;
+            for (v, x) in parts.iter_mut().zip(t) {
+                v.push(x * 1e3);
+            }
+            throttle.emit(emit, batch, Phase::Split, i as usize + 1, n_split);
+        }
+
+        let total: f64 = times.iter().sum();
+        let ms: Vec<f64> = times.iter().map(|t| t * 1e3).collect();
+        let mut p = Point::failed(batch, PointStatus::Ok, "");
+        p.message = None;
+        p.samples_per_s = (total > 0.0).then(|| f64::from(batch) * f64::from(n_timed) / total);
+        p.step_ms_p50 = stats::percentile(&ms, 50.0);
+        p.step_ms_p95 = stats::percentile(&ms, 95.0);
+        p.data_ms = stats::percentile(&parts[0], 50.0);
+        p.forward_ms = stats::percentile(&parts[1], 50.0);
+        p.backward_ms = stats::percentile(&parts[2], 50.0);
+        p.warmup_steps = u32::try_from(warm.len()).unwrap_or(u32::MAX);
+        p.timed_steps = n_timed;
+        p.flops_per_sample = self
+            .workload
+            .forward_flops
+            .map(|f| if self.train { 3.0 * f } else { f });
+        Ok(p)
+    }
+}
+
+/// Runs `f`, turning a panic inside tch (its infallible ops panic on libtorch errors) into an error.
+pub fn guarded<T>(f: impl FnOnce() -> Result<T, TorchError>) -> Result<T, TorchError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_else(|| "libtorch failed".to_owned());
+            Err(TorchError::Torch(tch::TchError::Torch(msg)))
+        }
+    }
+}
+
+/// Emits progress at most every 100 ms (and always on the last step of a phase).
+#[derive(Default)]
+struct Throttle {
+    last: Option<Instant>,
+}
+
+impl Throttle {
+    fn emit(
+        &mut self,
+        emit: &mut dyn FnMut(Event),
+        batch: u32,
+        phase: Phase,
+        step: usize,
+        of: u32,
+    ) {
+        let step = u32::try_from(step).unwrap_or(u32::MAX);
+        let due = self.last.is_none_or(|t| t.elapsed().as_millis() >= 100);
+        if due || step == of {
+            self.last = Some(Instant::now());
+            emit(Event::Progress {
+                batch,
+                phase,
+                step,
+                of,
+            });
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! One sweep, start to end: resolve the device and the budget, build the workload, check it with
+//! one sample, then let the planner pick batches and measure them, emitting protocol events.
+
+use headroom_core::budget::format_bytes;
+use headroom_core::planner::{Next, Planner};
+use headroom_core::protocol::{
+    BatchPlan, Event, Hello, Mode, Point, PointStatus, SweepRequest, PROTOCOL_VERSION,
+};
+use headroom_core::summary::summarize;
+use headroom_core::sysmem;
+use tch::Device;
+
+use crate::measure::{StepPolicy, Stepper};
+use crate::workloads::{self, parameter_count};
+use crate::{alloc, device, TorchError};
+
+/// Runs the sweep `req`, handing every event to `emit`. Errors before the `hello` event mean
+/// nothing was measured (bad device, workload, shape or model).
+pub fn run_sweep(req: &SweepRequest, emit: &mut dyn FnMut(Event)) -> Result<(), TorchError> {
+    if let Some(t) = req.threads {
+        tch::set_num_threads(i32::try_from(t.max(1)).unwrap_or(1));
+    }
+    let dev = device::resolve(&req.device)?;
+    let info = device::info(dev)?;
+    let budget = req.budget.resolve(info.capacity, info.available);
+    if dev == Device::Mps {
+        set_mps_watermark(budget, info.capacity);
+    }
+    if budget > info.available {
+        emit(Event::Warning {
+            message: format!(
+                "the budget {} is above the {} available on {} now; points may swap or fail",
+                format_bytes(budget),
+                format_bytes(info.available),
+                info.label
+            ),
+        });
+    }
+    let workload = workloads::build(&req.workload, req.input_shape.as_deref(), req.dtype, dev)?;
+    let (name, shape, params) = (
+        workload.name.clone(),
+        workload.input_shape.clone(),
+        parameter_count(&workload.vs),
+    );
+    let mut stepper = Stepper::new(workload, dev, req.mode == Mode::Train)?;
+    stepper.probe()?;
+    let accel = device::accel_index(dev);
+    let baseline = match accel {
+        Some(i) => alloc::device_stats(i).ok().map(|s| s.reserved_current),
+        None => sysmem::process_memory().map(|(rss, _)| rss),
+    };
+    emit(Event::Hello(Hello {
+        protocol: PROTOCOL_VERSION,
+        headroom_version: env!("CARGO_PKG_VERSION").to_owned(),
+        libtorch: alloc::libtorch_version(),
+        device: info.label.clone(),
+        device_name: info.name.clone(),
+        capacity_bytes: info.capacity,
+        available_bytes: info.available,
+        budget_bytes: budget,
+        threads: u32::try_from(tch::get_num_threads()).unwrap_or(0),
+        workload: name,
+        input_shape: shape,
+        parameters: params,
+        pid: std::process::id(),
+    }));
+
+    let policy = StepPolicy {
+        timed_steps: req.steps,
+        ..StepPolicy::default()
+    };
+    let plan = match req.plan.clone() {
+        BatchPlan::Search { start, max: 0 } => BatchPlan::Search {
+            start,
+            max: default_max_batch(dev),
+        },
+        other => other,
+    };
+    let mut planner = Planner::new(plan, budget, baseline, req.predict);
+    let mut points: Vec<Point> = Vec::new();
+    loop {
+        let point = match planner.next() {
+            Next::Run { batch, predicted } => {
+                let mut p = stepper.measure(batch, &policy, emit);
+                p.predicted_peak_bytes = predicted;
+                if let (PointStatus::Ok, Some(peak)) = (p.status, p.peak_bytes) {
+                    if peak > budget {
+                        p.status = PointStatus::OverBudget;
+                        p.message = Some(format!(
+                            "peak {} is above the {} budget",
+                            format_bytes(peak),
+                            format_bytes(budget)
+                        ));
+                    }
+                }
+                p
+            }
+            Next::Skip { batch, predicted } => {
+                let mut p = Point::failed(
+                    batch,
+                    PointStatus::OverBudget,
+                    format!(
+                        "predicted peak {} is above the {} budget; not run",
+                        format_bytes(predicted),
+                        format_bytes(budget)
+                    ),
+                );
+                p.predicted_peak_bytes = Some(predicted);
+                p
+            }
+            Next::Done { limit } => {
+                emit(Event::Result(summarize(&points, limit, budget)));
+                return Ok(());
+            }
+        };
+        planner.record(point.batch, point.status, point.peak_bytes);
+        emit(Event::Point(point.clone()));
+        points.push(point);
+    }
+}
+
+/// The largest batch a search visits when the request leaves it to the device (`max: 0`): small
+/// on the CPU, where big batches take minutes per step, large on accelerators.
+pub fn default_max_batch(dev: Device) -> u32 {
+    if dev == Device::Cpu {
+        512
+    } else {
+        16_384
+    }
+}
+
+/// MPS raises an OOM instead of swapping when its high watermark is at or below the budget. The
+/// ratio is relative to the recommended working set and must be set before MPS allocates.
+fn set_mps_watermark(budget: u64, recommended: u64) {
+    if recommended == 0 || std::env::var_os("PYTORCH_MPS_HIGH_WATERMARK_RATIO").is_some() {
+        return;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let ratio = (budget as f64 / recommended as f64).clamp(0.05, 2.0);
+    std::env::set_var("PYTORCH_MPS_HIGH_WATERMARK_RATIO", format!("{ratio:.3}"));
+}

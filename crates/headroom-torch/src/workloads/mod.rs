@@ -1,0 +1,159 @@
+//! The workloads a sweep measures: built-in models (a real training step each: forward, loss,
+//! backward, optimizer) and TorchScript modules the user exported.
+
+mod cnn;
+mod matmul;
+mod mlp;
+mod script;
+mod transformer;
+
+use std::path::Path;
+
+use headroom_core::protocol::{Dtype, BUILTIN_WORKLOADS};
+use tch::{nn, Device, Kind, Tensor};
+
+use crate::TorchError;
+
+/// What the synthetic inputs of a workload are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    /// Real-valued features in the model's dtype (images, vectors, matrices).
+    Float,
+    /// Token ids in `0..vocab`.
+    Tokens { vocab: i64 },
+}
+
+/// What the loss compares the output with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    /// One class id per sample.
+    Class { classes: i64 },
+    /// One class id per token (language modelling).
+    TokenClass { vocab: i64 },
+    /// No target: the loss is the mean square of the output.
+    None,
+}
+
+/// A model ready to step.
+pub trait Model {
+    /// Output for a batch of inputs already on the device.
+    fn forward(&self, x: &Tensor, train: bool) -> Result<Tensor, TorchError>;
+}
+
+/// A workload: its model, its variables and how to feed it.
+pub struct Workload {
+    pub name: String,
+    pub vs: nn::VarStore,
+    pub model: Box<dyn Model>,
+    pub input_shape: Vec<i64>,
+    pub input: InputKind,
+    pub target: TargetKind,
+    pub kind: Kind,
+    /// Forward FLOPs per sample, where known (a training step costs about three times that).
+    pub forward_flops: Option<f64>,
+}
+
+impl std::fmt::Debug for Workload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workload")
+            .field("name", &self.name)
+            .field("input_shape", &self.input_shape)
+            .finish()
+    }
+}
+
+/// The libtorch kind for a dtype.
+pub fn kind_of(dtype: Dtype) -> Kind {
+    match dtype {
+        Dtype::F32 => Kind::Float,
+        Dtype::F16 => Kind::Half,
+        Dtype::Bf16 => Kind::BFloat16,
+    }
+}
+
+/// Builds workload `spec` (a built-in name or a path ending in `.pt`/`.pth`) on `device`.
+pub fn build(
+    spec: &str,
+    input_shape: Option<&[i64]>,
+    dtype: Dtype,
+    device: Device,
+) -> Result<Workload, TorchError> {
+    let kind = kind_of(dtype);
+    tch::manual_seed(0);
+    let mut vs = nn::VarStore::new(device);
+    let looks_like_file = spec.ends_with(".pt")
+        || spec.ends_with(".pth")
+        || spec.contains('/')
+        || Path::new(spec).exists();
+    let mut w = if looks_like_file {
+        script::build(Path::new(spec), input_shape, &mut vs)?
+    } else {
+        let root = vs.root();
+        let (model, shape, input, target, flops) = match spec {
+            "mlp" => mlp::build(&root, input_shape)?,
+            "cnn" => cnn::build(&root, input_shape)?,
+            "vit-tiny" => transformer::build_vit(&root, input_shape)?,
+            "gpt-tiny" => transformer::build_gpt(&root, input_shape)?,
+            "matmul" => matmul::build(&root, input_shape)?,
+            other => return Err(TorchError::bad(
+                "bad_workload",
+                format!(
+                    "unknown workload {other:?}: use one of {} or a TorchScript file (model.pt)",
+                    BUILTIN_WORKLOADS.join(", ")
+                ),
+            )),
+        };
+        Workload {
+            name: spec.to_owned(),
+            vs,
+            model,
+            input_shape: shape,
+            input,
+            target,
+            kind,
+            forward_flops: flops,
+        }
+    };
+    if kind != Kind::Float {
+        w.vs.set_kind(kind);
+    }
+    w.kind = kind;
+    Ok(w)
+}
+
+/// Checks a user-given input shape: every dimension positive, at most `max_dims` of them.
+pub(crate) fn check_shape(
+    shape: &[i64],
+    name: &str,
+    dims: std::ops::RangeInclusive<usize>,
+) -> Result<(), TorchError> {
+    if !dims.contains(&shape.len()) || shape.iter().any(|d| *d <= 0) {
+        return Err(TorchError::bad(
+            "bad_shape",
+            format!(
+                "input shape {} does not fit {name}: it takes {}..={} positive dimensions per sample",
+                fmt_shape(shape),
+                dims.start(),
+                dims.end()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `3x224x224`.
+pub fn fmt_shape(shape: &[i64]) -> String {
+    shape
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join("x")
+}
+
+/// Number of scalar parameters.
+pub fn parameter_count(vs: &nn::VarStore) -> u64 {
+    vs.trainable_variables()
+        .iter()
+        .map(|t| u64::try_from(t.numel()).unwrap_or(0))
+        .sum()
+}
