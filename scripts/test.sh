@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Every check and test of the project from a fresh checkout: set up, format, lints, docs, tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+export VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" LIBTORCH_USE_PYTORCH=1
+export HEADROOM_TEST_PYTHON="$PWD/.venv/bin/python"
+# Tests must never write to the user's real data folder.
+export HEADROOM_HOME="$(mktemp -d)/must-not-be-used"
+cargo fmt --all --check
+cargo clippy --release --locked --workspace --all-targets -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --release --locked --workspace --no-deps --quiet
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --release --locked --workspace --no-fail-fast
+else
+  cargo test --release --locked --workspace --no-fail-fast
+fi
+if [ -e "$HEADROOM_HOME" ]; then
+  echo "test: a test wrote to the default HEADROOM_HOME ($HEADROOM_HOME); tests must use their own temp folder" >&2
+  exit 1
+fi
+echo "test: all checks passed"
