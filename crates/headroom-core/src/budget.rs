@@ -92,9 +92,11 @@ pub fn parse_bytes(text: &str) -> Result<u64, CoreError> {
         "gib" => 1024.0 * 1024.0 * 1024.0,
         "t" | "tb" => 1e12,
         "tib" => 1024.0_f64.powi(4),
-        other => return Err(CoreError::InvalidInput(format!(
+        other => {
+            return Err(CoreError::InvalidInput(format!(
             "{text:?} has an unknown unit {other:?}; use B, KB, KiB, MB, MiB, GB, GiB, TB or TiB"
-        ))),
+        )))
+        }
     };
     let bytes = value * mult;
     if !bytes.is_finite() || bytes < 0.0 || bytes > 1.8e19 {

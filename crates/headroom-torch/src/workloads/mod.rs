@@ -95,13 +95,15 @@ pub fn build(
             "vit-tiny" => transformer::build_vit(&root, input_shape)?,
             "gpt-tiny" => transformer::build_gpt(&root, input_shape)?,
             "matmul" => matmul::build(&root, input_shape)?,
-            other => return Err(TorchError::bad(
-                "bad_workload",
-                format!(
+            other => {
+                return Err(TorchError::bad(
+                    "bad_workload",
+                    format!(
                     "unknown workload {other:?}: use one of {} or a TorchScript file (model.pt)",
                     BUILTIN_WORKLOADS.join(", ")
                 ),
-            )),
+                ))
+            }
         };
         Workload {
             name: spec.to_owned(),

@@ -1,0 +1,84 @@
+//! Running the binary in a temp home.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// A temp `HEADROOM_HOME` and a way to run `headroom` in it.
+pub struct Home {
+    pub dir: tempfile::TempDir,
+}
+
+impl Home {
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_headroom"));
+        c.args(args)
+            .env("HEADROOM_HOME", self.path())
+            .current_dir(self.path());
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().expect("run headroom")
+    }
+
+    /// Runs with `--json` and parses stdout; panics with stderr when it is not JSON.
+    pub fn json(&self, args: &[&str]) -> (Output, Value) {
+        let out = self.run(args);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}); status {:?}\nstdout: {}\nstderr: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (out, v)
+    }
+
+    /// The runs in the ledger, newest first.
+    pub fn runs(&self) -> Vec<Value> {
+        let (out, v) = self.json(&["ledger", "list", "--json"]);
+        assert!(
+            out.status.success(),
+            "ledger list failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        v.as_array().cloned().expect("ledger list is an array")
+    }
+}
+
+/// The venv's Python with torch (set by scripts/test.sh; else the project's `.venv`).
+pub fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("HEADROOM_TEST_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    assert!(
+        p.exists(),
+        "no Python with torch at {}; run scripts/bootstrap.sh or set HEADROOM_TEST_PYTHON",
+        p.display()
+    );
+    p
+}
+
+pub fn points(v: &Value) -> Vec<Value> {
+    v["points"].as_array().cloned().unwrap_or_default()
+}
+
+pub fn f(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} is not a number in {v}"))
+}

@@ -1,0 +1,163 @@
+//! Bad input: a one-line error that says what to do, a non-zero exit, no panic, nothing in the
+//! ledger.
+
+use crate::common::Home;
+
+/// Runs `args`, expects failure with a message containing `expect`, and an empty ledger.
+fn refused(args: &[&str], expect: &str) {
+    let home = Home::new();
+    let out = home.run(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "{args:?} should fail; stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(
+        err.contains(expect),
+        "{args:?}: stderr should mention {expect:?}: {err}"
+    );
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    let error_lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("headroom: error"))
+        .collect();
+    assert_eq!(
+        error_lines.len(),
+        1,
+        "{args:?}: one error line expected: {err}"
+    );
+    assert!(home.runs().is_empty(), "{args:?} wrote a run to the ledger");
+}
+
+#[test]
+fn unknown_workload() {
+    refused(
+        &[
+            "sweep",
+            "--device",
+            "cpu",
+            "--workload",
+            "resnet9000",
+            "--batches",
+            "1",
+        ],
+        "unknown workload \"resnet9000\": use one of mlp",
+    );
+}
+
+#[test]
+fn missing_model_file() {
+    refused(
+        &[
+            "sweep",
+            "--device",
+            "cpu",
+            "--workload",
+            "/nonexistent/model.pt",
+            "--input-shape",
+            "4",
+            "--batches",
+            "1",
+        ],
+        "cannot read model file",
+    );
+}
+
+#[test]
+fn a_file_that_is_not_torchscript() {
+    let home = Home::new();
+    let bad = home.path().join("notes.pt");
+    std::fs::write(
+        &bad,
+        b"definitely not a zip archive of a TorchScript module",
+    )
+    .expect("write");
+    let p = bad.to_string_lossy().into_owned();
+    refused(
+        &[
+            "sweep",
+            "--device",
+            "cpu",
+            "--workload",
+            &p,
+            "--input-shape",
+            "4",
+            "--batches",
+            "1",
+        ],
+        "is not a TorchScript module",
+    );
+}
+
+#[test]
+fn a_shape_that_does_not_fit_the_model() {
+    refused(
+        &[
+            "sweep",
+            "--device",
+            "cpu",
+            "--workload",
+            "vit-tiny",
+            "--input-shape",
+            "3x100x100",
+            "--batches",
+            "1",
+        ],
+        "divisible by its patch size",
+    );
+    refused(
+        &[
+            "sweep",
+            "--device",
+            "cpu",
+            "--workload",
+            "cnn",
+            "--input-shape",
+            "3x0x32",
+        ],
+        "not a list of positive sizes",
+    );
+}
+
+#[test]
+fn a_zero_budget() {
+    refused(&["sweep", "--device", "cpu", "--budget", "0"], "is zero");
+    refused(
+        &["sweep", "--device", "cpu", "--budget", "lots"],
+        "write e.g. 12GiB",
+    );
+}
+
+#[test]
+fn a_device_that_is_not_there() {
+    refused(
+        &["sweep", "--device", "cuda:7", "--batches", "1"],
+        "device cuda:7 is not there",
+    );
+    refused(
+        &["sweep", "--device", "tpu", "--batches", "1"],
+        "is not one of auto, cpu, mps, cuda",
+    );
+}
+
+#[test]
+fn zero_batches() {
+    refused(
+        &["sweep", "--device", "cpu", "--batches", "0,2"],
+        "a batch of 0 cannot run",
+    );
+    refused(
+        &["sweep", "--device", "cpu", "--max-batch", "0"],
+        "--max-batch 0",
+    );
+}
+
+#[test]
+fn a_missing_run() {
+    let home = Home::new();
+    let out = home.run(&["ledger", "show", "42"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no run 42 in the ledger"));
+}

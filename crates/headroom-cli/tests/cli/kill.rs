@@ -1,0 +1,107 @@
+//! A worker killed with SIGKILL mid-sweep: the parent survives, the points finished before the
+//! kill are in the ledger, and the run is marked interrupted.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::common::{points, Home};
+
+fn children_of(pid: u32) -> Vec<u32> {
+    let path = format!("/proc/{pid}/task/{pid}/children");
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|s| s.parse().ok())
+        .collect()
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_worker_killed_mid_sweep_leaves_its_points_in_the_ledger() {
+    let home = Home::new();
+    let parent = home
+        .cmd(&[
+            "sweep",
+            "--device",
+            "cpu",
+            "--workload",
+            "mlp",
+            "--batches",
+            "1,2,3,4,5,6,7,8,9,10,11,12",
+            "--steps",
+            "150",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start sweep");
+    // Wait until at least two points are in the ledger, then kill the worker.
+    let started = Instant::now();
+    let run_points = || -> u64 {
+        let runs = home.runs();
+        runs.first().and_then(|r| r["points"].as_u64()).unwrap_or(0)
+    };
+    while run_points() < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no points after two minutes"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let workers = children_of(parent.id());
+    assert_eq!(
+        workers.len(),
+        1,
+        "one worker child expected, found {workers:?}"
+    );
+    // SAFETY: plain kill(2) on a child pid we just read.
+    assert_eq!(unsafe { libc::kill(workers[0] as i32, libc::SIGKILL) }, 0);
+
+    let out = parent.wait_with_output().expect("wait for sweep");
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("the parent still prints its JSON");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(v["status"], "interrupted");
+    let got = points(&v);
+    assert!(got.len() >= 2 && got.len() < 12, "{} points", got.len());
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("signal 9"),
+        "{v}"
+    );
+
+    let runs = home.runs();
+    assert_eq!(runs[0]["status"], "interrupted");
+    assert_eq!(runs[0]["points"].as_u64(), Some(got.len() as u64));
+    assert!(runs[0]["note"].as_str().unwrap_or("").contains("SIGKILL"));
+    let id = runs[0]["id"].to_string();
+    let (_, shown) = home.json(&["ledger", "show", &id, "--json"]);
+    assert_eq!(shown["points"].as_array().map(Vec::len), Some(got.len()));
+    for p in shown["points"].as_array().into_iter().flatten() {
+        assert_eq!(p["status"], "ok");
+    }
+
+    // A new run starts cleanly afterwards.
+    let (out, v) = home.json(&[
+        "sweep",
+        "--device",
+        "cpu",
+        "--workload",
+        "mlp",
+        "--batches",
+        "2",
+        "--steps",
+        "2",
+        "--json",
+    ]);
+    assert!(out.status.success());
+    assert_eq!(v["status"], "complete");
+}

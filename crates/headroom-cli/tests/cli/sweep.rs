@@ -1,0 +1,199 @@
+//! Real CPU sweeps.
+
+use crate::common::{f, points, Home};
+
+#[test]
+fn cpu_sweep_reports_well_formed_positive_numbers_and_records_them() {
+    let home = Home::new();
+    let (out, v) = home.json(&[
+        "sweep",
+        "--device",
+        "cpu",
+        "--workload",
+        "mlp",
+        "--batches",
+        "1,4,16",
+        "--steps",
+        "3",
+        "--threads",
+        "1",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(v["status"], "complete");
+    assert_eq!(v["hello"]["device"], "cpu");
+    assert_eq!(v["hello"]["protocol"], 1);
+    assert_eq!(v["hello"]["libtorch"], "2.11.0");
+    assert_eq!(v["hello"]["threads"], 1);
+    let pts = points(&v);
+    assert_eq!(
+        pts.iter()
+            .map(|p| p["batch"].as_u64().unwrap_or(0))
+            .collect::<Vec<_>>(),
+        vec![1, 4, 16]
+    );
+    for p in &pts {
+        assert_eq!(p["status"], "ok", "{p}");
+        assert!(f(p, "samples_per_s") > 0.0);
+        assert!(f(p, "step_ms_p50") > 0.0 && f(p, "step_ms_p95") >= f(p, "step_ms_p50"));
+        assert!(f(p, "forward_ms") > 0.0 && f(p, "backward_ms") > 0.0);
+        assert_eq!(p["timed_steps"], 3);
+        assert!(p["warmup_steps"].as_u64().unwrap_or(0) >= 2);
+        assert!(
+            f(p, "peak_bytes") > 50e6,
+            "a process holding libtorch peaks above 50 MB: {p}"
+        );
+    }
+    let s = &v["summary"];
+    assert!(s["recommended_batch"].as_u64().is_some(), "{s}");
+    assert_eq!(s["limit"], "list");
+    assert_eq!(s["max_fit_batch"], 16);
+
+    // Everything is in the ledger.
+    let runs = home.runs();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["id"], v["run_id"]);
+    assert_eq!(runs[0]["status"], "complete");
+    assert_eq!(runs[0]["points"], 3);
+    assert_eq!(runs[0]["workload"], "mlp");
+    assert_eq!(runs[0]["chosen_batch"], s["recommended_batch"]);
+    assert_eq!(runs[0]["fallback"], false);
+    let id = v["run_id"].to_string();
+    let (out, shown) = home.json(&["ledger", "show", &id, "--json"]);
+    assert!(out.status.success());
+    assert_eq!(shown["points"], v["points"]);
+}
+
+#[test]
+fn memory_grows_with_batch() {
+    let home = Home::new();
+    let (out, v) = home.json(&[
+        "sweep",
+        "--device",
+        "cpu",
+        "--workload",
+        "matmul",
+        "--input-shape",
+        "512",
+        "--batches",
+        "2,128",
+        "--steps",
+        "2",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pts = points(&v);
+    let (small, large) = (f(&pts[0], "peak_bytes"), f(&pts[1], "peak_bytes"));
+    // 126 more samples of 512x512 f32 inputs alone are 132 MB; outputs and gradients add more.
+    assert!(
+        large > small + 120e6,
+        "peak at 128 ({large}) should exceed peak at 2 ({small}) by >120 MB"
+    );
+}
+
+#[test]
+fn search_doubles_up_to_the_maximum() {
+    let home = Home::new();
+    let (out, v) = home.json(&[
+        "sweep",
+        "--device",
+        "cpu",
+        "--workload",
+        "mlp",
+        "--max-batch",
+        "24",
+        "--steps",
+        "2",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let batches: Vec<u64> = points(&v)
+        .iter()
+        .map(|p| p["batch"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(batches, vec![1, 2, 4, 8, 16, 24]);
+    assert_eq!(v["summary"]["limit"], "max_batch");
+    assert_eq!(v["summary"]["max_fit_batch"], 24);
+}
+
+#[test]
+fn a_point_predicted_over_budget_is_skipped_not_run() {
+    let home = Home::new();
+    let (out, v) = home.json(&[
+        "sweep",
+        "--device",
+        "cpu",
+        "--workload",
+        "matmul",
+        "--input-shape",
+        "512",
+        "--batches",
+        "64,4096",
+        "--budget",
+        "2GiB",
+        "--steps",
+        "2",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pts = points(&v);
+    assert_eq!(pts.len(), 2, "{v}");
+    assert_eq!(pts[0]["status"], "ok");
+    let skipped = &pts[1];
+    assert_eq!(skipped["status"], "over_budget");
+    assert_eq!(
+        skipped["timed_steps"], 0,
+        "a skipped point is not run: {skipped}"
+    );
+    assert!(f(skipped, "predicted_peak_bytes") > 2.0 * 1024.0 * 1024.0 * 1024.0);
+    assert!(skipped["message"]
+        .as_str()
+        .unwrap_or("")
+        .contains("not run"));
+    assert_eq!(v["summary"]["limit"], "budget");
+    assert_eq!(v["summary"]["max_fit_batch"], 64);
+    assert_eq!(v["summary"]["first_failing_batch"], 4096);
+}
+
+#[test]
+fn human_output_has_a_table_and_a_recommendation() {
+    let home = Home::new();
+    let out = home.run(&[
+        "sweep",
+        "--device",
+        "cpu",
+        "--workload",
+        "cnn",
+        "--batches",
+        "2,8",
+        "--steps",
+        "2",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("samples/s") && text.contains("recommended: batch"),
+        "{text}"
+    );
+    assert!(text.contains("recorded as run 1"), "{text}");
+}
