@@ -25,7 +25,7 @@ pub struct Worker {
 /// What came out of the worker's stdout.
 #[derive(Debug)]
 pub enum Output {
-    Event(Event),
+    Event(Box<Event>),
     /// A line that is not a protocol event (kept for diagnostics).
     Garbage(String),
 }
@@ -78,7 +78,7 @@ impl Worker {
     pub fn next_output(&mut self) -> Option<Output> {
         let line = self.lines.next()?.ok()?;
         Some(match Event::from_line(&line) {
-            Ok(e) => Output::Event(e),
+            Ok(e) => Output::Event(Box::new(e)),
             Err(_) => Output::Garbage(line),
         })
     }

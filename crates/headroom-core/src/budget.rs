@@ -99,7 +99,7 @@ pub fn parse_bytes(text: &str) -> Result<u64, CoreError> {
         }
     };
     let bytes = value * mult;
-    if !bytes.is_finite() || bytes < 0.0 || bytes > 1.8e19 {
+    if !bytes.is_finite() || !(0.0..=1.8e19).contains(&bytes) {
         return Err(CoreError::InvalidInput(format!("{text:?} is out of range")));
     }
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]

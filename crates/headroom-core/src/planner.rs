@@ -117,7 +117,7 @@ impl Planner {
     }
 
     /// The next step of the sweep.
-    pub fn next(&mut self) -> Next {
+    pub fn next_step(&mut self) -> Next {
         if let Some(limit) = self.done {
             return Next::Done { limit };
         }
@@ -225,7 +225,7 @@ mod tests {
         let mut p = Planner::new(plan, budget, Some(base), predict);
         let (mut ran, mut skipped) = (Vec::new(), Vec::new());
         for _ in 0..200 {
-            match p.next() {
+            match p.next_step() {
                 Next::Run { batch, .. } => {
                     ran.push(batch);
                     let peak = base + per * u64::from(batch);
@@ -299,7 +299,7 @@ mod tests {
             .filter(|b| 1000 + 100 * u64::from(*b) <= 30_000)
             .max()
             .unwrap_or(0);
-        assert!(fit >= 284 && fit <= 290, "found {fit}");
+        assert!((284..=290).contains(&fit), "found {fit}");
     }
 
     #[test]
@@ -337,7 +337,7 @@ mod tests {
     fn an_error_ends_the_sweep() {
         let mut p = Planner::new(BatchPlan::Search { start: 1, max: 64 }, 100, None, true);
         assert_eq!(
-            p.next(),
+            p.next_step(),
             Next::Run {
                 batch: 1,
                 predicted: None
@@ -345,7 +345,7 @@ mod tests {
         );
         p.record(1, PointStatus::Error, None);
         assert_eq!(
-            p.next(),
+            p.next_step(),
             Next::Done {
                 limit: Limit::Error
             }

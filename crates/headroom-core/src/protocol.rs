@@ -120,7 +120,7 @@ pub fn parse_shape(text: &str) -> Result<Vec<i64>, CoreError> {
         ))
     };
     let dims: Vec<i64> = text
-        .split(|c| c == 'x' || c == 'X' || c == ',')
+        .split(['x', 'X', ','])
         .map(|p| p.trim().parse::<i64>().map_err(|_| bad()))
         .collect::<Result<_, _>>()?;
     if dims.is_empty() || dims.iter().any(|d| *d <= 0) {

@@ -79,7 +79,7 @@ pub fn run_sweep(req: &SweepRequest, emit: &mut dyn FnMut(Event)) -> Result<(), 
     let mut planner = Planner::new(plan, budget, baseline, req.predict);
     let mut points: Vec<Point> = Vec::new();
     loop {
-        let point = match planner.next() {
+        let point = match planner.next_step() {
             Next::Run { batch, predicted } => {
                 let mut p = stepper.measure(batch, &policy, emit);
                 p.predicted_peak_bytes = predicted;

@@ -157,9 +157,13 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
     };
     let mut garbage = Vec::new();
     while let Some(out) = worker.next_output() {
+        let out = match out {
+            Output::Event(e) => Ok(*e),
+            Output::Garbage(line) => Err(line),
+        };
         match out {
-            Output::Garbage(line) => garbage.push(line),
-            Output::Event(Event::Hello(h)) => {
+            Err(line) => garbage.push(line),
+            Ok(Event::Hello(h)) => {
                 if h.protocol != PROTOCOL_VERSION {
                     bail!(
                         "the worker speaks protocol {}, this headroom {}; reinstall headroom",
@@ -196,7 +200,7 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
                 ));
                 report.hello = Some(h);
             }
-            Output::Event(Event::Progress {
+            Ok(Event::Progress {
                 batch,
                 phase,
                 step,
@@ -212,7 +216,7 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
                     best_so_far(&report.points)
                 ));
             }
-            Output::Event(Event::Point(p)) => {
+            Ok(Event::Point(p)) => {
                 if let Some(id) = report.run_id {
                     let seq = u32::try_from(report.points.len()).unwrap_or(u32::MAX);
                     ledger.add_point(id, seq, &p)?;
@@ -220,14 +224,14 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
                 bar.println(point_line(&p));
                 report.points.push(p);
             }
-            Output::Event(Event::Warning { message }) => {
+            Ok(Event::Warning { message }) => {
                 if !report.warnings.contains(&message) {
                     bar.println(format!("warning: {message}"));
                     report.warnings.push(message);
                 }
             }
-            Output::Event(Event::Result(s)) => report.summary = Some(s),
-            Output::Event(Event::Error { code, message }) => {
+            Ok(Event::Result(s)) => report.summary = Some(s),
+            Ok(Event::Error { code, message }) => {
                 report.error = Some(ErrorReport { code, message })
             }
         }
