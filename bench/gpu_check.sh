@@ -13,14 +13,13 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT
 # Sample GPU utilisation while the sweep runs, to show the work is on the GPU.
 nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader -lms 500 > "$OUT/gpu-util.csv" &
 SMI=$!
-/usr/bin/time -v "$HR" sweep --device cuda --workload vit-tiny --json > "$OUT/sweep-vit.json" 2> "$OUT/sweep-vit.stderr"
-echo "sweep exit $?" | tee -a "$OUT/summary.txt"
+start=$EPOCHREALTIME
+"$HR" sweep --device cuda --workload vit-tiny --json > "$OUT/sweep-vit.json" 2> "$OUT/sweep-vit.stderr"
+rc=$?
+echo "sweep exit $rc, wall $(python3 -c "print(round($EPOCHREALTIME - $start, 2))") s" | tee -a "$OUT/summary.txt"
 kill $SMI
 "$HR" sweep --device cuda --workload vit-tiny --batches 8192 --json > "$OUT/oom.json" 2> "$OUT/oom.stderr"
 echo "forced OOM exit $?" | tee -a "$OUT/summary.txt"
 "$HR" sweep --device cuda --workload vit-tiny --batches 64,4096 --budget 4GiB --json > "$OUT/budget.json" 2> "$OUT/budget.stderr"
 echo "tiny budget exit $?" | tee -a "$OUT/summary.txt"
 "$HR" ledger list | tee "$OUT/ledger.txt"
-# Fidelity on the GPU: Headroom vs a hand-written PyTorch loop, same model and batch.
-python3 bench/fidelity.py --headroom "$HR" --python python3 --device cuda --workloads vit-tiny,gpt-tiny,cnn,mlp \
-  --batches 8,64,256 --rounds 2 --out "$OUT/fidelity-gpu.json" | tee "$OUT/fidelity-gpu.md"
