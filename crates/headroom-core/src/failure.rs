@@ -22,16 +22,30 @@ pub fn classify(message: &str) -> PointStatus {
     }
 }
 
-/// The first line of a libtorch error that says what happened, without its C++ backtrace.
+/// The first line of a libtorch error that says what happened, without the wrapping a panic in
+/// tch adds (`called \`Result::unwrap()\` on an \`Err\` value: Torch("...")`) or its C++ backtrace.
 pub fn headline(message: &str) -> String {
-    let line = message
+    let mut m = message;
+    if let Some(i) = m.find("Torch(\"") {
+        m = &m[i + "Torch(\"".len()..];
+    }
+    loop {
+        let before = m.len();
+        for prefix in ["libtorch: ", "Internal torch error: ", "RuntimeError: "] {
+            m = m.trim_start_matches(prefix);
+        }
+        if m.len() == before {
+            break;
+        }
+    }
+    // Debug-formatted messages carry escaped newlines.
+    let unescaped = m.replace("\\n", "\n");
+    let line = unescaped
         .lines()
         .map(str::trim)
         .find(|l| !l.is_empty() && !l.starts_with("Exception raised from"))
         .unwrap_or("");
-    let line = line
-        .trim_start_matches("Torch(\"")
-        .trim_start_matches("Torch(");
+    let line = line.trim_end_matches("\")").trim_end_matches('"');
     line.chars().take(400).collect()
 }
 

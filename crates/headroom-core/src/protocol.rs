@@ -82,7 +82,8 @@ impl Mode {
 pub enum BatchPlan {
     /// Exactly these batches, ascending; the sweep stops at the first that fails.
     Explicit { batches: Vec<u32> },
-    /// Double from `start` until OOM, the budget or `max`, then bisect the boundary.
+    /// Double from `start` until OOM, the budget or `max`, then bisect the boundary. A `max` of 0
+    /// leaves the limit to the worker's default for the device.
     Search { start: u32, max: u32 },
 }
 

@@ -78,12 +78,15 @@ fn peak_text(p: &Point) -> String {
 }
 
 fn no_fit_reason(points: &[Point], limit: Limit, budget: u64) -> String {
-    let first = points.first();
+    let first = points.iter().min_by_key(|p| p.batch);
     let msg = first.and_then(|p| p.message.clone()).unwrap_or_default();
+    let batch = first.map_or(0, |p| p.batch);
     match limit {
-        Limit::Oom => format!("even the smallest batch ran out of device memory ({msg}); try a smaller model, input or dtype"),
+        Limit::Oom => format!(
+            "batch {batch}, the smallest tried, ran out of device memory ({msg}); try a smaller batch, model, input or dtype"
+        ),
         Limit::Budget => format!(
-            "even the smallest batch needs more than the {} budget; raise --budget or shrink the model",
+            "batch {batch}, the smallest tried, needs more than the {} budget; raise --budget or try a smaller batch",
             format_bytes(budget)
         ),
         _ => format!("no batch could be measured: {msg}"),
