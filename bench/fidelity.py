@@ -4,7 +4,7 @@ torch.utils.benchmark) of the same model, batch, dtype and thread count, side by
     python bench/fidelity.py --headroom target/release/headroom --device cpu \
         --workloads mlp,cnn --batches 1,16,64 --threads 2 --rounds 2
 
-Rounds alternate Headroom and PyTorch; the best of the rounds is kept for each (throughput under
+Rounds alternate Headroom and PyTorch, batch by batch; the best of the rounds is kept for each (throughput under
 noise). Prints a Markdown table and writes the raw figures as JSON (--out).
 """
 import argparse
@@ -17,8 +17,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def headroom(args, workload, home):
-    cmd = [args.headroom, "sweep", "--device", args.device, "--workload", workload, "--batches", args.batches,
+def headroom(args, workload, batches, home):
+    cmd = [args.headroom, "sweep", "--device", args.device, "--workload", workload, "--batches", batches,
            "--dtype", args.dtype, "--json"]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
@@ -30,9 +30,9 @@ def headroom(args, workload, home):
     return {p["batch"]: p["samples_per_s"] for p in doc["points"] if p["status"] == "ok"}
 
 
-def pytorch(args, workload):
+def pytorch(args, workload, batches):
     cmd = [args.python, os.path.join(HERE, "torch_loop.py"), "--device", args.device.replace("cuda:0", "cuda"),
-           "--workload", workload, "--batches", args.batches, "--dtype", args.dtype]
+           "--workload", workload, "--batches", batches, "--dtype", args.dtype]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
     out = subprocess.run(cmd, capture_output=True, text=True)
@@ -58,11 +58,13 @@ def main():
     with tempfile.TemporaryDirectory() as home:
         for w in args.workloads.split(","):
             best_h, best_p = {}, {}
-            for _ in range(args.rounds):
-                for b, v in headroom(args, w, home).items():
-                    best_h[b] = max(v, best_h.get(b, 0.0))
-                for b, v in pytorch(args, w).items():
-                    best_p[b] = max(v, best_p.get(b, 0.0))
+            # Interleave per batch and per round so drifting load hits both tools alike.
+            for batch in args.batches.split(","):
+                for _ in range(args.rounds):
+                    for b, v in headroom(args, w, batch, home).items():
+                        best_h[b] = max(v, best_h.get(b, 0.0))
+                    for b, v in pytorch(args, w, batch).items():
+                        best_p[b] = max(v, best_p.get(b, 0.0))
             for b in sorted(best_h):
                 if b in best_p:
                     results.append({"workload": w, "batch": b, "headroom": best_h[b], "pytorch": best_p[b],
