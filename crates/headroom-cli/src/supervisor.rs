@@ -4,8 +4,10 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use headroom_core::protocol::{Event, SweepRequest};
@@ -74,6 +76,39 @@ impl Worker {
         self.child.id()
     }
 
+    /// Watches the worker's resident memory and kills it (SIGKILL) the moment it passes `limit`
+    /// bytes, so a point that would push the machine into swap is stopped instead. Stop the watch
+    /// before [`Worker::wait`] reaps the child, so its pid cannot be reused under the watch.
+    pub fn watch_memory(&self, limit: u64) -> MemoryWatch {
+        let pid = self.pid();
+        let tripped = Arc::new(Mutex::new(None));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (t, s) = (Arc::clone(&tripped), Arc::clone(&stop));
+        let interval = Duration::from_millis(if cfg!(target_os = "linux") { 25 } else { 200 });
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::SeqCst) {
+                // None: the worker has exited (a zombie has no resident set).
+                let Some(rss) = headroom_core::sysmem::pid_rss(pid) else {
+                    return;
+                };
+                if rss > limit {
+                    if let Ok(mut g) = t.lock() {
+                        *g = Some(rss);
+                    }
+                    // SAFETY: kill(2) on our own unreaped child's pid.
+                    unsafe { libc::kill(i32::try_from(pid).unwrap_or(i32::MAX), libc::SIGKILL) };
+                    return;
+                }
+                std::thread::sleep(interval);
+            }
+        });
+        MemoryWatch {
+            tripped,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
     /// The next line of output, or `None` once the worker closed its stdout.
     pub fn next_output(&mut self) -> Option<Output> {
         let line = self.lines.next()?.ok()?;
@@ -127,4 +162,29 @@ pub fn describe_exit(status: &ExitStatus) -> String {
     status
         .code()
         .map_or_else(|| "ended".to_owned(), |c| format!("exit code {c}"))
+}
+
+/// A running watch on a worker's memory (see [`Worker::watch_memory`]).
+#[derive(Debug)]
+pub struct MemoryWatch {
+    tripped: Arc<Mutex<Option<u64>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl MemoryWatch {
+    /// Ends the watch; returns the resident bytes seen when it killed the worker, if it did.
+    pub fn finish(mut self) -> Option<u64> {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.tripped.lock().ok().and_then(|g| *g)
+    }
+}
+
+impl Drop for MemoryWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
 }

@@ -149,6 +149,10 @@ pub struct SweepRequest {
     pub threads: Option<u32>,
     /// When false, points predicted over budget are run anyway (to verify a prediction).
     pub predict: bool,
+    /// Points an earlier worker of the same run already finished; the planner continues from
+    /// them (a supervisor restarts a worker it had to stop).
+    #[serde(default)]
+    pub prior: Vec<Point>,
 }
 
 /// How one point ended.
@@ -295,6 +299,8 @@ pub struct SweepSummary {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
+    /// Making the point's input batches, before the first step.
+    Setup,
     Warmup,
     Timed,
     Split,

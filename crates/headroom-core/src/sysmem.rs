@@ -95,6 +95,24 @@ pub fn process_memory() -> Option<(u64, u64)> {
     }
 }
 
+/// Current resident bytes of process `pid`, or `None` when it is gone.
+pub fn pid_rss(pid: u32) -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        parse_proc_status(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+            .map(|(rss, _)| rss)
+    }
+    #[cfg(target_os = "macos")]
+    {
+        macos::pid_rss(pid)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
 /// Resets the peak resident figure of this process so the next point measures its own peak.
 /// Linux: writes `5` to `/proc/self/clear_refs`. Elsewhere the peak stays the lifetime peak;
 /// returns whether the reset happened.

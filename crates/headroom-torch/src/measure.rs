@@ -256,6 +256,12 @@ impl Stepper {
         policy: &StepPolicy,
         emit: &mut dyn FnMut(Event),
     ) -> Result<Point, TorchError> {
+        emit(Event::Progress {
+            batch,
+            phase: Phase::Setup,
+            step: 0,
+            of: 0,
+        });
         let pool = [
             self.host_batch(i64::from(batch))?,
             self.host_batch(i64::from(batch))?,

@@ -78,6 +78,10 @@ pub fn run_sweep(req: &SweepRequest, emit: &mut dyn FnMut(Event)) -> Result<(), 
     };
     let mut planner = Planner::new(plan, budget, baseline, req.predict);
     let mut points: Vec<Point> = Vec::new();
+    for p in &req.prior {
+        planner.record(p.batch, p.status, p.peak_bytes);
+        points.push(p.clone());
+    }
     loop {
         let point = match planner.next_step() {
             Next::Run { batch, predicted } => {

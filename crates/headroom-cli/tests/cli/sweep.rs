@@ -197,3 +197,74 @@ fn human_output_has_a_table_and_a_recommendation() {
     );
     assert!(text.contains("recorded as run 1"), "{text}");
 }
+
+#[test]
+#[cfg(target_os = "linux")]
+fn the_supervisor_stops_a_worker_that_passes_the_budget_and_the_run_goes_on() {
+    let home = Home::new();
+    let base = [
+        "sweep",
+        "--device",
+        "cpu",
+        "--workload",
+        "matmul",
+        "--input-shape",
+        "512",
+        "--steps",
+        "2",
+        "--json",
+    ];
+    // The worker's own footprint at batch 1 sets a budget with room for a few dozen samples.
+    let (out, v) = home.json(&[&base[..], &["--batches", "1"]].concat());
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let budget = f(&points(&v)[0], "peak_bytes") as u64 + (300 << 20);
+    let budget_arg = budget.to_string();
+    // Prediction off: only the supervisor can stop batch 256 (1 MiB per sample, twice over for
+    // the input pool, plus outputs and gradients: well past budget plus its margin).
+    let args = [
+        &base[..],
+        &[
+            "--batches",
+            "1,2,256",
+            "--no-predict",
+            "--budget",
+            &budget_arg,
+        ],
+    ]
+    .concat();
+    let (out, v) = home.json(&args);
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(v["status"], "complete", "{v}");
+    let pts = points(&v);
+    let statuses: Vec<&str> = pts
+        .iter()
+        .map(|p| p["status"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(statuses, vec!["ok", "ok", "over_budget"], "{v}");
+    let stopped = &pts[2];
+    assert_eq!(stopped["batch"], 256);
+    assert!(
+        stopped["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("supervisor stopped it"),
+        "{stopped}"
+    );
+    assert!(f(stopped, "peak_bytes") > budget as f64);
+    // The restarted worker finished the run from the points already measured.
+    let s = &v["summary"];
+    assert_eq!(s["max_fit_batch"], 2);
+    assert_eq!(s["first_failing_batch"], 256);
+    assert_eq!(s["limit"], "budget");
+    let runs = home.runs();
+    assert_eq!(runs[0]["status"], "complete");
+    assert_eq!(runs[0]["points"], 3);
+}

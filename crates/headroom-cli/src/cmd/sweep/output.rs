@@ -1,0 +1,74 @@
+//! What people read: one line per point as it arrives, then the table and the recommendation.
+
+use headroom_core::budget::format_bytes;
+use headroom_core::protocol::{Point, PointStatus};
+
+use super::Report;
+
+fn opt_ms(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |x| format!("{x:.2}"))
+}
+
+pub(super) fn point_line(p: &Point) -> String {
+    match p.status {
+        PointStatus::Ok => format!(
+            "  batch {:>6}  {:>12.1} samples/s  p50 {:>9} ms  p95 {:>9} ms  peak {}",
+            p.batch,
+            p.samples_per_s.unwrap_or(0.0),
+            opt_ms(p.step_ms_p50),
+            opt_ms(p.step_ms_p95),
+            p.peak_bytes.map_or_else(|| "-".into(), format_bytes)
+        ),
+        s => format!(
+            "  batch {:>6}  {}: {}",
+            p.batch,
+            s.as_str(),
+            p.message.as_deref().unwrap_or("")
+        ),
+    }
+}
+
+pub(super) fn print_human(r: &Report) {
+    if r.points.is_empty() {
+        return;
+    }
+    println!(
+        "{:>7} {:>11} {:>12} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10}",
+        "batch", "status", "samples/s", "p50 ms", "p95 ms", "data ms", "fwd ms", "bwd ms", "peak"
+    );
+    for p in &r.points {
+        println!(
+            "{:>7} {:>11} {:>12} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10}",
+            p.batch,
+            p.status.as_str(),
+            p.samples_per_s
+                .map_or_else(|| "-".into(), |s| format!("{s:.1}")),
+            opt_ms(p.step_ms_p50),
+            opt_ms(p.step_ms_p95),
+            opt_ms(p.data_ms),
+            opt_ms(p.forward_ms),
+            opt_ms(p.backward_ms),
+            p.peak_bytes
+                .or(p.predicted_peak_bytes)
+                .map_or_else(|| "-".into(), format_bytes),
+        );
+    }
+    if let Some(s) = &r.summary {
+        let b = |v: Option<u32>| v.map_or_else(|| "-".into(), |x| x.to_string());
+        println!();
+        println!(
+            "best batch {} · knee {} · largest that fits {} (stopped by {})",
+            b(s.best_batch),
+            b(s.knee_batch),
+            b(s.max_fit_batch),
+            s.limit
+        );
+        match s.recommended_batch {
+            Some(rb) => println!("recommended: batch {rb} — {}", s.reason),
+            None => println!("no recommendation: {}", s.reason),
+        }
+    }
+    if let Some(id) = r.run_id {
+        println!("recorded as run {id} ({}) in {}", r.status, r.ledger);
+    }
+}
