@@ -323,10 +323,14 @@ impl Stepper {
         p.backward_ms = stats::percentile(&parts[2], 50.0);
         p.warmup_steps = u32::try_from(warm.len()).unwrap_or(u32::MAX);
         p.timed_steps = n_timed;
-        p.flops_per_sample = self
-            .workload
-            .forward_flops
-            .map(|f| if self.train { 3.0 * f } else { f });
+        let w = &self.workload;
+        p.flops_per_sample = w.forward_flops.map(|f| {
+            if self.train {
+                f * (1.0 + w.backward_factor)
+            } else {
+                f
+            }
+        });
         Ok(p)
     }
 }

@@ -268,3 +268,38 @@ fn the_supervisor_stops_a_worker_that_passes_the_budget_and_the_run_goes_on() {
     assert_eq!(runs[0]["status"], "complete");
     assert_eq!(runs[0]["points"], 3);
 }
+
+#[test]
+fn matmul_counts_its_flops_exactly() {
+    let home = Home::new();
+    for (mode, per_sample) in [
+        ("infer", 2.0 * 64f64.powi(3)),
+        ("train", 4.0 * 64f64.powi(3)),
+    ] {
+        let (out, v) = home.json(&[
+            "sweep",
+            "--device",
+            "cpu",
+            "--workload",
+            "matmul",
+            "--input-shape",
+            "64",
+            "--mode",
+            mode,
+            "--batches",
+            "4",
+            "--steps",
+            "2",
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(f(&points(&v)[0], "flops_per_sample"), per_sample, "{mode}");
+        if mode == "infer" {
+            assert_eq!(f(&points(&v)[0], "backward_ms"), 0.0);
+        }
+    }
+}

@@ -49,8 +49,11 @@ pub struct Workload {
     pub input: InputKind,
     pub target: TargetKind,
     pub kind: Kind,
-    /// Forward FLOPs per sample, where known (a training step costs about three times that).
+    /// Forward FLOPs per sample (matrix products), where known.
     pub forward_flops: Option<f64>,
+    /// Backward FLOPs as a multiple of the forward's: 2 where gradients flow to inputs and
+    /// weights, 1 for `matmul`, whose input needs no gradient.
+    pub backward_factor: f64,
 }
 
 impl std::fmt::Debug for Workload {
@@ -114,6 +117,7 @@ pub fn build(
             target,
             kind,
             forward_flops: flops,
+            backward_factor: if spec == "matmul" { 1.0 } else { 2.0 },
         }
     };
     if kind != Kind::Float {

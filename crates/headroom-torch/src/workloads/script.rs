@@ -87,5 +87,6 @@ pub(super) fn build(
         target: TargetKind::None,
         kind: tch::Kind::Float,
         forward_flops: None,
+        backward_factor: 2.0,
     })
 }
