@@ -149,12 +149,13 @@ mod macos {
         Some(SystemMemory { total, available })
     }
 
+    pub(super) fn pid_rss(pid: u32) -> Option<u64> {
+        let out = run("/bin/ps", &["-o", "rss=", "-p", &pid.to_string()])?;
+        Some(out.trim().parse::<u64>().ok()? * 1024)
+    }
+
     pub(super) fn process_memory() -> Option<(u64, u64)> {
-        let out = run(
-            "/bin/ps",
-            &["-o", "rss=", "-p", &std::process::id().to_string()],
-        )?;
-        let rss = out.trim().parse::<u64>().ok()? * 1024;
+        let rss = pid_rss(std::process::id())?;
         // SAFETY: getrusage writes into the zeroed struct we own.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
         // SAFETY: as above; RUSAGE_SELF is always valid.
