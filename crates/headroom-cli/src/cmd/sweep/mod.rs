@@ -163,6 +163,7 @@ struct Session<'a> {
     req: &'a SweepRequest,
     ledger: &'a Ledger,
     bar: &'a ProgressBar,
+    quiet: bool,
     report: Report,
 }
 
@@ -226,7 +227,7 @@ impl Session<'_> {
                 }
                 Event::Warning { message } => {
                     if !self.report.warnings.contains(&message) {
-                        self.bar.println(format!("warning: {message}"));
+                        self.say(format!("warning: {message}"));
                         self.report.warnings.push(message);
                     }
                 }
@@ -284,7 +285,7 @@ impl Session<'_> {
         self.report.run_id = Some(id);
         #[allow(clippy::cast_precision_loss)]
         let millions = h.parameters as f64 / 1e6;
-        self.bar.println(format!(
+        self.say(format!(
             "run {id}: {} on {} ({}), budget {}, {} threads, {millions:.2} M parameters",
             h.workload,
             h.device,
@@ -296,13 +297,26 @@ impl Session<'_> {
         Ok(())
     }
 
+    /// A line for people: above the spinner on a terminal, plain on stderr otherwise (where the
+    /// spinner is hidden and would swallow it), nothing with `--json` (it is all in the document).
+    fn say(&self, line: String) {
+        if self.quiet {
+            return;
+        }
+        if self.bar.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            self.bar.println(line);
+        }
+    }
+
     /// Records a point in the ledger the moment it arrives.
     fn add_point(&mut self, p: Point) -> Result<()> {
         if let Some(id) = self.report.run_id {
             let seq = u32::try_from(self.report.points.len()).unwrap_or(u32::MAX);
             self.ledger.add_point(id, seq, &p)?;
         }
-        self.bar.println(output::point_line(&p));
+        self.say(output::point_line(&p));
         self.report.points.push(p);
         Ok(())
     }
@@ -327,6 +341,7 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
         req: &req,
         ledger: &ledger,
         bar: &bar,
+        quiet: args.json,
         report,
     };
     let mut restarts = 0;
@@ -371,7 +386,7 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
                     // a fresh worker starts from a clean process.
                     None => {
                         let w = format!("{message}; restarted the worker");
-                        session.bar.println(format!("warning: {w}"));
+                        session.say(format!("warning: {w}"));
                         session.report.warnings.push(w);
                     }
                 }
