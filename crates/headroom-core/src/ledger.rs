@@ -77,6 +77,8 @@ pub struct NewRun {
     pub fallback: Option<bool>,
     /// The request as sent to the worker, for reproduction.
     pub request_json: String,
+    /// The process recording the run (on `host`), to tell later whether it is still alive.
+    pub owner_pid: Option<u32>,
 }
 
 /// One run as stored.

@@ -21,6 +21,7 @@ fn new_run() -> NewRun {
         budget_bytes: Some(1 << 30),
         fallback: Some(false),
         request_json: "{}".into(),
+        owner_pid: None,
     }
 }
 
@@ -101,4 +102,33 @@ fn a_file_that_is_not_sqlite_is_an_error() {
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(err.contains("ledger.sqlite3"), "{err}");
+}
+
+#[test]
+fn runs_whose_owner_died_are_closed_as_interrupted() -> Result<(), CoreError> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ledger = Ledger::open(&dir.path().join("ledger.sqlite3"))?;
+    let mut run = new_run();
+    run.owner_pid = Some(4_000_001);
+    let dead = ledger.begin_run(&run)?;
+    ledger.add_point(dead, 0, &ok_point(1, 5.0, 10))?;
+    run.owner_pid = Some(4_000_002);
+    let alive = ledger.begin_run(&run)?;
+    run.host = "elsewhere".into();
+    run.owner_pid = Some(4_000_001);
+    let other_host = ledger.begin_run(&run)?;
+
+    let closed = ledger.close_orphans("testhost", |pid| pid == 4_000_002)?;
+    assert_eq!(closed, 1);
+    let (rec, points) = ledger.get_run(dead)?;
+    assert_eq!(rec.status, RunStatus::Interrupted);
+    assert!(rec.note.unwrap_or_default().contains("pid 4000001"));
+    assert_eq!(points.len(), 1, "its points stay");
+    assert_eq!(ledger.get_run(alive)?.0.status, RunStatus::Running);
+    assert_eq!(
+        ledger.get_run(other_host)?.0.status,
+        RunStatus::Running,
+        "another host's runs are not ours to judge"
+    );
+    Ok(())
 }

@@ -2,9 +2,8 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use headroom_core::budget::format_bytes;
-use headroom_core::ledger::Ledger;
 
 /// Subcommands of `headroom ledger`.
 #[derive(Debug, clap::Subcommand)]
@@ -27,7 +26,7 @@ pub enum LedgerCommand {
 }
 
 pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
-    let ledger = Ledger::open_default().context("cannot open the ledger")?;
+    let ledger = super::open_ledger()?;
     match cmd {
         LedgerCommand::List { limit, json } => {
             let runs = ledger.list_runs(*limit)?;

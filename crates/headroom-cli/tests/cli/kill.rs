@@ -105,3 +105,62 @@ fn a_worker_killed_mid_sweep_leaves_its_points_in_the_ledger() {
     assert!(out.status.success());
     assert_eq!(v["status"], "complete");
 }
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_run_whose_headroom_process_was_killed_is_closed_as_interrupted() {
+    let home = Home::new();
+    let mut parent = home
+        .cmd(&[
+            "sweep",
+            "--device",
+            "cpu",
+            "--workload",
+            "mlp",
+            "--batches",
+            "1,2,3,4,5,6,7,8",
+            "--steps",
+            "150",
+            "--json",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start sweep");
+    let started = Instant::now();
+    while home
+        .runs()
+        .first()
+        .and_then(|r| r["points"].as_u64())
+        .unwrap_or(0)
+        < 1
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no point after two minutes"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let worker = children_of(parent.id());
+    parent.kill().expect("SIGKILL the parent");
+    parent.wait().expect("reap the parent");
+    // The orphaned worker notices its reader is gone at its next write and exits.
+    let gone = Instant::now();
+    while worker
+        .iter()
+        .any(|pid| std::path::Path::new(&format!("/proc/{pid}/status")).exists())
+    {
+        assert!(
+            gone.elapsed() < Duration::from_secs(60),
+            "the orphaned worker kept running"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let runs = home.runs();
+    assert_eq!(runs[0]["status"], "interrupted", "{}", runs[0]);
+    assert!(runs[0]["note"]
+        .as_str()
+        .unwrap_or("")
+        .contains("ended without closing the run"));
+    assert!(runs[0]["points"].as_u64().unwrap_or(0) >= 1);
+}

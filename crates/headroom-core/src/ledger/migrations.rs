@@ -45,6 +45,8 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, seq)
     );
     CREATE INDEX runs_started ON runs(started_at);",
+    // 2: the process that owns a running run, so a run whose owner died can be closed.
+    "ALTER TABLE runs ADD COLUMN owner_pid INTEGER;",
 ];
 
 /// The schema version this binary writes.
@@ -77,4 +79,37 @@ pub(super) fn migrate(conn: &Connection, path: &Path) -> Result<(), CoreError> {
         tx.commit().map_err(err)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_1_ledger_is_upgraded_in_place() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("ledger.sqlite3");
+        let conn = Connection::open(&path).expect("open");
+        conn.execute_batch(MIGRATIONS[0]).expect("v1 schema");
+        conn.pragma_update(None, "user_version", 1)
+            .expect("version");
+        conn.execute(
+            "INSERT INTO runs (kind, started_at, status, host, device, device_name, workload, dtype, mode,
+                libtorch, request_json) VALUES ('sweep', 't', 'complete', 'h', 'cpu', 'c', 'mlp', 'f32',
+                'train', '2.11.0', '{}')",
+            [],
+        )
+        .expect("a v1 run");
+        migrate(&conn, &path).expect("migrate");
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .expect("version");
+        assert_eq!(version, SCHEMA_VERSION);
+        let (workload, owner): (String, Option<i64>) = conn
+            .query_row("SELECT workload, owner_pid FROM runs", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .expect("the run survived");
+        assert_eq!((workload.as_str(), owner), ("mlp", None));
+    }
 }

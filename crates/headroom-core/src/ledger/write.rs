@@ -17,8 +17,8 @@ impl Ledger {
         self.conn
             .execute(
                 "INSERT INTO runs (kind, started_at, status, host, device, device_name, workload, dtype,
-                    mode, libtorch, git_commit, git_dirty, budget_bytes, fallback, request_json)
-                 VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                    mode, libtorch, git_commit, git_dirty, budget_bytes, fallback, request_json, owner_pid)
+                 VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
                 params![
                     run.kind,
                     now_rfc3339(),
@@ -34,6 +34,7 @@ impl Ledger {
                     opt_i64(run.budget_bytes),
                     run.fallback,
                     run.request_json,
+                    run.owner_pid,
                 ],
             )
             .map_err(|e| self.err(e))?;
@@ -63,6 +64,41 @@ impl Ledger {
             )
             .map_err(|e| self.err(e))?;
         Ok(())
+    }
+
+    /// Marks as interrupted every run still `running` on `host` whose owner process is gone
+    /// (`alive` says whether a pid lives); their points stay. Returns how many were closed.
+    pub fn close_orphans(
+        &self,
+        host: &str,
+        alive: impl Fn(u32) -> bool,
+    ) -> Result<usize, CoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, owner_pid FROM runs WHERE status = 'running' AND host = ?1 AND owner_pid IS NOT NULL")
+            .map_err(|e| self.err(e))?;
+        let running = stmt
+            .query_map(params![host], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?))
+            })
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        let mut closed = 0;
+        for (id, pid) in running.into_iter().filter(|(_, pid)| !alive(*pid)) {
+            let note = format!(
+                "the headroom process that ran it (pid {pid}) ended without closing the run"
+            );
+            closed += self
+                .conn
+                .execute(
+                    "UPDATE runs SET status = 'interrupted', finished_at = ?2, note = ?3
+                     WHERE id = ?1 AND status = 'running'",
+                    params![id, now_rfc3339(), note],
+                )
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(closed)
     }
 
     /// Closes run `run_id` with `status`, its summary (if any) and a note (e.g. why it stopped).

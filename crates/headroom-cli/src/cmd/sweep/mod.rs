@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use headroom_core::budget::{format_bytes, BudgetSpec};
 use headroom_core::gitinfo::git_state;
 use headroom_core::ledger::{Ledger, NewRun, RunStatus};
@@ -281,6 +281,7 @@ impl Session<'_> {
             // Only MPS can fall back to the CPU; built-in workloads on CPU/CUDA cannot.
             fallback: (h.device != "mps").then_some(false),
             request_json: serde_json::to_string(self.req)?,
+            owner_pid: Some(std::process::id()),
         })?;
         self.report.run_id = Some(id);
         #[allow(clippy::cast_precision_loss)]
@@ -324,7 +325,7 @@ impl Session<'_> {
 
 pub fn run(args: &SweepArgs) -> Result<ExitCode> {
     let req = request(args)?;
-    let ledger = Ledger::open_default().context("cannot open the ledger")?;
+    let ledger = super::open_ledger()?;
     catch_interrupt();
     let bar = progress_bar(args.json);
     let report = Report {
