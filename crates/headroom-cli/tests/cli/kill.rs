@@ -1,7 +1,7 @@
 //! A worker killed with SIGKILL mid-sweep: the parent survives, the points finished before the
 //! kill are in the ledger, and the run is marked interrupted.
 
-use std::process::Stdio;
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::{points, Home};
@@ -15,40 +15,56 @@ fn children_of(pid: u32) -> Vec<u32> {
         .collect()
 }
 
+/// Starts a slow CPU sweep over `batches` (its output captured or discarded) and returns once
+/// `n` of its points are in the ledger.
+fn sweep_until_points(home: &Home, batches: &str, n: u64, capture: bool) -> Child {
+    let args = [
+        "sweep",
+        "--device",
+        "cpu",
+        "--workload",
+        "mlp",
+        "--batches",
+        batches,
+        "--steps",
+        "150",
+        "--json",
+    ];
+    let io = || {
+        if capture {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        }
+    };
+    let child = home
+        .cmd(&args)
+        .stdout(io())
+        .stderr(io())
+        .spawn()
+        .expect("start sweep");
+    let started = Instant::now();
+    while home
+        .runs()
+        .first()
+        .and_then(|r| r["points"].as_u64())
+        .unwrap_or(0)
+        < n
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "fewer than {n} points after two minutes"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child
+}
+
 #[test]
 #[cfg(target_os = "linux")]
 fn a_worker_killed_mid_sweep_leaves_its_points_in_the_ledger() {
     let home = Home::new();
-    let parent = home
-        .cmd(&[
-            "sweep",
-            "--device",
-            "cpu",
-            "--workload",
-            "mlp",
-            "--batches",
-            "1,2,3,4,5,6,7,8,9,10,11,12",
-            "--steps",
-            "150",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start sweep");
-    // Wait until at least two points are in the ledger, then kill the worker.
-    let started = Instant::now();
-    let run_points = || -> u64 {
-        let runs = home.runs();
-        runs.first().and_then(|r| r["points"].as_u64()).unwrap_or(0)
-    };
-    while run_points() < 2 {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "no points after two minutes"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let parent = sweep_until_points(&home, "1,2,3,4,5,6,7,8,9,10,11,12", 2, true);
     let workers = children_of(parent.id());
     assert_eq!(
         workers.len(),
@@ -110,37 +126,7 @@ fn a_worker_killed_mid_sweep_leaves_its_points_in_the_ledger() {
 #[cfg(target_os = "linux")]
 fn a_run_whose_headroom_process_was_killed_is_closed_as_interrupted() {
     let home = Home::new();
-    let mut parent = home
-        .cmd(&[
-            "sweep",
-            "--device",
-            "cpu",
-            "--workload",
-            "mlp",
-            "--batches",
-            "1,2,3,4,5,6,7,8",
-            "--steps",
-            "150",
-            "--json",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start sweep");
-    let started = Instant::now();
-    while home
-        .runs()
-        .first()
-        .and_then(|r| r["points"].as_u64())
-        .unwrap_or(0)
-        < 1
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "no point after two minutes"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let mut parent = sweep_until_points(&home, "1,2,3,4,5,6,7,8", 1, false);
     let worker = children_of(parent.id());
     parent.kill().expect("SIGKILL the parent");
     parent.wait().expect("reap the parent");
