@@ -47,6 +47,18 @@ impl Home {
         (out, v)
     }
 
+    /// `headroom sweep --device cpu ARGS --json`, which must succeed; its JSON document.
+    pub fn cpu_sweep(&self, args: &[&str]) -> Value {
+        let all = [&["sweep", "--device", "cpu"][..], args, &["--json"]].concat();
+        let (out, v) = self.json(&all);
+        assert!(
+            out.status.success(),
+            "{all:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        v
+    }
+
     /// The runs in the ledger, newest first.
     pub fn runs(&self) -> Vec<Value> {
         let (out, v) = self.json(&["ledger", "list", "--json"]);

@@ -5,10 +5,7 @@ use crate::common::{f, points, Home};
 #[test]
 fn cpu_sweep_reports_well_formed_positive_numbers_and_records_them() {
     let home = Home::new();
-    let (out, v) = home.json(&[
-        "sweep",
-        "--device",
-        "cpu",
+    let v = home.cpu_sweep(&[
         "--workload",
         "mlp",
         "--batches",
@@ -17,13 +14,7 @@ fn cpu_sweep_reports_well_formed_positive_numbers_and_records_them() {
         "3",
         "--threads",
         "1",
-        "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert_eq!(v["status"], "complete");
     assert_eq!(v["hello"]["device"], "cpu");
     assert_eq!(v["hello"]["protocol"], 1);
@@ -71,10 +62,7 @@ fn cpu_sweep_reports_well_formed_positive_numbers_and_records_them() {
 #[test]
 fn memory_grows_with_batch() {
     let home = Home::new();
-    let (out, v) = home.json(&[
-        "sweep",
-        "--device",
-        "cpu",
+    let v = home.cpu_sweep(&[
         "--workload",
         "matmul",
         "--input-shape",
@@ -83,13 +71,7 @@ fn memory_grows_with_batch() {
         "2,128",
         "--steps",
         "2",
-        "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let pts = points(&v);
     let (small, large) = (f(&pts[0], "peak_bytes"), f(&pts[1], "peak_bytes"));
     // 126 more samples of 512x512 f32 inputs alone are 132 MB; outputs and gradients add more.
@@ -102,23 +84,7 @@ fn memory_grows_with_batch() {
 #[test]
 fn search_doubles_up_to_the_maximum() {
     let home = Home::new();
-    let (out, v) = home.json(&[
-        "sweep",
-        "--device",
-        "cpu",
-        "--workload",
-        "mlp",
-        "--max-batch",
-        "24",
-        "--steps",
-        "2",
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let v = home.cpu_sweep(&["--workload", "mlp", "--max-batch", "24", "--steps", "2"]);
     let batches: Vec<u64> = points(&v)
         .iter()
         .map(|p| p["batch"].as_u64().unwrap_or(0))
@@ -131,10 +97,7 @@ fn search_doubles_up_to_the_maximum() {
 #[test]
 fn a_point_predicted_over_budget_is_skipped_not_run() {
     let home = Home::new();
-    let (out, v) = home.json(&[
-        "sweep",
-        "--device",
-        "cpu",
+    let v = home.cpu_sweep(&[
         "--workload",
         "matmul",
         "--input-shape",
@@ -145,13 +108,7 @@ fn a_point_predicted_over_budget_is_skipped_not_run() {
         "2GiB",
         "--steps",
         "2",
-        "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let pts = points(&v);
     assert_eq!(pts.len(), 2, "{v}");
     assert_eq!(pts[0]["status"], "ok");
@@ -203,24 +160,15 @@ fn human_output_has_a_table_and_a_recommendation() {
 fn the_supervisor_stops_a_worker_that_passes_the_budget_and_the_run_goes_on() {
     let home = Home::new();
     let base = [
-        "sweep",
-        "--device",
-        "cpu",
         "--workload",
         "matmul",
         "--input-shape",
         "512",
         "--steps",
         "2",
-        "--json",
     ];
     // The worker's own footprint at batch 1 sets a budget with room for a few dozen samples.
-    let (out, v) = home.json(&[&base[..], &["--batches", "1"]].concat());
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let v = home.cpu_sweep(&[&base[..], &["--batches", "1"]].concat());
     let budget = f(&points(&v)[0], "peak_bytes") as u64 + (300 << 20);
     let budget_arg = budget.to_string();
     // Prediction off: only the supervisor can stop batch 256 (1 MiB per sample, twice over for
@@ -236,12 +184,7 @@ fn the_supervisor_stops_a_worker_that_passes_the_budget_and_the_run_goes_on() {
         ],
     ]
     .concat();
-    let (out, v) = home.json(&args);
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let v = home.cpu_sweep(&args);
     assert_eq!(v["status"], "complete", "{v}");
     let pts = points(&v);
     let statuses: Vec<&str> = pts
@@ -276,10 +219,7 @@ fn matmul_counts_its_flops_exactly() {
         ("infer", 2.0 * 64f64.powi(3)),
         ("train", 4.0 * 64f64.powi(3)),
     ] {
-        let (out, v) = home.json(&[
-            "sweep",
-            "--device",
-            "cpu",
+        let v = home.cpu_sweep(&[
             "--workload",
             "matmul",
             "--input-shape",
@@ -290,13 +230,7 @@ fn matmul_counts_its_flops_exactly() {
             "4",
             "--steps",
             "2",
-            "--json",
         ]);
-        assert!(
-            out.status.success(),
-            "stderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
         assert_eq!(f(&points(&v)[0], "flops_per_sample"), per_sample, "{mode}");
         if mode == "infer" {
             assert_eq!(f(&points(&v)[0], "backward_ms"), 0.0);
