@@ -132,3 +132,26 @@ fn runs_whose_owner_died_are_closed_as_interrupted() -> Result<(), CoreError> {
     );
     Ok(())
 }
+
+#[test]
+fn many_openers_of_a_fresh_ledger_all_succeed() {
+    // A sweep creating the ledger while `ledger list` opens it once raced to "table runs already
+    // exists" (CI stop 13). Openers now migrate under one write lock.
+    for _ in 0..10 {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("ledger.sqlite3");
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let path = path.clone();
+                std::thread::spawn(move || Ledger::open(&path).map(|_| ()))
+            })
+            .collect();
+        for h in handles {
+            h.join()
+                .expect("thread")
+                .expect("every opener gets a usable ledger");
+        }
+        let ledger = Ledger::open(&path).expect("reopen");
+        assert!(ledger.list_runs(10).expect("runs").is_empty());
+    }
+}

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 use crate::CoreError;
 
@@ -57,7 +57,11 @@ pub(super) fn migrate(conn: &Connection, path: &Path) -> Result<(), CoreError> {
         path: path.display().to_string(),
         source,
     };
-    let found: i64 = conn
+    // Two processes may open a fresh ledger at once (a sweep starting while `ledger list` runs).
+    // The version is read and the migrations applied under one write lock, so the second waits
+    // (busy timeout) and then finds the schema already there instead of creating it twice.
+    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(err)?;
+    let found: i64 = tx
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .map_err(err)?;
     if found > SCHEMA_VERSION {
@@ -67,18 +71,15 @@ pub(super) fn migrate(conn: &Connection, path: &Path) -> Result<(), CoreError> {
             known: SCHEMA_VERSION,
         });
     }
-    for (i, sql) in MIGRATIONS
-        .iter()
-        .enumerate()
-        .skip(usize::try_from(found).unwrap_or(0))
-    {
-        let tx = conn.unchecked_transaction().map_err(err)?;
-        tx.execute_batch(sql).map_err(err)?;
-        tx.pragma_update(None, "user_version", i as i64 + 1)
-            .map_err(err)?;
-        tx.commit().map_err(err)?;
+    if found == SCHEMA_VERSION {
+        return Ok(());
     }
-    Ok(())
+    for sql in MIGRATIONS.iter().skip(usize::try_from(found).unwrap_or(0)) {
+        tx.execute_batch(sql).map_err(err)?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .map_err(err)?;
+    tx.commit().map_err(err)
 }
 
 #[cfg(test)]
