@@ -107,6 +107,30 @@ pub struct RunRecord {
     pub note: Option<String>,
 }
 
+/// Switches the ledger to write-ahead logging, so readers never block the sweep that writes.
+/// SQLite does not call the busy handler while another connection holds the lock this switch
+/// needs (two processes creating the ledger at once), so the switch is retried here for as long
+/// as the busy timeout would have waited.
+fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        let mode =
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0));
+        match mode {
+            Ok(_) => return Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
 impl Ledger {
     /// Opens (creating if needed) the ledger at `path` and brings its schema up to date.
     pub fn open(path: &Path) -> Result<Self, CoreError> {
@@ -118,9 +142,8 @@ impl Ledger {
             source,
         };
         let conn = Connection::open(path).map_err(err)?;
-        conn.busy_timeout(Duration::from_secs(10)).map_err(err)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
+        use_wal(&conn).map_err(err)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(err)?;
         conn.pragma_update(None, "foreign_keys", "ON")
