@@ -26,11 +26,15 @@ enum Command {
         #[command(subcommand)]
         command: cmd::ledger::LedgerCommand,
     },
-    /// A short readiness summary: machine, memory, libtorch and its devices.
+    /// Readiness at a glance: a light per backend (CPU, MPS, CUDA, MLX) for every Python found.
     Doctor(cmd::doctor::DoctorArgs),
     /// Run one job from a JSON request on stdin, writing protocol events to stdout (internal).
     #[command(hide = true)]
-    Worker,
+    Worker {
+        /// Instead: report Headroom's libtorch (version, devices, a matmul on each) as one JSON line.
+        #[arg(long)]
+        doctor: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -39,7 +43,8 @@ fn main() -> ExitCode {
         Command::Sweep(args) => cmd::sweep::run(&args),
         Command::Ledger { command } => cmd::ledger::run(&command),
         Command::Doctor(args) => cmd::doctor::run(&args),
-        Command::Worker => return cmd::worker::run(),
+        Command::Worker { doctor: false } => return cmd::worker::run(),
+        Command::Worker { doctor: true } => return cmd::worker::run_doctor(),
     };
     match result {
         Ok(code) => code,

@@ -104,6 +104,9 @@ pub struct RunRecord {
     pub fallback: Option<bool>,
     pub points: u32,
     pub summary: Option<SweepSummary>,
+    /// The whole report of a run that is not a sweep (a `doctor` run's facts and lights).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<serde_json::Value>,
     pub note: Option<String>,
 }
 

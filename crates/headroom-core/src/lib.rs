@@ -1,7 +1,8 @@
 //! Headroom's domain, free of libtorch and Tauri: the worker protocol, the sweep planner and its
 //! statistics, byte/budget parsing, memory parsers for macOS and Linux command output, the paths
 //! Headroom owns, and the SQLite ledger. The CLI, the worker and (later) the app all call into it;
-//! it never starts a process that runs PyTorch itself.
+//! it never links libtorch (readiness runs
+//! the user's own Python interpreters as child processes to ask them what their torch can do).
 
 pub mod budget;
 pub mod error;
@@ -12,6 +13,7 @@ pub mod machine;
 pub mod paths;
 pub mod planner;
 pub mod protocol;
+pub mod readiness;
 pub mod stats;
 pub mod summary;
 pub mod sysmem;

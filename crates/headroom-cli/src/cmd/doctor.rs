@@ -1,46 +1,56 @@
-//! `headroom doctor` (first cut): the machine, its memory, Headroom's libtorch, and a dummy matmul
-//! on every device libtorch can use. Python environments and macOS conditions come later.
+//! `headroom doctor`: is this machine ready for PyTorch work, in the Python the researcher trains
+//! with, and if not, why. Facts come from `headroom_core::readiness`; Headroom's own libtorch is
+//! asked in a worker process (so a crashing GPU driver cannot take doctor down), each Python
+//! interpreter by running it. The report is printed as lights (or `--json`) and recorded in the
+//! ledger as a `doctor` run.
 
-use std::process::ExitCode;
-use std::time::Instant;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use headroom_core::budget::format_bytes;
-use headroom_core::{machine, sysmem};
+use headroom_core::ledger::{NewRun, RunStatus};
+use headroom_core::readiness::python::{self, Captured, DiscoveryEnv, ProbeStatus};
+use headroom_core::readiness::{DeviceCheck, LibtorchFacts, LightState, Report};
 use serde::Serialize;
 
 /// Arguments of `headroom doctor`.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, clap::Args, Serialize)]
 pub struct DoctorArgs {
-    /// Print one JSON document.
+    /// Print one JSON document with every fact.
     #[arg(long)]
     json: bool,
+    /// Also ask this Python interpreter (repeatable); the first one named is the one judged.
+    #[arg(long = "python", value_name = "PATH")]
+    pythons: Vec<PathBuf>,
+    /// Seconds each interpreter (and Headroom's libtorch) may take before it is stopped.
+    #[arg(long, default_value_t = 60.0, value_name = "SECS")]
+    timeout: f64,
+    /// Only the interpreters named with --python, VIRTUAL_ENV and CONDA_PREFIX (no search).
+    #[arg(long)]
+    only_named: bool,
+    /// Do not record this run in the ledger.
+    #[arg(long)]
+    no_ledger: bool,
 }
 
-#[derive(Debug, Serialize)]
-struct DeviceCheck {
-    device: String,
-    name: String,
-    memory_total_bytes: u64,
-    matmul_ok: bool,
-    matmul_ms: Option<f64>,
-    /// Where the result tensor actually lives (proves the GPU is used, not the CPU).
-    result_device: Option<String>,
-    error: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-struct Doctor {
-    os: String,
-    arch: String,
-    cpu: Option<String>,
-    memory_total_bytes: Option<u64>,
-    memory_available_bytes: Option<u64>,
-    libtorch: String,
-    cuda_devices: i64,
-    mps_available: bool,
-    threads: i32,
-    devices: Vec<DeviceCheck>,
+/// `headroom worker --doctor`: Headroom's libtorch, a matmul on every device it can use.
+pub fn libtorch_facts() -> LibtorchFacts {
+    let cuda = tch::Cuda::device_count();
+    let mps = tch::utils::has_mps();
+    let mut specs = vec!["cpu".to_owned()];
+    specs.extend((0..cuda).map(|i| format!("cuda:{i}")));
+    if mps {
+        specs.push("mps".into());
+    }
+    LibtorchFacts {
+        version: headroom_torch::alloc::libtorch_version(),
+        cuda_devices: cuda,
+        has_mps: mps,
+        threads: tch::get_num_threads(),
+        devices: specs.iter().map(|s| check(s)).collect(),
+    }
 }
 
 fn check(spec: &str) -> DeviceCheck {
@@ -60,8 +70,8 @@ fn check(spec: &str) -> DeviceCheck {
         out.name = info.name;
         out.memory_total_bytes = info.capacity;
         let opts = (tch::Kind::Float, dev);
-        let a = tch::Tensor::f_randn([512, 512], opts)?;
-        let b = tch::Tensor::f_randn([512, 512], opts)?;
+        let a = tch::Tensor::f_ones([512, 512], opts)?;
+        let b = tch::Tensor::f_ones([512, 512], opts)?;
         let _warm = a.f_matmul(&b)?;
         device::synchronize(dev)?;
         let t = Instant::now();
@@ -69,6 +79,13 @@ fn check(spec: &str) -> DeviceCheck {
         device::synchronize(dev)?;
         out.matmul_ms = Some(t.elapsed().as_secs_f64() * 1e3);
         out.result_device = Some(device::label(c.device()));
+        // Every element of ones·ones is 512: a wrong answer is a broken device, not a fast one.
+        let corner = c.f_double_value(&[0, 0])?;
+        if (corner - 512.0).abs() > 1e-3 {
+            return Err(headroom_torch::TorchError::Torch(tch::TchError::Torch(format!(
+                "the matmul returned {corner} instead of 512"
+            ))));
+        }
         Ok(())
     });
     match r {
@@ -78,73 +95,293 @@ fn check(spec: &str) -> DeviceCheck {
     out
 }
 
+/// Asks a `headroom worker --doctor` process, so a crash or hang in libtorch is a fact.
+fn ask_worker(timeout: Duration) -> Result<LibtorchFacts, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the headroom binary: {e}"))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["worker", "--doctor"]);
+    match python::run_captured(&mut cmd, timeout) {
+        Ok((status, stdout, stderr)) => {
+            let line = stdout.lines().rev().find(|l| l.starts_with('{'));
+            match line.map(serde_json::from_str::<LibtorchFacts>) {
+                Some(Ok(facts)) => Ok(facts),
+                _ => Err(format!(
+                    "its worker {} without a report{}",
+                    crate::supervisor::describe_exit(&status),
+                    stderr
+                        .lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .map(|l| format!(": {}", l.trim()))
+                        .unwrap_or_default()
+                )),
+            }
+        }
+        Err(Captured::Spawn(e)) => Err(format!("cannot start its worker: {e}")),
+        Err(Captured::TimedOut) => Err(format!(
+            "its worker did not answer within {:.0} s (a hung GPU driver?)",
+            timeout.as_secs_f64()
+        )),
+    }
+}
+
 pub fn run(args: &DoctorArgs) -> Result<ExitCode> {
-    std::panic::set_hook(Box::new(|_| {}));
-    let mem = sysmem::system_memory();
-    let cuda = tch::Cuda::device_count();
-    let mps = tch::utils::has_mps();
-    let mut specs = vec!["cpu".to_owned()];
-    specs.extend((0..cuda).map(|i| format!("cuda:{i}")));
-    if mps {
-        specs.push("mps".into());
-    }
-    let d = Doctor {
-        os: std::env::consts::OS.into(),
-        arch: std::env::consts::ARCH.into(),
-        cpu: machine::cpu_brand(),
-        memory_total_bytes: mem.map(|m| m.total),
-        memory_available_bytes: mem.map(|m| m.available),
-        libtorch: headroom_torch::alloc::libtorch_version(),
-        cuda_devices: cuda,
-        mps_available: mps,
-        threads: tch::get_num_threads(),
-        devices: specs.iter().map(|s| check(s)).collect(),
-    };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&d)?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    println!(
-        "machine   {} {} · {}",
-        d.os,
-        d.arch,
-        d.cpu.as_deref().unwrap_or("unknown CPU")
-    );
-    if let Some(m) = mem {
-        println!(
-            "memory    {} total · {} available",
-            format_bytes(m.total),
-            format_bytes(m.available)
+    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+        anyhow::bail!(
+            "--timeout must be a positive number of seconds, not {}",
+            args.timeout
         );
     }
-    println!(
-        "libtorch  {} · {} CPU threads · CUDA devices: {} · MPS: {}",
-        d.libtorch,
-        d.threads,
-        d.cuda_devices,
-        if d.mps_available {
-            "available"
-        } else {
-            "not available"
-        }
-    );
-    for c in &d.devices {
-        let light = if c.matmul_ok { "ok  " } else { "FAIL" };
-        match &c.error {
-            None => println!(
-                "[{light}] {:<7} {} · {} · 512x512 matmul {:.2} ms on {}",
-                c.device,
-                c.name,
-                format_bytes(c.memory_total_bytes),
-                c.matmul_ms.unwrap_or(0.0),
-                c.result_device.as_deref().unwrap_or("?")
-            ),
-            Some(e) => println!("[{light}] {:<7} {e}", c.device),
+    let timeout = Duration::from_secs_f64(args.timeout);
+    let started = Instant::now();
+    let chatty = !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let worker = std::thread::spawn(move || ask_worker(timeout));
+    let mut env = DiscoveryEnv::from_process(args.pythons.clone());
+    if args.only_named {
+        env = DiscoveryEnv {
+            path: None,
+            home: None,
+            cwd: None,
+            system: false,
+            ..env
+        };
+    }
+    let candidates = python::discover(&env);
+    if chatty {
+        eprintln!(
+            "asking {} Python interpreter{} and Headroom's libtorch…",
+            candidates.len(),
+            if candidates.len() == 1 { "" } else { "s" }
+        );
+    }
+    let pythons = python::probe_all(&candidates, timeout, 3);
+    let machine = headroom_core::readiness::system::machine();
+    let conditions = headroom_core::readiness::system::conditions();
+    let libtorch = worker
+        .join()
+        .unwrap_or_else(|_| Err("the thread asking libtorch panicked".into()));
+    let report = Report::new(machine, conditions, libtorch, pythons);
+    let run_id = if args.no_ledger {
+        None
+    } else {
+        Some(record(&report, args)?)
+    };
+    if args.json {
+        let mut doc = serde_json::to_value(&report)?;
+        doc["run_id"] = serde_json::json!(run_id);
+        doc["seconds"] = serde_json::json!(started.elapsed().as_secs_f64());
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print_report(&report);
+        if let Some(id) = run_id {
+            println!(
+                "\nrecorded as run {id} ({:.1} s); `headroom doctor --json` has every fact",
+                started.elapsed().as_secs_f64()
+            );
         }
     }
-    Ok(if d.devices.iter().all(|c| c.matmul_ok) {
-        ExitCode::SUCCESS
-    } else {
+    Ok(if report.any_red() {
         ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     })
+}
+
+fn record(report: &Report, args: &DoctorArgs) -> Result<i64> {
+    let ledger = super::open_ledger()?;
+    let best = report
+        .lights
+        .iter()
+        .filter(|l| l.state == LightState::Green && ["cuda", "mps"].contains(&l.backend.as_str()))
+        .map(|l| l.backend.clone())
+        .next()
+        .unwrap_or_else(|| "cpu".into());
+    let device_name = report
+        .machine
+        .gpus
+        .first()
+        .map(|g| g.name.clone())
+        .filter(|_| best != "cpu")
+        .or_else(|| report.machine.cpu.clone())
+        .unwrap_or_else(|| "unknown".into());
+    let git = headroom_core::gitinfo::git_state(&std::env::current_dir().unwrap_or_default());
+    let run = NewRun {
+        kind: "doctor".into(),
+        host: super::hostname(),
+        device: best,
+        device_name,
+        workload: "readiness".into(),
+        dtype: "-".into(),
+        mode: "-".into(),
+        libtorch: report
+            .libtorch
+            .as_ref()
+            .map_or_else(|| "unknown".into(), |l| l.version.clone()),
+        git_commit: git.commit,
+        git_dirty: git.dirty,
+        budget_bytes: None,
+        fallback: None,
+        request_json: serde_json::to_string(args)?,
+        owner_pid: Some(std::process::id()),
+    };
+    let id = ledger.begin_run(&run)?;
+    let verdict = report
+        .lights
+        .iter()
+        .map(|l| format!("{} {}", l.backend, l.state.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    ledger.finish_report(id, RunStatus::Complete, &serde_json::to_value(report)?, Some(&verdict))?;
+    Ok(id)
+}
+
+fn mark(state: LightState) -> &'static str {
+    match state {
+        LightState::Green => "[ ok ]",
+        LightState::Yellow => "[warn]",
+        LightState::Red => "[FAIL]",
+        LightState::Off => "[ -- ]",
+    }
+}
+
+/// The human report: lights first, then the facts behind them.
+pub fn print_report(r: &Report) {
+    for l in &r.lights {
+        println!("{} {:<10} {}", mark(l.state), l.backend, l.reason);
+        if let Some(fix) = &l.fix {
+            println!("{:<18}fix: {fix}", "");
+        }
+    }
+    for n in &r.notes {
+        println!("note: {n}");
+    }
+    let m = &r.machine;
+    println!();
+    println!(
+        "machine   {} {}{} · {} · {}{}",
+        m.os_name.as_deref().unwrap_or(&m.os),
+        m.os_version.as_deref().unwrap_or(""),
+        m.kernel.as_deref().map(|k| format!(" (kernel {k})")).unwrap_or_default(),
+        m.cpu.as_deref().unwrap_or("unknown CPU"),
+        m.arch,
+        match m.translated {
+            Some(true) => " · this process runs under Rosetta",
+            Some(false) => " · native",
+            None => "",
+        }
+    );
+    println!(
+        "memory    {}{}",
+        m.memory_total_bytes.map_or_else(|| "unknown".into(), format_bytes),
+        m.cpu_cores.map(|c| format!(" · {c} CPU threads")).unwrap_or_default()
+    );
+    for g in &m.gpus {
+        println!(
+            "gpu       {}{}{}{} (from {})",
+            g.name,
+            g.cores.map(|c| format!(" · {c} cores")).unwrap_or_default(),
+            g.memory_bytes.map(|b| format!(" · {}", format_bytes(b))).unwrap_or_default(),
+            g.driver.as_deref().map(|d| format!(" · driver {d}")).unwrap_or_default(),
+            g.source
+        );
+    }
+    match (&r.libtorch, &r.libtorch_error) {
+        (Some(lib), _) => {
+            println!(
+                "libtorch  {} (Headroom's own) · {} CPU threads · CUDA devices {} · MPS {}",
+                lib.version,
+                lib.threads,
+                lib.cuda_devices,
+                if lib.has_mps { "yes" } else { "no" }
+            );
+            for c in &lib.devices {
+                match &c.error {
+                    None => println!(
+                        "          {:<7} {} · {} · 512×512 matmul {:.2} ms on {}",
+                        c.device,
+                        c.name,
+                        format_bytes(c.memory_total_bytes),
+                        c.matmul_ms.unwrap_or(0.0),
+                        c.result_device.as_deref().unwrap_or("?")
+                    ),
+                    Some(e) => println!("          {:<7} FAILED: {e}", c.device),
+                }
+            }
+        }
+        (None, e) => println!("libtorch  not available: {}", e.as_deref().unwrap_or("?")),
+    }
+    println!("pythons   ({} found; * is the one judged above)", r.pythons.len());
+    for (i, p) in r.pythons.iter().enumerate() {
+        let star = if Some(i) == r.primary { "*" } else { " " };
+        let head = format!("        {star} {} [{}]", p.path, p.source);
+        match (&p.facts, p.status) {
+            (Some(f), ProbeStatus::Ok) => {
+                let torch = match &f.torch {
+                    Some(t) => format!(
+                        "torch {} · mps built {} available {} · cuda {} · matmul on {}",
+                        t.version,
+                        yes(t.mps_built),
+                        yes(t.mps_available),
+                        yes(t.cuda_available),
+                        t.matmul_device.as_deref().or(t.matmul_error.as_deref()).unwrap_or("?")
+                    ),
+                    None => format!("no torch ({})", f.torch_error.as_deref().unwrap_or("?")),
+                };
+                let mlx = f
+                    .mlx
+                    .as_ref()
+                    .map(|m| format!(" · mlx {} on {}", m.version.as_deref().unwrap_or("?"), m.default_device))
+                    .unwrap_or_default();
+                let archs = if p.binary_archs.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (binary: {})", p.binary_archs.join("+"))
+                };
+                println!("{head}\n            Python {} {}{archs} · {torch}{mlx}", f.version, f.machine);
+            }
+            _ => println!(
+                "{head}\n            {}: {}",
+                match p.status {
+                    ProbeStatus::NotFound => "not found",
+                    ProbeStatus::TimedOut => "timed out",
+                    ProbeStatus::Crashed => "crashed",
+                    _ => "failed",
+                },
+                p.error.as_deref().unwrap_or("?")
+            ),
+        }
+    }
+    let c = &r.conditions;
+    let mut cond = Vec::new();
+    if let Some(s) = c.power_source {
+        cond.push(format!("power {s:?}").to_lowercase());
+    }
+    if let Some(b) = &c.battery {
+        cond.push(format!(
+            "battery {}{}{}",
+            b.percent.map(|p| format!("{p}%")).unwrap_or_default(),
+            b.state.as_deref().map(|s| format!(" {s}")).unwrap_or_default(),
+            b.remaining.as_deref().map(|s| format!(" ({s} left)")).unwrap_or_default()
+        ));
+    }
+    if let Some(l) = c.low_power_mode {
+        cond.push(format!("low power mode {}", if l { "on" } else { "off" }));
+    }
+    if let Some(g) = &c.cpu_governor {
+        cond.push(format!("governor {g}"));
+    }
+    cond.push(if c.thermal_exposed {
+        format!("thermal warnings {}", c.thermal_warnings.len())
+    } else {
+        "thermal state not exposed".into()
+    });
+    println!("conditions {}", cond.join(" · "));
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
 }

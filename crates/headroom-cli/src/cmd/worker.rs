@@ -50,3 +50,19 @@ pub fn run() -> ExitCode {
         }
     }
 }
+
+/// `headroom worker --doctor`: one JSON line describing Headroom's libtorch and its devices.
+pub fn run_doctor() -> ExitCode {
+    std::panic::set_hook(Box::new(|_| {}));
+    let facts = super::doctor::libtorch_facts();
+    match serde_json::to_string(&facts) {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("headroom worker: cannot encode the report: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

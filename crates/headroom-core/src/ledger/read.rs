@@ -34,6 +34,7 @@ fn run_from_row(row: &Row<'_>) -> rusqlite::Result<(RunRecord, Option<String>)> 
         peak_bytes: u(row.get(16)?),
         fallback: row.get(17)?,
         summary: None,
+        report: None,
         note: row.get(19)?,
         points: row.get(20)?,
     };
@@ -41,7 +42,12 @@ fn run_from_row(row: &Row<'_>) -> rusqlite::Result<(RunRecord, Option<String>)> 
 }
 
 fn with_summary((mut record, json): (RunRecord, Option<String>)) -> Result<RunRecord, CoreError> {
-    record.summary = json.map(|j| serde_json::from_str(&j)).transpose()?;
+    // A sweep's summary has a type; other kinds (doctor, …) keep their report as JSON.
+    if record.kind == "sweep" {
+        record.summary = json.map(|j| serde_json::from_str(&j)).transpose()?;
+    } else {
+        record.report = json.map(|j| serde_json::from_str(&j)).transpose()?;
+    }
     Ok(record)
 }
 

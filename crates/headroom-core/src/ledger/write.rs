@@ -101,6 +101,24 @@ impl Ledger {
         Ok(closed)
     }
 
+    /// Closes a run that is not a sweep (e.g. `doctor`) with its whole report as JSON.
+    pub fn finish_report(
+        &self,
+        run_id: i64,
+        status: RunStatus,
+        report: &serde_json::Value,
+        note: Option<&str>,
+    ) -> Result<(), CoreError> {
+        let json = serde_json::to_string(report)?;
+        self.conn
+            .execute(
+                "UPDATE runs SET status = ?2, finished_at = ?3, summary_json = ?4, note = ?5 WHERE id = ?1",
+                params![run_id, status.as_str(), now_rfc3339(), json, note],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
     /// Closes run `run_id` with `status`, its summary (if any) and a note (e.g. why it stopped).
     pub fn finish_run(
         &self,

@@ -1,0 +1,177 @@
+//! Readiness (`headroom doctor`): the facts about this machine, every Python environment found
+//! and Headroom's own libtorch, and the traffic light per backend that those facts give.
+//!
+//! Facts come from pure parsers ([`macos`], [`linux`]) fed by a thin layer ([`system`]) and
+//! from running each interpreter ([`python`]); [`verdict`] turns facts into lights and is pure.
+
+pub mod linux;
+pub mod macos;
+pub mod python;
+pub mod system;
+pub mod verdict;
+
+use serde::{Deserialize, Serialize};
+
+pub use python::{PythonFacts, PythonReport, TorchFacts};
+pub use verdict::{lights, Light, LightState};
+
+/// A GPU the OS reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuFacts {
+    pub name: String,
+    /// GPU cores (Apple Silicon reports them).
+    pub cores: Option<u32>,
+    pub memory_bytes: Option<u64>,
+    pub driver: Option<String>,
+    /// Which command or file said so.
+    pub source: String,
+}
+
+/// The machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MachineFacts {
+    /// `linux` or `macos`.
+    pub os: String,
+    pub os_name: Option<String>,
+    pub os_version: Option<String>,
+    pub kernel: Option<String>,
+    pub cpu: Option<String>,
+    pub cpu_cores: Option<u32>,
+    /// The hardware's architecture (`arm64` on Apple Silicon even when this process is translated).
+    pub arch: String,
+    /// The architecture this `headroom` binary was built for.
+    pub process_arch: String,
+    pub apple_silicon: bool,
+    /// This process runs under Rosetta (macOS `sysctl.proc_translated`); `None` where there is no
+    /// such thing (Linux, Intel Macs).
+    pub translated: Option<bool>,
+    pub memory_total_bytes: Option<u64>,
+    pub gpus: Vec<GpuFacts>,
+    /// Running inside the macOS App Sandbox, which hides other environments' files.
+    pub sandboxed: bool,
+}
+
+/// Where power comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PowerSource {
+    Ac,
+    Battery,
+    Ups,
+    Unknown,
+}
+
+/// The internal battery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatteryFacts {
+    pub percent: Option<u32>,
+    /// `charging`, `discharging`, `AC attached; not charging`, …
+    pub state: Option<String>,
+    /// Time left as the OS estimates it (`3:06`).
+    pub remaining: Option<String>,
+}
+
+/// Conditions that skew measurements.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Conditions {
+    /// `None` when the OS exposes no power supply (servers, VMs).
+    pub power_source: Option<PowerSource>,
+    pub battery: Option<BatteryFacts>,
+    /// `None` when the OS does not say.
+    pub low_power_mode: Option<bool>,
+    /// Whether the OS exposes any thermal state at all.
+    pub thermal_exposed: bool,
+    /// Recorded thermal or performance warnings (throttling).
+    pub thermal_warnings: Vec<String>,
+    /// Linux cpufreq governor of CPU 0.
+    pub cpu_governor: Option<String>,
+}
+
+/// One device Headroom's libtorch tried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceCheck {
+    pub device: String,
+    pub name: String,
+    pub memory_total_bytes: u64,
+    pub matmul_ok: bool,
+    pub matmul_ms: Option<f64>,
+    /// Where the result tensor lives (proves the GPU ran it, not the CPU).
+    pub result_device: Option<String>,
+    pub error: Option<String>,
+}
+
+/// Headroom's own libtorch, as its worker reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LibtorchFacts {
+    pub version: String,
+    pub cuda_devices: i64,
+    pub has_mps: bool,
+    pub threads: i32,
+    pub devices: Vec<DeviceCheck>,
+}
+
+/// Everything doctor found, and its verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub machine: MachineFacts,
+    pub conditions: Conditions,
+    pub libtorch: Option<LibtorchFacts>,
+    /// Why Headroom's libtorch could not be asked (its worker crashed or hung).
+    pub libtorch_error: Option<String>,
+    pub pythons: Vec<PythonReport>,
+    /// Index into `pythons` of the interpreter the lights judge.
+    pub primary: Option<usize>,
+    pub lights: Vec<Light>,
+    /// Facts worth a line that are not a light (version drift, …).
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    /// Assembles a report and its verdict from the facts.
+    pub fn new(
+        machine: MachineFacts,
+        conditions: Conditions,
+        libtorch: Result<LibtorchFacts, String>,
+        pythons: Vec<PythonReport>,
+    ) -> Self {
+        let (libtorch, libtorch_error) = match libtorch {
+            Ok(l) => (Some(l), None),
+            Err(e) => (None, Some(e)),
+        };
+        // The interpreter named by --python or the active environment, when it ran; else the
+        // first with torch; else the first that ran at all.
+        let ran = |p: &PythonReport| p.facts.is_some();
+        let primary = pythons
+            .iter()
+            .position(|p| p.explicit && ran(p))
+            .or_else(|| {
+                pythons
+                    .iter()
+                    .position(|p| p.facts.as_ref().is_some_and(|f| f.torch.is_some()))
+            })
+            .or_else(|| pythons.iter().position(ran));
+        let mut r = Self {
+            machine,
+            conditions,
+            libtorch,
+            libtorch_error,
+            pythons,
+            primary,
+            lights: Vec::new(),
+            notes: Vec::new(),
+        };
+        r.lights = verdict::lights(&r);
+        r.notes = verdict::notes(&r);
+        r
+    }
+
+    /// The interpreter the lights judge.
+    pub fn primary_python(&self) -> Option<&PythonReport> {
+        self.primary.and_then(|i| self.pythons.get(i))
+    }
+
+    /// Whether any light is red.
+    pub fn any_red(&self) -> bool {
+        self.lights.iter().any(|l| l.state == LightState::Red)
+    }
+}

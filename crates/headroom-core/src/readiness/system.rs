@@ -1,0 +1,185 @@
+//! The thin layer that reads this machine: files under /proc and /sys on Linux, and on macOS the
+//! commands whose outputs [`super::macos`] parses. Nothing here decides anything.
+
+use std::path::Path;
+#[cfg(target_os = "macos")]
+use std::process::Command;
+
+use super::{Conditions, MachineFacts, PowerSource};
+#[cfg(target_os = "linux")]
+use super::linux;
+#[cfg(target_os = "macos")]
+use super::macos;
+
+/// Runs a command and returns its stdout (and stderr, which `sysctl` uses for unknown OIDs).
+#[cfg(target_os = "macos")]
+fn run(cmd: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(cmd).args(args).output().ok()?;
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    Some(text)
+}
+
+/// The architectures an executable's binary holds (following links): on Linux from its ELF
+/// header, on macOS from `lipo -archs` (or `file` where lipo is missing).
+pub fn binary_archs(path: &Path) -> Vec<String> {
+    let Ok(real) = path.canonicalize() else {
+        return Vec::new();
+    };
+    #[cfg(target_os = "macos")]
+    {
+        let p = real.to_string_lossy();
+        if let Some(text) = run("/usr/bin/lipo", &["-archs", &p]) {
+            let a = macos::parse_lipo_archs(&text);
+            if !a.is_empty() {
+                return a;
+            }
+        }
+        run("/usr/bin/file", &[&p])
+            .map(|t| macos::parse_file_archs(&t, Some(&p)))
+            .unwrap_or_default()
+    }
+    #[cfg(not(target_os = "macos"))]
+    {
+        use std::io::Read;
+        let mut head = [0u8; 64];
+        let n = std::fs::File::open(real)
+            .and_then(|mut f| f.read(&mut head))
+            .unwrap_or(0);
+        super::linux::elf_arch(&head[..n])
+            .map(|a| vec![a.to_owned()])
+            .unwrap_or_default()
+    }
+}
+
+/// Facts about the machine.
+pub fn machine() -> MachineFacts {
+    let mut m = MachineFacts {
+        os: std::env::consts::OS.into(),
+        os_name: None,
+        os_version: None,
+        kernel: None,
+        cpu: crate::machine::cpu_brand(),
+        cpu_cores: std::thread::available_parallelism()
+            .ok()
+            .and_then(|n| u32::try_from(n.get()).ok()),
+        arch: std::env::consts::ARCH.into(),
+        process_arch: std::env::consts::ARCH.into(),
+        apple_silicon: false,
+        translated: None,
+        memory_total_bytes: crate::sysmem::system_memory().map(|s| s.total),
+        gpus: Vec::new(),
+        sandboxed: std::env::var_os("APP_SANDBOX_CONTAINER_ID").is_some(),
+    };
+    #[cfg(target_os = "linux")]
+    {
+        m.os_name = std::fs::read_to_string("/etc/os-release")
+            .ok()
+            .and_then(|t| linux::parse_os_release(&t));
+        m.kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .ok()
+            .map(|s| s.trim().to_owned());
+        m.gpus = nvidia_gpus();
+    }
+    #[cfg(target_os = "macos")]
+    {
+        if let Some(t) = run("/usr/bin/sw_vers", &[]) {
+            let kv = macos::parse_colon_pairs(&t);
+            m.os_name = kv.get("ProductName").cloned();
+            m.os_version = kv.get("ProductVersion").cloned();
+        }
+        if let Some(t) = run(
+            "/usr/sbin/sysctl",
+            &["hw.memsize", "hw.optional.arm64", "kern.osrelease"],
+        ) {
+            let kv = macos::parse_colon_pairs(&t);
+            m.apple_silicon = kv.get("hw.optional.arm64").map(String::as_str) == Some("1");
+            m.kernel = kv.get("kern.osrelease").cloned();
+            if let Some(b) = kv.get("hw.memsize").and_then(|v| v.parse().ok()) {
+                m.memory_total_bytes = Some(b);
+            }
+        }
+        m.translated = run("/usr/sbin/sysctl", &["sysctl.proc_translated"])
+            .and_then(|t| macos::parse_proc_translated(&t));
+        if m.apple_silicon {
+            m.arch = "arm64".into();
+        }
+        m.gpus = run("/usr/sbin/system_profiler", &["SPDisplaysDataType", "-json"])
+            .map(|t| macos::parse_system_profiler_json(&t))
+            .unwrap_or_default();
+    }
+    m
+}
+
+/// NVIDIA GPUs from `nvidia-smi`, else the driver's /proc files.
+#[cfg(target_os = "linux")]
+fn nvidia_gpus() -> Vec<super::GpuFacts> {
+    let smi = std::process::Command::new("nvidia-smi")
+        .args([
+            "--query-gpu=name,memory.total,driver_version",
+            "--format=csv,noheader,nounits",
+        ])
+        .output();
+    if let Ok(out) = smi {
+        let gpus = linux::parse_nvidia_smi_csv(&String::from_utf8_lossy(&out.stdout));
+        if out.status.success() && !gpus.is_empty() {
+            return gpus;
+        }
+    }
+    (0..16)
+        .map_while(crate::machine::nvidia_gpu_name)
+        .map(|name| super::GpuFacts {
+            name,
+            cores: None,
+            memory_bytes: None,
+            driver: None,
+            source: "/proc/driver/nvidia".into(),
+        })
+        .collect()
+}
+
+/// What may skew measurements now: power source, Low Power Mode, thermal state.
+pub fn conditions() -> Conditions {
+    let mut c = Conditions::default();
+    #[cfg(target_os = "linux")]
+    {
+        let root = Path::new("/");
+        if let Some((source, battery)) = linux::read_power_supply(root) {
+            c.power_source = Some(source);
+            c.battery = battery;
+        }
+        let zones = linux::read_thermal_zones(root);
+        c.thermal_exposed = !zones.is_empty();
+        for z in &zones {
+            if let Some(trip) = z.trip_celsius {
+                if z.celsius >= trip - 5.0 {
+                    c.thermal_warnings.push(format!(
+                        "{} at {:.0} °C, near its {:.0} °C trip point",
+                        z.name, z.celsius, trip
+                    ));
+                }
+            }
+        }
+        c.cpu_governor = linux::read_cpu_governor(root);
+        c.low_power_mode = std::fs::read_to_string("/sys/firmware/acpi/platform_profile")
+            .ok()
+            .map(|p| p.trim() == "low-power");
+    }
+    #[cfg(target_os = "macos")]
+    {
+        if let Some(t) = run("/usr/bin/pmset", &["-g", "batt"]) {
+            let (source, battery) = macos::parse_pmset_batt(&t);
+            c.power_source = Some(source);
+            c.battery = battery;
+        }
+        c.low_power_mode = run("/usr/bin/pmset", &["-g"]).and_then(|t| macos::parse_pmset_low_power(&t));
+        if let Some(t) = run("/usr/bin/pmset", &["-g", "therm"]) {
+            c.thermal_exposed = true;
+            c.thermal_warnings = macos::parse_pmset_therm(&t);
+        }
+    }
+    if c.power_source == Some(PowerSource::Unknown) && c.battery.is_none() {
+        c.power_source = None;
+    }
+    c
+}
