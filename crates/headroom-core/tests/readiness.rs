@@ -45,7 +45,10 @@ fn file_and_lipo_tell_x86_64_only_from_universal_and_arm64() {
     let t = fixture("file_lipo_mecab_x86_64_only_and_universal.txt");
     // The first `file` block: x86_64-only executable and dylib.
     let first = block(&t, "file mecab.mac libmecab.2.dylib");
-    assert_eq!(macos::parse_file_archs(&first, Some("mecab.mac")), ["x86_64"]);
+    assert_eq!(
+        macos::parse_file_archs(&first, Some("mecab.mac")),
+        ["x86_64"]
+    );
     assert_eq!(
         macos::parse_file_archs(&first, Some("libmecab.2.dylib")),
         ["x86_64"]
@@ -167,12 +170,18 @@ fn pmset_g_gives_low_power_mode_in_old_and_new_wording() {
         Some(false)
     );
     // The same output with the setting switched on.
-    let on = fixture("pmset_g_powermode0_harisekhon.txt").replace("powermode            0", "powermode            1");
+    let on = fixture("pmset_g_powermode0_harisekhon.txt")
+        .replace("powermode            0", "powermode            1");
     assert_eq!(macos::parse_pmset_low_power(&on), Some(true));
-    assert_eq!(macos::parse_pmset_low_power("System-wide power settings:\n"), None);
+    assert_eq!(
+        macos::parse_pmset_low_power("System-wide power settings:\n"),
+        None
+    );
     assert!(macos::parse_pmset_therm(&fixture("pmset_therm_m1pro_monterey.txt")).is_empty());
     assert_eq!(
-        macos::parse_pmset_therm("CPU_Scheduler_Limit \t= 100\nCPU_Available_CPUs \t= 8\nCPU_Speed_Limit \t= 70\n"),
+        macos::parse_pmset_therm(
+            "CPU_Scheduler_Limit \t= 100\nCPU_Available_CPUs \t= 8\nCPU_Speed_Limit \t= 70\n"
+        ),
         ["CPU_Available_CPUs \t= 8", "CPU_Speed_Limit \t= 70"]
     );
 }
@@ -183,10 +192,17 @@ fn system_profiler_gives_gpu_name_and_cores() {
         "system_profiler_SPDisplaysDataType_json_m3max_nodisplay.txt",
     ));
     assert_eq!(json.len(), 1);
-    assert_eq!((json[0].name.as_str(), json[0].cores), ("Apple M3 Max", Some(40)));
-    let text = macos::parse_system_profiler_text(&fixture("system_profiler_SPDisplaysDataType_m3.txt"));
+    assert_eq!(
+        (json[0].name.as_str(), json[0].cores),
+        ("Apple M3 Max", Some(40))
+    );
+    let text =
+        macos::parse_system_profiler_text(&fixture("system_profiler_SPDisplaysDataType_m3.txt"));
     assert_eq!(text.len(), 1);
-    assert_eq!((text[0].name.as_str(), text[0].cores), ("Apple M3", Some(10)));
+    assert_eq!(
+        (text[0].name.as_str(), text[0].cores),
+        ("Apple M3", Some(10))
+    );
     assert!(macos::parse_system_profiler_json("not json").is_empty());
 }
 
@@ -194,11 +210,7 @@ fn system_profiler_gives_gpu_name_and_cores() {
 fn elf_headers_of_real_binaries_name_this_machine() {
     let exe = std::env::current_exe().expect("exe");
     let bytes = std::fs::read(&exe).expect("read");
-    let want = match std::env::consts::ARCH {
-        "x86_64" => "x86_64",
-        "aarch64" => "aarch64",
-        other => other,
-    };
+    let want = std::env::consts::ARCH;
     if cfg!(target_os = "linux") {
         assert_eq!(linux::elf_arch(&bytes), Some(want));
         let sh = std::fs::read("/bin/sh").expect("/bin/sh");
@@ -211,8 +223,14 @@ fn elf_headers_of_real_binaries_name_this_machine() {
 #[test]
 fn linux_os_release_and_nvidia_smi() {
     let text = "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nNAME=\"Debian GNU/Linux\"\nVERSION_ID=\"12\"\n";
-    assert_eq!(linux::parse_os_release(text).as_deref(), Some("Debian GNU/Linux 12 (bookworm)"));
-    assert_eq!(linux::parse_os_release("NAME=Arch\nVERSION_ID=1\n").as_deref(), Some("Arch 1"));
+    assert_eq!(
+        linux::parse_os_release(text).as_deref(),
+        Some("Debian GNU/Linux 12 (bookworm)")
+    );
+    assert_eq!(
+        linux::parse_os_release("NAME=Arch\nVERSION_ID=1\n").as_deref(),
+        Some("Arch 1")
+    );
     if let Ok(real) = std::fs::read_to_string("/etc/os-release") {
         assert!(linux::parse_os_release(&real).is_some_and(|n| !n.is_empty()));
     }
@@ -223,7 +241,10 @@ fn linux_os_release_and_nvidia_smi() {
     assert_eq!(gpus[0].name, "NVIDIA H200");
     assert!(gpus[0].memory_bytes.is_some_and(|b| b > 100 << 30));
     assert!(gpus[0].driver.is_some());
-    assert!(linux::parse_nvidia_smi_csv("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n").is_empty());
+    assert!(linux::parse_nvidia_smi_csv(
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
+    )
+    .is_empty());
 }
 
 #[test]
@@ -250,7 +271,10 @@ fn linux_power_and_thermal_read_a_sysfs_tree() {
     assert_eq!(b.and_then(|b| b.percent), Some(57));
     write(&ps.join("AC"), "online", "1\n");
     write(&ps.join("BAT0"), "status", "Charging\n");
-    assert_eq!(linux::read_power_supply(root.path()).map(|x| x.0), Some(PowerSource::Ac));
+    assert_eq!(
+        linux::read_power_supply(root.path()).map(|x| x.0),
+        Some(PowerSource::Ac)
+    );
     let tz = root.path().join("sys/class/thermal/thermal_zone0");
     write(&tz, "type", "x86_pkg_temp\n");
     write(&tz, "temp", "97000\n");
@@ -258,7 +282,10 @@ fn linux_power_and_thermal_read_a_sysfs_tree() {
     write(&tz, "trip_point_0_temp", "100000\n");
     let zones = linux::read_thermal_zones(root.path());
     assert_eq!(zones.len(), 1);
-    assert_eq!((zones[0].celsius, zones[0].trip_celsius), (97.0, Some(100.0)));
+    assert_eq!(
+        (zones[0].celsius, zones[0].trip_celsius),
+        (97.0, Some(100.0))
+    );
 }
 
 // ---- verdict ------------------------------------------------------------------------------
@@ -327,7 +354,9 @@ fn python(machine: &str, torch: Option<TorchFacts>, archs: &[&str]) -> PythonRep
             platform: "darwin".into(),
             prefix: "/opt/py".into(),
             in_venv: false,
-            torch_error: torch.is_none().then(|| "ModuleNotFoundError: No module named 'torch'".into()),
+            torch_error: torch
+                .is_none()
+                .then(|| "ModuleNotFoundError: No module named 'torch'".into()),
             torch,
             mlx: None,
             mlx_error: Some("ModuleNotFoundError: No module named 'mlx'".into()),
@@ -358,7 +387,11 @@ fn state(r: &Report, backend: &str) -> LightState {
 }
 
 fn reason(r: &Report, backend: &str) -> String {
-    let l = r.lights.iter().find(|l| l.backend == backend).expect("light");
+    let l = r
+        .lights
+        .iter()
+        .find(|l| l.backend == backend)
+        .expect("light");
     format!("{} | fix: {}", l.reason, l.fix.as_deref().unwrap_or(""))
 }
 
@@ -376,50 +409,115 @@ fn an_x86_64_python_under_rosetta_is_red_for_mps_with_the_fix() {
         "lipo -archs mecab.mac",
     ));
     let archs: Vec<&str> = archs.iter().map(String::as_str).collect();
-    let py = python(&machine, Some(torch("2.2.2", (false, false), false, "cpu")), &archs);
-    let r = Report::new(mac(true, "14.2.1"), Conditions::default(), Ok(lib(true, 0)), vec![py]);
+    let py = python(
+        &machine,
+        Some(torch("2.2.2", (false, false), false, "cpu")),
+        &archs,
+    );
+    let r = Report::new(
+        mac(true, "14.2.1"),
+        Conditions::default(),
+        Ok(lib(true, 0)),
+        vec![py],
+    );
     assert_eq!(state(&r, "mps"), LightState::Red);
     let why = reason(&r, "mps");
-    assert!(why.contains("Rosetta") && why.contains("only x86_64") && why.contains("arm64 Python"), "{why}");
+    assert!(
+        why.contains("Rosetta") && why.contains("only x86_64") && why.contains("arm64 Python"),
+        "{why}"
+    );
     assert_eq!(state(&r, "mlx"), LightState::Red, "{}", reason(&r, "mlx"));
     assert_eq!(state(&r, "cpu"), LightState::Green);
-    assert!(r.notes.iter().any(|n| n.contains("2.2.2") && n.contains("2.11.0")), "{:?}", r.notes);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("2.2.2") && n.contains("2.11.0")),
+        "{:?}",
+        r.notes
+    );
     assert!(r.any_red());
 }
 
 #[test]
 fn a_native_arm64_python_with_mps_is_green_and_old_macos_or_cpu_only_builds_are_not() {
-    let good = python("arm64", Some(torch("2.11.0", (true, true), false, "mps:0")), &["arm64"]);
-    let r = Report::new(mac(true, "15.1"), Conditions::default(), Ok(lib(true, 0)), vec![good.clone()]);
+    let good = python(
+        "arm64",
+        Some(torch("2.11.0", (true, true), false, "mps:0")),
+        &["arm64"],
+    );
+    let r = Report::new(
+        mac(true, "15.1"),
+        Conditions::default(),
+        Ok(lib(true, 0)),
+        vec![good.clone()],
+    );
     assert_eq!(state(&r, "mps"), LightState::Green, "{}", reason(&r, "mps"));
     assert!(r.notes.is_empty(), "{:?}", r.notes);
-    let r = Report::new(mac(true, "13.6"), Conditions::default(), Ok(lib(true, 0)), vec![good.clone()]);
+    let r = Report::new(
+        mac(true, "13.6"),
+        Conditions::default(),
+        Ok(lib(true, 0)),
+        vec![good.clone()],
+    );
     assert_eq!(state(&r, "mps"), LightState::Yellow, "bf16 needs macOS 14");
-    let r = Report::new(mac(true, "12.1"), Conditions::default(), Ok(lib(true, 0)), vec![good.clone()]);
+    let r = Report::new(
+        mac(true, "12.1"),
+        Conditions::default(),
+        Ok(lib(true, 0)),
+        vec![good.clone()],
+    );
     assert_eq!(state(&r, "mps"), LightState::Red, "MPS needs 12.3");
     // Headroom's own libtorch without MPS: the user's torch works, Headroom's sweeps would not.
-    let r = Report::new(mac(true, "15.1"), Conditions::default(), Ok(lib(false, 0)), vec![good]);
+    let r = Report::new(
+        mac(true, "15.1"),
+        Conditions::default(),
+        Ok(lib(false, 0)),
+        vec![good],
+    );
     assert_eq!(state(&r, "mps"), LightState::Yellow);
-    let unbuilt = python("arm64", Some(torch("2.11.0", (false, false), false, "cpu")), &["arm64"]);
-    let r = Report::new(mac(true, "15.1"), Conditions::default(), Ok(lib(true, 0)), vec![unbuilt]);
+    let unbuilt = python(
+        "arm64",
+        Some(torch("2.11.0", (false, false), false, "cpu")),
+        &["arm64"],
+    );
+    let r = Report::new(
+        mac(true, "15.1"),
+        Conditions::default(),
+        Ok(lib(true, 0)),
+        vec![unbuilt],
+    );
     assert_eq!(state(&r, "mps"), LightState::Red);
     assert!(reason(&r, "mps").contains("built without MPS"));
     let missing = python("arm64", None, &["arm64"]);
-    let r = Report::new(mac(true, "15.1"), Conditions::default(), Ok(lib(true, 0)), vec![missing]);
+    let r = Report::new(
+        mac(true, "15.1"),
+        Conditions::default(),
+        Ok(lib(true, 0)),
+        vec![missing],
+    );
     assert_eq!(state(&r, "mps"), LightState::Yellow);
     assert!(reason(&r, "mps").contains("pip install torch"));
 }
 
 #[test]
 fn mlx_found_is_green_with_its_device() {
-    let mut py = python("arm64", Some(torch("2.11.0", (true, true), false, "mps:0")), &["arm64"]);
+    let mut py = python(
+        "arm64",
+        Some(torch("2.11.0", (true, true), false, "mps:0")),
+        &["arm64"],
+    );
     if let Some(f) = py.facts.as_mut() {
         f.mlx = Some(MlxFacts {
             version: Some("0.29.3".into()),
             default_device: "Device(gpu, 0)".into(),
         });
     }
-    let r = Report::new(mac(true, "15.1"), Conditions::default(), Ok(lib(true, 0)), vec![py]);
+    let r = Report::new(
+        mac(true, "15.1"),
+        Conditions::default(),
+        Ok(lib(true, 0)),
+        vec![py],
+    );
     assert_eq!(state(&r, "mlx"), LightState::Green);
     assert!(reason(&r, "mlx").contains("gpu"));
 }
@@ -448,25 +546,70 @@ fn linux_box(gpu: bool) -> MachineFacts {
 
 #[test]
 fn cuda_is_shown_only_where_present_and_a_cpu_only_torch_is_red() {
-    let py = python("x86_64", Some(torch("2.11.0+cpu", (false, false), false, "cpu")), &["x86_64"]);
-    let r = Report::new(linux_box(false), Conditions::default(), Ok(lib(false, 0)), vec![py.clone()]);
-    assert!(r.lights.iter().all(|l| l.backend != "cuda"), "{:?}", r.lights);
+    let py = python(
+        "x86_64",
+        Some(torch("2.11.0+cpu", (false, false), false, "cpu")),
+        &["x86_64"],
+    );
+    let r = Report::new(
+        linux_box(false),
+        Conditions::default(),
+        Ok(lib(false, 0)),
+        vec![py.clone()],
+    );
+    assert!(
+        r.lights.iter().all(|l| l.backend != "cuda"),
+        "{:?}",
+        r.lights
+    );
     assert_eq!(state(&r, "mps"), LightState::Off);
     assert!(!r.any_red());
-    let r = Report::new(linux_box(true), Conditions::default(), Ok(lib(false, 1)), vec![py]);
+    let r = Report::new(
+        linux_box(true),
+        Conditions::default(),
+        Ok(lib(false, 1)),
+        vec![py],
+    );
     assert_eq!(state(&r, "cuda"), LightState::Red);
-    assert!(reason(&r, "cuda").contains("CPU-only build"), "{}", reason(&r, "cuda"));
-    let good = python("x86_64", Some(torch("2.11.0+cu130", (false, false), true, "cuda:0")), &["x86_64"]);
-    let r = Report::new(linux_box(true), Conditions::default(), Ok(lib(false, 1)), vec![good.clone()]);
-    assert_eq!(state(&r, "cuda"), LightState::Green, "{}", reason(&r, "cuda"));
+    assert!(
+        reason(&r, "cuda").contains("CPU-only build"),
+        "{}",
+        reason(&r, "cuda")
+    );
+    let good = python(
+        "x86_64",
+        Some(torch("2.11.0+cu130", (false, false), true, "cuda:0")),
+        &["x86_64"],
+    );
+    let r = Report::new(
+        linux_box(true),
+        Conditions::default(),
+        Ok(lib(false, 1)),
+        vec![good.clone()],
+    );
+    assert_eq!(
+        state(&r, "cuda"),
+        LightState::Green,
+        "{}",
+        reason(&r, "cuda")
+    );
     // The GPU is there but Headroom's libtorch cannot see it.
-    let r = Report::new(linux_box(true), Conditions::default(), Ok(lib(false, 0)), vec![good]);
+    let r = Report::new(
+        linux_box(true),
+        Conditions::default(),
+        Ok(lib(false, 0)),
+        vec![good],
+    );
     assert_eq!(state(&r, "cuda"), LightState::Red);
 }
 
 #[test]
 fn battery_low_power_mode_and_heat_are_yellow_and_unknown_is_off() {
-    let py = python("arm64", Some(torch("2.11.0", (true, true), false, "mps:0")), &["arm64"]);
+    let py = python(
+        "arm64",
+        Some(torch("2.11.0", (true, true), false, "mps:0")),
+        &["arm64"],
+    );
     let (source, battery) = macos::parse_pmset_batt(&fixture("pmset_batt_battery_discharging.txt"));
     let on_battery = Conditions {
         power_source: Some(source),
@@ -476,10 +619,18 @@ fn battery_low_power_mode_and_heat_are_yellow_and_unknown_is_off() {
         thermal_warnings: Vec::new(),
         cpu_governor: None,
     };
-    let r = Report::new(mac(true, "15.1"), on_battery, Ok(lib(true, 0)), vec![py.clone()]);
+    let r = Report::new(
+        mac(true, "15.1"),
+        on_battery,
+        Ok(lib(true, 0)),
+        vec![py.clone()],
+    );
     assert_eq!(state(&r, "conditions"), LightState::Yellow);
     let why = reason(&r, "conditions");
-    assert!(why.contains("battery (95%)") && why.contains("Low Power Mode"), "{why}");
+    assert!(
+        why.contains("battery (95%)") && why.contains("Low Power Mode"),
+        "{why}"
+    );
     let calm = Conditions {
         power_source: Some(PowerSource::Ac),
         battery: None,
@@ -489,17 +640,37 @@ fn battery_low_power_mode_and_heat_are_yellow_and_unknown_is_off() {
         cpu_governor: None,
     };
     let r = Report::new(mac(true, "15.1"), calm, Ok(lib(true, 0)), vec![py.clone()]);
-    assert_eq!(state(&r, "conditions"), LightState::Green, "{}", reason(&r, "conditions"));
-    let r = Report::new(linux_box(false), Conditions::default(), Ok(lib(false, 0)), vec![py]);
+    assert_eq!(
+        state(&r, "conditions"),
+        LightState::Green,
+        "{}",
+        reason(&r, "conditions")
+    );
+    let r = Report::new(
+        linux_box(false),
+        Conditions::default(),
+        Ok(lib(false, 0)),
+        vec![py],
+    );
     assert_eq!(state(&r, "conditions"), LightState::Off);
 }
 
 #[test]
 fn no_interpreter_or_a_dead_libtorch_says_what_to_do() {
-    let r = Report::new(linux_box(false), Conditions::default(), Err("its worker was killed by signal 11".into()), Vec::new());
+    let r = Report::new(
+        linux_box(false),
+        Conditions::default(),
+        Err("its worker was killed by signal 11".into()),
+        Vec::new(),
+    );
     assert_eq!(state(&r, "cpu"), LightState::Red);
     assert!(reason(&r, "cpu").contains("signal 11") && reason(&r, "cpu").contains("bootstrap"));
-    let r = Report::new(linux_box(false), Conditions::default(), Ok(lib(false, 0)), Vec::new());
+    let r = Report::new(
+        linux_box(false),
+        Conditions::default(),
+        Ok(lib(false, 0)),
+        Vec::new(),
+    );
     assert_eq!(state(&r, "cpu"), LightState::Yellow);
     assert!(reason(&r, "cpu").contains("--python"));
 }

@@ -82,9 +82,9 @@ fn check(spec: &str) -> DeviceCheck {
         // Every element of ones·ones is 512: a wrong answer is a broken device, not a fast one.
         let corner = c.f_double_value(&[0, 0])?;
         if (corner - 512.0).abs() > 1e-3 {
-            return Err(headroom_torch::TorchError::Torch(tch::TchError::Torch(format!(
-                "the matmul returned {corner} instead of 512"
-            ))));
+            return Err(headroom_torch::TorchError::Torch(tch::TchError::Torch(
+                format!("the matmul returned {corner} instead of 512"),
+            )));
         }
         Ok(())
     });
@@ -97,7 +97,8 @@ fn check(spec: &str) -> DeviceCheck {
 
 /// Asks a `headroom worker --doctor` process, so a crash or hang in libtorch is a fact.
 fn ask_worker(timeout: Duration) -> Result<LibtorchFacts, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the headroom binary: {e}"))?;
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find the headroom binary: {e}"))?;
     let mut cmd = Command::new(exe);
     cmd.args(["worker", "--doctor"]);
     match python::run_captured(&mut cmd, timeout) {
@@ -231,7 +232,12 @@ fn record(report: &Report, args: &DoctorArgs) -> Result<i64> {
         .map(|l| format!("{} {}", l.backend, l.state.as_str()))
         .collect::<Vec<_>>()
         .join(", ");
-    ledger.finish_report(id, RunStatus::Complete, &serde_json::to_value(report)?, Some(&verdict))?;
+    ledger.finish_report(
+        id,
+        RunStatus::Complete,
+        &serde_json::to_value(report)?,
+        Some(&verdict),
+    )?;
     Ok(id)
 }
 
@@ -258,10 +264,16 @@ pub fn print_report(r: &Report) {
     let m = &r.machine;
     println!();
     println!(
-        "machine   {} {}{} · {} · {}{}",
+        "machine   {}{}{} · {} · {}{}",
         m.os_name.as_deref().unwrap_or(&m.os),
-        m.os_version.as_deref().unwrap_or(""),
-        m.kernel.as_deref().map(|k| format!(" (kernel {k})")).unwrap_or_default(),
+        m.os_version
+            .as_deref()
+            .map(|v| format!(" {v}"))
+            .unwrap_or_default(),
+        m.kernel
+            .as_deref()
+            .map(|k| format!(" (kernel {k})"))
+            .unwrap_or_default(),
         m.cpu.as_deref().unwrap_or("unknown CPU"),
         m.arch,
         match m.translated {
@@ -272,16 +284,24 @@ pub fn print_report(r: &Report) {
     );
     println!(
         "memory    {}{}",
-        m.memory_total_bytes.map_or_else(|| "unknown".into(), format_bytes),
-        m.cpu_cores.map(|c| format!(" · {c} CPU threads")).unwrap_or_default()
+        m.memory_total_bytes
+            .map_or_else(|| "unknown".into(), format_bytes),
+        m.cpu_cores
+            .map(|c| format!(" · {c} CPU threads"))
+            .unwrap_or_default()
     );
     for g in &m.gpus {
         println!(
             "gpu       {}{}{}{} (from {})",
             g.name,
             g.cores.map(|c| format!(" · {c} cores")).unwrap_or_default(),
-            g.memory_bytes.map(|b| format!(" · {}", format_bytes(b))).unwrap_or_default(),
-            g.driver.as_deref().map(|d| format!(" · driver {d}")).unwrap_or_default(),
+            g.memory_bytes
+                .map(|b| format!(" · {}", format_bytes(b)))
+                .unwrap_or_default(),
+            g.driver
+                .as_deref()
+                .map(|d| format!(" · driver {d}"))
+                .unwrap_or_default(),
             g.source
         );
     }
@@ -310,7 +330,10 @@ pub fn print_report(r: &Report) {
         }
         (None, e) => println!("libtorch  not available: {}", e.as_deref().unwrap_or("?")),
     }
-    println!("pythons   ({} found; * is the one judged above)", r.pythons.len());
+    println!(
+        "pythons   ({} found; * is the one judged above)",
+        r.pythons.len()
+    );
     for (i, p) in r.pythons.iter().enumerate() {
         let star = if Some(i) == r.primary { "*" } else { " " };
         let head = format!("        {star} {} [{}]", p.path, p.source);
@@ -323,21 +346,33 @@ pub fn print_report(r: &Report) {
                         yes(t.mps_built),
                         yes(t.mps_available),
                         yes(t.cuda_available),
-                        t.matmul_device.as_deref().or(t.matmul_error.as_deref()).unwrap_or("?")
+                        t.matmul_device
+                            .as_deref()
+                            .or(t.matmul_error.as_deref())
+                            .unwrap_or("?")
                     ),
                     None => format!("no torch ({})", f.torch_error.as_deref().unwrap_or("?")),
                 };
                 let mlx = f
                     .mlx
                     .as_ref()
-                    .map(|m| format!(" · mlx {} on {}", m.version.as_deref().unwrap_or("?"), m.default_device))
+                    .map(|m| {
+                        format!(
+                            " · mlx {} on {}",
+                            m.version.as_deref().unwrap_or("?"),
+                            m.default_device
+                        )
+                    })
                     .unwrap_or_default();
                 let archs = if p.binary_archs.is_empty() {
                     String::new()
                 } else {
                     format!(" (binary: {})", p.binary_archs.join("+"))
                 };
-                println!("{head}\n            Python {} {}{archs} · {torch}{mlx}", f.version, f.machine);
+                println!(
+                    "{head}\n            Python {} {}{archs} · {torch}{mlx}",
+                    f.version, f.machine
+                );
             }
             _ => println!(
                 "{head}\n            {}: {}",
@@ -360,8 +395,14 @@ pub fn print_report(r: &Report) {
         cond.push(format!(
             "battery {}{}{}",
             b.percent.map(|p| format!("{p}%")).unwrap_or_default(),
-            b.state.as_deref().map(|s| format!(" {s}")).unwrap_or_default(),
-            b.remaining.as_deref().map(|s| format!(" ({s} left)")).unwrap_or_default()
+            b.state
+                .as_deref()
+                .map(|s| format!(" {s}"))
+                .unwrap_or_default(),
+            b.remaining
+                .as_deref()
+                .map(|s| format!(" ({s} left)"))
+                .unwrap_or_default()
         ));
     }
     if let Some(l) = c.low_power_mode {

@@ -105,6 +105,15 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
                         .unwrap_or_default()
                 );
             }
+            if let Some(report) = &r.report {
+                if r.kind == "doctor" {
+                    match serde_json::from_value::<headroom_core::readiness::Report>(report.clone())
+                    {
+                        Ok(rep) => super::doctor::print_report(&rep),
+                        Err(e) => println!("  (its report is unreadable: {e})"),
+                    }
+                }
+            }
             if let Some(s) = &r.summary {
                 match s.recommended_batch {
                     Some(b) => println!("  recommended batch {b}: {}", s.reason),

@@ -1,8 +1,9 @@
 //! End-to-end tests of the `headroom` binary: real sweeps through the real worker and libtorch on
 //! the CPU, a real SQLite ledger in a temp `HEADROOM_HOME`, a TorchScript model exported by the
-//! venv's Python, bad input, and a worker killed with SIGKILL mid-sweep.
+//! venv's Python, doctor against real interpreters, bad input, and a worker killed with SIGKILL mid-sweep.
 
 mod common;
+mod doctor;
 mod errors;
 mod kill;
 mod sweep;

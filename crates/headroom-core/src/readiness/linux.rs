@@ -49,7 +49,11 @@ pub fn elf_arch(bytes: &[u8]) -> Option<&'static str> {
 /// tree exposes no supply at all (most servers and VMs).
 pub fn read_power_supply(root: &Path) -> Option<(PowerSource, Option<BatteryFacts>)> {
     let dir = root.join("sys/class/power_supply");
-    let mut entries: Vec<_> = std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path()).collect();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     entries.sort();
     if entries.is_empty() {
         return None;

@@ -25,10 +25,7 @@ pub fn parse_proc_translated(text: &str) -> Option<bool> {
     if text.contains("unknown oid") {
         return None;
     }
-    let last = text
-        .lines()
-        .map(str::trim)
-        .rfind(|l| !l.is_empty())?;
+    let last = text.lines().map(str::trim).rfind(|l| !l.is_empty())?;
     let value = last.rsplit(':').next()?.trim();
     match value {
         "0" => Some(false),
@@ -96,11 +93,7 @@ pub fn parse_file_archs(text: &str, path: Option<&str>) -> Vec<String> {
         if what.contains("universal binary") {
             // Each `[arch:description]` or bare `[arch]` group starts with the architecture.
             for group in what.split('[').skip(1) {
-                let name = group
-                    .split([':', ']'])
-                    .next()
-                    .unwrap_or_default()
-                    .trim();
+                let name = group.split([':', ']']).next().unwrap_or_default().trim();
                 if is_arch_name(name) {
                     push_unique(&mut archs, name);
                 }

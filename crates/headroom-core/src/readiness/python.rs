@@ -41,7 +41,11 @@ pub struct DiscoveryEnv {
 
 impl DiscoveryEnv {
     pub fn from_process(extra: Vec<PathBuf>) -> Self {
-        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
         Self {
             path: std::env::var_os("PATH"),
             virtual_env: var("VIRTUAL_ENV"),
@@ -160,7 +164,12 @@ pub fn discover(env: &DiscoveryEnv) -> Vec<Candidate> {
 
 fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -411,13 +420,21 @@ pub fn probe(candidate: &Candidate, timeout: Duration) -> PythonReport {
     }
     report.error = Some(format!(
         "exited with {status} without a report{}; is it Python 3?",
-        if tail.is_empty() { String::new() } else { format!(" ({tail})") }
+        if tail.is_empty() {
+            String::new()
+        } else {
+            format!(" ({tail})")
+        }
     ));
     finish(report)
 }
 
 /// Probes every candidate, `parallel` at a time, keeping their order.
-pub fn probe_all(candidates: &[Candidate], timeout: Duration, parallel: usize) -> Vec<PythonReport> {
+pub fn probe_all(
+    candidates: &[Candidate],
+    timeout: Duration,
+    parallel: usize,
+) -> Vec<PythonReport> {
     let mut reports = Vec::with_capacity(candidates.len());
     for chunk in candidates.chunks(parallel.max(1)) {
         let handles: Vec<_> = chunk

@@ -5,11 +5,11 @@ use std::path::Path;
 #[cfg(target_os = "macos")]
 use std::process::Command;
 
-use super::{Conditions, MachineFacts, PowerSource};
 #[cfg(target_os = "linux")]
 use super::linux;
 #[cfg(target_os = "macos")]
 use super::macos;
+use super::{Conditions, MachineFacts, PowerSource};
 
 /// Runs a command and returns its stdout (and stderr, which `sysctl` uses for unknown OIDs).
 #[cfg(target_os = "macos")]
@@ -104,9 +104,12 @@ pub fn machine() -> MachineFacts {
         if m.apple_silicon {
             m.arch = "arm64".into();
         }
-        m.gpus = run("/usr/sbin/system_profiler", &["SPDisplaysDataType", "-json"])
-            .map(|t| macos::parse_system_profiler_json(&t))
-            .unwrap_or_default();
+        m.gpus = run(
+            "/usr/sbin/system_profiler",
+            &["SPDisplaysDataType", "-json"],
+        )
+        .map(|t| macos::parse_system_profiler_json(&t))
+        .unwrap_or_default();
     }
     m
 }
@@ -172,7 +175,8 @@ pub fn conditions() -> Conditions {
             c.power_source = Some(source);
             c.battery = battery;
         }
-        c.low_power_mode = run("/usr/bin/pmset", &["-g"]).and_then(|t| macos::parse_pmset_low_power(&t));
+        c.low_power_mode =
+            run("/usr/bin/pmset", &["-g"]).and_then(|t| macos::parse_pmset_low_power(&t));
         if let Some(t) = run("/usr/bin/pmset", &["-g", "therm"]) {
             c.thermal_exposed = true;
             c.thermal_warnings = macos::parse_pmset_therm(&t);

@@ -65,8 +65,13 @@ pub fn under_rosetta(r: &Report, p: &PythonReport) -> bool {
             .is_some_and(|f| f.machine == "x86_64" || f.machine == "i386")
 }
 
-fn lib_checks<'a>(lib: &'a LibtorchFacts, prefix: &'a str) -> impl Iterator<Item = &'a super::DeviceCheck> {
-    lib.devices.iter().filter(move |d| d.device.starts_with(prefix))
+fn lib_checks<'a>(
+    lib: &'a LibtorchFacts,
+    prefix: &'a str,
+) -> impl Iterator<Item = &'a super::DeviceCheck> {
+    lib.devices
+        .iter()
+        .filter(move |d| d.device.starts_with(prefix))
 }
 
 fn ms(v: Option<f64>) -> String {
@@ -94,7 +99,12 @@ fn primary_torch<'a>(
         ));
     };
     let facts = p.facts.as_ref().ok_or_else(|| {
-        light(backend, LightState::Yellow, "the primary Python did not report".into(), Some(NAME_IT.into()))
+        light(
+            backend,
+            LightState::Yellow,
+            "the primary Python did not report".into(),
+            Some(NAME_IT.into()),
+        )
     })?;
     match &facts.torch {
         Some(t) => Ok((p, t)),
@@ -123,7 +133,10 @@ fn cpu_light(r: &Report) -> Light {
                 lib.version,
                 ms(c.matmul_ms)
             )),
-            Some(c) => Err(c.error.clone().unwrap_or_else(|| "the matmul failed".into())),
+            Some(c) => Err(c
+                .error
+                .clone()
+                .unwrap_or_else(|| "the matmul failed".into())),
             None => Err("it reported no CPU device".into()),
         },
         (None, e) => Err(e.clone().unwrap_or_else(|| "it did not answer".into())),
@@ -151,8 +164,14 @@ fn cpu_light(r: &Report) -> Light {
             return light(
                 "cpu",
                 LightState::Red,
-                format!("torch {} in {} failed a matmul on the CPU: {e}", t.version, p.path),
-                Some(format!("reinstall torch: `{} -m pip install --force-reinstall torch`", p.path)),
+                format!(
+                    "torch {} in {} failed a matmul on the CPU: {e}",
+                    t.version, p.path
+                ),
+                Some(format!(
+                    "reinstall torch: `{} -m pip install --force-reinstall torch`",
+                    p.path
+                )),
             );
         }
     }
@@ -180,12 +199,18 @@ fn mps_light(r: &Report) -> Light {
         return light(
             "mps",
             LightState::Red,
-            format!("macOS {}.{}: PyTorch's MPS backend needs macOS 12.3 or later", v.0, v.1),
+            format!(
+                "macOS {}.{}: PyTorch's MPS backend needs macOS 12.3 or later",
+                v.0, v.1
+            ),
             Some("update macOS (14 or later also gives bf16 on MPS)".into()),
         );
     }
     if let Some(p) = r.primary_python().filter(|p| under_rosetta(r, p)) {
-        let only_x86 = p.binary_archs.iter().all(|a| a.starts_with("x86_64") || a == "i386")
+        let only_x86 = p
+            .binary_archs
+            .iter()
+            .all(|a| a.starts_with("x86_64") || a == "i386")
             && !p.binary_archs.is_empty();
         return light(
             "mps",
@@ -207,7 +232,10 @@ fn mps_light(r: &Report) -> Light {
             "mps",
             LightState::Red,
             format!("torch {} in {} was built without MPS", t.version, p.path),
-            Some(format!("install PyPI's macOS arm64 wheel: `{} -m pip install --upgrade torch`", p.path)),
+            Some(format!(
+                "install PyPI's macOS arm64 wheel: `{} -m pip install --upgrade torch`",
+                p.path
+            )),
         );
     }
     if !t.mps_available {
@@ -221,7 +249,10 @@ fn mps_light(r: &Report) -> Light {
         return light(
             "mps",
             LightState::Red,
-            format!("torch {} has MPS built in but MPS is not available here ({why})", t.version),
+            format!(
+                "torch {} has MPS built in but MPS is not available here ({why})",
+                t.version
+            ),
             Some("run natively on macOS 14 or later, not in a VM".into()),
         );
     }
@@ -235,11 +266,16 @@ fn mps_light(r: &Report) -> Light {
                     "MPS reports available but the test matmul did not run on it ({})",
                     t.matmul_error.as_deref().or(other).unwrap_or("no result")
                 ),
-                Some("update torch and macOS; report the error with `headroom doctor --json`".into()),
+                Some(
+                    "update torch and macOS; report the error with `headroom doctor --json`".into(),
+                ),
             )
         }
     }
-    let lib_mps = r.libtorch.as_ref().and_then(|l| lib_checks(l, "mps").next());
+    let lib_mps = r
+        .libtorch
+        .as_ref()
+        .and_then(|l| lib_checks(l, "mps").next());
     match lib_mps {
         Some(c) if c.matmul_ok => {}
         _ => {
@@ -262,7 +298,10 @@ fn mps_light(r: &Report) -> Light {
         return light(
             "mps",
             LightState::Yellow,
-            format!("MPS works (torch {} ran a matmul on mps), but macOS {}.{} has no bf16 on MPS", t.version, v.0, v.1),
+            format!(
+                "MPS works (torch {} ran a matmul on mps), but macOS {}.{} has no bf16 on MPS",
+                t.version, v.0, v.1
+            ),
             Some("update to macOS 14 or later for bf16".into()),
         );
     }
@@ -270,17 +309,28 @@ fn mps_light(r: &Report) -> Light {
     light(
         "mps",
         LightState::Green,
-        format!("torch {} in {} ran a matmul on mps; Headroom's libtorch ran one in {}", t.version, p.path, ms(lib_ms)),
+        format!(
+            "torch {} in {} ran a matmul on mps; Headroom's libtorch ran one in {}",
+            t.version,
+            p.path,
+            ms(lib_ms)
+        ),
         None,
     )
 }
 
 fn nvidia_present(r: &Report) -> bool {
-    r.machine.gpus.iter().any(|g| g.name.contains("NVIDIA") || g.source == "nvidia-smi")
+    r.machine
+        .gpus
+        .iter()
+        .any(|g| g.name.contains("NVIDIA") || g.source == "nvidia-smi")
         || r.libtorch.as_ref().is_some_and(|l| l.cuda_devices > 0)
-        || r.pythons
-            .iter()
-            .any(|p| p.facts.as_ref().and_then(|f| f.torch.as_ref()).is_some_and(|t| t.cuda_available))
+        || r.pythons.iter().any(|p| {
+            p.facts
+                .as_ref()
+                .and_then(|f| f.torch.as_ref())
+                .is_some_and(|t| t.cuda_available)
+        })
 }
 
 fn cuda_light(r: &Report) -> Option<Light> {
@@ -296,7 +346,10 @@ fn cuda_light(r: &Report) -> Option<Light> {
         return Some(light(
             "cuda",
             LightState::Red,
-            format!("{gpu} is here but Headroom's libtorch did not answer: {}", r.libtorch_error.as_deref().unwrap_or("?")),
+            format!(
+                "{gpu} is here but Headroom's libtorch did not answer: {}",
+                r.libtorch_error.as_deref().unwrap_or("?")
+            ),
             Some("rebuild with `bash scripts/bootstrap.sh`".into()),
         ));
     };
@@ -312,8 +365,15 @@ fn cuda_light(r: &Report) -> Option<Light> {
         return Some(light(
             "cuda",
             LightState::Red,
-            format!("Headroom's libtorch failed a matmul on {}: {}", bad.device, bad.error.as_deref().unwrap_or("?")),
-            Some("check the driver with `nvidia-smi`; another process may hold all GPU memory".into()),
+            format!(
+                "Headroom's libtorch failed a matmul on {}: {}",
+                bad.device,
+                bad.error.as_deref().unwrap_or("?")
+            ),
+            Some(
+                "check the driver with `nvidia-smi`; another process may hold all GPU memory"
+                    .into(),
+            ),
         ));
     }
     let lib_line = {
@@ -347,11 +407,18 @@ fn cuda_light(r: &Report) -> Option<Light> {
             Some(format!("install a CUDA build: `{} -m pip install --force-reinstall torch` (PyPI's default Linux wheel includes CUDA)", p.path)),
         ));
     }
-    if !t.matmul_device.as_deref().is_some_and(|d| d.starts_with("cuda")) {
+    if !t
+        .matmul_device
+        .as_deref()
+        .is_some_and(|d| d.starts_with("cuda"))
+    {
         return Some(light(
             "cuda",
             LightState::Red,
-            format!("CUDA reports available but the test matmul failed: {}", t.matmul_error.as_deref().unwrap_or("no result")),
+            format!(
+                "CUDA reports available but the test matmul failed: {}",
+                t.matmul_error.as_deref().unwrap_or("no result")
+            ),
             Some("check `nvidia-smi` for a device in a bad state or out of memory".into()),
         ));
     }
@@ -397,7 +464,10 @@ fn mlx_light(r: &Report) -> Light {
         return light(
             "mlx",
             LightState::Red,
-            format!("MLX needs a native arm64 Python; {} runs under Rosetta", p.path),
+            format!(
+                "MLX needs a native arm64 Python; {} runs under Rosetta",
+                p.path
+            ),
             Some("install an arm64 Python, then `pip install mlx` in it".into()),
         );
     }
@@ -406,7 +476,10 @@ fn mlx_light(r: &Report) -> Light {
             "mlx",
             LightState::Off,
             "mlx is not installed in any Python found".into(),
-            Some("`pip install mlx` in an arm64 Python (macOS 13.5 or later) to compare it with MPS".into()),
+            Some(
+                "`pip install mlx` in an arm64 Python (macOS 13.5 or later) to compare it with MPS"
+                    .into(),
+            ),
         )
     } else {
         light(
@@ -427,7 +500,9 @@ fn conditions_light(r: &Report) -> Light {
         warnings.push((
             format!(
                 "on battery{}: the OS lowers CPU and GPU clocks on battery",
-                b.and_then(|b| b.percent).map(|p| format!(" ({p}%)")).unwrap_or_default()
+                b.and_then(|b| b.percent)
+                    .map(|p| format!(" ({p}%)"))
+                    .unwrap_or_default()
             ),
             "plug in before measuring".into(),
         ));
@@ -445,8 +520,17 @@ fn conditions_light(r: &Report) -> Light {
         ));
     }
     if !warnings.is_empty() {
-        let reason = warnings.iter().map(|(r, _)| r.as_str()).collect::<Vec<_>>().join("; ");
-        return light("conditions", LightState::Yellow, reason, warnings.into_iter().next().map(|(_, f)| f));
+        let reason = warnings
+            .iter()
+            .map(|(r, _)| r.as_str())
+            .collect::<Vec<_>>()
+            .join("; ");
+        return light(
+            "conditions",
+            LightState::Yellow,
+            reason,
+            warnings.into_iter().next().map(|(_, f)| f),
+        );
     }
     let mut known = Vec::new();
     match c.power_source {
@@ -455,7 +539,11 @@ fn conditions_light(r: &Report) -> Light {
         _ => {}
     }
     if c.low_power_mode == Some(false) {
-        known.push(if mac { "Low Power Mode off".into() } else { "platform profile not low-power".into() });
+        known.push(if mac {
+            "Low Power Mode off".into()
+        } else {
+            "platform profile not low-power".into()
+        });
     }
     if c.thermal_exposed {
         known.push("no thermal warning".into());
@@ -501,7 +589,10 @@ pub fn notes(r: &Report) -> Vec<String> {
         }
     }
     if r.machine.translated == Some(true) {
-        notes.push("Headroom itself runs under Rosetta (x86_64 on Apple Silicon): install its arm64 build".into());
+        notes.push(
+            "Headroom itself runs under Rosetta (x86_64 on Apple Silicon): install its arm64 build"
+                .into(),
+        );
     }
     notes
 }
