@@ -28,15 +28,16 @@ pub fn binary_archs(path: &Path) -> Vec<String> {
     };
     #[cfg(target_os = "macos")]
     {
-        let p = real.to_string_lossy();
-        if let Some(text) = run("/usr/bin/lipo", &["-archs", &p]) {
+        let p = real.to_string_lossy().into_owned();
+        let p = p.as_str();
+        if let Some(text) = run("/usr/bin/lipo", &["-archs", p]) {
             let a = macos::parse_lipo_archs(&text);
             if !a.is_empty() {
                 return a;
             }
         }
-        run("/usr/bin/file", &[&p])
-            .map(|t| macos::parse_file_archs(&t, Some(&p)))
+        run("/usr/bin/file", &[p])
+            .map(|t| macos::parse_file_archs(&t, Some(p)))
             .unwrap_or_default()
     }
     #[cfg(not(target_os = "macos"))]
