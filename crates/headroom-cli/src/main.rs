@@ -3,7 +3,6 @@
 //! Commands parse and check their input here, then call `headroom-core` and the worker.
 
 mod cmd;
-mod supervisor;
 
 use std::process::ExitCode;
 

@@ -35,6 +35,9 @@ pub enum CoreError {
         #[source]
         source: std::io::Error,
     },
+    /// A worker process could not be started, spoken to or waited for.
+    #[error("{0}")]
+    Worker(String),
     /// A stored JSON document could not be decoded.
     #[error("stored JSON is malformed: {0}")]
     Json(#[from] serde_json::Error),

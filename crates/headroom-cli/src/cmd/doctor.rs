@@ -5,13 +5,13 @@
 //! ledger as a `doctor` run.
 
 use std::path::PathBuf;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use headroom_core::budget::format_bytes;
-use headroom_core::ledger::{NewRun, RunStatus};
-use headroom_core::readiness::python::{self, Captured, DiscoveryEnv, ProbeStatus};
+use headroom_core::jobs::{self, doctor::DoctorOptions};
+use headroom_core::readiness::python::ProbeStatus;
 use headroom_core::readiness::{DeviceCheck, LibtorchFacts, LightState, Report};
 use serde::Serialize;
 
@@ -95,37 +95,6 @@ fn check(spec: &str) -> DeviceCheck {
     out
 }
 
-/// Asks a `headroom worker --doctor` process, so a crash or hang in libtorch is a fact.
-fn ask_worker(timeout: Duration) -> Result<LibtorchFacts, String> {
-    let exe =
-        std::env::current_exe().map_err(|e| format!("cannot find the headroom binary: {e}"))?;
-    let mut cmd = Command::new(exe);
-    cmd.args(["worker", "--doctor"]);
-    match python::run_captured(&mut cmd, timeout) {
-        Ok((status, stdout, stderr)) => {
-            let line = stdout.lines().rev().find(|l| l.starts_with('{'));
-            match line.map(serde_json::from_str::<LibtorchFacts>) {
-                Some(Ok(facts)) => Ok(facts),
-                _ => Err(format!(
-                    "its worker {} without a report{}",
-                    crate::supervisor::describe_exit(&status),
-                    stderr
-                        .lines()
-                        .rev()
-                        .find(|l| !l.trim().is_empty())
-                        .map(|l| format!(": {}", l.trim()))
-                        .unwrap_or_default()
-                )),
-            }
-        }
-        Err(Captured::Spawn(e)) => Err(format!("cannot start its worker: {e}")),
-        Err(Captured::TimedOut) => Err(format!(
-            "its worker did not answer within {:.0} s (a hung GPU driver?)",
-            timeout.as_secs_f64()
-        )),
-    }
-}
-
 pub fn run(args: &DoctorArgs) -> Result<ExitCode> {
     if !(args.timeout > 0.0 && args.timeout.is_finite()) {
         anyhow::bail!(
@@ -133,39 +102,31 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode> {
             args.timeout
         );
     }
-    let timeout = Duration::from_secs_f64(args.timeout);
     let started = Instant::now();
     let chatty = !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let worker = std::thread::spawn(move || ask_worker(timeout));
-    let mut env = DiscoveryEnv::from_process(args.pythons.clone());
-    if args.only_named {
-        env = DiscoveryEnv {
-            path: None,
-            home: None,
-            cwd: None,
-            system: false,
-            ..env
-        };
-    }
-    let candidates = python::discover(&env);
-    if chatty {
-        eprintln!(
-            "asking {} Python interpreter{} and Headroom's libtorch…",
-            candidates.len(),
-            if candidates.len() == 1 { "" } else { "s" }
-        );
-    }
-    let pythons = python::probe_all(&candidates, timeout, 3);
-    let machine = headroom_core::readiness::system::machine();
-    let conditions = headroom_core::readiness::system::conditions();
-    let libtorch = worker
-        .join()
-        .unwrap_or_else(|_| Err("the thread asking libtorch panicked".into()));
-    let report = Report::new(machine, conditions, libtorch, pythons);
+    let opts = DoctorOptions {
+        pythons: args.pythons.clone(),
+        only_named: args.only_named,
+        timeout: Duration::from_secs_f64(args.timeout),
+    };
+    let exe = jobs::worker_binary()?;
+    let report = jobs::doctor::check(&exe, &opts, &mut |n| {
+        if chatty {
+            eprintln!(
+                "asking {n} Python interpreter{} and Headroom's libtorch…",
+                if n == 1 { "" } else { "s" }
+            );
+        }
+    });
     let run_id = if args.no_ledger {
         None
     } else {
-        Some(record(&report, args)?)
+        let ledger = jobs::open_ledger().context("cannot open the ledger")?;
+        Some(jobs::doctor::record(
+            &ledger,
+            &report,
+            &serde_json::to_string(args)?,
+        )?)
     };
     if args.json {
         let mut doc = serde_json::to_value(&report)?;
@@ -186,59 +147,6 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-fn record(report: &Report, args: &DoctorArgs) -> Result<i64> {
-    let ledger = super::open_ledger()?;
-    let best = report
-        .lights
-        .iter()
-        .filter(|l| l.state == LightState::Green && ["cuda", "mps"].contains(&l.backend.as_str()))
-        .map(|l| l.backend.clone())
-        .next()
-        .unwrap_or_else(|| "cpu".into());
-    let device_name = report
-        .machine
-        .gpus
-        .first()
-        .map(|g| g.name.clone())
-        .filter(|_| best != "cpu")
-        .or_else(|| report.machine.cpu.clone())
-        .unwrap_or_else(|| "unknown".into());
-    let git = headroom_core::gitinfo::git_state(&std::env::current_dir().unwrap_or_default());
-    let run = NewRun {
-        kind: "doctor".into(),
-        host: super::hostname(),
-        device: best,
-        device_name,
-        workload: "readiness".into(),
-        dtype: "-".into(),
-        mode: "-".into(),
-        libtorch: report
-            .libtorch
-            .as_ref()
-            .map_or_else(|| "unknown".into(), |l| l.version.clone()),
-        git_commit: git.commit,
-        git_dirty: git.dirty,
-        budget_bytes: None,
-        fallback: None,
-        request_json: serde_json::to_string(args)?,
-        owner_pid: Some(std::process::id()),
-    };
-    let id = ledger.begin_run(&run)?;
-    let verdict = report
-        .lights
-        .iter()
-        .map(|l| format!("{} {}", l.backend, l.state.as_str()))
-        .collect::<Vec<_>>()
-        .join(", ");
-    ledger.finish_report(
-        id,
-        RunStatus::Complete,
-        &serde_json::to_value(report)?,
-        Some(&verdict),
-    )?;
-    Ok(id)
 }
 
 fn mark(state: LightState) -> &'static str {

@@ -3,7 +3,7 @@
 use headroom_core::budget::format_bytes;
 use headroom_core::protocol::{Point, PointStatus};
 
-use super::Report;
+use headroom_core::jobs::sweep::SweepOutcome as Report;
 
 fn opt_ms(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |x| format!("{x:.2}"))

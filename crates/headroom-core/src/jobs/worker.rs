@@ -3,14 +3,19 @@
 //! parent never leaves a worker running. A crash in libtorch ends the child, never the parent.
 
 use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
 use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use headroom_core::protocol::{Event, SweepRequest};
+use crate::protocol::{Event, SweepRequest};
+use crate::CoreError;
+
+fn worker_err(what: &str, e: impl std::fmt::Display) -> CoreError {
+    CoreError::Worker(format!("{what}: {e}"))
+}
 
 /// Lines of the worker's stderr kept for error messages.
 const STDERR_TAIL: usize = 20;
@@ -33,22 +38,34 @@ pub enum Output {
 }
 
 impl Worker {
-    /// Starts this same binary as `headroom worker` and sends it `req`.
-    pub fn start(req: &SweepRequest) -> Result<Self> {
-        let exe = std::env::current_exe()
-            .context("cannot find the headroom binary to start its worker")?;
-        let mut child = Command::new(&exe)
+    /// Starts `exe worker` (`exe` is the `headroom` binary) and sends it `req`.
+    pub fn start(exe: &Path, req: &SweepRequest) -> Result<Self, CoreError> {
+        let mut child = Command::new(exe)
             .arg("worker")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .with_context(|| format!("cannot start the worker {}", exe.display()))?;
-        let mut stdin = child.stdin.take().context("worker stdin")?;
-        let stdout = child.stdout.take().context("worker stdout")?;
-        let stderr = child.stderr.take().context("worker stderr")?;
-        let line = serde_json::to_string(req).context("encode the request")?;
-        writeln!(stdin, "{line}").context("send the request to the worker")?;
+            .map_err(|e| {
+                CoreError::Worker(format!(
+                    "cannot start the worker {}: {e}; is headroom built (scripts/bootstrap.sh)?",
+                    exe.display()
+                ))
+            })?;
+        let mut stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| worker_err("worker stdin", "missing"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| worker_err("worker stdout", "missing"))?;
+        let stderr = child
+            .stderr
+            .take()
+            .ok_or_else(|| worker_err("worker stderr", "missing"))?;
+        let line = serde_json::to_string(req)?;
+        writeln!(stdin, "{line}").map_err(|e| worker_err("send the request to the worker", e))?;
         drop(stdin);
         let stderr_tail = Arc::new(Mutex::new(Vec::new()));
         let tail = Arc::clone(&stderr_tail);
@@ -88,7 +105,7 @@ impl Worker {
         let thread = std::thread::spawn(move || {
             while !s.load(Ordering::SeqCst) {
                 // None: the worker has exited (a zombie has no resident set).
-                let Some(rss) = headroom_core::sysmem::pid_rss(pid) else {
+                let Some(rss) = crate::sysmem::pid_rss(pid) else {
                     return;
                 };
                 if rss > limit {
@@ -119,8 +136,11 @@ impl Worker {
     }
 
     /// Waits for the worker to exit; returns its status and the tail of its stderr.
-    pub fn wait(mut self) -> Result<(ExitStatus, Vec<String>)> {
-        let status = self.child.wait().context("wait for the worker")?;
+    pub fn wait(mut self) -> Result<(ExitStatus, Vec<String>), CoreError> {
+        let status = self
+            .child
+            .wait()
+            .map_err(|e| worker_err("wait for the worker", e))?;
         if let Some(t) = self.stderr_thread.take() {
             let _ = t.join();
         }

@@ -1,4 +1,4 @@
-//! Integration tests of `headroom-core` against a real SQLite file in a temp dir.
+//! The ledger against a real SQLite file in a temp dir.
 
 use headroom_core::ledger::{Ledger, NewRun, RunStatus, SCHEMA_VERSION};
 use headroom_core::planner::Limit;
@@ -25,7 +25,7 @@ fn new_run() -> NewRun {
     }
 }
 
-fn ok_point(batch: u32, sps: f64, peak: u64) -> Point {
+pub fn ok_point(batch: u32, sps: f64, peak: u64) -> Point {
     let mut p = Point::failed(batch, PointStatus::Ok, "");
     p.message = None;
     p.samples_per_s = Some(sps);

@@ -235,7 +235,7 @@ fn linux_os_release_and_nvidia_smi() {
         assert!(linux::parse_os_release(&real).is_some_and(|n| !n.is_empty()));
     }
     // Captured on the H200 machine (bench/results/nvidia_smi_h200.txt).
-    let smi = include_str!("../../../bench/results/nvidia_smi_h200.txt");
+    let smi = include_str!("../../../../bench/results/nvidia_smi_h200.txt");
     let gpus = linux::parse_nvidia_smi_csv(smi);
     assert_eq!(gpus.len(), 1);
     assert_eq!(gpus[0].name, "NVIDIA H200");
@@ -536,7 +536,9 @@ fn linux_box(gpu: bool) -> MachineFacts {
         translated: None,
         memory_total_bytes: Some(128 << 30),
         gpus: if gpu {
-            linux::parse_nvidia_smi_csv(include_str!("../../../bench/results/nvidia_smi_h200.txt"))
+            linux::parse_nvidia_smi_csv(include_str!(
+                "../../../../bench/results/nvidia_smi_h200.txt"
+            ))
         } else {
             Vec::new()
         },

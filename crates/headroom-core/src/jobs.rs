@@ -1,0 +1,77 @@
+//! Jobs that run in `headroom worker` child processes, shared by the CLI and the app: starting and
+//! supervising a worker ([`worker`]), a whole sweep recorded point by point in the ledger with
+//! restarts and cancellation ([`sweep`]), and a readiness check ([`doctor`]). Nothing here links
+//! libtorch; the worker binary does.
+
+pub mod doctor;
+pub mod sweep;
+pub mod worker;
+
+use std::path::PathBuf;
+
+use crate::ledger::Ledger;
+use crate::CoreError;
+
+/// Whether process `pid` exists (a process we may not signal still exists).
+pub fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks for existence and permission.
+    if unsafe { libc::kill(pid, 0) } == 0 {
+        return true;
+    }
+    std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// This machine's host name.
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates on success.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown".into();
+    }
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// Opens the default ledger and closes the runs of this host whose headroom process died mid-run.
+pub fn open_ledger() -> Result<Ledger, CoreError> {
+    let ledger = Ledger::open_default()?;
+    ledger.close_orphans(&hostname(), process_alive)?;
+    Ok(ledger)
+}
+
+/// The `headroom` binary that runs workers: `$HEADROOM_BIN` when set, else `headroom` next to
+/// the running executable (the CLI itself, or the app installed beside it), else `headroom` on
+/// PATH.
+pub fn worker_binary() -> Result<PathBuf, CoreError> {
+    if let Some(p) = std::env::var_os("HEADROOM_BIN").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| CoreError::Worker(format!("cannot find this program: {e}")))?;
+    if exe.file_name().is_some_and(|n| n == "headroom") {
+        return Ok(exe);
+    }
+    if let Some(sibling) = exe
+        .parent()
+        .map(|d| d.join("headroom"))
+        .filter(|p| p.is_file())
+    {
+        return Ok(sibling);
+    }
+    std::env::var_os("PATH")
+        .and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|d| d.join("headroom"))
+                .find(|p| p.is_file())
+        })
+        .ok_or_else(|| {
+            CoreError::Worker(format!(
+                "cannot find the `headroom` binary next to {} or on PATH; build it with scripts/bootstrap.sh or set HEADROOM_BIN",
+                exe.display()
+            ))
+        })
+}

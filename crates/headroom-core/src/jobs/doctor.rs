@@ -1,0 +1,141 @@
+//! A readiness check as a job: asks Headroom's libtorch in `headroom worker --doctor`, probes the
+//! interpreters found, reads the machine and its conditions, and records the report in the ledger.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::ledger::{Ledger, NewRun, RunStatus};
+use crate::readiness::python::{self, Captured, DiscoveryEnv};
+use crate::readiness::{LibtorchFacts, LightState, Report};
+use crate::CoreError;
+
+/// What to ask.
+#[derive(Debug, Clone)]
+pub struct DoctorOptions {
+    /// Interpreters named by the user, probed first; the first is the one judged.
+    pub pythons: Vec<PathBuf>,
+    /// Only those, VIRTUAL_ENV and CONDA_PREFIX: no search.
+    pub only_named: bool,
+    /// How long each interpreter (and the libtorch worker) may take.
+    pub timeout: Duration,
+}
+
+impl Default for DoctorOptions {
+    fn default() -> Self {
+        Self {
+            pythons: Vec::new(),
+            only_named: false,
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Asks `exe worker --doctor`, so a crash or hang in libtorch is a fact, not a crash of ours.
+pub fn ask_libtorch(exe: &Path, timeout: Duration) -> Result<LibtorchFacts, String> {
+    let mut cmd = Command::new(exe);
+    cmd.args(["worker", "--doctor"]);
+    match python::run_captured(&mut cmd, timeout) {
+        Ok((status, stdout, stderr)) => {
+            let line = stdout.lines().rev().find(|l| l.starts_with('{'));
+            match line.map(serde_json::from_str::<LibtorchFacts>) {
+                Some(Ok(facts)) => Ok(facts),
+                _ => Err(format!(
+                    "its worker {} without a report{}",
+                    super::worker::describe_exit(&status),
+                    stderr
+                        .lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .map(|l| format!(": {}", l.trim()))
+                        .unwrap_or_default()
+                )),
+            }
+        }
+        Err(Captured::Spawn(e)) => Err(format!(
+            "cannot start its worker {}: {e}; build it with scripts/bootstrap.sh",
+            exe.display()
+        )),
+        Err(Captured::TimedOut) => Err(format!(
+            "its worker did not answer within {:.0} s (a hung GPU driver?)",
+            timeout.as_secs_f64()
+        )),
+    }
+}
+
+/// Runs every check; `on_found` hears how many interpreters will be asked, before they are.
+pub fn check(exe: &Path, opts: &DoctorOptions, on_found: &mut dyn FnMut(usize)) -> Report {
+    let timeout = opts.timeout;
+    let exe_owned = exe.to_path_buf();
+    let lib = std::thread::spawn(move || ask_libtorch(&exe_owned, timeout));
+    let mut env = DiscoveryEnv::from_process(opts.pythons.clone());
+    if opts.only_named {
+        env = DiscoveryEnv {
+            path: None,
+            home: None,
+            cwd: None,
+            system: false,
+            ..env
+        };
+    }
+    let candidates = python::discover(&env);
+    on_found(candidates.len());
+    let pythons = python::probe_all(&candidates, timeout, 3);
+    let machine = crate::readiness::system::machine();
+    let conditions = crate::readiness::system::conditions();
+    let libtorch = lib
+        .join()
+        .unwrap_or_else(|_| Err("the thread asking libtorch panicked".into()));
+    Report::new(machine, conditions, libtorch, pythons)
+}
+
+/// Records `report` in `ledger` as a finished `doctor` run; `request_json` is how it was asked.
+pub fn record(ledger: &Ledger, report: &Report, request_json: &str) -> Result<i64, CoreError> {
+    let best = report
+        .lights
+        .iter()
+        .find(|l| l.state == LightState::Green && ["cuda", "mps"].contains(&l.backend.as_str()))
+        .map_or_else(|| "cpu".to_owned(), |l| l.backend.clone());
+    let device_name = report
+        .machine
+        .gpus
+        .first()
+        .map(|g| g.name.clone())
+        .filter(|_| best != "cpu")
+        .or_else(|| report.machine.cpu.clone())
+        .unwrap_or_else(|| "unknown".into());
+    let git = crate::gitinfo::git_state(&std::env::current_dir().unwrap_or_default());
+    let run = NewRun {
+        kind: "doctor".into(),
+        host: super::hostname(),
+        device: best,
+        device_name,
+        workload: "readiness".into(),
+        dtype: "-".into(),
+        mode: "-".into(),
+        libtorch: report
+            .libtorch
+            .as_ref()
+            .map_or_else(|| "unknown".into(), |l| l.version.clone()),
+        git_commit: git.commit,
+        git_dirty: git.dirty,
+        budget_bytes: None,
+        fallback: None,
+        request_json: request_json.into(),
+        owner_pid: Some(std::process::id()),
+    };
+    let id = ledger.begin_run(&run)?;
+    let verdict = report
+        .lights
+        .iter()
+        .map(|l| format!("{} {}", l.backend, l.state.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    ledger.finish_report(
+        id,
+        RunStatus::Complete,
+        &serde_json::to_value(report)?,
+        Some(&verdict),
+    )?;
+    Ok(id)
+}

@@ -1,0 +1,423 @@
+//! A whole sweep: starts the worker, records every point in the ledger the moment it arrives,
+//! restarts a worker the supervisor stopped for passing the budget (continuing from the points
+//! measured), honours cancellation, and closes the run with its summary. The caller (CLI or app)
+//! sees each [`Update`] as it happens and gets a [`SweepOutcome`] at the end.
+
+use std::path::Path;
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use super::worker::{describe_exit, MemoryWatch, Output, Worker};
+use crate::budget::format_bytes;
+use crate::gitinfo::git_state;
+use crate::ledger::{Ledger, NewRun, RunStatus};
+use crate::planner::Limit;
+use crate::protocol::{
+    Event, Hello, Phase, Point, PointStatus, SweepRequest, SweepSummary, PROTOCOL_VERSION,
+};
+use crate::summary::summarize;
+use crate::CoreError;
+
+/// What happens during a sweep, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Update {
+    /// A worker process started (again, after a restart).
+    WorkerStarted { pid: u32 },
+    /// The run is in the ledger as `run_id`.
+    Started { run_id: i64, hello: Hello },
+    /// The worker is at `phase` of `batch`.
+    Progress {
+        batch: u32,
+        phase: Phase,
+        step: u32,
+        of: u32,
+    },
+    /// A point was measured and recorded.
+    Point { point: Point },
+    /// Something worth knowing that did not stop the run.
+    Warning { message: String },
+}
+
+/// An error as the caller shows it: a code to branch on and a message for people.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobError {
+    pub code: String,
+    pub message: String,
+}
+
+/// Everything a sweep produced (the CLI's `--json` document).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepOutcome {
+    /// `complete`, `interrupted`, `failed`, or `error` when nothing was recorded.
+    pub status: String,
+    pub run_id: Option<i64>,
+    pub ledger: String,
+    pub hello: Option<Hello>,
+    pub points: Vec<Point>,
+    pub summary: Option<SweepSummary>,
+    pub warnings: Vec<String>,
+    pub error: Option<JobError>,
+    /// How the last worker ended, for people (`exit code 0`, `killed by signal 9 …`).
+    #[serde(skip)]
+    pub worker_exit: Option<String>,
+    /// The last lines the last worker wrote to stderr.
+    #[serde(skip)]
+    pub stderr_tail: Vec<String>,
+}
+
+impl SweepOutcome {
+    /// The ledger status of the run, when one was recorded.
+    pub fn run_status(&self) -> Option<RunStatus> {
+        self.run_id?;
+        Some(match self.status.as_str() {
+            "complete" => RunStatus::Complete,
+            "failed" => RunStatus::Failed,
+            _ => RunStatus::Interrupted,
+        })
+    }
+}
+
+#[derive(Debug, Default)]
+struct CancelState {
+    cancelled: AtomicBool,
+    pid: Mutex<Option<u32>>,
+}
+
+/// Stops a sweep from another thread: the current worker is killed and no new one starts; the
+/// run is closed as interrupted with `reason`, its points kept.
+#[derive(Debug, Clone)]
+pub struct CancelToken {
+    state: Arc<CancelState>,
+    reason: Arc<str>,
+}
+
+impl CancelToken {
+    /// A token whose cancellation is described as `reason` (e.g. "cancelled from the app").
+    pub fn new(reason: &str) -> Self {
+        Self {
+            state: Arc::new(CancelState::default()),
+            reason: reason.into(),
+        }
+    }
+
+    /// Marks the sweep cancelled without touching the worker. Only an atomic store, so a signal
+    /// handler may call it (Ctrl-C already reaches the worker through the process group).
+    pub fn mark(&self) {
+        self.state.cancelled.store(true, Ordering::SeqCst);
+    }
+
+    /// Cancels: marks, and kills the running worker.
+    pub fn cancel(&self) {
+        self.mark();
+        let pid = self.state.pid.lock().ok().and_then(|g| *g);
+        if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+            // SAFETY: kill(2) on the worker we started; the pid is cleared before it is reaped.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.state.cancelled.load(Ordering::SeqCst)
+    }
+
+    fn set_pid(&self, pid: Option<u32>) {
+        if let Ok(mut g) = self.state.pid.lock() {
+            *g = pid;
+        }
+    }
+}
+
+/// How many times a worker stopped for passing the budget is restarted.
+const MAX_RESTARTS: u32 = 8;
+
+/// The worker checks each point's peak against the budget itself and records a point past it as
+/// over budget with its measurements. The supervisor is the safety net for runaway growth: it stops
+/// the worker only past this hard limit, a margin above the budget, so a point that ends a little
+/// over is measured and reported rather than cut short.
+pub fn hard_limit(budget: u64) -> u64 {
+    budget + (budget / 20).max(128 << 20)
+}
+
+enum WorkerEnd {
+    Exited {
+        status: ExitStatus,
+        stderr_tail: Vec<String>,
+        garbage: Vec<String>,
+    },
+    OverBudget {
+        batch: Option<u32>,
+        rss: u64,
+    },
+}
+
+struct Session<'a> {
+    exe: &'a Path,
+    req: &'a SweepRequest,
+    ledger: &'a Ledger,
+    cancel: &'a CancelToken,
+    on: &'a mut dyn FnMut(&Update),
+    out: SweepOutcome,
+}
+
+impl Session<'_> {
+    fn run_worker(&mut self) -> Result<WorkerEnd, CoreError> {
+        let mut req = self.req.clone();
+        req.prior.clone_from(&self.out.points);
+        let mut worker = Worker::start(self.exe, &req)?;
+        self.cancel.set_pid(Some(worker.pid()));
+        if self.cancel.is_cancelled() {
+            self.cancel.cancel();
+        }
+        (self.on)(&Update::WorkerStarted { pid: worker.pid() });
+        let mut watch: Option<MemoryWatch> = None;
+        let mut current = None;
+        let mut garbage = Vec::new();
+        while let Some(out) = worker.next_output() {
+            let event = match out {
+                Output::Event(e) => *e,
+                Output::Garbage(line) => {
+                    garbage.push(line);
+                    continue;
+                }
+            };
+            match event {
+                Event::Hello(h) => {
+                    // On the CPU the budget is the worker's own memory: watch it.
+                    if h.device == "cpu" {
+                        watch = Some(worker.watch_memory(hard_limit(h.budget_bytes)));
+                    }
+                    self.on_hello(h)?;
+                }
+                Event::Progress {
+                    batch,
+                    phase,
+                    step,
+                    of,
+                } => {
+                    current = Some(batch);
+                    (self.on)(&Update::Progress {
+                        batch,
+                        phase,
+                        step,
+                        of,
+                    });
+                }
+                Event::Point(p) => {
+                    current = None;
+                    self.add_point(p)?;
+                }
+                Event::Warning { message } => self.warn(message),
+                Event::Result(s) => self.out.summary = Some(s),
+                Event::Error { code, message } => self.out.error = Some(JobError { code, message }),
+            }
+        }
+        let tripped = watch.and_then(MemoryWatch::finish);
+        self.cancel.set_pid(None);
+        let (status, stderr_tail) = worker.wait()?;
+        Ok(match tripped {
+            Some(rss) if !self.cancel.is_cancelled() => WorkerEnd::OverBudget {
+                batch: current,
+                rss,
+            },
+            _ => WorkerEnd::Exited {
+                status,
+                stderr_tail,
+                garbage,
+            },
+        })
+    }
+
+    fn warn(&mut self, message: String) {
+        if !self.out.warnings.contains(&message) {
+            (self.on)(&Update::Warning {
+                message: message.clone(),
+            });
+            self.out.warnings.push(message);
+        }
+    }
+
+    fn on_hello(&mut self, h: Hello) -> Result<(), CoreError> {
+        if h.protocol != PROTOCOL_VERSION {
+            return Err(CoreError::Worker(format!(
+                "the worker speaks protocol {}, this headroom {}; reinstall headroom",
+                h.protocol, PROTOCOL_VERSION
+            )));
+        }
+        if self.out.run_id.is_some() {
+            // A restarted worker of the same run.
+            self.out.hello = Some(h);
+            return Ok(());
+        }
+        let git = git_state(&std::env::current_dir().unwrap_or_default());
+        let id = self.ledger.begin_run(&NewRun {
+            kind: "sweep".into(),
+            host: super::hostname(),
+            device: h.device.clone(),
+            device_name: h.device_name.clone(),
+            workload: h.workload.clone(),
+            dtype: self.req.dtype.as_str().into(),
+            mode: self.req.mode.as_str().into(),
+            libtorch: h.libtorch.clone(),
+            git_commit: git.commit,
+            git_dirty: git.dirty,
+            budget_bytes: Some(h.budget_bytes),
+            // Only MPS can fall back to the CPU; built-in workloads on CPU/CUDA cannot.
+            fallback: (h.device != "mps").then_some(false),
+            request_json: serde_json::to_string(self.req)?,
+            owner_pid: Some(std::process::id()),
+        })?;
+        self.out.run_id = Some(id);
+        (self.on)(&Update::Started {
+            run_id: id,
+            hello: h.clone(),
+        });
+        self.out.hello = Some(h);
+        Ok(())
+    }
+
+    /// Records a point in the ledger the moment it arrives.
+    fn add_point(&mut self, p: Point) -> Result<(), CoreError> {
+        if let Some(id) = self.out.run_id {
+            let seq = u32::try_from(self.out.points.len()).unwrap_or(u32::MAX);
+            self.ledger.add_point(id, seq, &p)?;
+        }
+        (self.on)(&Update::Point { point: p.clone() });
+        self.out.points.push(p);
+        Ok(())
+    }
+}
+
+/// Runs the sweep `req` with workers started from `exe`, recording it in `ledger`; `on` sees
+/// every update. An error is returned only when nothing could be started or recorded; a worker
+/// that fails, dies or is cancelled ends in the outcome's `status` and `error`.
+pub fn run_sweep(
+    exe: &Path,
+    req: &SweepRequest,
+    ledger: &Ledger,
+    cancel: &CancelToken,
+    on: &mut dyn FnMut(&Update),
+) -> Result<SweepOutcome, CoreError> {
+    let mut session = Session {
+        exe,
+        req,
+        ledger,
+        cancel,
+        on,
+        out: SweepOutcome {
+            status: "running".into(),
+            run_id: None,
+            ledger: ledger.path().display().to_string(),
+            hello: None,
+            points: Vec::new(),
+            summary: None,
+            warnings: Vec::new(),
+            error: None,
+            worker_exit: None,
+            stderr_tail: Vec::new(),
+        },
+    };
+    let mut restarts = 0;
+    let (status, stderr_tail, garbage) = loop {
+        match session.run_worker()? {
+            WorkerEnd::Exited {
+                status,
+                stderr_tail,
+                garbage,
+            } => break (Some(status), stderr_tail, garbage),
+            WorkerEnd::OverBudget { batch, rss } => {
+                let budget = session.out.hello.as_ref().map_or(0, |h| h.budget_bytes);
+                let during = batch.map_or_else(
+                    || "between two points".into(),
+                    |b| format!("during batch {b}"),
+                );
+                let message = format!(
+                    "the worker's memory reached {} {during}, past the {} budget and the supervisor's \
+                     hard limit of {}; the supervisor stopped it before the machine could swap",
+                    format_bytes(rss),
+                    format_bytes(budget),
+                    format_bytes(hard_limit(budget))
+                );
+                if restarts >= MAX_RESTARTS {
+                    session.out.error = Some(JobError {
+                        code: "over_budget".into(),
+                        message: format!(
+                            "{message}; gave up after {MAX_RESTARTS} restarts — raise the budget"
+                        ),
+                    });
+                    break (None, Vec::new(), Vec::new());
+                }
+                restarts += 1;
+                match batch {
+                    Some(batch) => {
+                        let mut p = Point::failed(batch, PointStatus::OverBudget, message);
+                        p.peak_process_bytes = Some(rss);
+                        p.peak_bytes = Some(rss);
+                        session.add_point(p)?;
+                    }
+                    // Between two points (memory the last one left behind): no point to blame;
+                    // a fresh worker starts from a clean process.
+                    None => session.warn(format!("{message}; restarted the worker")),
+                }
+            }
+        }
+    };
+    let mut out = session.out;
+    out.worker_exit = status.as_ref().map(describe_exit);
+    out.stderr_tail = stderr_tail.clone();
+    let succeeded = status.is_some_and(|s| s.success());
+    let (run_status, note) = if out.summary.is_some() && succeeded && !cancel.is_cancelled() {
+        (RunStatus::Complete, None)
+    } else if out.error.is_some() && !cancel.is_cancelled() {
+        (
+            RunStatus::Failed,
+            out.error.as_ref().map(|e| e.message.clone()),
+        )
+    } else {
+        let why = if cancel.is_cancelled() {
+            cancel.reason.to_string()
+        } else {
+            format!(
+                "the worker {}",
+                out.worker_exit.as_deref().unwrap_or("ended")
+            )
+        };
+        let mut note = format!("{why} after {} point(s)", out.points.len());
+        if let Some(last) = stderr_tail
+            .iter()
+            .chain(garbage.iter())
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .filter(|_| !cancel.is_cancelled())
+        {
+            note.push_str(&format!("; its last words: {}", last.trim()));
+        }
+        out.error = Some(JobError {
+            code: if cancel.is_cancelled() {
+                "cancelled"
+            } else {
+                "interrupted"
+            }
+            .into(),
+            message: note.clone(),
+        });
+        (RunStatus::Interrupted, Some(note))
+    };
+    if out.summary.is_none() && !out.points.is_empty() {
+        // A partial answer from the points that finished.
+        let budget = out.hello.as_ref().map_or(u64::MAX, |h| h.budget_bytes);
+        out.summary = Some(summarize(&out.points, Limit::Error, budget));
+    }
+    if let Some(id) = out.run_id {
+        ledger.finish_run(id, run_status, out.summary.as_ref(), note.as_deref())?;
+    }
+    out.status = if out.run_id.is_some() {
+        run_status.as_str().into()
+    } else {
+        "error".into()
+    };
+    Ok(out)
+}

@@ -1,0 +1,255 @@
+//! Pictures of a sweep, drawn with `plotters` as SVG so the app and exported reports show the same
+//! thing: throughput (samples/s) over batch size above, peak memory over batch size below, both on
+//! a log₂ batch axis, with the budget, the failed points and the recommendation marked.
+
+use plotters::prelude::*;
+
+use crate::budget::format_bytes;
+use crate::protocol::{Point, PointStatus, SweepSummary};
+use crate::CoreError;
+
+const BLUE: RGBColor = RGBColor(37, 99, 235);
+const PURPLE: RGBColor = RGBColor(124, 58, 237);
+const FAIL: RGBColor = RGBColor(220, 38, 38);
+const GREEN_MARK: RGBColor = RGBColor(22, 163, 74);
+const GRID: RGBColor = RGBColor(229, 231, 235);
+const INK: RGBColor = RGBColor(55, 65, 81);
+
+/// What to draw.
+#[derive(Debug, Clone, Copy)]
+pub struct ChartSpec<'a> {
+    pub points: &'a [Point],
+    pub summary: Option<&'a SweepSummary>,
+    pub budget_bytes: Option<u64>,
+    pub width: u32,
+    pub height: u32,
+}
+
+fn plot_err(e: impl std::fmt::Display) -> CoreError {
+    CoreError::InvalidInput(format!("cannot draw the chart: {e}"))
+}
+
+/// Bytes in the unit the chart's memory axis uses, and that unit's name.
+fn memory_unit(max: u64) -> (f64, &'static str) {
+    if max >= 2 << 30 {
+        ((1u64 << 30) as f64, "GiB")
+    } else {
+        ((1u64 << 20) as f64, "MiB")
+    }
+}
+
+/// The sweep chart as an SVG document; with no points, an empty frame that says so.
+#[allow(clippy::cast_precision_loss)]
+pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (spec.width, spec.height)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        // The batch axis is log₂: x = log₂(batch), labelled at whole powers of two.
+        let batches: Vec<f64> = spec.points.iter().map(|p| bx(p.batch)).collect();
+        let (lo, hi) = batches
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+        let (lo, hi) = if batches.is_empty() {
+            (0.0, 4.0)
+        } else {
+            (lo.floor() - 0.4, hi.ceil() + 0.4)
+        };
+        let ticks = ((hi - lo).round() as usize + 1).min(12);
+        let (top, bottom) = root.split_vertically(spec.height / 2);
+        // plotters writes SVG font sizes at 0.8× the size asked: 17 and 15 come out near 13.5 and 12 px.
+        let label = ("sans-serif", 17).into_font().color(&INK);
+        let small = ("sans-serif", 15).into_font().color(&INK);
+
+        // Throughput.
+        let ok: Vec<(f64, f64)> = spec
+            .points
+            .iter()
+            .filter_map(|p| Some((bx(p.batch), p.samples_per_s?)))
+            .collect();
+        let max_sps = ok.iter().map(|x| x.1).fold(0.0_f64, f64::max).max(1.0);
+        let mut chart = ChartBuilder::on(&top)
+            .margin(8)
+            .caption("throughput", label.clone())
+            .x_label_area_size(36)
+            .y_label_area_size(58)
+            .build_cartesian_2d(lo..hi, 0.0..max_sps * 1.15)
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .light_line_style(WHITE)
+            .bold_line_style(GRID)
+            .x_desc("batch size")
+            .y_desc("samples/s")
+            .x_labels(ticks)
+            .y_labels(6)
+            .x_label_formatter(&batch_label)
+            .y_label_formatter(&|y| human(*y))
+            .label_style(small.clone())
+            .axis_desc_style(small.clone())
+            .draw()
+            .map_err(plot_err)?;
+        chart
+            .draw_series(LineSeries::new(ok.iter().copied(), BLUE.stroke_width(2)))
+            .map_err(plot_err)?;
+        chart
+            .draw_series(
+                ok.iter()
+                    .map(|&(x, y)| Circle::new((x, y), 3, BLUE.filled())),
+            )
+            .map_err(plot_err)?;
+        if let Some(rb) = spec.summary.and_then(|s| s.recommended_batch) {
+            let x = bx(rb);
+            if let Some(&(_, y)) = ok.iter().find(|(b, _)| (*b - x).abs() < 0.5) {
+                chart
+                    .draw_series(std::iter::once(Circle::new(
+                        (x, y),
+                        7,
+                        GREEN_MARK.stroke_width(2),
+                    )))
+                    .map_err(plot_err)?;
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        format!("recommended {rb}"),
+                        (x, y * 0.82),
+                        small.clone().color(&GREEN_MARK),
+                    )))
+                    .map_err(plot_err)?;
+            }
+        }
+        if spec.points.is_empty() {
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    "waiting for the first point…",
+                    (lo + 0.3, max_sps * 0.6),
+                    small.clone(),
+                )))
+                .map_err(plot_err)?;
+        }
+
+        // Memory.
+        let peaks: Vec<(f64, u64)> = spec
+            .points
+            .iter()
+            .filter_map(|p| Some((bx(p.batch), p.peak_bytes?)))
+            .collect();
+        let max_bytes = peaks
+            .iter()
+            .map(|x| x.1)
+            .chain(spec.budget_bytes)
+            .max()
+            .unwrap_or(1 << 30);
+        let (unit, unit_name) = memory_unit(max_bytes);
+        let y_max = max_bytes as f64 / unit * 1.15;
+        let mut chart = ChartBuilder::on(&bottom)
+            .margin(8)
+            .caption("peak memory", label)
+            .x_label_area_size(36)
+            .y_label_area_size(58)
+            .build_cartesian_2d(lo..hi, 0.0..y_max)
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .light_line_style(WHITE)
+            .bold_line_style(GRID)
+            .x_desc("batch size")
+            .y_desc(unit_name)
+            .x_labels(ticks)
+            .y_labels(6)
+            .x_label_formatter(&batch_label)
+            .y_label_formatter(&|y| format!("{y:.1}"))
+            .label_style(small.clone())
+            .axis_desc_style(small.clone())
+            .draw()
+            .map_err(plot_err)?;
+        if let Some(b) = spec.budget_bytes {
+            let y = b as f64 / unit;
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(lo, y), (hi, y)],
+                    6,
+                    4,
+                    FAIL.stroke_width(1),
+                ))
+                .map_err(plot_err)?;
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    format!("budget {}", format_bytes(b)),
+                    (lo + 0.1, y + y_max * 0.09),
+                    small.clone().color(&FAIL),
+                )))
+                .map_err(plot_err)?;
+        }
+        let ok_peaks: Vec<(f64, f64)> = spec
+            .points
+            .iter()
+            .filter(|p| p.status == PointStatus::Ok)
+            .filter_map(|p| Some((bx(p.batch), p.peak_bytes? as f64 / unit)))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(
+                ok_peaks.iter().copied(),
+                PURPLE.stroke_width(2),
+            ))
+            .map_err(plot_err)?;
+        chart
+            .draw_series(
+                ok_peaks
+                    .iter()
+                    .map(|&(x, y)| Circle::new((x, y), 3, PURPLE.filled())),
+            )
+            .map_err(plot_err)?;
+        // Points that did not fit: a red cross at their peak (or on the axis when unknown).
+        let failed = spec.points.iter().filter(|p| p.status != PointStatus::Ok);
+        chart
+            .draw_series(failed.map(|p| {
+                let y = p
+                    .peak_bytes
+                    .or(p.predicted_peak_bytes)
+                    .map_or(0.0, |b| b as f64 / unit);
+                Cross::new((bx(p.batch), y.min(y_max * 0.97)), 5, FAIL.stroke_width(2))
+            }))
+            .map_err(plot_err)?;
+        let failed = spec.points.iter().filter(|p| p.status != PointStatus::Ok);
+        chart
+            .draw_series(failed.map(|p| {
+                let y = p
+                    .peak_bytes
+                    .or(p.predicted_peak_bytes)
+                    .map_or(0.0, |b| b as f64 / unit);
+                Text::new(
+                    p.status.as_str().replace('_', " "),
+                    (bx(p.batch) - 0.35, (y.min(y_max * 0.97)) - y_max * 0.06),
+                    small.clone().color(&FAIL),
+                )
+            }))
+            .map_err(plot_err)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
+}
+
+/// The x coordinate of a batch size.
+fn bx(batch: u32) -> f64 {
+    f64::from(batch.max(1)).log2()
+}
+
+/// A tick of the log₂ batch axis: the power of two at whole positions, nothing between.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn batch_label(x: &f64) -> String {
+    if (x - x.round()).abs() > 0.01 || *x < -0.01 {
+        return String::new();
+    }
+    format!("{}", 2u64.pow(x.round() as u32))
+}
+
+/// 1234567 → "1.2M", 2500 → "2.5k".
+fn human(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}

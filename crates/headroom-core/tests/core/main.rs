@@ -1,0 +1,6 @@
+//! Integration tests of `headroom-core`, one binary: the ledger on a real SQLite file, readiness
+//! parsers on real captured outputs and the verdict, and the sweep chart.
+
+mod ledger;
+mod plot;
+mod readiness;

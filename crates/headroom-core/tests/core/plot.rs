@@ -1,0 +1,70 @@
+//! The sweep chart: an SVG with both panels, axis names and units, the budget, the failed point
+//! and the recommendation; and a frame that says it waits when there are no points yet.
+
+use headroom_core::planner::Limit;
+use headroom_core::plot::{sweep_svg, ChartSpec};
+use headroom_core::protocol::{Point, PointStatus};
+use headroom_core::summary::summarize;
+
+use crate::ledger::ok_point;
+
+#[test]
+fn the_chart_has_both_panels_axes_units_budget_and_the_recommendation() {
+    let mut points: Vec<Point> = [
+        (1, 900.0),
+        (2, 1700.0),
+        (4, 3000.0),
+        (8, 3150.0),
+        (16, 3200.0),
+    ]
+    .iter()
+    .map(|&(b, s)| ok_point(b, s, u64::from(b) * (300 << 20)))
+    .collect();
+    let mut oom = Point::failed(32, PointStatus::Oom, "CUDA out of memory");
+    oom.predicted_peak_bytes = Some(9 << 30);
+    points.push(oom);
+    let budget = 6u64 << 30;
+    let summary = summarize(&points, Limit::Oom, budget);
+    let svg = sweep_svg(&ChartSpec {
+        points: &points,
+        summary: Some(&summary),
+        budget_bytes: Some(budget),
+        width: 360,
+        height: 420,
+    })
+    .expect("svg");
+    assert!(svg.starts_with("<svg"), "{}", &svg[..80.min(svg.len())]);
+    for want in [
+        "throughput",
+        "peak memory",
+        "samples/s",
+        "batch size",
+        "GiB",
+        "budget 6.0 GiB",
+        &format!(
+            "recommended {}",
+            summary.recommended_batch.expect("a recommendation")
+        ),
+    ] {
+        assert!(svg.contains(want), "{want:?} missing from the chart");
+    }
+    // Five measured points on each panel, one failed cross.
+    assert!(svg.matches("<circle").count() >= 10, "points are drawn");
+    if let Ok(dir) = std::env::var("HEADROOM_PLOT_OUT") {
+        std::fs::write(std::path::Path::new(&dir).join("sweep_chart.svg"), &svg).expect("write");
+    }
+}
+
+#[test]
+fn no_points_yet_is_an_empty_frame_that_says_so() {
+    let svg = sweep_svg(&ChartSpec {
+        points: &[],
+        summary: None,
+        budget_bytes: None,
+        width: 360,
+        height: 420,
+    })
+    .expect("svg");
+    assert!(svg.contains("waiting for the first point"));
+    assert!(svg.contains("samples/s"));
+}
