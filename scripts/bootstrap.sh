@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything Headroom needs to build on a fresh Linux or macOS machine: a project-local
-# Python venv (.venv) with torch==2.11.0 from PyPI — the libtorch that tch 0.24 expects — and a
-# release build of `headroom` linked against it (rpath, so no LD_LIBRARY_PATH is needed).
+# Python venv (.venv) with torch==2.11.0 from PyPI — the libtorch that tch 0.24 expects —, a
+# release build of `headroom` linked against it (rpath, so no LD_LIBRARY_PATH is needed), the
+# app's system libraries (Linux, apt), its UI (npm) and the app `headroom-app`.
 # Idempotent: a second run only rebuilds what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,32 @@ then
   .venv/bin/python -m pip install --disable-pip-version-check --quiet "torch==$TORCH_VERSION"
 fi
 
+# The app (Tauri) needs WebKitGTK and an appindicator on Linux; the end-to-end test needs Xvfb,
+# D-Bus and WebKitWebDriver. macOS has WebKit built in.
+if [ "$(uname -s)" = Linux ]; then
+  APT_PACKAGES=(libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev pkg-config xvfb dbus webkit2gtk-driver)
+  missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+      echo "bootstrap: installing ${missing[*]} (apt)"
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -qq
+      apt-get install -y -qq "${missing[@]}" >/dev/null
+    else
+      echo "bootstrap: the app needs these packages: sudo apt-get install ${missing[*]}" >&2
+      exit 1
+    fi
+  fi
+fi
+
+command -v npm >/dev/null || { echo "bootstrap: npm is missing; install Node.js 20 or newer" >&2; exit 1; }
+echo "bootstrap: building the UI (ui/, Vite)"
+(cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
+
 export VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" LIBTORCH_USE_PYTORCH=1
-echo "bootstrap: building headroom (release; the first build takes several minutes)"
-cargo build --release --locked -p headroom-cli
-echo "bootstrap: ready: target/release/headroom"
+echo "bootstrap: building headroom and headroom-app (release; the first build takes several minutes)"
+cargo build --release --locked -p headroom-cli -p headroom-app
+echo "bootstrap: ready: target/release/headroom, target/release/headroom-app"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every check and test of the project from a fresh checkout: set up, format, lints, docs, tests.
+# Every check and test of the project from a fresh checkout: set up, format, lints, docs, the
+# Rust tests, the UI's unit tests (vitest) and the app end to end in its real window (Xvfb).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
@@ -15,6 +16,8 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   cargo test --release --locked --workspace --no-fail-fast
 fi
+(cd ui && npm test --silent)
+bash scripts/e2e.sh
 if [ -e "$HEADROOM_HOME" ]; then
   echo "test: a test wrote to the default HEADROOM_HOME ($HEADROOM_HOME); tests must use their own temp folder" >&2
   exit 1

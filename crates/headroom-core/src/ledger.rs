@@ -25,6 +25,7 @@ pub struct Ledger {
 }
 
 /// How a run ended (or that it has not yet).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
@@ -82,6 +83,7 @@ pub struct NewRun {
 }
 
 /// One run as stored.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     pub id: i64,
@@ -106,6 +108,7 @@ pub struct RunRecord {
     pub summary: Option<SweepSummary>,
     /// The whole report of a run that is not a sweep (a `doctor` run's facts and lights).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(type = "unknown", optional))]
     pub report: Option<serde_json::Value>,
     pub note: Option<String>,
 }

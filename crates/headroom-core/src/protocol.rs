@@ -156,6 +156,7 @@ pub struct SweepRequest {
 }
 
 /// How one point ended.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PointStatus {
@@ -193,6 +194,7 @@ impl PointStatus {
 }
 
 /// One measured (or refused) batch size.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Point {
     pub batch: u32,
@@ -252,6 +254,7 @@ impl Point {
 }
 
 /// What the worker found out about its device and workload before measuring.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
     pub protocol: u32,
@@ -275,6 +278,7 @@ pub struct Hello {
 }
 
 /// The sweep's answer.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepSummary {
     /// The batch with the highest samples/s.
@@ -296,6 +300,7 @@ pub struct SweepSummary {
 }
 
 /// Progress within one point.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {

@@ -16,6 +16,7 @@ pub use python::{PythonFacts, PythonReport, TorchFacts};
 pub use verdict::{lights, Light, LightState};
 
 /// A GPU the OS reports.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuFacts {
     pub name: String,
@@ -28,6 +29,7 @@ pub struct GpuFacts {
 }
 
 /// The machine.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MachineFacts {
     /// `linux` or `macos`.
@@ -52,6 +54,7 @@ pub struct MachineFacts {
 }
 
 /// Where power comes from.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PowerSource {
@@ -62,6 +65,7 @@ pub enum PowerSource {
 }
 
 /// The internal battery.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatteryFacts {
     pub percent: Option<u32>,
@@ -72,6 +76,7 @@ pub struct BatteryFacts {
 }
 
 /// Conditions that skew measurements.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Conditions {
     /// `None` when the OS exposes no power supply (servers, VMs).
@@ -88,6 +93,7 @@ pub struct Conditions {
 }
 
 /// One device Headroom's libtorch tried.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceCheck {
     pub device: String,
@@ -101,6 +107,7 @@ pub struct DeviceCheck {
 }
 
 /// Headroom's own libtorch, as its worker reports it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LibtorchFacts {
     pub version: String,
@@ -111,6 +118,7 @@ pub struct LibtorchFacts {
 }
 
 /// Everything doctor found, and its verdict.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub machine: MachineFacts,

@@ -22,6 +22,7 @@ use crate::summary::summarize;
 use crate::CoreError;
 
 /// What happens during a sweep, in order.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Update {
@@ -43,6 +44,7 @@ pub enum Update {
 }
 
 /// An error as the caller shows it: a code to branch on and a message for people.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobError {
     pub code: String,
@@ -50,6 +52,7 @@ pub struct JobError {
 }
 
 /// Everything a sweep produced (the CLI's `--json` document).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepOutcome {
     /// `complete`, `interrupted`, `failed`, or `error` when nothing was recorded.

@@ -216,6 +216,7 @@ fn conda_envs(home: &Path) -> Vec<PathBuf> {
 }
 
 /// torch as one interpreter sees it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TorchFacts {
     pub version: String,
@@ -231,6 +232,7 @@ pub struct TorchFacts {
 }
 
 /// MLX as one interpreter sees it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MlxFacts {
     pub version: Option<String>,
@@ -238,6 +240,7 @@ pub struct MlxFacts {
 }
 
 /// What the probe script printed.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PythonFacts {
     pub executable: String,
@@ -255,6 +258,7 @@ pub struct PythonFacts {
 }
 
 /// How probing one interpreter ended.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProbeStatus {
@@ -266,6 +270,7 @@ pub enum ProbeStatus {
 }
 
 /// One interpreter's report.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PythonReport {
     pub path: String,

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::{LibtorchFacts, PowerSource, PythonReport, Report, TorchFacts};
 
 /// A light's colour. `Off` means not applicable here (MPS on Linux) or optional and absent.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LightState {
@@ -27,6 +28,7 @@ impl LightState {
 }
 
 /// One backend's light.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Light {
     /// `cpu`, `mps`, `cuda`, `mlx`, or `conditions` (what skews measurements).

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Idle footprint of headroom-app with the popover closed: starts it under Xvfb (no tray host,
+# window hidden), lets it settle, then samples for a minute the CPU time and resident memory of
+# the app and of the WebKit processes it started (its process tree). Prints CPU % of one core and
+# RSS. Usage: bash bench/app_idle.sh [seconds]  (after scripts/bootstrap.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${1:-60}
+export HEADROOM_HOME="$(mktemp -d)"
+export HEADROOM_BIN="$PWD/target/release/headroom"
+tick=$(getconf CLK_TCK)
+tree() {  # pid and its descendants
+  local p=$1
+  echo "$p"
+  for c in $(cat /proc/"$p"/task/*/children 2>/dev/null); do tree "$c"; done
+}
+cpu_ticks() { local t=0; for p in $(tree "$1"); do
+  [ -r /proc/$p/stat ] && t=$((t + $(awk '{print $14 + $15}' /proc/$p/stat))); done; echo $t; }
+rss_kib() { local r=0; for p in $(tree "$1"); do
+  v=$(awk '/^VmRSS/ {print $2}' /proc/$p/status 2>/dev/null || echo 0); r=$((r + ${v:-0})); done; echo $r; }
+xvfb-run -a dbus-run-session -- target/release/headroom-app &
+runner=$!
+sleep 10
+app=$(pgrep -n -f target/release/headroom-app$ || pgrep -n headroom-app)
+echo "app pid $app; processes: $(tree "$app" | xargs -I{} cat /proc/{}/comm 2>/dev/null | tr '\n' ' ')"
+t0=$(cpu_ticks "$app"); s0=$(date +%s.%N)
+peak=0; sum=0; n=0
+for _ in $(seq "$SECS"); do
+  r=$(rss_kib "$app"); sum=$((sum + r)); n=$((n + 1)); [ "$r" -gt "$peak" ] && peak=$r
+  sleep 1
+done
+t1=$(cpu_ticks "$app"); s1=$(date +%s.%N)
+app_only=$(awk '/^VmRSS/ {print $2}' /proc/$app/status)
+kill "$app" 2>/dev/null || true
+wait "$runner" 2>/dev/null || true
+awk -v t0="$t0" -v t1="$t1" -v s0="$s0" -v s1="$s1" -v tick="$tick" -v sum="$sum" -v n="$n" -v peak="$peak" -v app="$app_only" 'BEGIN {
+  printf "idle over %.0f s: CPU %.2f %% of one core (app + WebKit processes)\n", s1 - s0, 100 * (t1 - t0) / tick / (s1 - s0);
+  printf "RSS: mean %.1f MiB, peak %.1f MiB for the tree; headroom-app alone %.1f MiB\n", sum / n / 1024, peak / 1024, app / 1024 }'

@@ -1,0 +1,21 @@
+//! Tauri's build step, with Headroom's own commands as the only ones the UI may call
+//! (capabilities/default.json grants exactly these).
+
+/// The app's commands; each gets an `allow-…` permission.
+const COMMANDS: &[&str] = &[
+    "readiness",
+    "last_readiness",
+    "start_sweep",
+    "cancel_sweep",
+    "sweep_snapshot",
+    "list_runs",
+    "chart_for_run",
+];
+
+fn main() {
+    let attributes = tauri_build::Attributes::new()
+        .app_manifest(tauri_build::AppManifest::new().commands(COMMANDS));
+    if let Err(e) = tauri_build::try_build(attributes) {
+        panic!("tauri build step failed: {e:#}");
+    }
+}

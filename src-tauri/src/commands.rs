@@ -1,0 +1,293 @@
+//! The commands the UI calls: thin `async` adapters over `headroom_core`. Blocking work (probing
+//! interpreters, the ledger, a sweep) runs off the main thread, so the tray never freezes.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use headroom_core::budget::BudgetSpec;
+use headroom_core::jobs::{self, doctor::DoctorOptions, sweep::CancelToken, sweep::Update};
+use headroom_core::ledger::RunRecord;
+use headroom_core::plot::{sweep_svg, ChartSpec};
+use headroom_core::protocol::{parse_shape, BatchPlan, Dtype, Mode, Phase, SweepRequest};
+use headroom_core::readiness::Report;
+use serde::Deserialize;
+use tauri::ipc::Channel;
+use tauri::{AppHandle, State};
+
+use crate::error::AppError;
+use crate::state::{lock, AppState, RunningSweep, SweepSnapshot};
+
+/// Chart size in the popover (CSS pixels).
+const CHART: (u32, u32) = (360, 420);
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, AppError> + Send + 'static,
+) -> Result<T, AppError> {
+    tauri::async_runtime::spawn_blocking(f)
+        .await
+        .map_err(|e| AppError::new("internal", format!("the background task failed: {e}")))?
+}
+
+/// Runs doctor (as `headroom doctor` does), records it, and repaints the tray.
+#[tauri::command]
+pub async fn readiness(app: AppHandle, state: State<'_, AppState>) -> Result<Report, AppError> {
+    let report = blocking(|| {
+        let exe = jobs::worker_binary()?;
+        let report = jobs::doctor::check(&exe, &DoctorOptions::default(), &mut |_| {});
+        let ledger = jobs::open_ledger()?;
+        jobs::doctor::record(&ledger, &report, r#"{"from":"app"}"#)?;
+        Ok(report)
+    })
+    .await?;
+    *lock(&state.report) = Some(report.clone());
+    crate::tray::refresh(&app);
+    Ok(report)
+}
+
+/// The report of the last readiness check this session, if any.
+#[tauri::command]
+pub async fn last_readiness(state: State<'_, AppState>) -> Result<Option<Report>, AppError> {
+    Ok(lock(&state.report).clone())
+}
+
+/// What the Sweep panel's form sends.
+#[derive(Debug, Clone, Deserialize, ts_rs::TS)]
+pub struct SweepForm {
+    /// A built-in workload or the path of a TorchScript file.
+    pub workload: String,
+    /// One sample's shape without the batch (`3x224x224`), for a TorchScript file.
+    pub input_shape: Option<String>,
+    pub device: String,
+    pub dtype: String,
+    /// A size (`12GiB`), a share (`80%`), or `default`.
+    pub budget: String,
+    pub max_batch: Option<u32>,
+    pub mode: String,
+}
+
+/// Checks the form and turns it into the worker's request.
+pub fn request(form: &SweepForm) -> Result<SweepRequest, AppError> {
+    if form.workload.trim().is_empty() {
+        return Err(AppError::new(
+            "invalid_input",
+            "pick a workload or a TorchScript file",
+        ));
+    }
+    if form.max_batch == Some(0) {
+        return Err(AppError::new(
+            "invalid_input",
+            "the largest batch must be 1 or more",
+        ));
+    }
+    let shape = form
+        .input_shape
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(parse_shape)
+        .transpose()?;
+    Ok(SweepRequest {
+        device: form.device.clone(),
+        workload: form.workload.trim().to_owned(),
+        input_shape: shape,
+        dtype: Dtype::parse(&form.dtype)?,
+        mode: Mode::parse(&form.mode)?,
+        plan: BatchPlan::Search {
+            start: 1,
+            max: form.max_batch.unwrap_or(0),
+        },
+        budget: BudgetSpec::parse(if form.budget.trim().is_empty() {
+            "default"
+        } else {
+            form.budget.trim()
+        })?,
+        steps: None,
+        threads: None,
+        predict: true,
+        prior: Vec::new(),
+    })
+}
+
+fn redraw(s: &mut SweepSnapshot) {
+    match sweep_svg(&ChartSpec {
+        points: &s.points,
+        summary: s.summary.as_ref(),
+        budget_bytes: s.budget_bytes,
+        width: CHART.0,
+        height: CHART.1,
+    }) {
+        Ok(svg) => s.chart_svg = svg,
+        Err(e) => s.message = e.to_string(),
+    }
+}
+
+/// Applies one update of the running sweep to its snapshot.
+pub fn apply(s: &mut SweepSnapshot, u: &Update) {
+    match u {
+        Update::WorkerStarted { pid } => s.message = format!("worker started (pid {pid})"),
+        Update::Started { run_id, hello } => {
+            s.run_id = Some(*run_id);
+            s.device.clone_from(&hello.device);
+            s.device_name = Some(hello.device_name.clone());
+            s.budget_bytes = Some(hello.budget_bytes);
+            s.message = format!("run {run_id} on {}", hello.device_name);
+            redraw(s);
+        }
+        Update::Progress {
+            batch,
+            phase,
+            step,
+            of,
+        } => {
+            let phase = match phase {
+                Phase::Setup => "preparing inputs",
+                Phase::Warmup => "warm-up",
+                Phase::Timed => "timed steps",
+                Phase::Split => "phase split",
+            };
+            s.message = if *of > 0 {
+                format!("batch {batch}: {phase} {step}/{of}")
+            } else {
+                format!("batch {batch}: {phase}")
+            };
+        }
+        Update::Point { point } => {
+            s.points.push(point.clone());
+            redraw(s);
+        }
+        Update::Warning { message } => s.message = format!("warning: {message}"),
+    }
+}
+
+/// Starts a sweep in the background; `on_update` receives the whole snapshot at every change.
+/// Closing the popover does not stop it; [`cancel_sweep`] does.
+#[tauri::command]
+pub async fn start_sweep(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    form: SweepForm,
+    on_update: Channel<SweepSnapshot>,
+) -> Result<SweepSnapshot, AppError> {
+    let req = request(&form)?;
+    let exe = jobs::worker_binary()?;
+    let mut slot = lock(&state.sweep);
+    if slot.as_ref().is_some_and(RunningSweep::is_running) {
+        return Err(AppError::new(
+            "busy",
+            "a sweep is already running; cancel it or wait for it to finish",
+        ));
+    }
+    let snapshot = Arc::new(Mutex::new(SweepSnapshot {
+        running: true,
+        workload: req.workload.clone(),
+        device: req.device.clone(),
+        message: "starting the worker".into(),
+        status: "running".into(),
+        ..SweepSnapshot::default()
+    }));
+    redraw(&mut lock(&snapshot));
+    let first = lock(&snapshot).clone();
+    let cancel = CancelToken::new("cancelled from the app");
+    let (snap, token, handle) = (Arc::clone(&snapshot), cancel.clone(), app.clone());
+    let thread = std::thread::spawn(move || {
+        let send = |s: &SweepSnapshot| {
+            let _ = on_update.send(s.clone());
+        };
+        let outcome = jobs::open_ledger().and_then(|ledger| {
+            jobs::sweep::run_sweep(&exe, &req, &ledger, &token, &mut |u| {
+                let copy = {
+                    let mut s = lock(&snap);
+                    apply(&mut s, u);
+                    s.clone()
+                };
+                send(&copy);
+                if matches!(u, Update::Point { .. } | Update::Started { .. }) {
+                    crate::tray::refresh(&handle);
+                }
+            })
+        });
+        let last = {
+            let mut s = lock(&snap);
+            s.running = false;
+            match outcome {
+                Ok(o) => {
+                    s.status.clone_from(&o.status);
+                    s.summary.clone_from(&o.summary);
+                    s.points.clone_from(&o.points);
+                    s.error.clone_from(&o.error);
+                    s.message = match (&o.summary, &o.error) {
+                        (_, Some(e)) => e.message.clone(),
+                        (Some(sum), None) => sum.reason.clone(),
+                        (None, None) => format!("finished: {}", o.status),
+                    };
+                }
+                Err(e) => {
+                    s.status = "error".into();
+                    s.message = e.to_string();
+                    s.error = Some(headroom_core::jobs::sweep::JobError {
+                        code: AppError::from(e).code,
+                        message: s.message.clone(),
+                    });
+                }
+            }
+            redraw(&mut s);
+            s.clone()
+        };
+        send(&last);
+        crate::tray::refresh(&handle);
+    });
+    *slot = Some(RunningSweep {
+        cancel,
+        snapshot,
+        _thread: Some(thread),
+    });
+    drop(slot);
+    crate::tray::refresh(&app);
+    Ok(first)
+}
+
+/// Cancels the running sweep (its points stay in the ledger, the run is marked interrupted).
+#[tauri::command]
+pub async fn cancel_sweep(state: State<'_, AppState>) -> Result<bool, AppError> {
+    let slot = lock(&state.sweep);
+    match slot.as_ref().filter(|s| s.is_running()) {
+        Some(s) => {
+            s.cancel.cancel();
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+/// The current (or last) sweep, for a popover opened mid-run.
+#[tauri::command]
+pub async fn sweep_snapshot(state: State<'_, AppState>) -> Result<Option<SweepSnapshot>, AppError> {
+    Ok(lock(&state.sweep).as_ref().map(RunningSweep::snapshot))
+}
+
+/// The newest runs in the ledger.
+#[tauri::command]
+pub async fn list_runs(limit: Option<u32>) -> Result<Vec<RunRecord>, AppError> {
+    blocking(move || Ok(jobs::open_ledger()?.list_runs(limit.unwrap_or(30).min(500))?)).await
+}
+
+/// The chart of a recorded sweep.
+#[tauri::command]
+pub async fn chart_for_run(run_id: i64) -> Result<String, AppError> {
+    blocking(move || {
+        let (run, points) = jobs::open_ledger()?.get_run(run_id)?;
+        Ok(sweep_svg(&ChartSpec {
+            points: &points,
+            summary: run.summary.as_ref(),
+            budget_bytes: run.budget_bytes,
+            width: CHART.0,
+            height: CHART.1,
+        })?)
+    })
+    .await
+}
+
+/// Where the app finds things: unused paths are reported, not guessed.
+pub fn describe_worker() -> String {
+    jobs::worker_binary().map_or_else(|e| e.to_string(), |p: PathBuf| p.display().to_string())
+}

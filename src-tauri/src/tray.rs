@@ -1,0 +1,209 @@
+//! The tray: its colour and tooltip from the current facts (pure, tested without a tray host),
+//! its menu, and the glue that builds it and keeps it up to date.
+
+use headroom_core::readiness::{LightState, Report};
+use tauri::image::Image;
+use tauri::menu::{Menu, MenuItem};
+use tauri::tray::{MouseButton, MouseButtonState, TrayIconBuilder, TrayIconEvent};
+use tauri::{AppHandle, Emitter, Manager, Runtime};
+
+use crate::state::SweepSnapshot;
+
+/// The tray's colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Colour {
+    /// MPS (or CUDA) is ready and measured.
+    Green,
+    /// Something to look at: only the CPU, a warning, a condition that skews figures.
+    Amber,
+    /// Blocked, or the work should move.
+    Red,
+    /// Not checked yet.
+    Grey,
+}
+
+impl Colour {
+    fn rgb(self) -> [u8; 3] {
+        match self {
+            Self::Green => [22, 163, 74],
+            Self::Amber => [217, 119, 6],
+            Self::Red => [220, 38, 38],
+            Self::Grey => [120, 120, 120],
+        }
+    }
+}
+
+/// The tray's colour and tooltip.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrayLook {
+    pub colour: Colour,
+    pub tooltip: String,
+}
+
+/// The colour is the readiness verdict: red when any light is red, green when a GPU backend
+/// (MPS or CUDA) is green and nothing else needs a look, amber otherwise. A running sweep says
+/// its progress in the tooltip.
+pub fn look(report: Option<&Report>, sweep: Option<&SweepSnapshot>) -> TrayLook {
+    let (colour, mut tooltip) = match report {
+        None => (
+            Colour::Grey,
+            "Headroom: readiness not checked yet".to_owned(),
+        ),
+        Some(r) => {
+            let reds: Vec<_> = r
+                .lights
+                .iter()
+                .filter(|l| l.state == LightState::Red)
+                .collect();
+            let yellows: Vec<_> = r
+                .lights
+                .iter()
+                .filter(|l| l.state == LightState::Yellow)
+                .collect();
+            let gpu = r.lights.iter().find(|l| {
+                ["mps", "cuda"].contains(&l.backend.as_str()) && l.state == LightState::Green
+            });
+            if let Some(l) = reds.first() {
+                (
+                    Colour::Red,
+                    format!("{} blocked: {}", l.backend.to_uppercase(), l.reason),
+                )
+            } else if let Some(l) = yellows.first() {
+                (
+                    Colour::Amber,
+                    format!("{}: {}", l.backend.to_uppercase(), l.reason),
+                )
+            } else if let Some(g) = gpu {
+                (
+                    Colour::Green,
+                    format!("{} ready: {}", g.backend.to_uppercase(), g.reason),
+                )
+            } else {
+                (
+                    Colour::Amber,
+                    "no GPU backend here: work runs on the CPU".to_owned(),
+                )
+            }
+        }
+    };
+    if let Some(s) = sweep.filter(|s| s.running) {
+        tooltip = format!(
+            "sweeping {} on {}: {} ({} point{}) — {tooltip}",
+            s.workload,
+            s.device,
+            s.message,
+            s.points.len(),
+            if s.points.len() == 1 { "" } else { "s" }
+        );
+    }
+    TrayLook { colour, tooltip }
+}
+
+/// The right-click menu: (id, label).
+pub const MENU: &[(&str, &str)] = &[
+    ("readiness", "Readiness"),
+    ("sweep", "Run sweep"),
+    ("open", "Open Headroom"),
+    ("quit", "Quit"),
+];
+
+/// A round icon of `colour`, `size`×`size` RGBA, with a lighter centre so it reads as a light.
+pub fn icon_rgba(colour: Colour, size: u32) -> Vec<u8> {
+    let [r, g, b] = colour.rgb();
+    let c = (f64::from(size) - 1.0) / 2.0;
+    let mut px = Vec::with_capacity((size * size * 4) as usize);
+    for y in 0..size {
+        for x in 0..size {
+            let d = ((f64::from(x) - c).powi(2) + (f64::from(y) - c).powi(2)).sqrt()
+                / (f64::from(size) / 2.0);
+            // Anti-aliased edge between 0.86 and 0.94 of the radius.
+            let alpha = ((0.94 - d) / 0.08).clamp(0.0, 1.0);
+            let shade = if d < 0.35 { 40 } else { 0 };
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            px.extend_from_slice(&[
+                r.saturating_add(shade),
+                g.saturating_add(shade),
+                b.saturating_add(shade),
+                (alpha * 255.0).round() as u8,
+            ]);
+        }
+    }
+    px
+}
+
+/// The tray icon's id.
+pub const TRAY_ID: &str = "headroom";
+const ICON_SIZE: u32 = 32;
+
+/// Builds the tray with its menu; left click toggles the popover near the icon.
+pub fn build<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
+    let items: Vec<MenuItem<R>> = MENU
+        .iter()
+        .map(|(id, label)| MenuItem::with_id(app, *id, *label, true, None::<&str>))
+        .collect::<Result<_, _>>()?;
+    let refs: Vec<&dyn tauri::menu::IsMenuItem<R>> = items
+        .iter()
+        .map(|i| i as &dyn tauri::menu::IsMenuItem<R>)
+        .collect();
+    let menu = Menu::with_items(app, &refs)?;
+    let first = look(None, None);
+    TrayIconBuilder::with_id(TRAY_ID)
+        .icon(Image::new_owned(
+            icon_rgba(first.colour, ICON_SIZE),
+            ICON_SIZE,
+            ICON_SIZE,
+        ))
+        .tooltip(&first.tooltip)
+        .menu(&menu)
+        .show_menu_on_left_click(false)
+        .on_menu_event(|app, event| match event.id.as_ref() {
+            "quit" => app.exit(0),
+            "readiness" | "sweep" => {
+                crate::show_popover(app, None);
+                let _ = app.emit(crate::NAVIGATE_EVENT, event.id.as_ref());
+            }
+            _ => crate::show_popover(app, None),
+        })
+        .on_tray_icon_event(|tray, event| {
+            if let TrayIconEvent::Click {
+                button: MouseButton::Left,
+                button_state: MouseButtonState::Up,
+                rect,
+                ..
+            } = event
+            {
+                let app = tray.app_handle();
+                let visible = app
+                    .get_webview_window(crate::POPOVER)
+                    .and_then(|w| w.is_visible().ok())
+                    .unwrap_or(false);
+                if visible {
+                    if let Some(w) = app.get_webview_window(crate::POPOVER) {
+                        let _ = w.hide();
+                    }
+                } else {
+                    crate::show_popover(app, Some(rect));
+                }
+            }
+        })
+        .build(app)?;
+    Ok(())
+}
+
+/// Repaints the tray from the current state.
+pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
+    let state = app.state::<crate::state::AppState>();
+    let report = crate::state::lock(&state.report).clone();
+    let sweep = crate::state::lock(&state.sweep)
+        .as_ref()
+        .map(crate::state::RunningSweep::snapshot);
+    let l = look(report.as_ref(), sweep.as_ref());
+    if let Some(tray) = app.tray_by_id(TRAY_ID) {
+        let _ = tray.set_icon(Some(Image::new_owned(
+            icon_rgba(l.colour, ICON_SIZE),
+            ICON_SIZE,
+            ICON_SIZE,
+        )));
+        let _ = tray.set_tooltip(Some(&l.tooltip));
+    }
+}

@@ -1,0 +1,306 @@
+//! The app in its real window: tauri-driver starts `headroom-app --open` through WebKitWebDriver
+//! under Xvfb; the test reads a real readiness verdict, runs a real CPU sweep of `mlp`, watches
+//! its points arrive and the recommendation appear, finds the run in the ledger, and saves
+//! screenshots of both panels. Run by `scripts/e2e.sh`, which provides Xvfb, D-Bus and the paths.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use serde_json::{json, Value};
+
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+fn env_path(key: &str) -> PathBuf {
+    PathBuf::from(
+        std::env::var_os(key)
+            .unwrap_or_else(|| panic!("{key} is not set; run this test through scripts/e2e.sh")),
+    )
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// tauri-driver, killed with the test.
+struct Driver {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A WebDriver session; requests are retried on dropped connections (tauri-driver's proxy drops
+/// about one in twenty).
+struct Session {
+    base: String,
+}
+
+fn request(method: &str, url: &str, body: Option<&Value>) -> Value {
+    let mut last = String::new();
+    for _ in 0..6 {
+        let req = ureq::request(method, url).timeout(Duration::from_secs(120));
+        let res = match body {
+            Some(b) => req.send_json(b.clone()),
+            None => req.call(),
+        };
+        match res {
+            Ok(r) => return r.into_json().expect("WebDriver JSON"),
+            Err(ureq::Error::Status(code, r)) => {
+                let text = r.into_string().unwrap_or_default();
+                panic!("{method} {url} → {code}: {text}");
+            }
+            Err(e) => {
+                last = e.to_string();
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        }
+    }
+    panic!("{method} {url} failed 6 times: {last}");
+}
+
+impl Session {
+    fn new(driver: &Driver, app: &Path) -> Self {
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "tauri:options": {"application": app.display().to_string(), "args": ["--open"]}
+        }}});
+        let v = request("POST", &format!("{}/session", driver.base), Some(&caps));
+        let id = v["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session id in {v}"))
+            .to_owned();
+        Self {
+            base: format!("{}/session/{id}", driver.base),
+        }
+    }
+
+    fn find_all(&self, css: &str) -> Vec<String> {
+        let v = request(
+            "POST",
+            &format!("{}/elements", self.base),
+            Some(&json!({"using": "css selector", "value": css})),
+        );
+        v["value"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|e| e[ELEMENT].as_str().map(ToOwned::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Waits until `css` matches, up to `secs`.
+    fn wait(&self, css: &str, secs: u64) -> String {
+        let until = Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(e) = self.find_all(css).into_iter().next() {
+                return e;
+            }
+            assert!(
+                Instant::now() < until,
+                "{css} did not appear within {secs} s"
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    fn text(&self, e: &str) -> String {
+        request("GET", &format!("{}/element/{e}/text", self.base), None)["value"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    fn attr(&self, e: &str, name: &str) -> Option<String> {
+        request(
+            "GET",
+            &format!("{}/element/{e}/attribute/{name}", self.base),
+            None,
+        )["value"]
+            .as_str()
+            .map(ToOwned::to_owned)
+    }
+
+    fn click(&self, e: &str) {
+        request(
+            "POST",
+            &format!("{}/element/{e}/click", self.base),
+            Some(&json!({})),
+        );
+    }
+
+    fn type_into(&self, e: &str, text: &str) {
+        request(
+            "POST",
+            &format!("{}/element/{e}/clear", self.base),
+            Some(&json!({})),
+        );
+        request(
+            "POST",
+            &format!("{}/element/{e}/value", self.base),
+            Some(&json!({"text": text})),
+        );
+    }
+
+    fn screenshot(&self, path: &Path) {
+        let v = request("GET", &format!("{}/screenshot", self.base), None);
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(v["value"].as_str().expect("base64 screenshot"))
+            .expect("decode screenshot");
+        std::fs::write(path, png).expect("write screenshot");
+    }
+
+    fn close(self) {
+        let _ = ureq::delete(&self.base).call();
+    }
+}
+
+fn start_driver(home: &Path) -> Driver {
+    let port = free_port();
+    let native = free_port();
+    let venv = env_path("HEADROOM_E2E_VENV");
+    let mut child = Command::new(env_path("HEADROOM_E2E_TAURI_DRIVER"))
+        .args([
+            "--port",
+            &port.to_string(),
+            "--native-port",
+            &native.to_string(),
+        ])
+        .env("HEADROOM_HOME", home)
+        .env("HEADROOM_BIN", env_path("HEADROOM_E2E_WORKER"))
+        .env("VIRTUAL_ENV", &venv)
+        .env("HEADROOM_APP_OPEN", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start tauri-driver");
+    // Keep its log flowing (a full pipe would stall it) and visible on failure.
+    if let Some(err) = child.stderr.take() {
+        std::thread::spawn(move || {
+            for l in BufReader::new(err).lines().map_while(Result::ok) {
+                eprintln!("tauri-driver: {l}");
+            }
+        });
+    }
+    let base = format!("http://127.0.0.1:{port}");
+    let until = Instant::now() + Duration::from_secs(30);
+    while ureq::get(&format!("{base}/status")).call().is_err() {
+        assert!(
+            Instant::now() < until,
+            "tauri-driver did not answer on {base}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Driver { child, base }
+}
+
+#[test]
+#[ignore = "needs Xvfb, tauri-driver and WebKitWebDriver: run scripts/e2e.sh"]
+fn readiness_and_a_cpu_sweep_in_the_real_window() {
+    let app = env_path("HEADROOM_E2E_APP");
+    let out = env_path("HEADROOM_E2E_OUT");
+    std::fs::create_dir_all(&out).expect("output dir");
+    let home = tempfile::tempdir().expect("temp HEADROOM_HOME");
+    let driver = start_driver(home.path());
+    let s = Session::new(&driver, &app);
+
+    // Readiness: a real verdict from doctor, in the window.
+    let cpu = s.wait(r#"[data-testid="light-cpu"]"#, 120);
+    assert_eq!(s.attr(&cpu, "data-state").as_deref(), Some("green"));
+    let text = s.text(&cpu);
+    assert!(text.contains("torch 2.11.0"), "{text}");
+    let mps = s.wait(r#"[data-testid="light-mps"]"#, 5);
+    assert_eq!(s.attr(&mps, "data-state").as_deref(), Some("off"));
+    assert!(!s.find_all(r#"[data-testid="python-row"]"#).is_empty());
+    s.screenshot(&out.join("readiness.png"));
+
+    // Sweep: mlp on the CPU up to batch 32, points arriving while it runs.
+    s.click(&s.wait(r#"[data-testid="tab-sweep"]"#, 5));
+    s.click(&s.wait(r#"[data-testid="sweep-device"] option[value="cpu"]"#, 5));
+    s.type_into(&s.wait(r#"[data-testid="sweep-max-batch"]"#, 5), "32");
+    s.click(&s.wait(r#"[data-testid="run-sweep"]"#, 5));
+    let status = s.wait(r#"[data-testid="sweep-status"][data-state="running"]"#, 30);
+    let until = Instant::now() + Duration::from_secs(300);
+    let mut seen_live = 0;
+    loop {
+        let rows = s.find_all(r#"[data-testid="sweep-point"]"#).len();
+        let running = s.attr(&status, "data-state").as_deref() == Some("running");
+        if running {
+            seen_live = seen_live.max(rows);
+        } else {
+            break;
+        }
+        assert!(Instant::now() < until, "the sweep did not finish in 300 s");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert!(
+        seen_live >= 1,
+        "no point arrived while the sweep was running"
+    );
+    assert_eq!(
+        s.attr(&status, "data-state").as_deref(),
+        Some("complete"),
+        "{}",
+        s.text(&status)
+    );
+    let rows = s.find_all(r#"[data-testid="sweep-point"]"#);
+    assert!(
+        rows.len() >= 5,
+        "batches 1..32 give 6 points, saw {}",
+        rows.len()
+    );
+    let rec = s.wait(r#"[data-testid="sweep-recommendation"]:not([hidden])"#, 10);
+    let rec_text = s.text(&rec);
+    assert!(rec_text.starts_with("Recommended batch "), "{rec_text}");
+    let chart = s.wait(r#"[data-testid="sweep-chart"]:not([hidden])"#, 5);
+    assert!(s
+        .attr(&chart, "src")
+        .is_some_and(|src| src.starts_with("data:image/svg+xml")));
+    s.screenshot(&out.join("sweep.png"));
+
+    // Runs: the sweep and the doctor run, from the ledger.
+    s.click(&s.wait(r#"[data-testid="tab-runs"]"#, 5));
+    let sweep_row = s.wait(r#"[data-testid="run-row"][data-kind="sweep"]"#, 10);
+    assert!(
+        s.text(&sweep_row).contains("complete"),
+        "{}",
+        s.text(&sweep_row)
+    );
+    s.wait(r#"[data-testid="run-row"][data-kind="doctor"]"#, 5);
+    s.screenshot(&out.join("runs.png"));
+    s.close();
+    drop(driver);
+
+    // The same run, read from the SQLite ledger by the CLI.
+    let ledger = Command::new(env_path("HEADROOM_E2E_WORKER"))
+        .args(["ledger", "list", "--json"])
+        .env("HEADROOM_HOME", home.path())
+        .output()
+        .expect("headroom ledger list");
+    let runs: Value = serde_json::from_slice(&ledger.stdout).expect("ledger JSON");
+    let sweep = runs
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["kind"] == "sweep"))
+        .unwrap_or_else(|| panic!("no sweep in the ledger: {runs}"));
+    assert_eq!(sweep["status"], "complete");
+    assert_eq!(sweep["workload"], "mlp");
+    assert_eq!(sweep["device"], "cpu");
+    assert!(sweep["points"].as_u64().is_some_and(|n| n >= 5));
+    let chosen = sweep["chosen_batch"].as_u64().expect("chosen batch");
+    assert!(
+        rec_text.starts_with(&format!("Recommended batch {chosen}:")),
+        "{rec_text} vs {chosen}"
+    );
+}

@@ -1,0 +1,34 @@
+// The one door to the app's backend. Only this folder imports @tauri-apps; panels get a
+// `Backend` and never know whether it is the real app or the mock their tests use.
+import type {
+  AppError,
+  Report,
+  RunRecord,
+  SweepForm,
+  SweepSnapshot,
+} from "./ipc";
+
+export type * from "./ipc";
+
+export interface Backend {
+  /** Runs doctor now (seconds), records it, repaints the tray. */
+  readiness(): Promise<Report>;
+  /** The last report of this session, without running anything. */
+  lastReadiness(): Promise<Report | null>;
+  /** Starts a sweep; `onUpdate` gets the whole snapshot at every change. */
+  startSweep(form: SweepForm, onUpdate: (s: SweepSnapshot) => void): Promise<SweepSnapshot>;
+  cancelSweep(): Promise<boolean>;
+  sweepSnapshot(): Promise<SweepSnapshot | null>;
+  listRuns(limit?: number): Promise<RunRecord[]>;
+  chartForRun(runId: number): Promise<string>;
+  /** Calls `f` with a panel name when the tray asks for one. */
+  onNavigate(f: (panel: string) => void): void;
+}
+
+/** Errors cross as `{code, message}`; anything else is wrapped into that shape. */
+export function asAppError(e: unknown): AppError {
+  if (e && typeof e === "object" && "code" in e && "message" in e) {
+    return { code: String((e as AppError).code), message: String((e as AppError).message) };
+  }
+  return { code: "internal", message: e instanceof Error ? e.message : String(e) };
+}

@@ -1,0 +1,280 @@
+// Generated from the Rust types by src-tauri/src/ipc.rs (ts-rs). Do not edit:
+// run `HEADROOM_BLESS=1 cargo test -p headroom-app` after changing them.
+// Byte counts are u64 in Rust and plain numbers in JSON (all far below 2^53).
+
+export type Report = { machine: MachineFacts, conditions: Conditions, libtorch: LibtorchFacts | null, 
+/**
+ * Why Headroom's libtorch could not be asked (its worker crashed or hung).
+ */
+libtorch_error: string | null, pythons: Array<PythonReport>, 
+/**
+ * Index into `pythons` of the interpreter the lights judge.
+ */
+primary: number | null, lights: Array<Light>, 
+/**
+ * Facts worth a line that are not a light (version drift, …).
+ */
+notes: Array<string>, };
+
+export type MachineFacts = { 
+/**
+ * `linux` or `macos`.
+ */
+os: string, os_name: string | null, os_version: string | null, kernel: string | null, cpu: string | null, cpu_cores: number | null, 
+/**
+ * The hardware's architecture (`arm64` on Apple Silicon even when this process is translated).
+ */
+arch: string, 
+/**
+ * The architecture this `headroom` binary was built for.
+ */
+process_arch: string, apple_silicon: boolean, 
+/**
+ * This process runs under Rosetta (macOS `sysctl.proc_translated`); `None` where there is no
+ * such thing (Linux, Intel Macs).
+ */
+translated: boolean | null, memory_total_bytes: number | null, gpus: Array<GpuFacts>, 
+/**
+ * Running inside the macOS App Sandbox, which hides other environments' files.
+ */
+sandboxed: boolean, };
+
+export type GpuFacts = { name: string, 
+/**
+ * GPU cores (Apple Silicon reports them).
+ */
+cores: number | null, memory_bytes: number | null, driver: string | null, 
+/**
+ * Which command or file said so.
+ */
+source: string, };
+
+export type Conditions = { 
+/**
+ * `None` when the OS exposes no power supply (servers, VMs).
+ */
+power_source: PowerSource | null, battery: BatteryFacts | null, 
+/**
+ * `None` when the OS does not say.
+ */
+low_power_mode: boolean | null, 
+/**
+ * Whether the OS exposes any thermal state at all.
+ */
+thermal_exposed: boolean, 
+/**
+ * Recorded thermal or performance warnings (throttling).
+ */
+thermal_warnings: Array<string>, 
+/**
+ * Linux cpufreq governor of CPU 0.
+ */
+cpu_governor: string | null, };
+
+export type PowerSource = "ac" | "battery" | "ups" | "unknown";
+
+export type BatteryFacts = { percent: number | null, 
+/**
+ * `charging`, `discharging`, `AC attached; not charging`, …
+ */
+state: string | null, 
+/**
+ * Time left as the OS estimates it (`3:06`).
+ */
+remaining: string | null, };
+
+export type LibtorchFacts = { version: string, cuda_devices: number, has_mps: boolean, threads: number, devices: Array<DeviceCheck>, };
+
+export type DeviceCheck = { device: string, name: string, memory_total_bytes: number, matmul_ok: boolean, matmul_ms: number | null, 
+/**
+ * Where the result tensor lives (proves the GPU ran it, not the CPU).
+ */
+result_device: string | null, error: string | null, };
+
+export type PythonReport = { path: string, source: string, 
+/**
+ * Named by `--python` or the active environment.
+ */
+explicit: boolean, status: ProbeStatus, 
+/**
+ * What went wrong and what to do, when status is not `ok`.
+ */
+error: string | null, 
+/**
+ * The architectures in the interpreter's binary (`x86_64` only on Apple Silicon means it
+ * can only run under Rosetta); empty when unknown.
+ */
+binary_archs: Array<string>, facts: PythonFacts | null, seconds: number, };
+
+export type ProbeStatus = "ok" | "not_found" | "timed_out" | "crashed" | "failed";
+
+export type PythonFacts = { executable: string, version: string, implementation: string, 
+/**
+ * `platform.machine()`: `x86_64` in a Python translated by Rosetta on Apple Silicon.
+ */
+machine: string, platform: string, prefix: string, in_venv: boolean, torch: TorchFacts | null, torch_error: string | null, mlx: MlxFacts | null, mlx_error: string | null, };
+
+export type TorchFacts = { version: string, cuda_version: string | null, mps_built: boolean, mps_available: boolean, cuda_available: boolean, cuda_devices: Array<string>, 
+/**
+ * Where a 64×64 matmul on the best available device put its result (`mps:0`, `cuda:0`, `cpu`).
+ */
+matmul_device: string | null, matmul_error: string | null, };
+
+export type MlxFacts = { version: string | null, default_device: string, };
+
+export type Light = { 
+/**
+ * `cpu`, `mps`, `cuda`, `mlx`, or `conditions` (what skews measurements).
+ */
+backend: string, state: LightState, reason: string, fix: string | null, };
+
+export type LightState = "green" | "yellow" | "red" | "off";
+
+export type Point = { batch: number, status: PointStatus, 
+/**
+ * Samples per second over the timed steps (batch / p50 step time is not used: this is
+ * total samples over total timed wall time).
+ */
+samples_per_s: number | null, step_ms_p50: number | null, step_ms_p95: number | null, 
+/**
+ * Host preparation plus the copy to the device, per step.
+ */
+data_ms: number | null, 
+/**
+ * Forward pass and loss, per step.
+ */
+forward_ms: number | null, 
+/**
+ * Backward pass and optimizer step, per step (0 in `infer` mode).
+ */
+backward_ms: number | null, 
+/**
+ * Peak bytes held by live tensors on the accelerator (allocator stats), reset per point.
+ */
+peak_allocated_bytes: number | null, 
+/**
+ * Peak bytes the accelerator's caching allocator held, reset per point.
+ */
+peak_reserved_bytes: number | null, 
+/**
+ * Peak resident memory of the worker process during this point.
+ */
+peak_process_bytes: number | null, 
+/**
+ * The memory figure the budget applies to (reserved on accelerators, process on the CPU).
+ */
+peak_bytes: number | null, 
+/**
+ * What the planner predicted for `peak_bytes` before running, when it could.
+ */
+predicted_peak_bytes: number | null, warmup_steps: number, timed_steps: number, 
+/**
+ * Floating-point operations per sample of one step, where the workload knows them.
+ */
+flops_per_sample: number | null, 
+/**
+ * Why the point is not `ok`.
+ */
+message: string | null, };
+
+export type PointStatus = "ok" | "oom" | "over_budget" | "error";
+
+export type SweepSummary = { 
+/**
+ * The batch with the highest samples/s.
+ */
+best_batch: number | null, best_samples_per_s: number | null, 
+/**
+ * Smallest batch within [`crate::summary::KNEE_SHARE`] of the best throughput.
+ */
+knee_batch: number | null, 
+/**
+ * Largest measured batch that stayed within the budget.
+ */
+max_fit_batch: number | null, 
+/**
+ * Smallest batch that failed (OOM or over budget), bounding `max_fit_batch` from above.
+ */
+first_failing_batch: number | null, 
+/**
+ * What stopped the search: `oom`, `budget`, `max_batch`, `list`, `error`.
+ */
+limit: string, 
+/**
+ * The batch Headroom recommends.
+ */
+recommended_batch: number | null, 
+/**
+ * Why, in one sentence with the numbers.
+ */
+reason: string, peak_bytes_at_recommended: number | null, };
+
+export type Hello = { protocol: number, headroom_version: string, libtorch: string, 
+/**
+ * The resolved device, e.g. `cuda:0`.
+ */
+device: string, 
+/**
+ * A human name for it, e.g. the GPU model or the CPU brand.
+ */
+device_name: string, 
+/**
+ * Total memory of the device (RAM for the CPU).
+ */
+capacity_bytes: number, 
+/**
+ * Memory available to the run when it started.
+ */
+available_bytes: number, 
+/**
+ * The budget in bytes after resolving the request's spec.
+ */
+budget_bytes: number, threads: number, workload: string, input_shape: Array<number>, parameters: number, pid: number, };
+
+export type Phase = "setup" | "warmup" | "timed" | "split";
+
+export type Update = { "kind": "worker_started", pid: number, } | { "kind": "started", run_id: number, hello: Hello, } | { "kind": "progress", batch: number, phase: Phase, step: number, of: number, } | { "kind": "point", point: Point, } | { "kind": "warning", message: string, };
+
+export type JobError = { code: string, message: string, };
+
+export type RunRecord = { id: number, kind: string, started_at: string, finished_at: string | null, status: RunStatus, host: string, device: string, device_name: string, workload: string, dtype: string, mode: string, libtorch: string, git_commit: string | null, git_dirty: boolean | null, budget_bytes: number | null, chosen_batch: number | null, peak_bytes: number | null, fallback: boolean | null, points: number, summary: SweepSummary | null, 
+/**
+ * The whole report of a run that is not a sweep (a `doctor` run's facts and lights).
+ */
+report?: unknown, note: string | null, };
+
+export type RunStatus = "running" | "complete" | "interrupted" | "failed";
+
+export type SweepSnapshot = { running: boolean, run_id: number | null, workload: string, device: string, device_name: string | null, budget_bytes: number | null, 
+/**
+ * What the worker is doing now, in words.
+ */
+message: string, points: Array<Point>, summary: SweepSummary | null, 
+/**
+ * `running`, `complete`, `interrupted`, `failed`, `error`.
+ */
+status: string, error: JobError | null, 
+/**
+ * The throughput and memory chart (SVG), redrawn at every point.
+ */
+chart_svg: string, };
+
+export type SweepForm = { 
+/**
+ * A built-in workload or the path of a TorchScript file.
+ */
+workload: string, 
+/**
+ * One sample's shape without the batch (`3x224x224`), for a TorchScript file.
+ */
+input_shape: string | null, device: string, dtype: string, 
+/**
+ * A size (`12GiB`), a share (`80%`), or `default`.
+ */
+budget: string, max_batch: number | null, mode: string, };
+
+export type AppError = { 
+/**
+ * `invalid_input`, `ledger`, `worker`, `busy`, `not_found`, `internal`.
+ */
+code: string, message: string, };

@@ -1,0 +1,210 @@
+// The Sweep panel: a form, one click to run in the background worker, the chart and table
+// filling in point by point, the recommendation at the end, and Cancel.
+import type { Backend, Point, SweepForm, SweepSnapshot } from "../backend";
+import { asAppError } from "../backend";
+import { el, formatBytes, formatMs, formatRate, svgDataUrl } from "../format";
+
+export const WORKLOADS = ["mlp", "cnn", "vit-tiny", "gpt-tiny", "matmul"];
+const TORCHSCRIPT = "torchscript";
+
+function select(name: string, options: string[], value: string): HTMLSelectElement {
+  const s = el("select");
+  s.name = name;
+  s.dataset.testid = `sweep-${name}`;
+  for (const o of options) {
+    const opt = el("option", undefined, o === TORCHSCRIPT ? "TorchScript file…" : o);
+    opt.value = o;
+    s.append(opt);
+  }
+  s.value = value;
+  return s;
+}
+
+function input(name: string, placeholder: string, value = ""): HTMLInputElement {
+  const i = el("input");
+  i.name = name;
+  i.placeholder = placeholder;
+  i.value = value;
+  i.dataset.testid = `sweep-${name}`;
+  return i;
+}
+
+function field(label: string, control: HTMLElement): HTMLElement {
+  const l = el("label", "field");
+  l.append(el("span", undefined, label), control);
+  return l;
+}
+
+/** Reads the form; `null` with a message when something is missing. */
+export function readForm(f: {
+  workload: string;
+  path: string;
+  shape: string;
+  device: string;
+  dtype: string;
+  mode: string;
+  budget: string;
+  maxBatch: string;
+}): { form: SweepForm } | { error: string } {
+  const custom = f.workload === TORCHSCRIPT;
+  if (custom && !f.path.trim()) return { error: "give the path of a TorchScript file (.pt)" };
+  if (custom && !f.shape.trim()) return { error: "give one sample's input shape, e.g. 3x224x224" };
+  let maxBatch: number | null = null;
+  if (f.maxBatch.trim()) {
+    const n = Number(f.maxBatch);
+    if (!Number.isInteger(n) || n < 1) return { error: "the largest batch must be a whole number, 1 or more" };
+    maxBatch = n;
+  }
+  return {
+    form: {
+      workload: custom ? f.path.trim() : f.workload,
+      input_shape: custom ? f.shape.trim() : null,
+      device: f.device,
+      dtype: f.dtype,
+      mode: f.mode,
+      budget: f.budget.trim() || "default",
+      max_batch: maxBatch,
+    },
+  };
+}
+
+function pointRow(p: Point, recommended: number | null): HTMLTableRowElement {
+  const tr = el("tr");
+  tr.dataset.testid = "sweep-point";
+  if (p.batch === recommended) tr.className = "recommended";
+  if (p.status !== "ok") tr.classList.add("failed");
+  tr.append(
+    el("td", "num", String(p.batch)),
+    el("td", undefined, p.status.replace("_", " ")),
+    el("td", "num", formatRate(p.samples_per_s)),
+    el("td", "num", formatMs(p.step_ms_p50)),
+    el("td", "num", formatBytes(p.peak_bytes ?? p.predicted_peak_bytes)),
+  );
+  return tr;
+}
+
+/** Draws a snapshot: status, chart, table, recommendation. */
+export function renderSnapshot(
+  parts: { status: HTMLElement; chart: HTMLImageElement; table: HTMLTableSectionElement; recommendation: HTMLElement },
+  s: SweepSnapshot,
+): void {
+  const head = s.run_id !== null ? `run ${s.run_id} · ` : "";
+  parts.status.textContent = `${head}${s.workload} on ${s.device_name ?? s.device} · ${s.running ? s.message : s.status}`;
+  parts.status.dataset.state = s.running ? "running" : s.status;
+  if (s.chart_svg) {
+    parts.chart.src = svgDataUrl(s.chart_svg);
+    parts.chart.hidden = false;
+  }
+  const rec = s.summary?.recommended_batch ?? null;
+  parts.table.replaceChildren(...s.points.map((p) => pointRow(p, rec)));
+  if (!s.running && s.summary) {
+    parts.recommendation.textContent =
+      rec !== null ? `Recommended batch ${rec}: ${s.summary.reason}` : `No recommendation: ${s.summary.reason}`;
+    parts.recommendation.hidden = false;
+  } else if (!s.running && s.error) {
+    parts.recommendation.textContent = s.error.message;
+    parts.recommendation.hidden = false;
+  } else {
+    parts.recommendation.hidden = true;
+  }
+}
+
+export function sweepPanel(backend: Backend): { root: HTMLElement; restore(): Promise<void> } {
+  const root = el("div", "panel sweep");
+  const form = el("form", "sweep-form");
+  const workload = select("workload", [...WORKLOADS, TORCHSCRIPT], "mlp");
+  const path = input("path", "/path/to/model.pt");
+  const shape = input("shape", "3x224x224");
+  const device = select("device", ["auto", "cpu", "mps", "cuda"], "auto");
+  const dtype = select("dtype", ["f32", "f16", "bf16"], "f32");
+  const mode = select("mode", ["train", "infer"], "train");
+  const budget = input("budget", "default (90% available), 12GiB or 80%");
+  const maxBatch = input("max-batch", "default");
+  const custom = el("div", "custom-model");
+  custom.append(field("Model file", path), field("Input shape", shape));
+  custom.hidden = true;
+  workload.addEventListener("change", () => (custom.hidden = workload.value !== TORCHSCRIPT));
+  const run = el("button", "primary", "Run sweep");
+  run.type = "submit";
+  run.dataset.testid = "run-sweep";
+  const cancel = el("button", undefined, "Cancel");
+  cancel.type = "button";
+  cancel.dataset.testid = "cancel-sweep";
+  cancel.disabled = true;
+  const grid = el("div", "form-grid");
+  grid.append(
+    field("Workload", workload),
+    field("Device", device),
+    field("Dtype", dtype),
+    field("Mode", mode),
+    field("Budget", budget),
+    field("Largest batch", maxBatch),
+  );
+  const buttons = el("div", "buttons");
+  buttons.append(run, cancel);
+  form.append(grid, custom, buttons);
+
+  const status = el("div", "status");
+  status.dataset.testid = "sweep-status";
+  const chart = el("img", "chart");
+  chart.alt = "throughput and peak memory against batch size";
+  chart.dataset.testid = "sweep-chart";
+  chart.hidden = true;
+  const table = el("table", "points");
+  const thead = el("thead");
+  const hr = el("tr");
+  for (const h of ["batch", "status", "samples/s", "p50", "peak"]) hr.append(el("th", undefined, h));
+  thead.append(hr);
+  const tbody = el("tbody");
+  tbody.dataset.testid = "sweep-table";
+  table.append(thead, tbody);
+  const recommendation = el("div", "recommendation");
+  recommendation.dataset.testid = "sweep-recommendation";
+  recommendation.hidden = true;
+  root.append(form, status, chart, recommendation, table);
+  const parts = { status, chart, table: tbody, recommendation };
+
+  function show(s: SweepSnapshot): void {
+    renderSnapshot(parts, s);
+    run.disabled = s.running;
+    cancel.disabled = !s.running;
+  }
+
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const read = readForm({
+      workload: workload.value,
+      path: path.value,
+      shape: shape.value,
+      device: device.value,
+      dtype: dtype.value,
+      mode: mode.value,
+      budget: budget.value,
+      maxBatch: maxBatch.value,
+    });
+    if ("error" in read) {
+      status.textContent = read.error;
+      status.dataset.state = "error";
+      return;
+    }
+    run.disabled = true;
+    backend
+      .startSweep(read.form, show)
+      .then(show)
+      .catch((e) => {
+        status.textContent = `cannot start: ${asAppError(e).message}`;
+        status.dataset.state = "error";
+        run.disabled = false;
+      });
+  });
+  cancel.addEventListener("click", () => {
+    cancel.disabled = true;
+    void backend.cancelSweep();
+  });
+
+  async function restore(): Promise<void> {
+    const s = await backend.sweepSnapshot().catch(() => null);
+    if (s) show(s);
+  }
+  return { root, restore };
+}

@@ -1,0 +1,37 @@
+import { describe, expect, it } from "vitest";
+
+import { mount } from "../src/app";
+import type { RunRecord } from "../src/backend";
+import { mockBackend } from "../src/backend/mock";
+import { h200Report } from "./fixtures";
+
+const flush = () => new Promise((r) => setTimeout(r, 0));
+
+describe("popover", () => {
+  it("opens on readiness, switches tabs, follows the tray's navigate, lists runs", async () => {
+    const run = {
+      id: 3, kind: "sweep", started_at: "2026-11-30T11:48:49Z", finished_at: null, status: "complete", host: "h",
+      device: "cpu", device_name: "AMD EPYC", workload: "mlp", dtype: "f32", mode: "train", libtorch: "2.11.0",
+      git_commit: null, git_dirty: null, budget_bytes: null, chosen_batch: 64, peak_bytes: 2 ** 27, fallback: false,
+      points: 7, summary: null, note: null,
+    } as unknown as RunRecord;
+    const b = mockBackend({ report: h200Report(), runs: [run] });
+    const root = document.createElement("div");
+    const app = mount(root, b);
+    await flush();
+    const visible = () =>
+      Array.from(root.querySelectorAll<HTMLElement>("main > .panel")).filter((p) => !p.hidden).map((p) => p.className);
+    expect(visible()).toEqual(["panel readiness"]);
+    expect(b.calls).toContain("readiness");
+    b.navigate("sweep");
+    expect(visible()).toEqual(["panel sweep"]);
+    app.show("runs");
+    await flush();
+    const rows = root.querySelectorAll('[data-testid="run-row"]');
+    expect(rows).toHaveLength(1);
+    expect(rows[0].textContent).toContain("mlp · cpu");
+    (rows[0] as HTMLElement).click();
+    await flush();
+    expect(b.calls).toContain("chartForRun 3");
+  });
+});

@@ -1,0 +1,99 @@
+import { describe, expect, it } from "vitest";
+
+import { mockBackend } from "../src/backend/mock";
+import { readForm, sweepPanel } from "../src/panels/sweep";
+import { point, snapshot } from "./fixtures";
+
+const get = <T extends HTMLElement>(root: HTMLElement, id: string) =>
+  root.querySelector<T>(`[data-testid="${id}"]`) as T;
+const flush = () => new Promise((r) => setTimeout(r, 0));
+
+const base = { workload: "mlp", path: "", shape: "", device: "cpu", dtype: "f32", mode: "train", budget: "", maxBatch: "" };
+
+describe("sweep form", () => {
+  it("turns the fields into the command's form", () => {
+    expect(readForm({ ...base, maxBatch: "64" })).toEqual({
+      form: { workload: "mlp", input_shape: null, device: "cpu", dtype: "f32", mode: "train", budget: "default", max_batch: 64 },
+    });
+    const ts = readForm({ ...base, workload: "torchscript", path: "/m/model.pt", shape: "3x32x32" });
+    expect(ts).toMatchObject({ form: { workload: "/m/model.pt", input_shape: "3x32x32" } });
+  });
+  it("says what is missing", () => {
+    expect(readForm({ ...base, workload: "torchscript" })).toEqual({ error: "give the path of a TorchScript file (.pt)" });
+    expect(readForm({ ...base, workload: "torchscript", path: "/m.pt" })).toHaveProperty("error");
+    expect(readForm({ ...base, maxBatch: "0" })).toHaveProperty("error");
+    expect(readForm({ ...base, maxBatch: "2.5" })).toHaveProperty("error");
+  });
+});
+
+describe("sweep panel", () => {
+  it("runs, fills the table and chart point by point, and ends with the recommendation", async () => {
+    const b = mockBackend({});
+    const panel = sweepPanel(b);
+    document.body.append(panel.root);
+    get<HTMLSelectElement>(panel.root, "sweep-device").value = "cpu";
+    get<HTMLInputElement>(panel.root, "sweep-max-batch").value = "8";
+    get<HTMLButtonElement>(panel.root, "run-sweep").click();
+    await flush();
+    expect(b.forms).toEqual([
+      { workload: "mlp", input_shape: null, device: "cpu", dtype: "f32", mode: "train", budget: "default", max_batch: 8 },
+    ]);
+    expect(get<HTMLButtonElement>(panel.root, "run-sweep").disabled).toBe(true);
+    expect(get<HTMLButtonElement>(panel.root, "cancel-sweep").disabled).toBe(false);
+
+    b.push(snapshot({ points: [point(1, 900, 2 ** 20)] }));
+    b.push(snapshot({ points: [point(1, 900, 2 ** 20), point(2, 1700, 2 ** 21)] }));
+    expect(get(panel.root, "sweep-table").querySelectorAll("tr")).toHaveLength(2);
+    expect(get<HTMLImageElement>(panel.root, "sweep-chart").src).toMatch(/^data:image\/svg\+xml/);
+    expect(get(panel.root, "sweep-status").textContent).toContain("run 7");
+    expect(get(panel.root, "sweep-recommendation").hidden).toBe(true);
+
+    b.push(
+      snapshot({
+        running: false,
+        status: "complete",
+        points: [point(1, 900, 2 ** 20), point(2, 1700, 2 ** 21), point(4, 1720, 2 ** 22), point(8, null, null, "oom")],
+        summary: {
+          best_batch: 4,
+          knee_batch: 2,
+          max_fit_batch: 4,
+          first_failing_batch: 8,
+          limit: "oom",
+          recommended_batch: 2,
+          reason: "batch 2 is within 5% of the best throughput",
+          samples_per_s_at_recommended: 1700,
+          peak_bytes_at_recommended: 2 ** 21,
+        } as never,
+      }),
+    );
+    const rec = get(panel.root, "sweep-recommendation");
+    expect(rec.hidden).toBe(false);
+    expect(rec.textContent).toBe("Recommended batch 2: batch 2 is within 5% of the best throughput");
+    const rows = Array.from(get(panel.root, "sweep-table").querySelectorAll("tr"));
+    expect(rows[1].className).toContain("recommended");
+    expect(rows[3].className).toContain("failed");
+    expect(get<HTMLButtonElement>(panel.root, "run-sweep").disabled).toBe(false);
+    panel.root.remove();
+  });
+
+  it("cancel asks the backend, and a refused start is shown", async () => {
+    const b = mockBackend({ startError: { code: "busy", message: "a sweep is already running" } });
+    const panel = sweepPanel(b);
+    document.body.append(panel.root);
+    get<HTMLButtonElement>(panel.root, "run-sweep").click();
+    await flush();
+    expect(get(panel.root, "sweep-status").textContent).toBe("cannot start: a sweep is already running");
+    get<HTMLButtonElement>(panel.root, "cancel-sweep").disabled = false;
+    get<HTMLButtonElement>(panel.root, "cancel-sweep").click();
+    expect(b.calls).toContain("cancelSweep");
+    panel.root.remove();
+  });
+
+  it("a popover opened mid-run draws the sweep from the snapshot", async () => {
+    const b = mockBackend({ snapshot: snapshot({ points: [point(1, 900, 2 ** 20)] }) });
+    const panel = sweepPanel(b);
+    await panel.restore();
+    expect(get(panel.root, "sweep-table").querySelectorAll("tr")).toHaveLength(1);
+    expect(get<HTMLButtonElement>(panel.root, "cancel-sweep").disabled).toBe(false);
+  });
+});
