@@ -3,6 +3,7 @@
 //! a log₂ batch axis, with the budget, the failed points and the recommendation marked.
 
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::budget::format_bytes;
 use crate::protocol::{Point, PointStatus, SweepSummary};
@@ -108,11 +109,21 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
                         GREEN_MARK.stroke_width(2),
                     )))
                     .map_err(plot_err)?;
+                // Right of the mark in the left half of the axis, left of it in the right half.
+                let right_half = x > (lo + hi) / 2.0;
+                let (anchor, nudge) = if right_half {
+                    (HPos::Right, -0.15)
+                } else {
+                    (HPos::Left, 0.15)
+                };
                 chart
                     .draw_series(std::iter::once(Text::new(
                         format!("recommended {rb}"),
-                        (x, y * 0.82),
-                        small.clone().color(&GREEN_MARK),
+                        (x + nudge, y * 0.86),
+                        small
+                            .clone()
+                            .color(&GREEN_MARK)
+                            .pos(Pos::new(anchor, VPos::Top)),
                     )))
                     .map_err(plot_err)?;
             }
@@ -133,10 +144,17 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
             .iter()
             .filter_map(|p| Some((bx(p.batch), p.peak_bytes?)))
             .collect();
-        let max_bytes = peaks
-            .iter()
-            .map(|x| x.1)
-            .chain(spec.budget_bytes)
+        // The axis fits the points; the budget joins it only when it is near them, else it is
+        // named at the top so small peaks under a large budget stay readable.
+        let max_peak = peaks.iter().map(|x| x.1).max();
+        let budget_on_scale = match (spec.budget_bytes, max_peak) {
+            (Some(b), Some(p)) => b <= p.saturating_mul(2),
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        let max_bytes = max_peak
+            .into_iter()
+            .chain(spec.budget_bytes.filter(|_| budget_on_scale))
             .max()
             .unwrap_or(1 << 30);
         let (unit, unit_name) = memory_unit(max_bytes);
@@ -162,7 +180,16 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
             .axis_desc_style(small.clone())
             .draw()
             .map_err(plot_err)?;
-        if let Some(b) = spec.budget_bytes {
+        if let Some(b) = spec.budget_bytes.filter(|_| !budget_on_scale) {
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    format!("budget {} (above this scale)", format_bytes(b)),
+                    (lo + 0.1, y_max * 0.97),
+                    small.clone().color(&FAIL),
+                )))
+                .map_err(plot_err)?;
+        }
+        if let Some(b) = spec.budget_bytes.filter(|_| budget_on_scale) {
             let y = b as f64 / unit;
             chart
                 .draw_series(DashedLineSeries::new(

@@ -269,6 +269,12 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
         .attr(&chart, "src")
         .is_some_and(|src| src.starts_with("data:image/svg+xml")));
     s.screenshot(&out.join("sweep.png"));
+    // Below the fold: clicking scrolls each into view (WebKitWebDriver's element screenshots
+    // are blank outside the viewport), then the window is captured.
+    s.click(&chart);
+    s.screenshot(&out.join("sweep_chart.png"));
+    s.click(&s.wait(r#"[data-testid="sweep-results"]"#, 5));
+    s.screenshot(&out.join("sweep_results.png"));
 
     // Runs: the sweep and the doctor run, from the ledger.
     s.click(&s.wait(r#"[data-testid="tab-runs"]"#, 5));

@@ -3,8 +3,10 @@ import type { Backend, RunRecord } from "../backend";
 import { asAppError } from "../backend";
 import { el, formatBytes, svgDataUrl } from "../format";
 
-function when(iso: string): string {
-  return iso.replace("T", " ").replace(/:\d\dZ$/, "");
+/** `2026-11-30T12:21:05Z` → `11-30 12:21` (UTC, as stored). */
+export function when(iso: string): string {
+  const m = /^\d{4}-(\d\d-\d\d)T(\d\d:\d\d)/.exec(iso);
+  return m ? `${m[1]} ${m[2]}` : iso;
 }
 
 export function runRow(r: RunRecord): HTMLTableRowElement {

@@ -161,7 +161,10 @@ export function sweepPanel(backend: Backend): { root: HTMLElement; restore(): Pr
   const recommendation = el("div", "recommendation");
   recommendation.dataset.testid = "sweep-recommendation";
   recommendation.hidden = true;
-  root.append(form, status, chart, recommendation, table);
+  const results = el("div", "results");
+  results.dataset.testid = "sweep-results";
+  results.append(recommendation, table);
+  root.append(form, status, chart, results);
   const parts = { status, chart, table: tbody, recommendation };
 
   function show(s: SweepSnapshot): void {

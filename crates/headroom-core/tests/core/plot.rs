@@ -68,3 +68,21 @@ fn no_points_yet_is_an_empty_frame_that_says_so() {
     assert!(svg.contains("waiting for the first point"));
     assert!(svg.contains("samples/s"));
 }
+
+#[test]
+fn a_budget_far_above_the_peaks_is_named_not_drawn_to_scale() {
+    let points: Vec<Point> = [1, 2, 4]
+        .iter()
+        .map(|&b| ok_point(b, 100.0 * f64::from(b), u64::from(b) << 20))
+        .collect();
+    let svg = sweep_svg(&ChartSpec {
+        points: &points,
+        summary: None,
+        budget_bytes: Some(20 << 30),
+        width: 360,
+        height: 420,
+    })
+    .expect("svg");
+    assert!(svg.contains("budget 20.0 GiB (above this scale)"));
+    assert!(svg.contains("MiB"), "small peaks get a MiB axis");
+}
