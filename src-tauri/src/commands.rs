@@ -291,3 +291,132 @@ pub async fn chart_for_run(run_id: i64) -> Result<String, AppError> {
 pub fn describe_worker() -> String {
     jobs::worker_binary().map_or_else(|e| e.to_string(), |p: PathBuf| p.display().to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use headroom_core::protocol::{Hello, Point, PointStatus, PROTOCOL_VERSION};
+
+    use super::*;
+
+    fn form() -> SweepForm {
+        SweepForm {
+            workload: "mlp".into(),
+            input_shape: None,
+            device: "cpu".into(),
+            dtype: "f32".into(),
+            budget: "default".into(),
+            max_batch: Some(64),
+            mode: "train".into(),
+        }
+    }
+
+    #[test]
+    fn the_form_becomes_a_request_or_a_clear_error() {
+        let req = request(&form()).expect("valid");
+        assert_eq!(req.plan, BatchPlan::Search { start: 1, max: 64 });
+        let ts = request(&SweepForm {
+            workload: "/m/model.pt".into(),
+            input_shape: Some("3x32x32".into()),
+            ..form()
+        })
+        .expect("valid");
+        assert_eq!(ts.input_shape, Some(vec![3, 32, 32]));
+        for (bad, code, words) in [
+            (
+                SweepForm {
+                    dtype: "f64".into(),
+                    ..form()
+                },
+                "invalid_input",
+                "f64",
+            ),
+            (
+                SweepForm {
+                    budget: "lots".into(),
+                    ..form()
+                },
+                "invalid_input",
+                "lots",
+            ),
+            (
+                SweepForm {
+                    max_batch: Some(0),
+                    ..form()
+                },
+                "invalid_input",
+                "1 or more",
+            ),
+            (
+                SweepForm {
+                    workload: " ".into(),
+                    ..form()
+                },
+                "invalid_input",
+                "workload",
+            ),
+            (
+                SweepForm {
+                    input_shape: Some("3xx".into()),
+                    ..form()
+                },
+                "invalid_input",
+                "3xx",
+            ),
+        ] {
+            let e = request(&bad).expect_err("refused");
+            assert_eq!(e.code, code);
+            assert!(
+                e.message.contains(words),
+                "{words:?} not in {:?}",
+                e.message
+            );
+        }
+    }
+
+    #[test]
+    fn updates_fill_the_snapshot_and_redraw_the_chart() {
+        let mut s = SweepSnapshot {
+            running: true,
+            ..SweepSnapshot::default()
+        };
+        let hello: Hello = serde_json::from_value(serde_json::json!({
+            "protocol": PROTOCOL_VERSION, "headroom_version": "0.1.0", "libtorch": "2.11.0",
+            "device": "cpu", "device_name": "AMD EPYC", "capacity_bytes": 25_000_000_000u64,
+            "available_bytes": 20_000_000_000u64, "budget_bytes": 18_000_000_000u64, "threads": 2,
+            "workload": "mlp", "input_shape": [784], "parameters": 1_863_690, "pid": 42
+        }))
+        .expect("a hello");
+        apply(&mut s, &Update::Started { run_id: 9, hello });
+        assert_eq!((s.run_id, s.budget_bytes), (Some(9), Some(18_000_000_000)));
+        assert!(s.chart_svg.contains("waiting for the first point"));
+        apply(
+            &mut s,
+            &Update::Progress {
+                batch: 4,
+                phase: Phase::Timed,
+                step: 3,
+                of: 10,
+            },
+        );
+        assert_eq!(s.message, "batch 4: timed steps 3/10");
+        let mut p = Point::failed(4, PointStatus::Ok, "");
+        p.samples_per_s = Some(1234.0);
+        p.peak_bytes = Some(400 << 20);
+        apply(&mut s, &Update::Point { point: p });
+        assert_eq!(s.points.len(), 1);
+        assert!(!s.chart_svg.contains("waiting for the first point"));
+        assert!(s.chart_svg.contains("samples/s"));
+    }
+
+    #[test]
+    fn core_errors_keep_a_code_the_ui_can_branch_on() {
+        let e = AppError::from(headroom_core::CoreError::NoSuchRun(5));
+        assert_eq!(e.code, "not_found");
+        let e = AppError::from(headroom_core::CoreError::Worker("cannot start".into()));
+        assert_eq!(e.code, "worker");
+        assert_eq!(
+            serde_json::to_value(&e).expect("json"),
+            serde_json::json!({"code": "worker", "message": "cannot start"})
+        );
+    }
+}

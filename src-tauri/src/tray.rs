@@ -207,3 +207,108 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
         let _ = tray.set_tooltip(Some(&l.tooltip));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use headroom_core::readiness::{Light, LightState, Report};
+
+    use super::*;
+
+    /// A real report captured on the H200 machine (CPU and CUDA green), with lights replaced.
+    fn report(lights: &[(&str, LightState)]) -> Report {
+        let text = include_str!("../../bench/results/doctor_h200.json");
+        let mut r: Report = serde_json::from_str(text).expect("a real doctor report");
+        r.lights = lights
+            .iter()
+            .map(|(b, s)| Light {
+                backend: (*b).into(),
+                state: *s,
+                reason: format!("{b} reason"),
+                fix: None,
+            })
+            .collect();
+        r
+    }
+
+    #[test]
+    fn the_real_h200_report_is_green_for_cuda() {
+        let text = include_str!("../../bench/results/doctor_h200.json");
+        let r: Report = serde_json::from_str(text).expect("a real doctor report");
+        let l = look(Some(&r), None);
+        assert_eq!(l.colour, Colour::Green);
+        assert!(l.tooltip.starts_with("CUDA ready: "), "{}", l.tooltip);
+        assert!(l.tooltip.contains("NVIDIA H200"), "{}", l.tooltip);
+    }
+
+    #[test]
+    fn colour_follows_the_worst_light_and_cpu_only_is_amber() {
+        use LightState::{Green, Off, Red, Yellow};
+        assert_eq!(look(None, None).colour, Colour::Grey);
+        let mps = report(&[
+            ("cpu", Green),
+            ("mps", Green),
+            ("mlx", Off),
+            ("conditions", Green),
+        ]);
+        assert_eq!(look(Some(&mps), None).colour, Colour::Green);
+        let battery = report(&[("cpu", Green), ("mps", Green), ("conditions", Yellow)]);
+        let l = look(Some(&battery), None);
+        assert_eq!(l.colour, Colour::Amber);
+        assert!(l.tooltip.starts_with("CONDITIONS: "), "{}", l.tooltip);
+        let rosetta = report(&[("cpu", Green), ("mps", Red), ("conditions", Yellow)]);
+        let l = look(Some(&rosetta), None);
+        assert_eq!(l.colour, Colour::Red);
+        assert_eq!(l.tooltip, "MPS blocked: mps reason");
+        let cpu_only = report(&[
+            ("cpu", Green),
+            ("mps", Off),
+            ("mlx", Off),
+            ("conditions", Off),
+        ]);
+        let l = look(Some(&cpu_only), None);
+        assert_eq!(l.colour, Colour::Amber);
+        assert!(l.tooltip.contains("runs on the CPU"));
+    }
+
+    #[test]
+    fn a_running_sweep_shows_its_progress_in_the_tooltip() {
+        let s = SweepSnapshot {
+            running: true,
+            workload: "vit-tiny".into(),
+            device: "mps".into(),
+            message: "batch 256: timed steps 4/10".into(),
+            points: vec![headroom_core::protocol::Point::failed(
+                1,
+                headroom_core::protocol::PointStatus::Ok,
+                "",
+            )],
+            ..SweepSnapshot::default()
+        };
+        let l = look(None, Some(&s));
+        assert!(
+            l.tooltip
+                .starts_with("sweeping vit-tiny on mps: batch 256: timed steps 4/10 (1 point)"),
+            "{}",
+            l.tooltip
+        );
+        let done = SweepSnapshot {
+            running: false,
+            ..s
+        };
+        assert!(!look(None, Some(&done)).tooltip.contains("sweeping"));
+    }
+
+    #[test]
+    fn the_menu_and_the_icon() {
+        let labels: Vec<_> = MENU.iter().map(|(_, l)| *l).collect();
+        assert_eq!(labels, ["Readiness", "Run sweep", "Open Headroom", "Quit"]);
+        let px = icon_rgba(Colour::Red, 32);
+        assert_eq!(px.len(), 32 * 32 * 4);
+        // The centre is the colour (lightened), the corner transparent.
+        let centre = &px[(16 * 32 + 16) * 4..(16 * 32 + 16) * 4 + 4];
+        assert_eq!(centre, [255, 78, 78, 255]);
+        assert_eq!(px[3], 0);
+        let green = icon_rgba(Colour::Green, 32);
+        assert_ne!(px, green);
+    }
+}
