@@ -18,6 +18,8 @@ cpu_ticks() { local t=0; for p in $(tree "$1"); do
   [ -r /proc/$p/stat ] && t=$((t + $(awk '{print $14 + $15}' /proc/$p/stat))); done; echo $t; }
 rss_kib() { local r=0; for p in $(tree "$1"); do
   v=$(awk '/^VmRSS/ {print $2}' /proc/$p/status 2>/dev/null || echo 0); r=$((r + ${v:-0})); done; echo $r; }
+pss_kib() { local r=0; for p in $(tree "$1"); do
+  v=$(awk '/^Pss:/ {print $2}' /proc/$p/smaps_rollup 2>/dev/null || echo 0); r=$((r + ${v:-0})); done; echo $r; }
 xvfb-run -a dbus-run-session -- target/release/headroom-app &
 runner=$!
 sleep 10
@@ -31,8 +33,10 @@ for _ in $(seq "$SECS"); do
 done
 t1=$(cpu_ticks "$app"); s1=$(date +%s.%N)
 app_only=$(awk '/^VmRSS/ {print $2}' /proc/$app/status)
+pss=$(pss_kib "$app")
 kill "$app" 2>/dev/null || true
 wait "$runner" 2>/dev/null || true
-awk -v t0="$t0" -v t1="$t1" -v s0="$s0" -v s1="$s1" -v tick="$tick" -v sum="$sum" -v n="$n" -v peak="$peak" -v app="$app_only" 'BEGIN {
+awk -v t0="$t0" -v t1="$t1" -v s0="$s0" -v s1="$s1" -v tick="$tick" -v sum="$sum" -v n="$n" -v peak="$peak" -v app="$app_only" -v pss="$pss" 'BEGIN {
   printf "idle over %.0f s: CPU %.2f %% of one core (app + WebKit processes)\n", s1 - s0, 100 * (t1 - t0) / tick / (s1 - s0);
-  printf "RSS: mean %.1f MiB, peak %.1f MiB for the tree; headroom-app alone %.1f MiB\n", sum / n / 1024, peak / 1024, app / 1024 }'
+  printf "RSS: mean %.1f MiB, peak %.1f MiB for the tree (shared pages counted in each process); headroom-app alone %.1f MiB\n", sum / n / 1024, peak / 1024, app / 1024;
+  printf "PSS (shared pages split): %.1f MiB for the tree at the end\n", pss / 1024 }'
