@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-60}
 export HEADROOM_HOME="$(mktemp -d)"
-export HEADROOM_BIN="$PWD/target/release/headroom"
+BIN="${CARGO_TARGET_DIR:-$PWD/target}/release"
+export HEADROOM_BIN="$BIN/headroom"
 tick=$(getconf CLK_TCK)
 tree() {  # pid and its descendants
   local p=$1
@@ -20,10 +21,10 @@ rss_kib() { local r=0; for p in $(tree "$1"); do
   v=$(awk '/^VmRSS/ {print $2}' /proc/$p/status 2>/dev/null || echo 0); r=$((r + ${v:-0})); done; echo $r; }
 pss_kib() { local r=0; for p in $(tree "$1"); do
   v=$(awk '/^Pss:/ {print $2}' /proc/$p/smaps_rollup 2>/dev/null || echo 0); r=$((r + ${v:-0})); done; echo $r; }
-xvfb-run -a dbus-run-session -- target/release/headroom-app &
+xvfb-run -a dbus-run-session -- "$BIN/headroom-app" &
 runner=$!
 sleep 10
-app=$(pgrep -n -f target/release/headroom-app$ || pgrep -n headroom-app)
+app=$(pgrep -n -x headroom-app)
 echo "app pid $app; processes: $(tree "$app" | xargs -I{} cat /proc/{}/comm 2>/dev/null | tr '\n' ' ')"
 t0=$(cpu_ticks "$app"); s0=$(date +%s.%N)
 peak=0; sum=0; n=0

@@ -50,7 +50,10 @@ command -v npm >/dev/null || { echo "bootstrap: npm is missing; install Node.js 
 echo "bootstrap: building the UI (ui/, Vite)"
 (cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
 
-export VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" LIBTORCH_USE_PYTORCH=1
+# LIBTORCH_USE_PYTORCH only has to be set; its value is the venv so that torch-sys (which
+# reruns its build script when this variable changes, not when PATH does) rebuilds against this
+# clone's torch when a target dir is shared between clones.
+export VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" LIBTORCH_USE_PYTORCH="$PWD/.venv"
 echo "bootstrap: building headroom and headroom-app (release; the first build takes several minutes)"
 cargo build --release --locked -p headroom-cli -p headroom-app
 echo "bootstrap: ready: target/release/headroom, target/release/headroom-app"

@@ -4,7 +4,10 @@
 # Xvfb and WebKitWebDriver on Linux). Screenshots land in target/e2e/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" LIBTORCH_USE_PYTORCH=1
+# LIBTORCH_USE_PYTORCH only has to be set; its value is the venv so that torch-sys (which
+# reruns its build script when this variable changes, not when PATH does) rebuilds against this
+# clone's torch when a target dir is shared between clones.
+export VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" LIBTORCH_USE_PYTORCH="$PWD/.venv"
 if [ "$(uname -s)" != Linux ]; then
   echo "e2e: WebKitWebDriver runs the app on Linux only (macOS has no WebDriver for WKWebView); skipped" >&2
   exit 0
@@ -16,10 +19,11 @@ if [ -z "$DRIVER" ]; then
   DRIVER="${CARGO_HOME:-$HOME/.cargo}/bin/tauri-driver"
 fi
 export HEADROOM_E2E_TAURI_DRIVER="$DRIVER"
-export HEADROOM_E2E_APP="$PWD/target/release/headroom-app"
-export HEADROOM_E2E_WORKER="$PWD/target/release/headroom"
+BIN="${CARGO_TARGET_DIR:-$PWD/target}/release"
+export HEADROOM_E2E_APP="$BIN/headroom-app"
+export HEADROOM_E2E_WORKER="$BIN/headroom"
 export HEADROOM_E2E_VENV="$PWD/.venv"
-export HEADROOM_E2E_OUT="$PWD/target/e2e"
+export HEADROOM_E2E_OUT="${CARGO_TARGET_DIR:-$PWD/target}/e2e"
 rm -rf "$HEADROOM_E2E_OUT"
 runner=(cargo test --release --locked -p headroom-e2e --test app -- --ignored --nocapture)
 if cargo nextest --version >/dev/null 2>&1; then

@@ -3,7 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
+headroom="${CARGO_TARGET_DIR:-$PWD/target}/release/headroom"
 # doctor exits 1 when a light is red; say so and go on to the sweep.
-./target/release/headroom doctor || echo "(doctor found a red light above; the CPU sweep runs anyway)"
-./target/release/headroom sweep --device cpu --workload mlp --max-batch 256
-./target/release/headroom ledger list --limit 5
+"$headroom" doctor || echo "(doctor found a red light above; the CPU sweep runs anyway)"
+"$headroom" sweep --device cpu --workload mlp --max-batch 256
+"$headroom" ledger list --limit 5

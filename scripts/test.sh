@@ -4,7 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-export VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" LIBTORCH_USE_PYTORCH=1
+# LIBTORCH_USE_PYTORCH only has to be set; its value is the venv so that torch-sys (which
+# reruns its build script when this variable changes, not when PATH does) rebuilds against this
+# clone's torch when a target dir is shared between clones.
+export VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" LIBTORCH_USE_PYTORCH="$PWD/.venv"
 export HEADROOM_TEST_PYTHON="$PWD/.venv/bin/python"
 # Tests must never write to the user's real data folder.
 export HEADROOM_HOME="$(mktemp -d)/must-not-be-used"
