@@ -10,10 +10,15 @@ pub struct InstanceLock {
     _file: File,
 }
 
-/// Takes the lock, or says which process holds it.
+/// Takes the lock in Headroom's folder, or says which process holds it.
 pub fn acquire() -> Result<InstanceLock, String> {
     let dir = headroom_core::paths::data_dir().map_err(|e| e.to_string())?;
-    headroom_core::paths::ensure_dir(&dir).map_err(|e| e.to_string())?;
+    acquire_in(&dir)
+}
+
+/// Takes the lock in `dir`.
+pub fn acquire_in(dir: &std::path::Path) -> Result<InstanceLock, String> {
+    headroom_core::paths::ensure_dir(dir).map_err(|e| e.to_string())?;
     let path = dir.join("app.lock");
     let file = std::fs::OpenOptions::new()
         .create(true)
@@ -38,4 +43,23 @@ pub fn acquire() -> Result<InstanceLock, String> {
     let _ = file.set_len(0);
     let _ = std::io::Write::write_all(&mut &file, std::process::id().to_string().as_bytes());
     Ok(InstanceLock { _file: file })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_second_instance_is_refused_until_the_first_ends() {
+        let dir = tempfile::tempdir().expect("dir");
+        let first = super::acquire_in(dir.path()).expect("the first instance");
+        let second = super::acquire_in(dir.path()).expect_err("a second instance");
+        assert_eq!(
+            second,
+            format!(
+                "Headroom is already running (pid {}); use its tray icon",
+                std::process::id()
+            )
+        );
+        drop(first);
+        assert!(super::acquire_in(dir.path()).is_ok());
+    }
 }

@@ -20,6 +20,8 @@ struct Cli {
 enum Command {
     /// Measure training (or inference) throughput and memory across batch sizes.
     Sweep(cmd::sweep::SweepArgs),
+    /// Train one batch for several epochs and judge memory growth (leak, cache, stable).
+    Epochs(cmd::epochs::EpochsArgs),
     /// Show the runs recorded in the ledger.
     Ledger {
         #[command(subcommand)]
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => cmd::sweep::run(&args),
         Command::Ledger { command } => cmd::ledger::run(&command),
         Command::Doctor(args) => cmd::doctor::run(&args),
+        Command::Epochs(args) => cmd::epochs::run(&args),
         Command::Worker { doctor: false } => return cmd::worker::run(),
         Command::Worker { doctor: true } => return cmd::worker::run_doctor(),
     };

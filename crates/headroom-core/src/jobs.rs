@@ -4,6 +4,7 @@
 //! libtorch; the worker binary does.
 
 pub mod doctor;
+pub mod epochs;
 pub mod sweep;
 pub mod worker;
 

@@ -5,6 +5,7 @@
 //! the user's own Python interpreters as child processes to ask them what their torch can do).
 
 pub mod budget;
+pub mod epochs;
 pub mod error;
 pub mod failure;
 pub mod gitinfo;

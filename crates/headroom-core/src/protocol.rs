@@ -311,6 +311,72 @@ pub enum Phase {
     Split,
 }
 
+/// What to release at each epoch boundary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Release {
+    None,
+    /// Python's `gc.collect()`; the worker has no Python heap, so for its own workloads this
+    /// releases nothing beyond what Rust drops at once (kept so runs name the same policy).
+    Gc,
+    /// `empty_cache`: the allocator returns its cached blocks to the device.
+    EmptyCache,
+    Both,
+}
+
+impl Release {
+    /// Parses `none`, `gc`, `empty-cache`, `both`.
+    pub fn parse(text: &str) -> Result<Self, CoreError> {
+        match text.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "none" => Ok(Self::None),
+            "gc" => Ok(Self::Gc),
+            "empty-cache" => Ok(Self::EmptyCache),
+            "both" => Ok(Self::Both),
+            other => Err(CoreError::InvalidInput(format!(
+                "unknown release policy {other:?}; use none, gc, empty-cache or both"
+            ))),
+        }
+    }
+
+    pub fn empties_cache(self) -> bool {
+        matches!(self, Self::EmptyCache | Self::Both)
+    }
+}
+
+/// `headroom epochs`: train one batch size for several epochs and measure memory at each end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpochsRequest {
+    pub device: String,
+    pub workload: String,
+    pub input_shape: Option<Vec<i64>>,
+    pub dtype: Dtype,
+    pub batch: u32,
+    pub epochs: u32,
+    pub steps_per_epoch: u32,
+    pub release: Release,
+    /// Retain this many MiB of device tensors per epoch, a true leak to prove the detector.
+    pub leak_mib: u32,
+    pub threads: Option<u32>,
+}
+
+/// A job for the worker: one JSON line on its stdin. A bare [`SweepRequest`] (protocol 1's
+/// only request) is still understood as a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "job", rename_all = "snake_case")]
+pub enum Job {
+    Sweep(SweepRequest),
+    Epochs(EpochsRequest),
+}
+
+impl Job {
+    /// Parses the worker's request line.
+    pub fn from_line(line: &str) -> Result<Self, CoreError> {
+        serde_json::from_str::<Self>(line)
+            .or_else(|_| serde_json::from_str::<SweepRequest>(line).map(Self::Sweep))
+            .map_err(|e| CoreError::InvalidInput(format!("the request is not a job: {e}")))
+    }
+}
+
 /// One line of the worker's output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -323,6 +389,8 @@ pub enum Event {
         of: u32,
     },
     Point(Point),
+    /// Memory and speed at the end of one epoch (`headroom epochs`).
+    Epoch(crate::epochs::EpochSample),
     Warning {
         message: String,
     },

@@ -7,6 +7,7 @@
 
 pub mod alloc;
 pub mod device;
+pub mod epochs;
 pub mod measure;
 pub mod sweep;
 pub mod workloads;

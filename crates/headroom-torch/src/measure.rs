@@ -173,6 +173,17 @@ impl Stepper {
         }
     }
 
+    /// Runs `steps` training (or inference) steps at `batch` on one host batch made once;
+    /// returns the seconds they took (each step ends with a device synchronise).
+    pub fn run_steps(&mut self, batch: u32, steps: u32) -> Result<f64, TorchError> {
+        let b = self.host_batch(i64::from(batch))?;
+        let t = Instant::now();
+        for _ in 0..steps {
+            self.step(&b, false)?;
+        }
+        Ok(t.elapsed().as_secs_f64())
+    }
+
     /// Checks that one sample goes through the model (forward only), so a bad shape or model is
     /// reported before any run is recorded.
     pub fn probe(&mut self) -> Result<(), TorchError> {

@@ -276,13 +276,41 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
     s.click(&s.wait(r#"[data-testid="sweep-results"]"#, 5));
     s.screenshot(&out.join("sweep_results.png"));
 
-    // Runs: the sweep and the doctor run, from the ledger.
+    // Cancel: a longer search, stopped once its first point is in; the run is kept.
+    s.type_into(&s.wait(r#"[data-testid="sweep-max-batch"]"#, 5), "512");
+    s.click(&s.wait(r#"[data-testid="run-sweep"]"#, 5));
+    let until = Instant::now() + Duration::from_secs(120);
+    while s
+        .find_all(r#"[data-testid="sweep-status"][data-state="running"]"#)
+        .is_empty()
+        || s.find_all(r#"[data-testid="sweep-point"]"#).is_empty()
+    {
+        assert!(
+            Instant::now() < until,
+            "no point of the second sweep within 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    s.click(&s.wait(r#"[data-testid="cancel-sweep"]"#, 5));
+    s.wait(
+        r#"[data-testid="sweep-status"][data-state="interrupted"]"#,
+        30,
+    );
+    let why = s.text(&s.wait(r#"[data-testid="sweep-recommendation"]:not([hidden])"#, 5));
+    assert!(why.starts_with("cancelled from the app after "), "{why}");
+
+    // Runs: the sweeps and the doctor run, from the ledger.
     s.click(&s.wait(r#"[data-testid="tab-runs"]"#, 5));
-    let sweep_row = s.wait(r#"[data-testid="run-row"][data-kind="sweep"]"#, 10);
+    s.wait(r#"[data-testid="run-row"][data-kind="sweep"]"#, 10);
+    let rows: Vec<String> = s
+        .find_all(r#"[data-testid="run-row"][data-kind="sweep"]"#)
+        .iter()
+        .map(|r| s.text(r))
+        .collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
     assert!(
-        s.text(&sweep_row).contains("complete"),
-        "{}",
-        s.text(&sweep_row)
+        rows[0].contains("interrupted") && rows[1].contains("complete"),
+        "{rows:?}"
     );
     s.wait(r#"[data-testid="run-row"][data-kind="doctor"]"#, 5);
     s.screenshot(&out.join("runs.png"));
@@ -296,10 +324,14 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
         .output()
         .expect("headroom ledger list");
     let runs: Value = serde_json::from_slice(&ledger.stdout).expect("ledger JSON");
-    let sweep = runs
+    let sweeps: Vec<&Value> = runs
         .as_array()
-        .and_then(|r| r.iter().find(|r| r["kind"] == "sweep"))
-        .unwrap_or_else(|| panic!("no sweep in the ledger: {runs}"));
+        .map(|r| r.iter().filter(|r| r["kind"] == "sweep").collect())
+        .unwrap_or_default();
+    assert_eq!(sweeps.len(), 2, "{runs}");
+    // Newest first: the cancelled one, then the complete one.
+    assert_eq!(sweeps[0]["status"], "interrupted");
+    let sweep = sweeps[1];
     assert_eq!(sweep["status"], "complete");
     assert_eq!(sweep["workload"], "mlp");
     assert_eq!(sweep["device"], "cpu");

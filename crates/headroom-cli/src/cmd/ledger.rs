@@ -59,7 +59,8 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
         LedgerCommand::Show { run, json } => {
             let (r, points) = ledger.get_run(*run)?;
             if *json {
-                let doc = serde_json::json!({ "run": r, "points": points });
+                let samples: Vec<serde_json::Value> = ledger.samples(r.id, "epoch")?;
+                let doc = serde_json::json!({ "run": r, "points": points, "samples": samples });
                 println!("{}", serde_json::to_string_pretty(&doc)?);
                 return Ok(ExitCode::SUCCESS);
             }
@@ -104,6 +105,13 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
                         .map(|m| format!("  {m}"))
                         .unwrap_or_default()
                 );
+            }
+            if r.kind == "epochs" {
+                let samples: Vec<headroom_core::epochs::EpochSample> =
+                    ledger.samples(r.id, "epoch")?;
+                for smp in &samples {
+                    println!("{}", super::epochs::line(smp));
+                }
             }
             if let Some(report) = &r.report {
                 if r.kind == "doctor" {

@@ -1,6 +1,7 @@
 //! One module per command.
 
 pub mod doctor;
+pub mod epochs;
 pub mod ledger;
 pub mod sweep;
 pub mod worker;

@@ -1,10 +1,10 @@
-//! `headroom worker`: reads one [`SweepRequest`] JSON line on stdin and runs it, writing one event
+//! `headroom worker`: reads one [`Job`] JSON line on stdin (a sweep or an epochs run) and runs it, writing one event
 //! per line to stdout. Everything else (the ledger, people) is the parent's job.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-use headroom_core::protocol::{Event, SweepRequest};
+use headroom_core::protocol::{Event, Job};
 
 pub fn run() -> ExitCode {
     // tch's infallible ops panic on libtorch errors; the step loop catches them, so keep the
@@ -29,17 +29,21 @@ pub fn run() -> ExitCode {
         });
         return ExitCode::from(2);
     }
-    let req: SweepRequest = match serde_json::from_str(&line) {
-        Ok(r) => r,
+    let job = match Job::from_line(&line) {
+        Ok(j) => j,
         Err(e) => {
             emit(Event::Error {
                 code: "bad_request".into(),
-                message: format!("the request is not a sweep request: {e}"),
+                message: e.to_string(),
             });
             return ExitCode::from(2);
         }
     };
-    match headroom_torch::sweep::run_sweep(&req, &mut emit) {
+    let result = match &job {
+        Job::Sweep(req) => headroom_torch::sweep::run_sweep(req, &mut emit),
+        Job::Epochs(req) => headroom_torch::epochs::run_epochs(req, &mut emit),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             emit(Event::Error {

@@ -2,8 +2,10 @@
 //! the CPU, a real SQLite ledger in a temp `HEADROOM_HOME`, a TorchScript model exported by the
 //! venv's Python, doctor against real interpreters, bad input, and a worker killed with SIGKILL mid-sweep.
 
+mod cancel;
 mod common;
 mod doctor;
+mod epochs;
 mod errors;
 mod kill;
 mod sweep;

@@ -16,7 +16,7 @@ use crate::gitinfo::git_state;
 use crate::ledger::{Ledger, NewRun, RunStatus};
 use crate::planner::Limit;
 use crate::protocol::{
-    Event, Hello, Phase, Point, PointStatus, SweepRequest, SweepSummary, PROTOCOL_VERSION,
+    Event, Hello, Job, Phase, Point, PointStatus, SweepRequest, SweepSummary, PROTOCOL_VERSION,
 };
 use crate::summary::summarize;
 use crate::CoreError;
@@ -127,7 +127,7 @@ impl CancelToken {
         self.state.cancelled.load(Ordering::SeqCst)
     }
 
-    fn set_pid(&self, pid: Option<u32>) {
+    pub(crate) fn set_pid(&self, pid: Option<u32>) {
         if let Ok(mut g) = self.state.pid.lock() {
             *g = pid;
         }
@@ -170,7 +170,7 @@ impl Session<'_> {
     fn run_worker(&mut self) -> Result<WorkerEnd, CoreError> {
         let mut req = self.req.clone();
         req.prior.clone_from(&self.out.points);
-        let mut worker = Worker::start(self.exe, &req)?;
+        let mut worker = Worker::start(self.exe, &Job::Sweep(req.clone()))?;
         self.cancel.set_pid(Some(worker.pid()));
         if self.cancel.is_cancelled() {
             self.cancel.cancel();
@@ -215,6 +215,7 @@ impl Session<'_> {
                 }
                 Event::Warning { message } => self.warn(message),
                 Event::Result(s) => self.out.summary = Some(s),
+                Event::Epoch(_) => {}
                 Event::Error { code, message } => self.out.error = Some(JobError { code, message }),
             }
         }

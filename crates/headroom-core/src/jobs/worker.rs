@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::protocol::{Event, SweepRequest};
+use crate::protocol::{Event, Job};
 use crate::CoreError;
 
 fn worker_err(what: &str, e: impl std::fmt::Display) -> CoreError {
@@ -38,8 +38,8 @@ pub enum Output {
 }
 
 impl Worker {
-    /// Starts `exe worker` (`exe` is the `headroom` binary) and sends it `req`.
-    pub fn start(exe: &Path, req: &SweepRequest) -> Result<Self, CoreError> {
+    /// Starts `exe worker` (`exe` is the `headroom` binary) and sends it `job`.
+    pub fn start(exe: &Path, job: &Job) -> Result<Self, CoreError> {
         let mut child = Command::new(exe)
             .arg("worker")
             .stdin(Stdio::piped())
@@ -64,7 +64,7 @@ impl Worker {
             .stderr
             .take()
             .ok_or_else(|| worker_err("worker stderr", "missing"))?;
-        let line = serde_json::to_string(req)?;
+        let line = serde_json::to_string(job)?;
         writeln!(stdin, "{line}").map_err(|e| worker_err("send the request to the worker", e))?;
         drop(stdin);
         let stderr_tail = Arc::new(Mutex::new(Vec::new()));

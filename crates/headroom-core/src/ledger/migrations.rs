@@ -47,6 +47,15 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX runs_started ON runs(started_at);",
     // 2: the process that owns a running run, so a run whose owner died can be closed.
     "ALTER TABLE runs ADD COLUMN owner_pid INTEGER;",
+    // 3: samples of runs that are not sweeps (an epoch's memory, a watched process' reading).
+    "CREATE TABLE samples (
+        run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        seq         INTEGER NOT NULL,
+        kind        TEXT NOT NULL,
+        sample_json TEXT NOT NULL,
+        recorded_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    );",
 ];
 
 /// The schema version this binary writes.

@@ -89,4 +89,25 @@ impl Ledger {
             .collect::<Result<_, _>>()?;
         Ok((record, points))
     }
+
+    /// The samples of kind `kind` of run `id`, in order, as `T`.
+    pub fn samples<T: serde::de::DeserializeOwned>(
+        &self,
+        id: i64,
+        kind: &str,
+    ) -> Result<Vec<T>, CoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT sample_json FROM samples WHERE run_id = ?1 AND kind = ?2 ORDER BY seq")
+            .map_err(|e| self.err(e))?;
+        let jsons = stmt
+            .query_map(params![id, kind], |r| r.get::<_, String>(0))
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        jsons
+            .iter()
+            .map(|j| serde_json::from_str(j).map_err(CoreError::from))
+            .collect()
+    }
 }

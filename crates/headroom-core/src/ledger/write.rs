@@ -66,6 +66,24 @@ impl Ledger {
         Ok(())
     }
 
+    /// Stores sample `seq` of run `run_id` (an epoch, a reading), as JSON of kind `kind`.
+    pub fn add_sample<T: serde::Serialize>(
+        &self,
+        run_id: i64,
+        seq: u32,
+        kind: &str,
+        sample: &T,
+    ) -> Result<(), CoreError> {
+        let json = serde_json::to_string(sample)?;
+        self.conn
+            .execute(
+                "INSERT INTO samples (run_id, seq, kind, sample_json, recorded_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![run_id, seq, kind, json, now_rfc3339()],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
     /// Marks as interrupted every run still `running` on `host` whose owner process is gone
     /// (`alive` says whether a pid lives); their points stay. Returns how many were closed.
     pub fn close_orphans(

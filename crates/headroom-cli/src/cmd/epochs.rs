@@ -1,0 +1,133 @@
+//! `headroom epochs`: trains one batch size for several epochs in the worker and says whether
+//! memory grows across them (a leak), whether only the allocator cache grows, or neither.
+
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+use headroom_core::budget::format_bytes;
+use headroom_core::epochs::{EpochSample, EpochThresholds, EpochVerdictKind};
+use headroom_core::jobs::{self, sweep::CancelToken};
+use headroom_core::protocol::{parse_shape, Dtype, EpochsRequest, Release};
+
+/// Arguments of `headroom epochs`.
+#[derive(Debug, clap::Args)]
+pub struct EpochsArgs {
+    /// auto, cpu, mps, cuda or cuda:N.
+    #[arg(long, default_value = "auto")]
+    device: String,
+    /// mlp, cnn, vit-tiny, gpt-tiny, matmul, or a TorchScript file (model.pt).
+    #[arg(long, default_value = "mlp")]
+    workload: String,
+    /// One sample's shape without the batch (required for a TorchScript file).
+    #[arg(long)]
+    input_shape: Option<String>,
+    /// f32, f16 or bf16.
+    #[arg(long, default_value = "f32")]
+    dtype: String,
+    #[arg(long, default_value_t = 32)]
+    batch: u32,
+    #[arg(long, default_value_t = 10)]
+    epochs: u32,
+    #[arg(long, default_value_t = 20)]
+    steps_per_epoch: u32,
+    /// What to release at each epoch end: none, gc, empty-cache or both.
+    #[arg(long, default_value = "none")]
+    release: String,
+    /// Retain this many MiB of device tensors every epoch: a real leak, to see the detector work.
+    #[arg(long, value_name = "MIB", num_args = 0..=1, default_missing_value = "64")]
+    leak_demo: Option<u32>,
+    /// Growth that makes a leak suspect, in percent over --leak-over epochs.
+    #[arg(long, default_value_t = 26.0)]
+    leak_threshold: f64,
+    #[arg(long, default_value_t = 10)]
+    leak_over: u32,
+    /// Intra-op CPU threads [default: libtorch's].
+    #[arg(long)]
+    threads: Option<u32>,
+    /// Print one JSON document.
+    #[arg(long)]
+    json: bool,
+}
+
+fn opt_bytes(v: Option<u64>) -> String {
+    v.map_or_else(|| "-".into(), format_bytes)
+}
+
+pub(crate) fn line(s: &EpochSample) -> String {
+    format!(
+        "  epoch {:>3}  {:>10} live  {:>10} cache  {:>10} footprint  {:>8.2} s  {:>10} samples/s",
+        s.epoch,
+        opt_bytes(s.live_bytes),
+        opt_bytes(s.cache_bytes),
+        opt_bytes(s.footprint_bytes),
+        s.seconds,
+        s.samples_per_s
+            .map_or_else(|| "-".into(), |v| format!("{v:.1}"))
+    )
+}
+
+pub fn run(a: &EpochsArgs) -> Result<ExitCode> {
+    if a.batch == 0 || a.epochs == 0 || a.steps_per_epoch == 0 {
+        bail!("--batch, --epochs and --steps-per-epoch must all be 1 or more");
+    }
+    if !(a.leak_threshold > 0.0 && a.leak_threshold.is_finite()) || a.leak_over == 0 {
+        bail!("--leak-threshold must be a positive percentage and --leak-over 1 or more");
+    }
+    let req = EpochsRequest {
+        device: a.device.clone(),
+        workload: a.workload.clone(),
+        input_shape: a.input_shape.as_deref().map(parse_shape).transpose()?,
+        dtype: Dtype::parse(&a.dtype)?,
+        batch: a.batch,
+        epochs: a.epochs,
+        steps_per_epoch: a.steps_per_epoch,
+        release: Release::parse(&a.release)?,
+        leak_mib: a.leak_demo.unwrap_or(0),
+        threads: a.threads,
+    };
+    let thresholds = EpochThresholds {
+        leak_growth: a.leak_threshold / 100.0,
+        over_epochs: a.leak_over,
+        ..EpochThresholds::default()
+    };
+    let ledger = super::open_ledger()?;
+    let exe = jobs::worker_binary()?;
+    let cancel = CancelToken::new("interrupted");
+    let quiet = a.json;
+    let out = jobs::epochs::run_epochs(&exe, &req, &thresholds, &ledger, &cancel, &mut |s| {
+        if !quiet {
+            println!("{}", line(s));
+        }
+    })?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        if let Some(v) = &out.verdict {
+            let head = match v.kind {
+                EpochVerdictKind::LeakSuspected => "LEAK SUSPECTED",
+                EpochVerdictKind::CacheGrowth => "cache growth",
+                EpochVerdictKind::Stable => "stable",
+                EpochVerdictKind::TooShort => "too short to judge",
+            };
+            println!("\n{head}: {}", v.reason);
+        }
+        if let Some(e) = &out.error {
+            eprintln!("headroom: {}", e.message);
+        }
+        if let Some(id) = out.run_id {
+            println!("recorded as run {id} ({})", out.status);
+        }
+    }
+    Ok(match (out.run_id, out.status.as_str()) {
+        (Some(_), "complete") => ExitCode::SUCCESS,
+        (None, _) => {
+            if let Some(e) = &out.error {
+                if a.json {
+                    eprintln!("headroom: error: {}", e.message);
+                }
+            }
+            ExitCode::from(2)
+        }
+        _ => ExitCode::from(3),
+    })
+}

@@ -1,0 +1,135 @@
+//! `headroom epochs` as a job: starts the worker on an [`EpochsRequest`], records each epoch in
+//! the ledger the moment it arrives, and closes the run with the verdict on its samples.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::sweep::{CancelToken, JobError};
+use super::worker::{describe_exit, Output, Worker};
+use crate::epochs::{judge, EpochSample, EpochThresholds, EpochVerdict};
+use crate::gitinfo::git_state;
+use crate::ledger::{Ledger, NewRun, RunStatus};
+use crate::protocol::{EpochsRequest, Event, Hello, Job, PROTOCOL_VERSION};
+use crate::CoreError;
+
+/// Everything an epochs run produced (the CLI's `--json` document).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpochsOutcome {
+    /// `complete`, `interrupted`, `failed`, or `error` when nothing was recorded.
+    pub status: String,
+    pub run_id: Option<i64>,
+    pub hello: Option<Hello>,
+    pub samples: Vec<EpochSample>,
+    pub verdict: Option<EpochVerdict>,
+    pub error: Option<JobError>,
+}
+
+/// Runs `req` with a worker from `exe`, recording it in `ledger`; `on` sees each epoch.
+pub fn run_epochs(
+    exe: &Path,
+    req: &EpochsRequest,
+    thresholds: &EpochThresholds,
+    ledger: &Ledger,
+    cancel: &CancelToken,
+    on: &mut dyn FnMut(&EpochSample),
+) -> Result<EpochsOutcome, CoreError> {
+    let mut out = EpochsOutcome {
+        status: "running".into(),
+        run_id: None,
+        hello: None,
+        samples: Vec::new(),
+        verdict: None,
+        error: None,
+    };
+    let mut worker = Worker::start(exe, &Job::Epochs(req.clone()))?;
+    cancel.set_pid(Some(worker.pid()));
+    if cancel.is_cancelled() {
+        cancel.cancel();
+    }
+    while let Some(o) = worker.next_output() {
+        let Output::Event(e) = o else { continue };
+        match *e {
+            Event::Hello(h) => {
+                if h.protocol != PROTOCOL_VERSION {
+                    return Err(CoreError::Worker(format!(
+                        "the worker speaks protocol {}, this headroom {}; reinstall headroom",
+                        h.protocol, PROTOCOL_VERSION
+                    )));
+                }
+                let git = git_state(&std::env::current_dir().unwrap_or_default());
+                out.run_id = Some(ledger.begin_run(&NewRun {
+                    kind: "epochs".into(),
+                    host: super::hostname(),
+                    device: h.device.clone(),
+                    device_name: h.device_name.clone(),
+                    workload: h.workload.clone(),
+                    dtype: req.dtype.as_str().into(),
+                    mode: "train".into(),
+                    libtorch: h.libtorch.clone(),
+                    git_commit: git.commit,
+                    git_dirty: git.dirty,
+                    budget_bytes: None,
+                    fallback: (h.device != "mps").then_some(false),
+                    request_json: serde_json::to_string(req)?,
+                    owner_pid: Some(std::process::id()),
+                })?);
+                out.hello = Some(h);
+            }
+            Event::Epoch(s) => {
+                if let Some(id) = out.run_id {
+                    ledger.add_sample(id, s.epoch, "epoch", &s)?;
+                }
+                on(&s);
+                out.samples.push(s);
+            }
+            Event::Error { code, message } => out.error = Some(JobError { code, message }),
+            _ => {}
+        }
+    }
+    cancel.set_pid(None);
+    let (status, tail) = worker.wait()?;
+    out.verdict = Some(judge(&out.samples, thresholds));
+    let complete = status.success() && out.samples.len() == req.epochs as usize;
+    let (run_status, note) = if complete {
+        (
+            RunStatus::Complete,
+            out.verdict.as_ref().map(|v| v.reason.clone()),
+        )
+    } else if out.error.is_some() && !cancel.is_cancelled() {
+        (
+            RunStatus::Failed,
+            out.error.as_ref().map(|e| e.message.clone()),
+        )
+    } else {
+        let why = if cancel.is_cancelled() {
+            "interrupted".to_owned()
+        } else {
+            format!("the worker {}", describe_exit(&status))
+        };
+        let mut note = format!("{why} after {} epoch(s)", out.samples.len());
+        if let Some(l) = tail.iter().rev().find(|l| !l.trim().is_empty()) {
+            note.push_str(&format!("; its last words: {}", l.trim()));
+        }
+        out.error = Some(JobError {
+            code: "interrupted".into(),
+            message: note.clone(),
+        });
+        (RunStatus::Interrupted, Some(note))
+    };
+    if let Some(id) = out.run_id {
+        ledger.finish_report(
+            id,
+            run_status,
+            &serde_json::to_value(&out.verdict)?,
+            note.as_deref(),
+        )?;
+    }
+    out.status = if out.run_id.is_some() {
+        run_status.as_str().into()
+    } else {
+        "error".into()
+    };
+    Ok(out)
+}

@@ -1,0 +1,84 @@
+//! `headroom epochs` in the worker: one batch size trained for several epochs; at each epoch end
+//! the release policy runs and memory is read — live tensors and allocator cache on an
+//! accelerator, the process footprint everywhere. `leak_mib` retains that much device memory per
+//! epoch, a true leak for proving the detector.
+
+use headroom_core::epochs::EpochSample;
+use headroom_core::protocol::{EpochsRequest, Event, Hello, Phase, PROTOCOL_VERSION};
+use headroom_core::sysmem;
+use tch::{Kind, Tensor};
+
+use crate::measure::{guarded, Stepper};
+use crate::workloads::{self, parameter_count};
+use crate::{alloc, device, TorchError};
+
+/// Runs `req`, emitting `hello`, progress and one `epoch` event per epoch.
+pub fn run_epochs(req: &EpochsRequest, emit: &mut dyn FnMut(Event)) -> Result<(), TorchError> {
+    if let Some(t) = req.threads {
+        tch::set_num_threads(i32::try_from(t.max(1)).unwrap_or(1));
+    }
+    if req.batch == 0 || req.epochs == 0 || req.steps_per_epoch == 0 {
+        return Err(TorchError::bad(
+            "bad_request",
+            "batch, epochs and steps per epoch must all be 1 or more",
+        ));
+    }
+    let dev = device::resolve(&req.device)?;
+    let info = device::info(dev)?;
+    let workload = workloads::build(&req.workload, req.input_shape.as_deref(), req.dtype, dev)?;
+    let (name, shape, params) = (
+        workload.name.clone(),
+        workload.input_shape.clone(),
+        parameter_count(&workload.vs),
+    );
+    let mut stepper = Stepper::new(workload, dev, true)?;
+    stepper.probe()?;
+    emit(Event::Hello(Hello {
+        protocol: PROTOCOL_VERSION,
+        headroom_version: env!("CARGO_PKG_VERSION").to_owned(),
+        libtorch: alloc::libtorch_version(),
+        device: info.label.clone(),
+        device_name: info.name.clone(),
+        capacity_bytes: info.capacity,
+        available_bytes: info.available,
+        budget_bytes: info.available,
+        threads: u32::try_from(tch::get_num_threads()).unwrap_or(0),
+        workload: name,
+        input_shape: shape,
+        parameters: params,
+        pid: std::process::id(),
+    }));
+    let accel = device::accel_index(dev);
+    let mut retained: Vec<Tensor> = Vec::new();
+    for epoch in 1..=req.epochs {
+        emit(Event::Progress {
+            batch: req.batch,
+            phase: Phase::Timed,
+            step: epoch,
+            of: req.epochs,
+        });
+        let seconds = guarded(|| stepper.run_steps(req.batch, req.steps_per_epoch))?;
+        if req.leak_mib > 0 {
+            // Filled, so every page is really touched (zeros may stay unmapped).
+            let elems = i64::from(req.leak_mib) * (1 << 20) / 4;
+            retained.push(guarded(|| {
+                Ok(Tensor::f_ones([elems], (Kind::Float, dev))?)
+            })?);
+        }
+        if req.release.empties_cache() {
+            device::synchronize(dev)?;
+            alloc::empty_cache()?;
+        }
+        let stats = accel.and_then(|i| alloc::device_stats(i).ok());
+        let samples = f64::from(req.batch) * f64::from(req.steps_per_epoch);
+        emit(Event::Epoch(EpochSample {
+            epoch,
+            live_bytes: stats.map(|s| s.allocated_current),
+            cache_bytes: stats.map(|s| s.reserved_current.saturating_sub(s.allocated_current)),
+            footprint_bytes: sysmem::process_memory().map(|(rss, _)| rss),
+            seconds,
+            samples_per_s: (seconds > 0.0).then(|| samples / seconds),
+        }));
+    }
+    Ok(())
+}
