@@ -76,6 +76,27 @@ describe("sweep panel", () => {
     panel.root.remove();
   });
 
+  it("a stopped sweep says why first, then what its points already say", async () => {
+    const b = mockBackend({
+      snapshot: snapshot({
+        running: false,
+        status: "interrupted",
+        points: [point(1, 900, 2 ** 20), point(2, 1700, 2 ** 21)],
+        summary: { recommended_batch: 2, reason: "best so far" } as never,
+        error: { code: "cancelled", message: "cancelled from the app after 2 point(s)" },
+      }),
+    });
+    const panel = sweepPanel(b);
+    await panel.restore();
+    const rec = get(panel.root, "sweep-recommendation");
+    expect(rec.hidden).toBe(false);
+    expect(rec.dataset.state).toBe("stopped");
+    expect(rec.textContent).toBe(
+      "cancelled from the app after 2 point(s) — from the points measured, batch 2 is the best choice so far",
+    );
+    expect(get(panel.root, "sweep-status").dataset.state).toBe("interrupted");
+  });
+
   it("cancel asks the backend, and a refused start is shown", async () => {
     const b = mockBackend({ startError: { code: "busy", message: "a sweep is already running" } });
     const panel = sweepPanel(b);

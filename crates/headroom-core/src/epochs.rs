@@ -93,7 +93,11 @@ fn trend(values: &[(f64, f64)], over: u32) -> Option<Trend> {
     if values.len() < 2 {
         return None;
     }
-    let fit = if values.len() >= 4 { &values[1..] } else { values };
+    let fit = if values.len() >= 4 {
+        &values[1..]
+    } else {
+        values
+    };
     let n = fit.len() as f64;
     let mx = fit.iter().map(|v| v.0).sum::<f64>() / n;
     let my = fit.iter().map(|v| v.1).sum::<f64>() / n;

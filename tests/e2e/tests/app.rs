@@ -48,6 +48,20 @@ struct Session {
 }
 
 fn request(method: &str, url: &str, body: Option<&Value>) -> Value {
+    // A lookup that races a re-render is answered "stale element reference": ask again.
+    for _ in 0..10 {
+        match try_request(method, url, body) {
+            Ok(v) => return v,
+            Err((404, text)) if text.contains("stale element") => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err((code, text)) => panic!("{method} {url} → {code}: {text}"),
+        }
+    }
+    panic!("{method} {url}: still a stale element after 10 tries");
+}
+
+fn try_request(method: &str, url: &str, body: Option<&Value>) -> Result<Value, (u16, String)> {
     let mut last = String::new();
     for _ in 0..6 {
         let req = ureq::request(method, url).timeout(Duration::from_secs(120));
@@ -56,10 +70,9 @@ fn request(method: &str, url: &str, body: Option<&Value>) -> Value {
             None => req.call(),
         };
         match res {
-            Ok(r) => return r.into_json().expect("WebDriver JSON"),
+            Ok(r) => return Ok(r.into_json().expect("WebDriver JSON")),
             Err(ureq::Error::Status(code, r)) => {
-                let text = r.into_string().unwrap_or_default();
-                panic!("{method} {url} → {code}: {text}");
+                return Err((code, r.into_string().unwrap_or_default()));
             }
             Err(e) => {
                 last = e.to_string();

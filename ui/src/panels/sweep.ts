@@ -97,12 +97,16 @@ export function renderSnapshot(
   }
   const rec = s.summary?.recommended_batch ?? null;
   parts.table.replaceChildren(...s.points.map((p) => pointRow(p, rec)));
-  if (!s.running && s.summary) {
+  if (!s.running && s.error) {
+    // Stopped early: why first, then what the finished points already say.
+    const partial = rec !== null ? ` — from the points measured, batch ${rec} is the best choice so far` : "";
+    parts.recommendation.textContent = `${s.error.message}${partial}`;
+    parts.recommendation.dataset.state = "stopped";
+    parts.recommendation.hidden = false;
+  } else if (!s.running && s.summary) {
     parts.recommendation.textContent =
       rec !== null ? `Recommended batch ${rec}: ${s.summary.reason}` : `No recommendation: ${s.summary.reason}`;
-    parts.recommendation.hidden = false;
-  } else if (!s.running && s.error) {
-    parts.recommendation.textContent = s.error.message;
+    parts.recommendation.dataset.state = "done";
     parts.recommendation.hidden = false;
   } else {
     parts.recommendation.hidden = true;
