@@ -22,6 +22,10 @@ enum Command {
     Sweep(cmd::sweep::SweepArgs),
     /// Train one batch for several epochs and judge memory growth (leak, cache, stable).
     Epochs(cmd::epochs::EpochsArgs),
+    /// Run your own training command and watch its memory and epochs: `headroom run -- python train.py`.
+    Run(cmd::watch::RunArgs),
+    /// Watch the memory of a process already running, until it exits or Ctrl-C.
+    Watch(cmd::watch::WatchArgs),
     /// Show the runs recorded in the ledger.
     Ledger {
         #[command(subcommand)]
@@ -45,6 +49,8 @@ fn main() -> ExitCode {
         Command::Ledger { command } => cmd::ledger::run(&command),
         Command::Doctor(args) => cmd::doctor::run(&args),
         Command::Epochs(args) => cmd::epochs::run(&args),
+        Command::Run(args) => cmd::watch::run(&args),
+        Command::Watch(args) => cmd::watch::watch(&args),
         Command::Worker { doctor: false } => return cmd::worker::run(),
         Command::Worker { doctor: true } => return cmd::worker::run_doctor(),
     };

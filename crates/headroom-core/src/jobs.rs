@@ -6,6 +6,7 @@
 pub mod doctor;
 pub mod epochs;
 pub mod sweep;
+pub mod watch;
 pub mod worker;
 
 use std::path::PathBuf;

@@ -12,6 +12,7 @@ pub mod gitinfo;
 pub mod jobs;
 pub mod ledger;
 pub mod machine;
+pub mod monitor;
 pub mod paths;
 pub mod planner;
 pub mod plot;

@@ -4,6 +4,7 @@ pub mod doctor;
 pub mod epochs;
 pub mod ledger;
 pub mod sweep;
+pub mod watch;
 pub mod worker;
 
 /// Opens the ledger and closes the runs of this host whose headroom process died mid-run.

@@ -8,5 +8,6 @@ mod doctor;
 mod epochs;
 mod errors;
 mod kill;
+mod run;
 mod sweep;
 mod torchscript;

@@ -137,6 +137,38 @@ impl Ledger {
         Ok(())
     }
 
+    /// Closes a `run`/`watch` run with its report and the fields a result needs.
+    #[allow(clippy::too_many_arguments)]
+    pub fn finish_watch<T: serde::Serialize>(
+        &self,
+        run_id: i64,
+        status: RunStatus,
+        report: &T,
+        batch: Option<u32>,
+        peak_bytes: u64,
+        fallback: bool,
+        note: &str,
+    ) -> Result<(), CoreError> {
+        let json = serde_json::to_string(report)?;
+        self.conn
+            .execute(
+                "UPDATE runs SET status = ?2, finished_at = ?3, summary_json = ?4, chosen_batch = ?5,
+                    peak_bytes = ?6, fallback = ?7, note = ?8 WHERE id = ?1",
+                params![
+                    run_id,
+                    status.as_str(),
+                    now_rfc3339(),
+                    json,
+                    batch,
+                    opt_i64(Some(peak_bytes)),
+                    fallback,
+                    note
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
     /// Closes run `run_id` with `status`, its summary (if any) and a note (e.g. why it stopped).
     pub fn finish_run(
         &self,

@@ -1,0 +1,189 @@
+//! `headroom run -- CMD ...` and `headroom watch --pid N`: a training process watched from
+//! outside, its memory and epochs in the ledger as they happen, and the leak verdict at the end.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use headroom_core::budget::format_bytes;
+use headroom_core::epochs::EpochThresholds;
+use headroom_core::jobs::watch::{is_python, run_command, watch_pid, WatchOptions, WatchOutcome};
+use headroom_core::monitor::{batch_from_args, EpochMatcher, DEFAULT_EPOCH_PATTERN};
+use headroom_core::readiness::python::{probe, Candidate};
+
+/// Arguments of `headroom run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// A regex whose first group is the epoch number in the command's output.
+    #[arg(long, default_value = DEFAULT_EPOCH_PATTERN)]
+    epoch_regex: String,
+    /// Milliseconds between memory readings.
+    #[arg(long, default_value_t = 500)]
+    interval_ms: u64,
+    /// The batch size, when the command line does not say it (--batch-size, --bs, -b).
+    #[arg(long)]
+    batch: Option<u32>,
+    /// Leak threshold in percent over --leak-over epochs.
+    #[arg(long, default_value_t = 26.0)]
+    leak_threshold: f64,
+    #[arg(long, default_value_t = 10)]
+    leak_over: u32,
+    /// Print a JSON summary at the end (the command's own output still passes through).
+    #[arg(long)]
+    json: bool,
+    /// The command, after `--`.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    command: Vec<String>,
+}
+
+/// Arguments of `headroom watch`.
+#[derive(Debug, clap::Args)]
+pub struct WatchArgs {
+    #[arg(long)]
+    pid: u32,
+    #[arg(long, default_value_t = 1000)]
+    interval_ms: u64,
+    #[arg(long)]
+    json: bool,
+}
+
+fn thresholds(pct: f64, over: u32) -> Result<EpochThresholds> {
+    if !(pct > 0.0 && pct.is_finite()) || over == 0 {
+        bail!("--leak-threshold must be a positive percentage and --leak-over 1 or more");
+    }
+    Ok(EpochThresholds {
+        leak_growth: pct / 100.0,
+        over_epochs: over,
+        ..EpochThresholds::default()
+    })
+}
+
+fn summary(o: &WatchOutcome) {
+    eprintln!(
+        "headroom: run {} · {:.1} s · peak {} (process tree) · {} readings · {} epoch(s) · batch {} · torch {} · fallback {}{}",
+        o.run_id,
+        o.seconds,
+        format_bytes(o.peak_tree_bytes),
+        o.readings,
+        o.epochs.len(),
+        o.batch.map_or_else(|| "unknown".into(), |b| b.to_string()),
+        o.torch_version.as_deref().unwrap_or("unknown"),
+        if o.fallback { "yes" } else { "no" },
+        if o.fallback_ops.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", o.fallback_ops.join(", "))
+        }
+    );
+    eprintln!("headroom: {}", o.verdict.reason);
+}
+
+pub fn run(a: &RunArgs) -> Result<ExitCode> {
+    let matcher = EpochMatcher::new(&a.epoch_regex)?;
+    let th = thresholds(a.leak_threshold, a.leak_over)?;
+    if a.interval_ms == 0 {
+        bail!("--interval-ms must be 1 or more");
+    }
+    // torch's version in the interpreter the command runs, when it is a Python.
+    let torch_version = a
+        .command
+        .first()
+        .filter(|p| is_python(Path::new(p)))
+        .and_then(|p| {
+            let c = Candidate {
+                path: which(p),
+                source: "run".into(),
+                explicit: true,
+            };
+            probe(&c, Duration::from_secs(60))
+                .facts?
+                .torch
+                .map(|t| t.version)
+        });
+    let opts = WatchOptions {
+        interval: Duration::from_millis(a.interval_ms),
+        thresholds: th,
+        batch: a.batch.or_else(|| batch_from_args(&a.command)),
+        torch_version,
+    };
+    let ledger = super::open_ledger()?;
+    let out = run_command(&a.command, &matcher, &opts, &ledger)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        summary(&out);
+    }
+    // The child's exit code; a signal death becomes 128 + nothing known → 1.
+    Ok(ExitCode::from(
+        out.exit_code
+            .and_then(|c| u8::try_from(c).ok())
+            .unwrap_or(1),
+    ))
+}
+
+fn which(p: &str) -> std::path::PathBuf {
+    let path = Path::new(p);
+    if path.components().count() > 1 {
+        return path.to_path_buf();
+    }
+    std::env::var_os("PATH")
+        .and_then(|ps| {
+            std::env::split_paths(&ps)
+                .map(|d| d.join(p))
+                .find(|c| c.is_file())
+        })
+        .unwrap_or_else(|| path.to_path_buf())
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+pub fn watch(a: &WatchArgs) -> Result<ExitCode> {
+    if a.interval_ms == 0 {
+        bail!("--interval-ms must be 1 or more");
+    }
+    let opts = WatchOptions {
+        interval: Duration::from_millis(a.interval_ms),
+        thresholds: EpochThresholds::default(),
+        batch: None,
+        torch_version: None,
+    };
+    let ledger = super::open_ledger()?;
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    std::thread::spawn(move || loop {
+        if STOP.load(Ordering::SeqCst) {
+            flag.store(true, Ordering::SeqCst);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    });
+    let quiet = a.json;
+    let out = watch_pid(a.pid, &opts, &ledger, &stop, &mut |r| {
+        if !quiet {
+            eprintln!(
+                "{:>8.1} s  process {:>10}  tree {:>10} ({} processes)",
+                r.t,
+                format_bytes(r.process_bytes),
+                format_bytes(r.tree_bytes),
+                r.processes
+            );
+        }
+    })?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        summary(&out);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,154 @@
+//! `headroom run -- CMD` on real Python scripts written here, and `headroom watch --pid` on a
+//! real process of known size.
+
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::common::{python, Home};
+
+/// Retains 40 MiB per "epoch", prints an epoch line each time and one real MPS fallback warning.
+const LEAKY: &str = r#"
+import sys, time
+keep = []
+for e in range(1, 6):
+    block = bytearray(40 * 1024 * 1024)
+    for i in range(0, len(block), 4096):
+        block[i] = 1
+    keep.append(block)
+    time.sleep(0.2)
+    print(f"Epoch {e}/5: loss {1.0 / e:.3f}", flush=True)
+print("UserWarning: The operator 'aten::_upsample_bilinear2d_aa.out' is not currently supported on the MPS backend and will fall back to run on the CPU.", file=sys.stderr, flush=True)
+sys.exit(int(sys.argv[sys.argv.index("--exit") + 1]) if "--exit" in sys.argv else 0)
+"#;
+
+/// The JSON summary printed after the command's own output.
+fn summary(stdout: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(stdout);
+    let start = text.find("\n{").map_or(0, |i| i + 1);
+    serde_json::from_str(&text[start..]).unwrap_or_else(|e| panic!("no summary ({e}) in {text}"))
+}
+
+#[test]
+fn a_script_that_retains_memory_per_epoch_is_flagged_and_its_output_passes_through() {
+    let home = Home::new();
+    let script = home.path().join("train.py");
+    std::fs::write(&script, LEAKY).expect("script");
+    let py = python();
+    let out = home.run(&[
+        "run",
+        "--interval-ms",
+        "100",
+        "--json",
+        "--",
+        py.to_str().expect("utf-8"),
+        script.to_str().expect("utf-8"),
+        "--batch-size",
+        "64",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Epoch 3/5: loss 0.333"),
+        "output passes through: {text}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("fall back to run on the CPU"));
+    let s = summary(&out.stdout);
+    assert_eq!(s["epochs"].as_array().map(Vec::len), Some(5), "{s}");
+    assert_eq!(s["verdict"]["kind"], "leak_suspected", "{}", s["verdict"]);
+    assert_eq!(s["batch"], 64);
+    assert_eq!(s["exit_code"], 0);
+    assert_eq!(s["fallback"], true);
+    assert_eq!(s["fallback_ops"][0], "aten::_upsample_bilinear2d_aa.out");
+    assert!(
+        s["torch_version"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("2.11.0")),
+        "{s}"
+    );
+    // 5 × 40 MiB retained: the tree's peak is at least that.
+    assert!(
+        s["peak_tree_bytes"]
+            .as_u64()
+            .is_some_and(|b| b >= 200 << 20),
+        "{s}"
+    );
+    let id = s["run_id"].as_i64().expect("run id").to_string();
+    let (_, shown) = home.json(&["ledger", "show", &id, "--json"]);
+    assert_eq!(shown["run"]["kind"], "run");
+    assert_eq!(shown["run"]["status"], "complete");
+    assert_eq!(shown["run"]["fallback"], true);
+    assert_eq!(shown["run"]["chosen_batch"], 64);
+    assert_eq!(
+        shown["samples"].as_array().map(Vec::len),
+        Some(5),
+        "epoch samples"
+    );
+}
+
+#[test]
+fn the_commands_exit_code_is_passed_through_and_the_run_kept() {
+    let home = Home::new();
+    let script = home.path().join("fail.py");
+    std::fs::write(&script, LEAKY).expect("script");
+    let out = home.run(&[
+        "run",
+        "--",
+        python().to_str().expect("utf-8"),
+        script.to_str().expect("utf-8"),
+        "--exit",
+        "3",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let runs = home.runs();
+    assert_eq!(runs[0]["kind"], "run");
+    assert_eq!(runs[0]["status"], "failed");
+    assert!(runs[0]["note"]
+        .as_str()
+        .is_some_and(|n| n.contains("exited with code 3")));
+    let missing = home.run(&["run", "--", "/no/such/program"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot start /no/such/program"));
+}
+
+#[test]
+fn watch_follows_a_process_of_known_size_until_it_exits() {
+    let home = Home::new();
+    // 150 MiB, every page touched, then 2 s of quiet.
+    let mut child = Command::new(python())
+        .args([
+            "-c",
+            "import time\nb = bytearray(150 * 1024 * 1024)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint('ready', flush=True)\ntime.sleep(2)",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().expect("stdout")),
+        &mut line,
+    )
+    .expect("ready");
+    let pid = child.id().to_string();
+    let (out, v) = home.json(&["watch", "--pid", &pid, "--interval-ms", "100", "--json"]);
+    let _ = child.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(v["readings"].as_u64().is_some_and(|n| n >= 5), "{v}");
+    let peak = v["peak_tree_bytes"].as_u64().expect("peak");
+    assert!(
+        (150 << 20..400 << 20).contains(&peak),
+        "peak {peak} for a 150 MiB process"
+    );
+    let gone = home.run(&["watch", "--pid", "999999999"]);
+    assert_eq!(gone.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&gone.stderr).contains("no process 999999999"));
+}

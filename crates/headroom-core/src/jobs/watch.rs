@@ -1,0 +1,361 @@
+//! `headroom run -- CMD` and `headroom watch --pid N`: a training process watched from outside.
+//! Its memory (process and tree) is sampled at a fixed interval and written to the ledger as it
+//! goes; for `run`, its output passes through while epoch lines and MPS fallback warnings are
+//! picked out, and at each epoch line the memory becomes an epoch sample for the leak verdict.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::epochs::{judge, EpochSample, EpochThresholds, EpochVerdict};
+use crate::gitinfo::git_state;
+use crate::ledger::{Ledger, NewRun, RunStatus};
+use crate::monitor::{fallback_op, read_memory, EpochMatcher, MemoryReading};
+use crate::CoreError;
+
+/// How to watch.
+#[derive(Debug, Clone)]
+pub struct WatchOptions {
+    pub interval: Duration,
+    pub thresholds: EpochThresholds,
+    /// The batch size, when known (from the command line or the user).
+    pub batch: Option<u32>,
+    /// torch's version in the interpreter the command runs, when known.
+    pub torch_version: Option<String>,
+}
+
+/// What a watched run produced: the five fields a result needs and the memory story.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WatchOutcome {
+    pub run_id: i64,
+    pub command: String,
+    /// The child's exit code (`None` when killed by a signal, or for `watch`).
+    pub exit_code: Option<i32>,
+    pub seconds: f64,
+    pub torch_version: Option<String>,
+    pub git_commit: Option<String>,
+    pub batch: Option<u32>,
+    pub peak_tree_bytes: u64,
+    /// Any operator fell back from MPS to the CPU.
+    pub fallback: bool,
+    pub fallback_ops: Vec<String>,
+    pub readings: usize,
+    pub epochs: Vec<EpochSample>,
+    pub verdict: EpochVerdict,
+}
+
+enum Msg {
+    Line { line: String, stderr: bool },
+    Reading(MemoryReading),
+}
+
+fn begin(
+    ledger: &Ledger,
+    what: &str,
+    command: &str,
+    opts: &WatchOptions,
+) -> Result<i64, CoreError> {
+    let git = git_state(&std::env::current_dir().unwrap_or_default());
+    ledger.begin_run(&NewRun {
+        kind: what.into(),
+        host: super::hostname(),
+        device: "process".into(),
+        device_name: command.chars().take(120).collect(),
+        workload: command.chars().take(200).collect(),
+        dtype: "-".into(),
+        mode: "-".into(),
+        libtorch: opts
+            .torch_version
+            .clone()
+            .unwrap_or_else(|| "unknown".into()),
+        git_commit: git.commit,
+        git_dirty: git.dirty,
+        budget_bytes: None,
+        fallback: None,
+        request_json: serde_json::to_string(
+            &serde_json::json!({ "command": command, "batch": opts.batch }),
+        )?,
+        owner_pid: Some(std::process::id()),
+    })
+}
+
+/// Samples `pid` every `interval` until it is gone or `stop` is set, sending readings.
+fn sampler(pid: u32, interval: Duration, stop: Arc<AtomicBool>, tx: mpsc::Sender<Msg>) {
+    let start = Instant::now();
+    while !stop.load(Ordering::SeqCst) {
+        match read_memory(pid, start.elapsed().as_secs_f64()) {
+            Some(r) => {
+                if tx.send(Msg::Reading(r)).is_err() {
+                    return;
+                }
+            }
+            None => return,
+        }
+        std::thread::sleep(interval);
+    }
+}
+
+struct Tally {
+    run_id: i64,
+    seq: u32,
+    peak: u64,
+    last: Option<MemoryReading>,
+    readings: usize,
+    epochs: Vec<EpochSample>,
+    last_epoch_at: f64,
+    fallback_ops: Vec<String>,
+}
+
+impl Tally {
+    fn reading(&mut self, ledger: &Ledger, r: MemoryReading) -> Result<(), CoreError> {
+        self.peak = self.peak.max(r.tree_bytes);
+        self.seq += 1;
+        self.readings += 1;
+        ledger.add_sample(self.run_id, self.seq, "memory", &r)?;
+        self.last = Some(r);
+        Ok(())
+    }
+}
+
+/// Runs `command` (program and arguments), passing its output through, recording it in
+/// `ledger`. Sets `PYTORCH_ENABLE_MPS_FALLBACK=1` unless the environment already sets it.
+pub fn run_command(
+    command: &[String],
+    matcher: &EpochMatcher,
+    opts: &WatchOptions,
+    ledger: &Ledger,
+) -> Result<WatchOutcome, CoreError> {
+    let (program, args) = command.split_first().ok_or_else(|| {
+        CoreError::InvalidInput(
+            "give the command to run after --, e.g. headroom run -- python train.py".into(),
+        )
+    })?;
+    let shown = command.join(" ");
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .stdin(Stdio::inherit())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if std::env::var_os("PYTORCH_ENABLE_MPS_FALLBACK").is_none() {
+        cmd.env("PYTORCH_ENABLE_MPS_FALLBACK", "1");
+    }
+    let mut child = cmd.spawn().map_err(|e| {
+        CoreError::InvalidInput(format!(
+            "cannot start {program}: {e}; check the command (is {program} on PATH?)"
+        ))
+    })?;
+    let run_id = begin(ledger, "run", &shown, opts)?;
+    let started = Instant::now();
+    let (tx, rx) = mpsc::channel();
+    let stop = Arc::new(AtomicBool::new(false));
+    let pid = child.id();
+    let readers: Vec<_> = [
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    ]
+    .into_iter()
+    .enumerate()
+    .filter_map(|(i, p)| p.map(|p| (i == 1, p)))
+    .map(|(stderr, pipe)| {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                if tx.send(Msg::Line { line, stderr }).is_err() {
+                    return;
+                }
+            }
+        })
+    })
+    .collect();
+    let sampler_thread = {
+        let (tx, stop) = (tx.clone(), Arc::clone(&stop));
+        let interval = opts.interval;
+        std::thread::spawn(move || sampler(pid, interval, stop, tx))
+    };
+    drop(tx);
+    let mut t = Tally {
+        run_id,
+        seq: 0,
+        peak: 0,
+        last: None,
+        readings: 0,
+        epochs: Vec::new(),
+        last_epoch_at: 0.0,
+        fallback_ops: Vec::new(),
+    };
+    let mut readers_left = readers.len();
+    // Lines and readings until both pipes close (the child and anything holding them is done).
+    while readers_left > 0 {
+        let Ok(msg) = rx.recv() else { break };
+        match msg {
+            Msg::Reading(r) => t.reading(ledger, r)?,
+            Msg::Line { line, stderr } => {
+                if stderr {
+                    let _ = writeln!(std::io::stderr(), "{line}");
+                } else {
+                    let _ = writeln!(std::io::stdout(), "{line}");
+                }
+                if let Some(op) = fallback_op(&line) {
+                    if !t.fallback_ops.contains(&op) {
+                        t.fallback_ops.push(op);
+                    }
+                }
+                // A boundary is a new epoch number (a line repeating the last one is not).
+                let fresh = |n: u32| t.epochs.last().is_none_or(|e| e.epoch != n);
+                if let Some(n) = matcher.epoch(&line).filter(|n| fresh(*n)) {
+                    // The epoch line marks a boundary: memory now is that epoch's end.
+                    let now = started.elapsed().as_secs_f64();
+                    if let Some(r) = read_memory(pid, now).or_else(|| t.last.clone()) {
+                        let s = EpochSample {
+                            epoch: n,
+                            live_bytes: None,
+                            cache_bytes: None,
+                            footprint_bytes: Some(r.tree_bytes),
+                            seconds: now - t.last_epoch_at,
+                            samples_per_s: None,
+                        };
+                        t.last_epoch_at = now;
+                        ledger.add_sample(run_id, 100_000 + n, "epoch", &s)?;
+                        t.epochs.push(s);
+                        t.reading(ledger, r)?;
+                    }
+                }
+            }
+        }
+        readers_left = readers.iter().filter(|h| !h.is_finished()).count();
+    }
+    let status = child
+        .wait()
+        .map_err(|e| CoreError::Worker(format!("wait for {program}: {e}")))?;
+    stop.store(true, Ordering::SeqCst);
+    let _ = sampler_thread.join();
+    // Whatever arrived after the pipes closed.
+    for msg in rx.try_iter() {
+        if let Msg::Reading(r) = msg {
+            t.reading(ledger, r)?;
+        }
+    }
+    finish(
+        ledger,
+        t,
+        shown,
+        status.code(),
+        started,
+        opts,
+        status.success(),
+    )
+}
+
+/// Samples process `pid` until it exits or `stop` is set.
+pub fn watch_pid(
+    pid: u32,
+    opts: &WatchOptions,
+    ledger: &Ledger,
+    stop: &Arc<AtomicBool>,
+    on: &mut dyn FnMut(&MemoryReading),
+) -> Result<WatchOutcome, CoreError> {
+    let started = Instant::now();
+    let first = read_memory(pid, 0.0).ok_or_else(|| {
+        CoreError::InvalidInput(format!(
+            "no process {pid} to watch (or no permission to read its memory); `ps` lists the running ones"
+        ))
+    })?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            String::from_utf8_lossy(&b)
+                .replace('\0', " ")
+                .trim()
+                .to_owned()
+        })
+        .unwrap_or_else(|_| format!("pid {pid}"));
+    let run_id = begin(ledger, "watch", &cmdline, opts)?;
+    let mut t = Tally {
+        run_id,
+        seq: 0,
+        peak: 0,
+        last: None,
+        readings: 0,
+        epochs: Vec::new(),
+        last_epoch_at: 0.0,
+        fallback_ops: Vec::new(),
+    };
+    on(&first);
+    t.reading(ledger, first)?;
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(opts.interval);
+        match read_memory(pid, started.elapsed().as_secs_f64()) {
+            Some(r) => {
+                on(&r);
+                t.reading(ledger, r)?;
+            }
+            None => break,
+        }
+    }
+    finish(ledger, t, cmdline, None, started, opts, true)
+}
+
+fn finish(
+    ledger: &Ledger,
+    t: Tally,
+    command: String,
+    exit_code: Option<i32>,
+    started: Instant,
+    opts: &WatchOptions,
+    success: bool,
+) -> Result<WatchOutcome, CoreError> {
+    let verdict = judge(&t.epochs, &opts.thresholds);
+    let git = git_state(&std::env::current_dir().unwrap_or_default());
+    let out = WatchOutcome {
+        run_id: t.run_id,
+        command,
+        exit_code,
+        seconds: started.elapsed().as_secs_f64(),
+        torch_version: opts.torch_version.clone(),
+        git_commit: git.commit,
+        batch: opts.batch,
+        peak_tree_bytes: t.peak,
+        fallback: !t.fallback_ops.is_empty(),
+        fallback_ops: t.fallback_ops,
+        readings: t.readings,
+        epochs: t.epochs,
+        verdict,
+    };
+    let status = if success {
+        RunStatus::Complete
+    } else {
+        RunStatus::Failed
+    };
+    let note = match exit_code {
+        Some(c) if c != 0 => format!("the command exited with code {c}; {}", out.verdict.reason),
+        _ => out.verdict.reason.clone(),
+    };
+    ledger.finish_watch(
+        t.run_id,
+        status,
+        &out,
+        out.batch,
+        out.peak_tree_bytes,
+        out.fallback,
+        &note,
+    )?;
+    Ok(out)
+}
+
+/// Whether `path` names a Python interpreter (so its torch version can be asked).
+pub fn is_python(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("python"))
+}

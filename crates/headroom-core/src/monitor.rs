@@ -1,0 +1,183 @@
+//! Watching a training process from outside: its memory (the process and its whole tree, from
+//! /proc on Linux), epoch boundaries found in its output, the operators PyTorch says fall back to
+//! the CPU on MPS, and the batch size named on its command line. Parsers are pure.
+
+use regex::Regex;
+
+use crate::CoreError;
+
+/// The default epoch pattern: `epoch 3`, `Epoch: 3`, `epoch #3`, `Epoch 3/10`.
+pub const DEFAULT_EPOCH_PATTERN: &str = r"(?i)\bepoch\s*[:#]?\s*(\d+)";
+
+/// Finds epoch numbers in output lines.
+#[derive(Debug, Clone)]
+pub struct EpochMatcher {
+    re: Regex,
+}
+
+impl EpochMatcher {
+    /// A matcher for `pattern`, whose first capture group is the epoch number.
+    pub fn new(pattern: &str) -> Result<Self, CoreError> {
+        let re = Regex::new(pattern).map_err(|e| {
+            CoreError::InvalidInput(format!("the epoch pattern {pattern:?} is not a regex: {e}"))
+        })?;
+        if re.captures_len() < 2 {
+            return Err(CoreError::InvalidInput(format!(
+                "the epoch pattern {pattern:?} needs a group around the epoch number, e.g. epoch (\\d+)"
+            )));
+        }
+        Ok(Self { re })
+    }
+
+    /// The epoch number a line announces, if any.
+    pub fn epoch(&self, line: &str) -> Option<u32> {
+        self.re.captures(line)?.get(1)?.as_str().parse().ok()
+    }
+}
+
+/// The operators PyTorch reports falling back from MPS to the CPU in `line`
+/// (`The operator 'aten::foo' is not currently supported on the MPS backend and will fall back`).
+pub fn fallback_op(line: &str) -> Option<String> {
+    if !line.contains("not currently supported on the MPS backend") {
+        return None;
+    }
+    let start = line.find("operator '")? + "operator '".len();
+    let len = line[start..].find('\'')?;
+    Some(line[start..start + len].to_owned())
+}
+
+/// The batch size named in a command line: `--batch-size 64`, `--batch_size=64`, `--bs 64`,
+/// `-b 64`, `--batch 64`.
+pub fn batch_from_args(args: &[String]) -> Option<u32> {
+    const NAMES: &[&str] = &[
+        "--batch-size",
+        "--batch_size",
+        "--batchsize",
+        "--bs",
+        "--batch",
+        "-b",
+    ];
+    let mut it = args.iter().peekable();
+    while let Some(a) = it.next() {
+        if let Some((k, v)) = a.split_once('=') {
+            if NAMES.contains(&k) {
+                return v.parse().ok();
+            }
+        } else if NAMES.contains(&a.as_str()) {
+            return it.peek().and_then(|v| v.parse().ok());
+        }
+    }
+    None
+}
+
+/// `pid` and all its descendants (Linux: from /proc/*/task/*/children).
+pub fn process_tree(pid: u32) -> Vec<u32> {
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let p = out[i];
+        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) {
+            for t in tasks.flatten() {
+                if let Ok(text) = std::fs::read_to_string(t.path().join("children")) {
+                    out.extend(
+                        text.split_whitespace()
+                            .filter_map(|c| c.parse::<u32>().ok()),
+                    );
+                }
+            }
+        }
+        i += 1;
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// One memory reading of a watched process.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct MemoryReading {
+    /// Seconds since watching began.
+    pub t: f64,
+    /// The process's own resident (Linux) or footprint (macOS) bytes.
+    pub process_bytes: u64,
+    /// The sum over the process and its descendants.
+    pub tree_bytes: u64,
+    pub processes: u32,
+}
+
+/// Reads `pid`'s memory and its tree's; `None` once the process is gone.
+pub fn read_memory(pid: u32, t: f64) -> Option<MemoryReading> {
+    let own = crate::sysmem::pid_rss(pid)?;
+    let tree = process_tree(pid);
+    let tree_bytes = tree
+        .iter()
+        .filter_map(|p| {
+            if *p == pid {
+                Some(own)
+            } else {
+                crate::sysmem::pid_rss(*p)
+            }
+        })
+        .sum();
+    Some(MemoryReading {
+        t,
+        process_bytes: own,
+        tree_bytes,
+        processes: u32::try_from(tree.len()).unwrap_or(u32::MAX),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epochs_in_common_log_lines() {
+        let m = EpochMatcher::new(DEFAULT_EPOCH_PATTERN).expect("pattern");
+        assert_eq!(m.epoch("Epoch 3/10: loss 0.31"), Some(3));
+        assert_eq!(m.epoch("epoch: 12 train_loss=0.1"), Some(12));
+        assert_eq!(m.epoch("[epoch #7] done"), Some(7));
+        assert_eq!(m.epoch("epochs to run: none"), None);
+        assert_eq!(m.epoch("step 400 loss 0.2"), None);
+        let custom = EpochMatcher::new(r"^== round (\d+) ==$").expect("pattern");
+        assert_eq!(custom.epoch("== round 4 =="), Some(4));
+        assert!(EpochMatcher::new("epoch \\d+").is_err(), "needs a group");
+        assert!(EpochMatcher::new("epoch (").is_err());
+    }
+
+    #[test]
+    fn a_real_mps_fallback_warning_names_its_operator() {
+        let text = include_str!("../tests/fixtures/macos/torch_mps_fallback_warning_m4pro.txt");
+        let ops: Vec<String> = text.lines().filter_map(fallback_op).collect();
+        assert_eq!(ops, ["aten::_upsample_bilinear2d_aa.out"]);
+    }
+
+    #[test]
+    fn batch_sizes_on_command_lines() {
+        let args = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            batch_from_args(&args("python train.py --batch-size 64")),
+            Some(64)
+        );
+        assert_eq!(
+            batch_from_args(&args("python train.py --batch_size=32 --lr 1e-3")),
+            Some(32)
+        );
+        assert_eq!(batch_from_args(&args("python train.py --bs 8")), Some(8));
+        assert_eq!(batch_from_args(&args("python train.py -b 16")), Some(16));
+        assert_eq!(batch_from_args(&args("python train.py --epochs 3")), None);
+    }
+
+    #[test]
+    fn this_process_is_read_from_proc() {
+        if !cfg!(target_os = "linux") {
+            return;
+        }
+        let r = read_memory(std::process::id(), 0.0).expect("this process");
+        assert!(r.process_bytes > 1 << 20);
+        assert!(r.tree_bytes >= r.process_bytes);
+        assert!(r.processes >= 1);
+        assert!(read_memory(u32::MAX - 7, 0.0).is_none());
+    }
+}
