@@ -8,7 +8,7 @@ use headroom_core::budget::BudgetSpec;
 use headroom_core::jobs::{self, doctor::DoctorOptions, sweep::CancelToken, sweep::Update};
 use headroom_core::ledger::RunRecord;
 use headroom_core::plot::{sweep_svg, ChartSpec};
-use headroom_core::protocol::{parse_shape, BatchPlan, Dtype, Mode, Phase, SweepRequest};
+use headroom_core::protocol::{parse_shape, progress_line, BatchPlan, Dtype, Mode, SweepRequest};
 use headroom_core::readiness::Report;
 use serde::Deserialize;
 use tauri::ipc::Channel;
@@ -138,19 +138,7 @@ pub fn apply(s: &mut SweepSnapshot, u: &Update) {
             phase,
             step,
             of,
-        } => {
-            let phase = match phase {
-                Phase::Setup => "preparing inputs",
-                Phase::Warmup => "warm-up",
-                Phase::Timed => "timed steps",
-                Phase::Split => "phase split",
-            };
-            s.message = if *of > 0 {
-                format!("batch {batch}: {phase} {step}/{of}")
-            } else {
-                format!("batch {batch}: {phase}")
-            };
-        }
+        } => s.message = progress_line(*batch, *phase, *step, *of),
         Update::Point { point } => {
             s.points.push(point.clone());
             redraw(s);
@@ -294,7 +282,7 @@ pub fn describe_worker() -> String {
 
 #[cfg(test)]
 mod tests {
-    use headroom_core::protocol::{Hello, Point, PointStatus, PROTOCOL_VERSION};
+    use headroom_core::protocol::{Hello, Phase, Point, PointStatus, PROTOCOL_VERSION};
 
     use super::*;
 

@@ -311,6 +311,27 @@ pub enum Phase {
     Split,
 }
 
+impl Phase {
+    /// The phase in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Setup => "preparing inputs",
+            Self::Warmup => "warm-up",
+            Self::Timed => "timed steps",
+            Self::Split => "phase split",
+        }
+    }
+}
+
+/// Where a worker is, for people: `batch 4: timed steps 3/10`.
+pub fn progress_line(batch: u32, phase: Phase, step: u32, of: u32) -> String {
+    if of > 0 {
+        format!("batch {batch}: {} {step}/{of}", phase.describe())
+    } else {
+        format!("batch {batch}: {}", phase.describe())
+    }
+}
+
 /// What to release at each epoch boundary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

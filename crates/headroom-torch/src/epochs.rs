@@ -4,7 +4,7 @@
 //! epoch, a true leak for proving the detector.
 
 use headroom_core::epochs::EpochSample;
-use headroom_core::protocol::{EpochsRequest, Event, Hello, Phase, PROTOCOL_VERSION};
+use headroom_core::protocol::{EpochsRequest, Event, Phase};
 use headroom_core::sysmem;
 use tch::{Kind, Tensor};
 
@@ -33,21 +33,13 @@ pub fn run_epochs(req: &EpochsRequest, emit: &mut dyn FnMut(Event)) -> Result<()
     );
     let mut stepper = Stepper::new(workload, dev, true)?;
     stepper.probe()?;
-    emit(Event::Hello(Hello {
-        protocol: PROTOCOL_VERSION,
-        headroom_version: env!("CARGO_PKG_VERSION").to_owned(),
-        libtorch: alloc::libtorch_version(),
-        device: info.label.clone(),
-        device_name: info.name.clone(),
-        capacity_bytes: info.capacity,
-        available_bytes: info.available,
-        budget_bytes: info.available,
-        threads: u32::try_from(tch::get_num_threads()).unwrap_or(0),
-        workload: name,
-        input_shape: shape,
-        parameters: params,
-        pid: std::process::id(),
-    }));
+    emit(Event::Hello(crate::hello(
+        &info,
+        name,
+        shape,
+        params,
+        info.available,
+    )));
     let accel = device::accel_index(dev);
     let mut retained: Vec<Tensor> = Vec::new();
     for epoch in 1..=req.epochs {

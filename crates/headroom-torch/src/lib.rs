@@ -44,3 +44,28 @@ impl TorchError {
         }
     }
 }
+
+/// The `hello` a worker sends once its workload is built: who it is and what it runs.
+pub(crate) fn hello(
+    info: &device::DeviceInfo,
+    workload: String,
+    input_shape: Vec<i64>,
+    parameters: u64,
+    budget_bytes: u64,
+) -> headroom_core::protocol::Hello {
+    headroom_core::protocol::Hello {
+        protocol: headroom_core::protocol::PROTOCOL_VERSION,
+        headroom_version: env!("CARGO_PKG_VERSION").to_owned(),
+        libtorch: alloc::libtorch_version(),
+        device: info.label.clone(),
+        device_name: info.name.clone(),
+        capacity_bytes: info.capacity,
+        available_bytes: info.available,
+        budget_bytes,
+        threads: u32::try_from(tch::get_num_threads()).unwrap_or(0),
+        workload,
+        input_shape,
+        parameters,
+        pid: std::process::id(),
+    }
+}

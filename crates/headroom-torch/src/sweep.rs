@@ -3,9 +3,7 @@
 
 use headroom_core::budget::format_bytes;
 use headroom_core::planner::{Next, Planner};
-use headroom_core::protocol::{
-    BatchPlan, Event, Hello, Mode, Point, PointStatus, SweepRequest, PROTOCOL_VERSION,
-};
+use headroom_core::protocol::{BatchPlan, Event, Mode, Point, PointStatus, SweepRequest};
 use headroom_core::summary::summarize;
 use headroom_core::sysmem;
 use tch::Device;
@@ -49,21 +47,9 @@ pub fn run_sweep(req: &SweepRequest, emit: &mut dyn FnMut(Event)) -> Result<(), 
         Some(i) => alloc::device_stats(i).ok().map(|s| s.reserved_current),
         None => sysmem::process_memory().map(|(rss, _)| rss),
     };
-    emit(Event::Hello(Hello {
-        protocol: PROTOCOL_VERSION,
-        headroom_version: env!("CARGO_PKG_VERSION").to_owned(),
-        libtorch: alloc::libtorch_version(),
-        device: info.label.clone(),
-        device_name: info.name.clone(),
-        capacity_bytes: info.capacity,
-        available_bytes: info.available,
-        budget_bytes: budget,
-        threads: u32::try_from(tch::get_num_threads()).unwrap_or(0),
-        workload: name,
-        input_shape: shape,
-        parameters: params,
-        pid: std::process::id(),
-    }));
+    emit(Event::Hello(crate::hello(
+        &info, name, shape, params, budget,
+    )));
 
     let policy = StepPolicy {
         timed_steps: req.steps,

@@ -113,6 +113,19 @@ struct Tally {
 }
 
 impl Tally {
+    fn new(run_id: i64) -> Self {
+        Self {
+            run_id,
+            seq: 0,
+            peak: 0,
+            last: None,
+            readings: 0,
+            epochs: Vec::new(),
+            last_epoch_at: 0.0,
+            fallback_ops: Vec::new(),
+        }
+    }
+
     fn reading(&mut self, ledger: &Ledger, r: MemoryReading) -> Result<(), CoreError> {
         self.peak = self.peak.max(r.tree_bytes);
         self.seq += 1;
@@ -185,16 +198,7 @@ pub fn run_command(
         std::thread::spawn(move || sampler(pid, interval, stop, tx))
     };
     drop(tx);
-    let mut t = Tally {
-        run_id,
-        seq: 0,
-        peak: 0,
-        last: None,
-        readings: 0,
-        epochs: Vec::new(),
-        last_epoch_at: 0.0,
-        fallback_ops: Vec::new(),
-    };
+    let mut t = Tally::new(run_id);
     let mut readers_left = readers.len();
     // Lines and readings until both pipes close (the child and anything holding them is done).
     while readers_left > 0 {
@@ -281,16 +285,7 @@ pub fn watch_pid(
         })
         .unwrap_or_else(|_| format!("pid {pid}"));
     let run_id = begin(ledger, "watch", &cmdline, opts)?;
-    let mut t = Tally {
-        run_id,
-        seq: 0,
-        peak: 0,
-        last: None,
-        readings: 0,
-        epochs: Vec::new(),
-        last_epoch_at: 0.0,
-        fallback_ops: Vec::new(),
-    };
+    let mut t = Tally::new(run_id);
     on(&first);
     t.reading(ledger, first)?;
     while !stop.load(Ordering::SeqCst) {

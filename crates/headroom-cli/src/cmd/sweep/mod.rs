@@ -13,7 +13,7 @@ use headroom_core::jobs::{
 };
 use headroom_core::ledger::RunStatus;
 use headroom_core::protocol::{
-    parse_batches, parse_shape, BatchPlan, Dtype, Mode, Phase, Point, SweepRequest,
+    parse_batches, parse_shape, progress_line, BatchPlan, Dtype, Mode, Point, SweepRequest,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -165,19 +165,9 @@ impl Progress {
                 step,
                 of,
             } => {
-                let phase = match phase {
-                    Phase::Setup => "preparing inputs",
-                    Phase::Warmup => "warm-up",
-                    Phase::Timed => "timed",
-                    Phase::Split => "split",
-                };
-                let steps = if *of > 0 {
-                    format!(" step {step}/{of}")
-                } else {
-                    String::new()
-                };
                 self.bar.set_message(format!(
-                    "batch {batch}: {phase}{steps}{}",
+                    "{}{}",
+                    progress_line(*batch, *phase, *step, *of),
                     best_so_far(&self.points)
                 ));
             }
