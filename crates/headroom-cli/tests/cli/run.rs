@@ -152,3 +152,45 @@ fn watch_follows_a_process_of_known_size_until_it_exits() {
     assert_eq!(gone.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&gone.stderr).contains("no process 999999999"));
 }
+
+#[test]
+#[cfg(target_os = "linux")]
+fn killing_headroom_mid_run_loses_no_recorded_sample() {
+    use std::io::BufRead;
+    let home = Home::new();
+    let script = "import time\nfor e in range(1, 40):\n    print(f'epoch {e}', flush=True)\n    time.sleep(0.2)\n";
+    let py = python();
+    let mut headroom = home
+        .cmd(&[
+            "run",
+            "--interval-ms",
+            "50",
+            "--",
+            py.to_str().expect("utf-8"),
+            "-c",
+            script,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("headroom run");
+    let out = headroom.stdout.take().expect("stdout");
+    for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+        if line == "epoch 4" {
+            break;
+        }
+    }
+    headroom.kill().expect("SIGKILL headroom");
+    headroom.wait().expect("reap");
+    // The next opening of the ledger closes the orphaned run; what was written stays.
+    let runs = home.runs();
+    assert_eq!(runs[0]["kind"], "run");
+    assert_eq!(runs[0]["status"], "interrupted", "{}", runs[0]);
+    let id = runs[0]["id"].to_string();
+    let (_, shown) = home.json(&["ledger", "show", &id, "--json"]);
+    let epochs: Vec<u64> = shown["samples"]
+        .as_array()
+        .map(|s| s.iter().filter_map(|e| e["epoch"].as_u64()).collect())
+        .unwrap_or_default();
+    assert!(epochs.len() >= 3 && epochs[..3] == [1, 2, 3], "{epochs:?}");
+}
