@@ -10,6 +10,11 @@ const COMMANDS: &[&str] = &[
     "sweep_snapshot",
     "list_runs",
     "chart_for_run",
+    "start_epochs",
+    "list_processes",
+    "start_watch",
+    "stop_memory",
+    "memory_snapshot",
 ];
 
 fn main() {

@@ -42,6 +42,14 @@ pub fn typescript() -> String {
         crate::state::SweepSnapshot::decl(),
         crate::commands::SweepForm::decl(),
         crate::error::AppError::decl(),
+        crate::memory::MemorySnapshot::decl(),
+        crate::memory::EpochsForm::decl(),
+        crate::memory::ProcessInfo::decl(),
+        headroom_core::epochs::EpochSample::decl(),
+        headroom_core::epochs::EpochVerdict::decl(),
+        headroom_core::epochs::EpochVerdictKind::decl(),
+        headroom_core::epochs::Trend::decl(),
+        headroom_core::monitor::MemoryReading::decl(),
     ];
     let mut out = String::from(
         "// Generated from the Rust types by src-tauri/src/ipc.rs (ts-rs). Do not edit:\n\

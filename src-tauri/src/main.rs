@@ -11,6 +11,7 @@ mod commands;
 mod error;
 #[cfg(test)]
 mod ipc;
+mod memory;
 mod single;
 mod state;
 mod tray;
@@ -61,6 +62,11 @@ fn main() {
             commands::sweep_snapshot,
             commands::list_runs,
             commands::chart_for_run,
+            memory::start_epochs,
+            memory::list_processes,
+            memory::start_watch,
+            memory::stop_memory,
+            memory::memory_snapshot,
         ])
         .setup(move |app| {
             #[cfg(target_os = "macos")]

@@ -62,6 +62,7 @@ impl Drop for RunningSweep {
 pub struct AppState {
     pub report: Mutex<Option<Report>>,
     pub sweep: Mutex<Option<RunningSweep>>,
+    pub memory: Mutex<Option<crate::memory::RunningMemory>>,
 }
 
 /// Locks a mutex, recovering the data if a panicking thread poisoned it (the data is plain).

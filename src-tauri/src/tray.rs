@@ -43,7 +43,11 @@ pub struct TrayLook {
 /// The colour is the readiness verdict: red when any light is red, green when a GPU backend
 /// (MPS or CUDA) is green and nothing else needs a look, amber otherwise. A running sweep says
 /// its progress in the tooltip.
-pub fn look(report: Option<&Report>, sweep: Option<&SweepSnapshot>) -> TrayLook {
+pub fn look(
+    report: Option<&Report>,
+    sweep: Option<&SweepSnapshot>,
+    memory: Option<&crate::memory::MemorySnapshot>,
+) -> TrayLook {
     let (colour, mut tooltip) = match report {
         None => (
             Colour::Grey,
@@ -96,6 +100,18 @@ pub fn look(report: Option<&Report>, sweep: Option<&SweepSnapshot>) -> TrayLook 
             if s.points.len() == 1 { "" } else { "s" }
         );
     }
+    let mut colour = colour;
+    if let Some(m) = memory.filter(|m| m.crossed) {
+        // A watched run that grew past the leak threshold needs a look whatever the readiness.
+        if colour != Colour::Red {
+            colour = Colour::Amber;
+        }
+        tooltip = format!(
+            "{} grew {:+.0} % since watching began: a leak is suspected — {tooltip}",
+            m.title,
+            m.growth.unwrap_or(0.0) * 100.0
+        );
+    }
     TrayLook { colour, tooltip }
 }
 
@@ -146,7 +162,7 @@ pub fn build<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
         .map(|i| i as &dyn tauri::menu::IsMenuItem<R>)
         .collect();
     let menu = Menu::with_items(app, &refs)?;
-    let first = look(None, None);
+    let first = look(None, None, None);
     TrayIconBuilder::with_id(TRAY_ID)
         .icon(Image::new_owned(
             icon_rgba(first.colour, ICON_SIZE),
@@ -197,7 +213,10 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
     let sweep = crate::state::lock(&state.sweep)
         .as_ref()
         .map(crate::state::RunningSweep::snapshot);
-    let l = look(report.as_ref(), sweep.as_ref());
+    let memory = crate::state::lock(&state.memory)
+        .as_ref()
+        .map(|m| crate::state::lock(&m.snapshot).clone());
+    let l = look(report.as_ref(), sweep.as_ref(), memory.as_ref());
     if let Some(tray) = app.tray_by_id(TRAY_ID) {
         let _ = tray.set_icon(Some(Image::new_owned(
             icon_rgba(l.colour, ICON_SIZE),
@@ -234,7 +253,7 @@ mod tests {
     fn the_real_h200_report_is_green_for_cuda() {
         let text = include_str!("../../bench/results/doctor_h200.json");
         let r: Report = serde_json::from_str(text).expect("a real doctor report");
-        let l = look(Some(&r), None);
+        let l = look(Some(&r), None, None);
         assert_eq!(l.colour, Colour::Green);
         assert!(l.tooltip.starts_with("CUDA ready: "), "{}", l.tooltip);
         assert!(l.tooltip.contains("NVIDIA H200"), "{}", l.tooltip);
@@ -243,20 +262,20 @@ mod tests {
     #[test]
     fn colour_follows_the_worst_light_and_cpu_only_is_amber() {
         use LightState::{Green, Off, Red, Yellow};
-        assert_eq!(look(None, None).colour, Colour::Grey);
+        assert_eq!(look(None, None, None).colour, Colour::Grey);
         let mps = report(&[
             ("cpu", Green),
             ("mps", Green),
             ("mlx", Off),
             ("conditions", Green),
         ]);
-        assert_eq!(look(Some(&mps), None).colour, Colour::Green);
+        assert_eq!(look(Some(&mps), None, None).colour, Colour::Green);
         let battery = report(&[("cpu", Green), ("mps", Green), ("conditions", Yellow)]);
-        let l = look(Some(&battery), None);
+        let l = look(Some(&battery), None, None);
         assert_eq!(l.colour, Colour::Amber);
         assert!(l.tooltip.starts_with("CONDITIONS: "), "{}", l.tooltip);
         let rosetta = report(&[("cpu", Green), ("mps", Red), ("conditions", Yellow)]);
-        let l = look(Some(&rosetta), None);
+        let l = look(Some(&rosetta), None, None);
         assert_eq!(l.colour, Colour::Red);
         assert_eq!(l.tooltip, "MPS blocked: mps reason");
         let cpu_only = report(&[
@@ -265,7 +284,7 @@ mod tests {
             ("mlx", Off),
             ("conditions", Off),
         ]);
-        let l = look(Some(&cpu_only), None);
+        let l = look(Some(&cpu_only), None, None);
         assert_eq!(l.colour, Colour::Amber);
         assert!(l.tooltip.contains("runs on the CPU"));
     }
@@ -284,7 +303,7 @@ mod tests {
             )],
             ..SweepSnapshot::default()
         };
-        let l = look(None, Some(&s));
+        let l = look(None, Some(&s), None);
         assert!(
             l.tooltip
                 .starts_with("sweeping vit-tiny on mps: batch 256: timed steps 4/10 (1 point)"),
@@ -295,7 +314,22 @@ mod tests {
             running: false,
             ..s
         };
-        assert!(!look(None, Some(&done)).tooltip.contains("sweeping"));
+        assert!(!look(None, Some(&done), None).tooltip.contains("sweeping"));
+        let leaking = crate::memory::MemorySnapshot {
+            running: true,
+            crossed: true,
+            title: "python train.py".into(),
+            growth: Some(0.31),
+            ..crate::memory::MemorySnapshot::default()
+        };
+        let l = look(None, None, Some(&leaking));
+        assert_eq!(l.colour, Colour::Amber);
+        assert!(
+            l.tooltip
+                .starts_with("python train.py grew +31 % since watching began"),
+            "{}",
+            l.tooltip
+        );
     }
 
     #[test]

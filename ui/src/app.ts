@@ -1,20 +1,27 @@
 // The popover: three tabs over one backend.
 import type { Backend } from "./backend";
 import { el } from "./format";
+import { memoryPanel } from "./panels/memory";
 import { readinessPanel } from "./panels/readiness";
 import { runsPanel } from "./panels/runs";
 import { sweepPanel } from "./panels/sweep";
 
-export type Tab = "readiness" | "sweep" | "runs";
+export type Tab = "readiness" | "sweep" | "memory" | "runs";
 
 export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): void } {
   const readiness = readinessPanel(backend);
   const sweep = sweepPanel(backend);
+  const memory = memoryPanel(backend);
   const runs = runsPanel(backend);
-  const panels: Record<Tab, HTMLElement> = { readiness: readiness.root, sweep: sweep.root, runs: runs.root };
+  const panels: Record<Tab, HTMLElement> = {
+    readiness: readiness.root,
+    sweep: sweep.root,
+    memory: memory.root,
+    runs: runs.root,
+  };
   const nav = el("nav", "tabs");
   const buttons = new Map<Tab, HTMLButtonElement>();
-  const titles: Record<Tab, string> = { readiness: "Readiness", sweep: "Sweep", runs: "Runs" };
+  const titles: Record<Tab, string> = { readiness: "Readiness", sweep: "Sweep", memory: "Memory", runs: "Runs" };
   const main = el("main");
   for (const tab of Object.keys(panels) as Tab[]) {
     const b = el("button", "tab", titles[tab]);
@@ -43,10 +50,11 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
       checkedAt = Date.now();
     }
     if (tab === "sweep") void sweep.restore();
+    if (tab === "memory") void memory.restore();
     if (tab === "runs") void runs.load();
   }
   backend.onNavigate((p) => {
-    if (p === "readiness" || p === "sweep" || p === "runs") show(p);
+    if (p === "readiness" || p === "sweep" || p === "memory" || p === "runs") show(p);
   });
   document.addEventListener("visibilitychange", () => {
     if (document.visibilityState === "visible") show(current);

@@ -327,6 +327,25 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
     );
     s.wait(r#"[data-testid="run-row"][data-kind="doctor"]"#, 5);
     s.screenshot(&out.join("runs.png"));
+
+    // Memory: epochs with the leak demo on the CPU, judged a leak, with its chart.
+    s.click(&s.wait(r#"[data-testid="tab-memory"]"#, 5));
+    s.click(&s.wait(r#"[data-testid="epochs-device"] option[value="cpu"]"#, 5));
+    s.type_into(&s.wait(r#"[data-testid="epochs-batch"]"#, 5), "16");
+    s.type_into(&s.wait(r#"[data-testid="epochs-count"]"#, 5), "6");
+    s.type_into(&s.wait(r#"[data-testid="epochs-steps"]"#, 5), "3");
+    s.click(&s.wait(r#"[data-testid="epochs-leak-demo"]"#, 5));
+    s.click(&s.wait(r#"[data-testid="run-epochs"]"#, 5));
+    let verdict = s.wait(r#"[data-testid="memory-verdict"]:not([hidden])"#, 120);
+    let verdict_text = s.text(&verdict);
+    assert!(
+        verdict_text.starts_with("Leak suspected: "),
+        "{verdict_text}"
+    );
+    assert_eq!(s.find_all(r#"[data-testid="memory-row"]"#).len(), 6);
+    s.screenshot(&out.join("memory.png"));
+    s.click(&s.wait(r#"[data-testid="memory-chart"]:not([hidden])"#, 5));
+    s.screenshot(&out.join("memory_chart.png"));
     s.close();
     drop(driver);
 

@@ -2,6 +2,9 @@
 // `Backend` and never know whether it is the real app or the mock their tests use.
 import type {
   AppError,
+  EpochsForm,
+  MemorySnapshot,
+  ProcessInfo,
   Report,
   RunRecord,
   SweepForm,
@@ -21,6 +24,13 @@ export interface Backend {
   sweepSnapshot(): Promise<SweepSnapshot | null>;
   listRuns(limit?: number): Promise<RunRecord[]>;
   chartForRun(runId: number): Promise<string>;
+  /** Trains one batch for several epochs and judges memory growth. */
+  startEpochs(form: EpochsForm, onUpdate: (s: MemorySnapshot) => void): Promise<MemorySnapshot>;
+  /** Python processes that may be watched, largest first. */
+  listProcesses(): Promise<ProcessInfo[]>;
+  startWatch(pid: number, onUpdate: (s: MemorySnapshot) => void): Promise<MemorySnapshot>;
+  stopMemory(): Promise<boolean>;
+  memorySnapshot(): Promise<MemorySnapshot | null>;
   /** Calls `f` with a panel name when the tray asks for one. */
   onNavigate(f: (panel: string) => void): void;
 }

@@ -278,3 +278,81 @@ export type AppError = {
  * `invalid_input`, `ledger`, `worker`, `busy`, `not_found`, `internal`.
  */
 code: string, message: string, };
+
+export type MemorySnapshot = { running: boolean, 
+/**
+ * `epochs` or `watch`.
+ */
+kind: string, title: string, run_id: number | null, samples: Array<EpochSample>, readings: Array<MemoryReading>, verdict: EpochVerdict | null, 
+/**
+ * Growth of the watched tree since watching began (watch only).
+ */
+growth: number | null, 
+/**
+ * The watched process crossed the leak threshold.
+ */
+crossed: boolean, message: string, status: string, error: JobError | null, chart_svg: string, };
+
+export type EpochsForm = { workload: string, device: string, batch: number, epochs: number, steps_per_epoch: number, release: string, leak_demo: boolean, };
+
+export type ProcessInfo = { pid: number, command: string, rss_bytes: number, };
+
+export type EpochSample = { 
+/**
+ * 1-based.
+ */
+epoch: number, 
+/**
+ * Bytes held by live tensors on the device (allocator's allocated bytes); `None` where the
+ * device keeps no statistics (the CPU).
+ */
+live_bytes: number | null, 
+/**
+ * Bytes the allocator keeps cached beyond the live ones (reserved − allocated).
+ */
+cache_bytes: number | null, 
+/**
+ * The process footprint: `phys_footprint` on macOS (what the OS kills on), RSS on Linux.
+ */
+footprint_bytes: number | null, seconds: number, samples_per_s: number | null, };
+
+export type EpochVerdict = { kind: EpochVerdictKind, live: Trend | null, cache: Trend | null, footprint: Trend | null, throughput: Trend | null, 
+/**
+ * Throughput fell by more than the slowdown threshold from the first to the last epoch.
+ */
+slowing: boolean, 
+/**
+ * One line for people.
+ */
+reason: string, };
+
+export type EpochVerdictKind = "leak_suspected" | "cache_growth" | "stable" | "too_short";
+
+export type Trend = { first: number, last: number, 
+/**
+ * (last − first) / first.
+ */
+growth: number, 
+/**
+ * Least-squares slope, units per epoch.
+ */
+slope_per_epoch: number, 
+/**
+ * The slope carried over the threshold's epoch count, relative to the first value: the
+ * number compared with the leak threshold, so runs of any length are judged alike.
+ */
+projected_growth: number, };
+
+export type MemoryReading = { 
+/**
+ * Seconds since watching began.
+ */
+t: number, 
+/**
+ * The process's own resident (Linux) or footprint (macOS) bytes.
+ */
+process_bytes: number, 
+/**
+ * The sum over the process and its descendants.
+ */
+tree_bytes: number, processes: number, };

@@ -1,11 +1,14 @@
 // A backend without the app, for the UI's unit tests (and for working on the UI in a browser):
 // it records calls and replays what a test gives it.
 import type { Backend } from "./index";
-import type { Report, RunRecord, SweepForm, SweepSnapshot } from "./ipc";
+import type { EpochsForm, MemorySnapshot, ProcessInfo, Report, RunRecord, SweepForm, SweepSnapshot } from "./ipc";
 
 export interface MockBackend extends Backend {
   calls: string[];
   forms: SweepForm[];
+  epochForms: EpochsForm[];
+  /** Sends a snapshot to the running memory job's listener. */
+  pushMemory(s: MemorySnapshot): void;
   /** Sends a snapshot to the running sweep's listener, as the Channel would. */
   push(s: SweepSnapshot): void;
   navigate(panel: string): void;
@@ -17,13 +20,46 @@ export function mockBackend(opts: {
   runs?: RunRecord[];
   snapshot?: SweepSnapshot | null;
   startError?: { code: string; message: string };
+  processes?: ProcessInfo[];
 }): MockBackend {
+  let memoryListener: ((s: MemorySnapshot) => void) | null = null;
+  const memoryStart = (kind: string, title: string): MemorySnapshot => ({
+    running: true, kind, title, run_id: null, samples: [], readings: [], verdict: null, growth: null,
+    crossed: false, message: "starting", status: "running", error: null, chart_svg: "",
+  });
   let listener: ((s: SweepSnapshot) => void) | null = null;
   let navigate: ((p: string) => void) | null = null;
   let last: Report | null = null;
   const m: MockBackend = {
     calls: [],
     forms: [],
+    epochForms: [],
+    async startEpochs(form, onUpdate) {
+      m.calls.push("startEpochs");
+      m.epochForms.push(form);
+      memoryListener = onUpdate;
+      return memoryStart("epochs", `${form.workload} batch ${form.batch} on ${form.device}`);
+    },
+    async listProcesses() {
+      m.calls.push("listProcesses");
+      return opts.processes ?? [];
+    },
+    async startWatch(pid, onUpdate) {
+      m.calls.push(`startWatch ${pid}`);
+      memoryListener = onUpdate;
+      return memoryStart("watch", `process ${pid}`);
+    },
+    async stopMemory() {
+      m.calls.push("stopMemory");
+      return true;
+    },
+    async memorySnapshot() {
+      m.calls.push("memorySnapshot");
+      return null;
+    },
+    pushMemory(s) {
+      memoryListener?.(s);
+    },
     async readiness() {
       m.calls.push("readiness");
       if (opts.readinessError) throw opts.readinessError;

@@ -3,7 +3,7 @@ import { Channel, invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
 
 import type { Backend } from "./index";
-import type { Report, RunRecord, SweepForm, SweepSnapshot } from "./ipc";
+import type { EpochsForm, MemorySnapshot, ProcessInfo, Report, RunRecord, SweepForm, SweepSnapshot } from "./ipc";
 
 export function tauriBackend(): Backend {
   return {
@@ -18,6 +18,19 @@ export function tauriBackend(): Backend {
     sweepSnapshot: () => invoke<SweepSnapshot | null>("sweep_snapshot"),
     listRuns: (limit?: number) => invoke<RunRecord[]>("list_runs", { limit: limit ?? null }),
     chartForRun: (runId: number) => invoke<string>("chart_for_run", { runId }),
+    startEpochs(form: EpochsForm, onUpdate: (s: MemorySnapshot) => void) {
+      const channel = new Channel<MemorySnapshot>();
+      channel.onmessage = onUpdate;
+      return invoke<MemorySnapshot>("start_epochs", { form, onUpdate: channel });
+    },
+    listProcesses: () => invoke<ProcessInfo[]>("list_processes"),
+    startWatch(pid: number, onUpdate: (s: MemorySnapshot) => void) {
+      const channel = new Channel<MemorySnapshot>();
+      channel.onmessage = onUpdate;
+      return invoke<MemorySnapshot>("start_watch", { pid, onUpdate: channel });
+    },
+    stopMemory: () => invoke<boolean>("stop_memory"),
+    memorySnapshot: () => invoke<MemorySnapshot | null>("memory_snapshot"),
     onNavigate(f: (panel: string) => void) {
       void listen<string>("headroom://navigate", (e) => f(e.payload));
     },

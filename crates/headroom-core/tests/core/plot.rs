@@ -86,3 +86,31 @@ fn a_budget_far_above_the_peaks_is_named_not_drawn_to_scale() {
     assert!(svg.contains("budget 20.0 GiB (above this scale)"));
     assert!(svg.contains("MiB"), "small peaks get a MiB axis");
 }
+
+#[test]
+fn the_memory_chart_draws_each_series_and_the_threshold() {
+    use headroom_core::plot::{memory_svg, threshold_line, Series};
+    let footprint: Vec<(f64, u64)> = (1..=6)
+        .map(|e: u32| (f64::from(e), u64::from(400 + 48 * e) << 20))
+        .collect();
+    let line = threshold_line(&footprint, 0.26, 10);
+    assert_eq!(line.len(), 2);
+    // 26 % over 10 epochs from epoch 1: +13 % by epoch 6.
+    let expect = (f64::from(448u32 << 20) * (1.0 + 0.26 * 5.0 / 10.0)) as u64;
+    assert!(line[1].1.abs_diff(expect) < 1 << 20, "{line:?}");
+    let svg = memory_svg(
+        &[Series {
+            name: "footprint",
+            points: &footprint,
+        }],
+        "epoch",
+        Some((&line, "leak threshold")),
+        360,
+        300,
+    )
+    .expect("svg");
+    for want in ["memory", "epoch", "MiB", "footprint", "leak threshold"] {
+        assert!(svg.contains(want), "{want:?} missing");
+    }
+    assert!(memory_svg(&[], "seconds", None, 360, 300).is_ok());
+}

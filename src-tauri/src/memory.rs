@@ -1,0 +1,447 @@
+//! The Memory panel's commands: `epochs` on a workload, or a running process watched from
+//! outside; both stream a whole [`MemorySnapshot`] through a channel, with the chart redrawn.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use headroom_core::epochs::{EpochSample, EpochThresholds, EpochVerdict};
+use headroom_core::jobs::{self, sweep::CancelToken, sweep::JobError, watch::WatchOptions};
+use headroom_core::monitor::MemoryReading;
+use headroom_core::plot::{memory_svg, threshold_line, Series};
+use headroom_core::protocol::{Dtype, EpochsRequest, Release};
+use serde::{Deserialize, Serialize};
+use tauri::ipc::Channel;
+use tauri::{AppHandle, State};
+
+use crate::error::AppError;
+use crate::state::{lock, AppState};
+
+/// Where the memory job stands.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct MemorySnapshot {
+    pub running: bool,
+    /// `epochs` or `watch`.
+    pub kind: String,
+    pub title: String,
+    pub run_id: Option<i64>,
+    pub samples: Vec<EpochSample>,
+    pub readings: Vec<MemoryReading>,
+    pub verdict: Option<EpochVerdict>,
+    /// Growth of the watched tree since watching began (watch only).
+    pub growth: Option<f64>,
+    /// The watched process crossed the leak threshold.
+    pub crossed: bool,
+    pub message: String,
+    pub status: String,
+    pub error: Option<JobError>,
+    pub chart_svg: String,
+}
+
+/// A memory job on its own thread; dropping it stops the job.
+#[derive(Debug)]
+pub struct RunningMemory {
+    pub snapshot: Arc<Mutex<MemorySnapshot>>,
+    cancel: CancelToken,
+    stop: Arc<AtomicBool>,
+}
+
+impl RunningMemory {
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.cancel.cancel();
+    }
+
+    pub fn is_running(&self) -> bool {
+        lock(&self.snapshot).running
+    }
+}
+
+impl Drop for RunningMemory {
+    fn drop(&mut self) {
+        if self.is_running() {
+            self.stop();
+        }
+    }
+}
+
+/// What the Memory panel's epochs form sends.
+#[derive(Debug, Clone, Deserialize, ts_rs::TS)]
+pub struct EpochsForm {
+    pub workload: String,
+    pub device: String,
+    pub batch: u32,
+    pub epochs: u32,
+    pub steps_per_epoch: u32,
+    pub release: String,
+    pub leak_demo: bool,
+}
+
+/// A process the user may watch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct ProcessInfo {
+    pub pid: u32,
+    pub command: String,
+    pub rss_bytes: u64,
+}
+
+const CHART: (u32, u32) = (360, 300);
+const LEAK_DEMO_MIB: u32 = 64;
+
+/// Redraws the chart from the snapshot's samples (epochs) or readings (watch).
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+pub fn redraw(s: &mut MemorySnapshot, t: &EpochThresholds) {
+    let pick = |f: &dyn Fn(&EpochSample) -> Option<u64>| -> Vec<(f64, u64)> {
+        s.samples
+            .iter()
+            .filter_map(|e| Some((f64::from(e.epoch), f(e)?)))
+            .collect()
+    };
+    let result = if s.kind == "watch" {
+        let tree: Vec<(f64, u64)> = s.readings.iter().map(|r| (r.t, r.tree_bytes)).collect();
+        let limit: Vec<(f64, u64)> = match (tree.first(), tree.last()) {
+            (Some(a), Some(b)) => {
+                let y = (a.1 as f64 * (1.0 + t.leak_growth)) as u64;
+                vec![(a.0, y), (b.0, y)]
+            }
+            _ => Vec::new(),
+        };
+        memory_svg(
+            &[Series {
+                name: "process tree",
+                points: &tree,
+            }],
+            "seconds",
+            Some((&limit, "leak threshold")),
+            CHART.0,
+            CHART.1,
+        )
+    } else {
+        let live = pick(&|e| e.live_bytes);
+        let cache = pick(&|e| e.cache_bytes);
+        let footprint = pick(&|e| e.footprint_bytes);
+        let judged = if live.first().is_some_and(|p| p.1 > 0) {
+            &live
+        } else {
+            &footprint
+        };
+        let line = threshold_line(judged, t.leak_growth, t.over_epochs);
+        let series: Vec<Series<'_>> = [
+            ("live tensors", &live),
+            ("allocator cache", &cache),
+            ("footprint", &footprint),
+        ]
+        .into_iter()
+        .filter(|(_, p)| !p.is_empty())
+        .map(|(name, points)| Series { name, points })
+        .collect();
+        memory_svg(
+            &series,
+            "epoch",
+            Some((&line, "leak threshold")),
+            CHART.0,
+            CHART.1,
+        )
+    };
+    match result {
+        Ok(svg) => s.chart_svg = svg,
+        Err(e) => s.message = e.to_string(),
+    }
+}
+
+fn install(state: &AppState, running: RunningMemory) -> Result<(), AppError> {
+    let mut slot = lock(&state.memory);
+    if slot.as_ref().is_some_and(RunningMemory::is_running) {
+        return Err(AppError::new(
+            "busy",
+            "a memory run is already going; stop it first",
+        ));
+    }
+    *slot = Some(running);
+    Ok(())
+}
+
+/// Trains one batch for several epochs in the worker and judges memory growth.
+#[tauri::command]
+pub async fn start_epochs(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    form: EpochsForm,
+    on_update: Channel<MemorySnapshot>,
+) -> Result<MemorySnapshot, AppError> {
+    if form.batch == 0 || form.epochs == 0 || form.steps_per_epoch == 0 {
+        return Err(AppError::new(
+            "invalid_input",
+            "batch, epochs and steps per epoch must all be 1 or more",
+        ));
+    }
+    let req = EpochsRequest {
+        device: form.device.clone(),
+        workload: form.workload.clone(),
+        input_shape: None,
+        dtype: Dtype::F32,
+        batch: form.batch,
+        epochs: form.epochs,
+        steps_per_epoch: form.steps_per_epoch,
+        release: Release::parse(&form.release)?,
+        leak_mib: if form.leak_demo { LEAK_DEMO_MIB } else { 0 },
+        threads: None,
+    };
+    let exe = jobs::worker_binary()?;
+    let t = EpochThresholds::default();
+    let snapshot = Arc::new(Mutex::new(MemorySnapshot {
+        running: true,
+        kind: "epochs".into(),
+        title: format!("{} batch {} on {}", req.workload, req.batch, req.device),
+        message: "starting the worker".into(),
+        status: "running".into(),
+        ..MemorySnapshot::default()
+    }));
+    redraw(&mut lock(&snapshot), &t);
+    let first = lock(&snapshot).clone();
+    let running = RunningMemory {
+        snapshot: Arc::clone(&snapshot),
+        cancel: CancelToken::new("stopped from the app"),
+        stop: Arc::new(AtomicBool::new(false)),
+    };
+    let token = running.cancel.clone();
+    install(&state, running)?;
+    let handle = app.clone();
+    std::thread::spawn(move || {
+        let outcome = jobs::open_ledger().and_then(|ledger| {
+            jobs::epochs::run_epochs(&exe, &req, &t, &ledger, &token, &mut |e| {
+                let copy = {
+                    let mut s = lock(&snapshot);
+                    s.samples.push(e.clone());
+                    s.message = format!("epoch {} of {}", e.epoch, req.epochs);
+                    redraw(&mut s, &t);
+                    s.clone()
+                };
+                let _ = on_update.send(copy);
+            })
+        });
+        let last = {
+            let mut s = lock(&snapshot);
+            s.running = false;
+            match outcome {
+                Ok(o) => {
+                    s.run_id = o.run_id;
+                    s.status = o.status;
+                    s.error = o.error;
+                    s.message = o
+                        .verdict
+                        .as_ref()
+                        .map_or_else(|| "finished".into(), |v| v.reason.clone());
+                    s.verdict = o.verdict;
+                }
+                Err(e) => {
+                    s.status = "error".into();
+                    s.message = e.to_string();
+                }
+            }
+            redraw(&mut s, &t);
+            s.clone()
+        };
+        let _ = on_update.send(last);
+        crate::tray::refresh(&handle);
+    });
+    Ok(first)
+}
+
+/// Python processes (and the biggest ones otherwise) that may be watched, largest first.
+#[tauri::command]
+pub async fn list_processes() -> Result<Vec<ProcessInfo>, AppError> {
+    tauri::async_runtime::spawn_blocking(processes)
+        .await
+        .map_err(|e| AppError::new("internal", e.to_string()))
+}
+
+fn processes() -> Vec<ProcessInfo> {
+    let me = std::process::id();
+    let mut out: Vec<ProcessInfo> = std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|pid| *pid != me)
+                .filter_map(|pid| {
+                    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+                    let command = String::from_utf8_lossy(&raw)
+                        .replace('\0', " ")
+                        .trim()
+                        .to_owned();
+                    if !command.contains("python") {
+                        return None;
+                    }
+                    Some(ProcessInfo {
+                        pid,
+                        command,
+                        rss_bytes: headroom_core::sysmem::pid_rss(pid)?,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort_by(|a, b| b.rss_bytes.cmp(&a.rss_bytes));
+    out.truncate(20);
+    out
+}
+
+/// Watches process `pid` until it exits or [`stop_memory`]; flags it once its tree memory has
+/// grown past the leak threshold since watching began.
+#[tauri::command]
+pub async fn start_watch(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    pid: u32,
+    on_update: Channel<MemorySnapshot>,
+) -> Result<MemorySnapshot, AppError> {
+    if headroom_core::monitor::read_memory(pid, 0.0).is_none() {
+        return Err(AppError::new(
+            "not_found",
+            format!("process {pid} is gone (or its memory cannot be read); refresh the list"),
+        ));
+    }
+    let t = EpochThresholds::default();
+    let snapshot = Arc::new(Mutex::new(MemorySnapshot {
+        running: true,
+        kind: "watch".into(),
+        title: format!("process {pid}"),
+        message: "watching".into(),
+        status: "running".into(),
+        ..MemorySnapshot::default()
+    }));
+    let first = lock(&snapshot).clone();
+    let running = RunningMemory {
+        snapshot: Arc::clone(&snapshot),
+        cancel: CancelToken::new("stopped from the app"),
+        stop: Arc::new(AtomicBool::new(false)),
+    };
+    let stop = Arc::clone(&running.stop);
+    install(&state, running)?;
+    let handle = app.clone();
+    std::thread::spawn(move || {
+        let opts = WatchOptions {
+            interval: Duration::from_millis(500),
+            thresholds: t,
+            batch: None,
+            torch_version: None,
+        };
+        let outcome = jobs::open_ledger().and_then(|ledger| {
+            jobs::watch::watch_pid(pid, &opts, &ledger, &stop, &mut |r| {
+                let (copy, newly) = {
+                    let mut s = lock(&snapshot);
+                    s.readings.push(r.clone());
+                    let base = s.readings.first().map_or(r.tree_bytes, |f| f.tree_bytes);
+                    #[allow(clippy::cast_precision_loss)]
+                    let growth = (r.tree_bytes as f64 - base as f64) / (base.max(1) as f64);
+                    s.growth = Some(growth);
+                    let newly = !s.crossed && growth >= t.leak_growth;
+                    s.crossed |= newly;
+                    s.message = format!(
+                        "{:.0} s · tree {} · {:+.0} % since watching began",
+                        r.t,
+                        headroom_core::budget::format_bytes(r.tree_bytes),
+                        growth * 100.0
+                    );
+                    redraw(&mut s, &t);
+                    (s.clone(), newly)
+                };
+                let _ = on_update.send(copy);
+                if newly {
+                    crate::tray::refresh(&handle);
+                }
+            })
+        });
+        let last = {
+            let mut s = lock(&snapshot);
+            s.running = false;
+            match outcome {
+                Ok(o) => {
+                    s.run_id = Some(o.run_id);
+                    s.title.clone_from(&o.command);
+                    s.status = "complete".into();
+                }
+                Err(e) => {
+                    s.status = "error".into();
+                    s.message = e.to_string();
+                }
+            }
+            s.clone()
+        };
+        let _ = on_update.send(last);
+        crate::tray::refresh(&handle);
+    });
+    Ok(first)
+}
+
+/// Stops the running epochs run or watch.
+#[tauri::command]
+pub async fn stop_memory(state: State<'_, AppState>) -> Result<bool, AppError> {
+    let slot = lock(&state.memory);
+    match slot.as_ref().filter(|m| m.is_running()) {
+        Some(m) => {
+            m.stop();
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+/// The current (or last) memory job.
+#[tauri::command]
+pub async fn memory_snapshot(
+    state: State<'_, AppState>,
+) -> Result<Option<MemorySnapshot>, AppError> {
+    Ok(lock(&state.memory)
+        .as_ref()
+        .map(|m| lock(&m.snapshot).clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdict_of(s: &MemorySnapshot) -> EpochVerdict {
+        headroom_core::epochs::judge(&s.samples, &EpochThresholds::default())
+    }
+
+    #[test]
+    fn the_chart_follows_the_samples_and_the_watch_readings() {
+        let mut s = MemorySnapshot {
+            kind: "epochs".into(),
+            ..MemorySnapshot::default()
+        };
+        for e in 1..=4u32 {
+            s.samples.push(EpochSample {
+                epoch: e,
+                live_bytes: None,
+                cache_bytes: None,
+                footprint_bytes: Some(u64::from(400 + 64 * e) << 20),
+                seconds: 0.1,
+                samples_per_s: Some(1000.0),
+            });
+        }
+        redraw(&mut s, &EpochThresholds::default());
+        assert!(s.chart_svg.contains("footprint") && s.chart_svg.contains("leak threshold"));
+        assert!(
+            !s.chart_svg.contains("live tensors"),
+            "no live series on the CPU"
+        );
+        assert_eq!(
+            verdict_of(&s).kind,
+            headroom_core::epochs::EpochVerdictKind::LeakSuspected
+        );
+        let mut w = MemorySnapshot {
+            kind: "watch".into(),
+            ..MemorySnapshot::default()
+        };
+        w.readings.push(MemoryReading {
+            t: 0.0,
+            process_bytes: 100 << 20,
+            tree_bytes: 100 << 20,
+            processes: 1,
+        });
+        redraw(&mut w, &EpochThresholds::default());
+        assert!(w.chart_svg.contains("seconds") && w.chart_svg.contains("process tree"));
+    }
+}

@@ -1,0 +1,215 @@
+// The Memory panel: epochs on a workload, or a running Python process watched from outside; the
+// memory chart with its leak threshold line, the verdict, and the numbers per epoch.
+import type { Backend, EpochsForm, MemorySnapshot, ProcessInfo } from "../backend";
+import { asAppError } from "../backend";
+import { el, formatBytes, formatRate, svgDataUrl } from "../format";
+import { WORKLOADS } from "./sweep";
+
+const VERDICTS: Record<string, string> = {
+  leak_suspected: "Leak suspected",
+  cache_growth: "Cache growth",
+  stable: "Stable",
+  too_short: "Too short to judge",
+};
+
+/** The verdict line, or the watch's growth line. */
+export function verdictText(s: MemorySnapshot): string {
+  if (s.kind === "watch") {
+    const g = s.growth === null ? "" : ` (${s.growth >= 0 ? "+" : ""}${(s.growth * 100).toFixed(0)} % since watching began)`;
+    return s.crossed ? `Leak suspected: memory grew past the threshold${g}` : `Watching${g}`;
+  }
+  if (!s.verdict) return s.message;
+  return `${VERDICTS[s.verdict.kind] ?? s.verdict.kind}: ${s.verdict.reason}`;
+}
+
+function labelled(label: string, control: HTMLElement): HTMLElement {
+  const l = el("label", "field");
+  l.append(el("span", undefined, label), control);
+  return l;
+}
+
+export function memoryPanel(backend: Backend): { root: HTMLElement; restore(): Promise<void> } {
+  const root = el("div", "panel memory");
+  // Epochs form.
+  const form = el("form", "sweep-form");
+  const workload = el("select");
+  workload.dataset.testid = "epochs-workload";
+  for (const w of WORKLOADS) {
+    const o = el("option", undefined, w);
+    o.value = w;
+    workload.append(o);
+  }
+  const device = el("select");
+  device.dataset.testid = "epochs-device";
+  for (const d of ["auto", "cpu", "mps", "cuda"]) {
+    const o = el("option", undefined, d);
+    o.value = d;
+    device.append(o);
+  }
+  const release = el("select");
+  release.dataset.testid = "epochs-release";
+  for (const r of ["none", "gc", "empty-cache", "both"]) {
+    const o = el("option", undefined, r);
+    o.value = r;
+    release.append(o);
+  }
+  const num = (id: string, value: string) => {
+    const i = el("input");
+    i.dataset.testid = id;
+    i.value = value;
+    i.inputMode = "numeric";
+    return i;
+  };
+  const batch = num("epochs-batch", "32");
+  const epochs = num("epochs-count", "10");
+  const steps = num("epochs-steps", "20");
+  const leak = el("input");
+  leak.type = "checkbox";
+  leak.dataset.testid = "epochs-leak-demo";
+  const grid = el("div", "form-grid");
+  grid.append(
+    labelled("Workload", workload),
+    labelled("Device", device),
+    labelled("Batch", batch),
+    labelled("Epochs", epochs),
+    labelled("Steps per epoch", steps),
+    labelled("Release at epoch end", release),
+  );
+  const leakRow = el("label", "check");
+  leakRow.append(leak, el("span", undefined, "Leak demo (retain 64 MiB per epoch)"));
+  const run = el("button", "primary", "Run epochs");
+  run.type = "submit";
+  run.dataset.testid = "run-epochs";
+  const stop = el("button", undefined, "Stop");
+  stop.type = "button";
+  stop.dataset.testid = "stop-memory";
+  stop.disabled = true;
+  const buttons = el("div", "buttons");
+  buttons.append(run, stop);
+  form.append(grid, leakRow, buttons);
+
+  // Watch a process.
+  const watchHead = el("div", "panel-bar");
+  const refresh = el("button", undefined, "Find Python processes");
+  refresh.type = "button";
+  refresh.dataset.testid = "list-processes";
+  watchHead.append(el("h3", undefined, "Or watch a running process"), refresh);
+  const list = el("div", "process-list");
+  list.dataset.testid = "process-list";
+
+  // Output.
+  const status = el("div", "status");
+  status.dataset.testid = "memory-status";
+  const verdict = el("div", "recommendation");
+  verdict.dataset.testid = "memory-verdict";
+  verdict.hidden = true;
+  const chart = el("img", "chart");
+  chart.alt = "memory per epoch with the leak threshold";
+  chart.dataset.testid = "memory-chart";
+  chart.hidden = true;
+  const table = el("table", "points");
+  const tbody = el("tbody");
+  tbody.dataset.testid = "memory-table";
+  table.append(tbody);
+  root.append(form, watchHead, list, status, verdict, chart, table);
+
+  function show(s: MemorySnapshot): void {
+    status.textContent = `${s.title} · ${s.running ? s.message : s.status}`;
+    status.dataset.state = s.running ? "running" : s.status;
+    run.disabled = s.running;
+    stop.disabled = !s.running;
+    if (s.chart_svg) {
+      chart.src = svgDataUrl(s.chart_svg);
+      chart.hidden = false;
+    }
+    const done = !s.running && (s.verdict !== null || s.kind === "watch");
+    verdict.hidden = !(done || s.crossed);
+    verdict.textContent = verdictText(s);
+    verdict.dataset.state = s.verdict?.kind === "leak_suspected" || s.crossed ? "stopped" : "done";
+    const head = el("tr");
+    const rows: HTMLTableRowElement[] = [];
+    if (s.kind === "epochs") {
+      for (const h of ["epoch", "live", "cache", "footprint", "samples/s"]) head.append(el("th", undefined, h));
+      for (const e of s.samples) {
+        const tr = el("tr");
+        tr.dataset.testid = "memory-row";
+        tr.append(
+          el("td", "num", String(e.epoch)),
+          el("td", "num", formatBytes(e.live_bytes)),
+          el("td", "num", formatBytes(e.cache_bytes)),
+          el("td", "num", formatBytes(e.footprint_bytes)),
+          el("td", "num", formatRate(e.samples_per_s)),
+        );
+        rows.push(tr);
+      }
+    } else {
+      for (const h of ["seconds", "process", "tree"]) head.append(el("th", undefined, h));
+      for (const r of s.readings.slice(-10)) {
+        const tr = el("tr");
+        tr.dataset.testid = "memory-row";
+        tr.append(el("td", "num", r.t.toFixed(1)), el("td", "num", formatBytes(r.process_bytes)), el("td", "num", formatBytes(r.tree_bytes)));
+        rows.push(tr);
+      }
+    }
+    tbody.replaceChildren(head, ...rows);
+  }
+
+  function fail(e: unknown): void {
+    status.textContent = `cannot start: ${asAppError(e).message}`;
+    status.dataset.state = "error";
+    run.disabled = false;
+  }
+
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const n = (i: HTMLInputElement) => Number(i.value);
+    const bad = [batch, epochs, steps].find((i) => !Number.isInteger(n(i)) || n(i) < 1);
+    if (bad) {
+      status.textContent = "batch, epochs and steps per epoch must be whole numbers, 1 or more";
+      status.dataset.state = "error";
+      return;
+    }
+    const f: EpochsForm = {
+      workload: workload.value,
+      device: device.value,
+      batch: n(batch),
+      epochs: n(epochs),
+      steps_per_epoch: n(steps),
+      release: release.value,
+      leak_demo: leak.checked,
+    };
+    run.disabled = true;
+    backend.startEpochs(f, show).then(show).catch(fail);
+  });
+  stop.addEventListener("click", () => {
+    stop.disabled = true;
+    void backend.stopMemory();
+  });
+  refresh.addEventListener("click", () => {
+    backend
+      .listProcesses()
+      .then((ps: ProcessInfo[]) => {
+        list.replaceChildren(
+          ...(ps.length ? ps : []).map((p) => {
+            const row = el("div", "process-row");
+            row.dataset.testid = "process-row";
+            const b = el("button", undefined, "Watch");
+            b.type = "button";
+            b.addEventListener("click", () => backend.startWatch(p.pid, show).then(show).catch(fail));
+            const text = el("span", "python-path", `${p.pid} · ${formatBytes(p.rss_bytes)} · ${p.command}`);
+            text.title = p.command;
+            row.append(b, text);
+            return row;
+          }),
+        );
+        if (!ps.length) list.append(el("div", "status", "no Python process is running"));
+      })
+      .catch((e) => (list.textContent = asAppError(e).message));
+  });
+
+  async function restore(): Promise<void> {
+    const s = await backend.memorySnapshot().catch(() => null);
+    if (s) show(s);
+  }
+  return { root, restore };
+}

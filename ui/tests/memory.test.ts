@@ -1,0 +1,87 @@
+import { describe, expect, it } from "vitest";
+
+import type { EpochSample, MemorySnapshot } from "../src/backend";
+import { mockBackend } from "../src/backend/mock";
+import { memoryPanel, verdictText } from "../src/panels/memory";
+
+const get = <T extends HTMLElement>(root: HTMLElement, id: string) =>
+  root.querySelector<T>(`[data-testid="${id}"]`) as T;
+const flush = () => new Promise((r) => setTimeout(r, 0));
+
+function sample(epoch: number, mib: number): EpochSample {
+  return { epoch, live_bytes: null, cache_bytes: null, footprint_bytes: mib * 2 ** 20, seconds: 0.1, samples_per_s: 900 };
+}
+
+function snap(over: Partial<MemorySnapshot>): MemorySnapshot {
+  return {
+    running: true, kind: "epochs", title: "mlp batch 16 on cpu", run_id: 4, samples: [], readings: [], verdict: null,
+    growth: null, crossed: false, message: "epoch 1 of 6", status: "running", error: null,
+    chart_svg: "<svg xmlns='http://www.w3.org/2000/svg'></svg>", ...over,
+  };
+}
+
+describe("memory panel", () => {
+  it("runs epochs with the leak demo, fills the table and ends with the verdict", async () => {
+    const b = mockBackend({});
+    const panel = memoryPanel(b);
+    document.body.append(panel.root);
+    get<HTMLInputElement>(panel.root, "epochs-batch").value = "16";
+    get<HTMLInputElement>(panel.root, "epochs-count").value = "6";
+    get<HTMLInputElement>(panel.root, "epochs-steps").value = "3";
+    get<HTMLInputElement>(panel.root, "epochs-leak-demo").checked = true;
+    get<HTMLButtonElement>(panel.root, "run-epochs").click();
+    await flush();
+    expect(b.epochForms).toEqual([
+      { workload: "mlp", device: "auto", batch: 16, epochs: 6, steps_per_epoch: 3, release: "none", leak_demo: true },
+    ]);
+    b.pushMemory(snap({ samples: [sample(1, 434), sample(2, 492)] }));
+    expect(get(panel.root, "memory-table").querySelectorAll('[data-testid="memory-row"]')).toHaveLength(2);
+    expect(get(panel.root, "memory-verdict").hidden).toBe(true);
+    b.pushMemory(
+      snap({
+        running: false,
+        status: "complete",
+        samples: [1, 2, 3, 4, 5, 6].map((e) => sample(e, 434 + 49 * (e - 1))),
+        verdict: { kind: "leak_suspected", reason: "process footprint grew +56 % from epoch 1 to 6" } as never,
+      }),
+    );
+    const v = get(panel.root, "memory-verdict");
+    expect(v.hidden).toBe(false);
+    expect(v.textContent).toBe("Leak suspected: process footprint grew +56 % from epoch 1 to 6");
+    expect(v.dataset.state).toBe("stopped");
+    expect(get<HTMLImageElement>(panel.root, "memory-chart").src).toMatch(/^data:image\/svg\+xml/);
+    panel.root.remove();
+  });
+
+  it("refuses a zero batch without calling the backend", async () => {
+    const b = mockBackend({});
+    const panel = memoryPanel(b);
+    document.body.append(panel.root);
+    get<HTMLInputElement>(panel.root, "epochs-batch").value = "0";
+    get<HTMLButtonElement>(panel.root, "run-epochs").click();
+    await flush();
+    expect(b.calls).not.toContain("startEpochs");
+    expect(get(panel.root, "memory-status").dataset.state).toBe("error");
+    panel.root.remove();
+  });
+
+  it("lists Python processes, watches one, and says when it crosses the threshold", async () => {
+    const b = mockBackend({ processes: [{ pid: 4242, command: "python train.py --bs 64", rss_bytes: 2 ** 30 }] });
+    const panel = memoryPanel(b);
+    get<HTMLButtonElement>(panel.root, "list-processes").click();
+    await flush();
+    const rows = panel.root.querySelectorAll<HTMLElement>('[data-testid="process-row"]');
+    expect(rows).toHaveLength(1);
+    expect(rows[0].textContent).toContain("python train.py --bs 64");
+    rows[0].querySelector("button")?.click();
+    await flush();
+    expect(b.calls).toContain("startWatch 4242");
+    const crossed = snap({ kind: "watch", title: "process 4242", growth: 0.31, crossed: true, message: "watching" });
+    b.pushMemory(crossed);
+    const v = get(panel.root, "memory-verdict");
+    expect(v.hidden).toBe(false);
+    expect(verdictText(crossed)).toBe("Leak suspected: memory grew past the threshold (+31 % since watching began)");
+    get<HTMLButtonElement>(panel.root, "stop-memory").click();
+    expect(b.calls).toContain("stopMemory");
+  });
+});
