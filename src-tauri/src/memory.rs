@@ -281,7 +281,7 @@ fn processes() -> Vec<ProcessInfo> {
                 .collect()
         })
         .unwrap_or_default();
-    out.sort_by(|a, b| b.rss_bytes.cmp(&a.rss_bytes));
+    out.sort_by_key(|p| std::cmp::Reverse(p.rss_bytes));
     out.truncate(20);
     out
 }
