@@ -439,6 +439,7 @@ mod tests {
             t: 0.0,
             process_bytes: 100 << 20,
             tree_bytes: 100 << 20,
+            tree_pss_bytes: None,
             processes: 1,
         });
         redraw(&mut w, &EpochThresholds::default());

@@ -103,6 +103,8 @@ pub struct MemoryReading {
     pub process_bytes: u64,
     /// The sum over the process and its descendants.
     pub tree_bytes: u64,
+    /// The tree's proportional set size (shared pages split, Linux), when readable.
+    pub tree_pss_bytes: Option<u64>,
     pub processes: u32,
 }
 
@@ -120,10 +122,15 @@ pub fn read_memory(pid: u32, t: f64) -> Option<MemoryReading> {
             }
         })
         .sum();
+    let pss: Vec<u64> = tree
+        .iter()
+        .filter_map(|p| crate::sysmem::pid_pss(*p))
+        .collect();
     Some(MemoryReading {
         t,
         process_bytes: own,
         tree_bytes,
+        tree_pss_bytes: (pss.len() == tree.len()).then(|| pss.iter().sum()),
         processes: u32::try_from(tree.len()).unwrap_or(u32::MAX),
     })
 }
@@ -177,6 +184,15 @@ mod tests {
         let r = read_memory(std::process::id(), 0.0).expect("this process");
         assert!(r.process_bytes > 1 << 20);
         assert!(r.tree_bytes >= r.process_bytes);
+        // PSS splits shared pages, so it is at most the RSS (this process has no children).
+        let pss = r
+            .tree_pss_bytes
+            .expect("smaps_rollup is readable for our own process");
+        assert!(
+            pss > 0 && pss <= r.tree_bytes,
+            "pss {pss} rss {}",
+            r.tree_bytes
+        );
         assert!(r.processes >= 1);
         assert!(read_memory(u32::MAX - 7, 0.0).is_none());
     }

@@ -113,6 +113,29 @@ pub fn pid_rss(pid: u32) -> Option<u64> {
     }
 }
 
+/// The `Pss:` line of `/proc/<pid>/smaps_rollup` text, in bytes: resident memory with pages
+/// shared between processes split among them, so a process tree's sum counts each page once.
+pub fn parse_smaps_rollup_pss(text: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix("Pss:")?;
+        let kib: u64 = rest.trim().strip_suffix("kB")?.trim().parse().ok()?;
+        Some(kib * 1024)
+    })
+}
+
+/// Proportional set size of process `pid` (Linux only).
+pub fn pid_pss(pid: u32) -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        parse_smaps_rollup_pss(&std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
 /// Resets the peak resident figure of this process so the next point measures its own peak.
 /// Linux: writes `5` to `/proc/self/clear_refs`. Elsewhere the peak stays the lifetime peak;
 /// returns whether the reset happened.
@@ -173,6 +196,13 @@ mod macos {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pss_from_smaps_rollup() {
+        let text = "55a0c000-7ffd1000 ---p 00000000 00:00 0                          [rollup]\nRss:              412344 kB\nPss:              215011 kB\nPss_Dirty:        180000 kB\n";
+        assert_eq!(parse_smaps_rollup_pss(text), Some(215_011 * 1024));
+        assert_eq!(parse_smaps_rollup_pss("Rss: 1 kB\n"), None);
+    }
 
     #[test]
     fn meminfo_and_status() {

@@ -355,4 +355,8 @@ process_bytes: number,
 /**
  * The sum over the process and its descendants.
  */
-tree_bytes: number, processes: number, };
+tree_bytes: number, 
+/**
+ * The tree's proportional set size (shared pages split, Linux), when readable.
+ */
+tree_pss_bytes: number | null, processes: number, };

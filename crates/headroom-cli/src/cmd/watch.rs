@@ -172,10 +172,13 @@ pub fn watch(a: &WatchArgs) -> Result<ExitCode> {
     let out = watch_pid(a.pid, &opts, &ledger, &stop, &mut |r| {
         if !quiet {
             eprintln!(
-                "{:>8.1} s  process {:>10}  tree {:>10} ({} processes)",
+                "{:>8.1} s  process {:>10}  tree {:>10} RSS{} ({} processes)",
                 r.t,
                 format_bytes(r.process_bytes),
                 format_bytes(r.tree_bytes),
+                r.tree_pss_bytes
+                    .map(|p| format!(", {} PSS", format_bytes(p)))
+                    .unwrap_or_default(),
                 r.processes
             );
         }
