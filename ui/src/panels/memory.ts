@@ -2,8 +2,9 @@
 // memory chart with its leak threshold line, the verdict, and the numbers per epoch.
 import type { Backend, EpochsForm, MemorySnapshot, ProcessInfo } from "../backend";
 import { asAppError } from "../backend";
+import { field, select } from "../controls";
 import { el, formatBytes, formatRate, svgDataUrl } from "../format";
-import { WORKLOADS } from "./sweep";
+import { DEVICES, WORKLOADS } from "./sweep";
 
 const VERDICTS: Record<string, string> = {
   leak_suspected: "Leak suspected",
@@ -22,37 +23,14 @@ export function verdictText(s: MemorySnapshot): string {
   return `${VERDICTS[s.verdict.kind] ?? s.verdict.kind}: ${s.verdict.reason}`;
 }
 
-function labelled(label: string, control: HTMLElement): HTMLElement {
-  const l = el("label", "field");
-  l.append(el("span", undefined, label), control);
-  return l;
-}
 
 export function memoryPanel(backend: Backend): { root: HTMLElement; restore(): Promise<void> } {
   const root = el("div", "panel memory");
   // Epochs form.
   const form = el("form", "sweep-form");
-  const workload = el("select");
-  workload.dataset.testid = "epochs-workload";
-  for (const w of WORKLOADS) {
-    const o = el("option", undefined, w);
-    o.value = w;
-    workload.append(o);
-  }
-  const device = el("select");
-  device.dataset.testid = "epochs-device";
-  for (const d of ["auto", "cpu", "mps", "cuda"]) {
-    const o = el("option", undefined, d);
-    o.value = d;
-    device.append(o);
-  }
-  const release = el("select");
-  release.dataset.testid = "epochs-release";
-  for (const r of ["none", "gc", "empty-cache", "both"]) {
-    const o = el("option", undefined, r);
-    o.value = r;
-    release.append(o);
-  }
+  const workload = select("epochs-workload", WORKLOADS, "mlp");
+  const device = select("epochs-device", DEVICES, "auto");
+  const release = select("epochs-release", ["none", "gc", "empty-cache", "both"], "none");
   const num = (id: string, value: string) => {
     const i = el("input");
     i.dataset.testid = id;
@@ -68,12 +46,12 @@ export function memoryPanel(backend: Backend): { root: HTMLElement; restore(): P
   leak.dataset.testid = "epochs-leak-demo";
   const grid = el("div", "form-grid");
   grid.append(
-    labelled("Workload", workload),
-    labelled("Device", device),
-    labelled("Batch", batch),
-    labelled("Epochs", epochs),
-    labelled("Steps per epoch", steps),
-    labelled("Release at epoch end", release),
+    field("Workload", workload),
+    field("Device", device),
+    field("Batch", batch),
+    field("Epochs", epochs),
+    field("Steps per epoch", steps),
+    field("Release at epoch end", release),
   );
   const leakRow = el("label", "check");
   leakRow.append(leak, el("span", undefined, "Leak demo (retain 64 MiB per epoch)"));

@@ -2,23 +2,12 @@
 // filling in point by point, the recommendation at the end, and Cancel.
 import type { Backend, Point, SweepForm, SweepSnapshot } from "../backend";
 import { asAppError } from "../backend";
+import { field, select } from "../controls";
 import { el, formatBytes, formatMs, formatRate, svgDataUrl } from "../format";
 
 export const WORKLOADS = ["mlp", "cnn", "vit-tiny", "gpt-tiny", "matmul"];
+export const DEVICES = ["auto", "cpu", "mps", "cuda"];
 const TORCHSCRIPT = "torchscript";
-
-function select(name: string, options: string[], value: string): HTMLSelectElement {
-  const s = el("select");
-  s.name = name;
-  s.dataset.testid = `sweep-${name}`;
-  for (const o of options) {
-    const opt = el("option", undefined, o === TORCHSCRIPT ? "TorchScript file…" : o);
-    opt.value = o;
-    s.append(opt);
-  }
-  s.value = value;
-  return s;
-}
 
 function input(name: string, placeholder: string, value = ""): HTMLInputElement {
   const i = el("input");
@@ -29,11 +18,6 @@ function input(name: string, placeholder: string, value = ""): HTMLInputElement 
   return i;
 }
 
-function field(label: string, control: HTMLElement): HTMLElement {
-  const l = el("label", "field");
-  l.append(el("span", undefined, label), control);
-  return l;
-}
 
 /** Reads the form; `null` with a message when something is missing. */
 export function readForm(f: {
@@ -116,12 +100,14 @@ export function renderSnapshot(
 export function sweepPanel(backend: Backend): { root: HTMLElement; restore(): Promise<void> } {
   const root = el("div", "panel sweep");
   const form = el("form", "sweep-form");
-  const workload = select("workload", [...WORKLOADS, TORCHSCRIPT], "mlp");
+  const workload = select("sweep-workload", [...WORKLOADS, TORCHSCRIPT], "mlp", (o) =>
+    o === TORCHSCRIPT ? "TorchScript file…" : o,
+  );
   const path = input("path", "/path/to/model.pt");
   const shape = input("shape", "3x224x224");
-  const device = select("device", ["auto", "cpu", "mps", "cuda"], "auto");
-  const dtype = select("dtype", ["f32", "f16", "bf16"], "f32");
-  const mode = select("mode", ["train", "infer"], "train");
+  const device = select("sweep-device", DEVICES, "auto");
+  const dtype = select("sweep-dtype", ["f32", "f16", "bf16"], "f32");
+  const mode = select("sweep-mode", ["train", "infer"], "train");
   const budget = input("budget", "default (90% available), 12GiB or 80%");
   const maxBatch = input("max-batch", "default");
   const custom = el("div", "custom-model");
