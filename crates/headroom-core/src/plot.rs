@@ -226,27 +226,36 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
                     .map(|&(x, y)| Circle::new((x, y), 3, PURPLE.filled())),
             )
             .map_err(plot_err)?;
-        // Points that did not fit: a red cross at their peak (or on the axis when unknown).
-        let failed = spec.points.iter().filter(|p| p.status != PointStatus::Ok);
-        chart
-            .draw_series(failed.map(|p| {
+        // Points that did not fit: a red cross at their peak (or on the axis when unknown),
+        // labelled with how they failed.
+        let failed: Vec<(f64, f64, String)> = spec
+            .points
+            .iter()
+            .filter(|p| p.status != PointStatus::Ok)
+            .map(|p| {
                 let y = p
                     .peak_bytes
                     .or(p.predicted_peak_bytes)
                     .map_or(0.0, |b| b as f64 / unit);
-                Cross::new((bx(p.batch), y.min(y_max * 0.97)), 5, FAIL.stroke_width(2))
-            }))
-            .map_err(plot_err)?;
-        let failed = spec.points.iter().filter(|p| p.status != PointStatus::Ok);
-        chart
-            .draw_series(failed.map(|p| {
-                let y = p
-                    .peak_bytes
-                    .or(p.predicted_peak_bytes)
-                    .map_or(0.0, |b| b as f64 / unit);
-                Text::new(
+                (
+                    bx(p.batch),
+                    y.min(y_max * 0.97),
                     p.status.as_str().replace('_', " "),
-                    (bx(p.batch) - 0.35, (y.min(y_max * 0.97)) - y_max * 0.06),
+                )
+            })
+            .collect();
+        chart
+            .draw_series(
+                failed
+                    .iter()
+                    .map(|(x, y, _)| Cross::new((*x, *y), 5, FAIL.stroke_width(2))),
+            )
+            .map_err(plot_err)?;
+        chart
+            .draw_series(failed.iter().map(|(x, y, status)| {
+                Text::new(
+                    status.clone(),
+                    (x - 0.35, y - y_max * 0.06),
                     small.clone().color(&FAIL),
                 )
             }))
