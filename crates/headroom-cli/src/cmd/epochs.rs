@@ -7,23 +7,13 @@ use anyhow::{bail, Result};
 use headroom_core::budget::format_bytes;
 use headroom_core::epochs::{EpochSample, EpochThresholds, EpochVerdictKind};
 use headroom_core::jobs::{self, sweep::CancelToken};
-use headroom_core::protocol::{parse_shape, Dtype, EpochsRequest, Release};
+use headroom_core::protocol::{EpochsRequest, Release};
 
 /// Arguments of `headroom epochs`.
 #[derive(Debug, clap::Args)]
 pub struct EpochsArgs {
-    /// auto, cpu, mps, cuda or cuda:N.
-    #[arg(long, default_value = "auto")]
-    device: String,
-    /// mlp, cnn, vit-tiny, gpt-tiny, matmul, or a TorchScript file (model.pt).
-    #[arg(long, default_value = "mlp")]
-    workload: String,
-    /// One sample's shape without the batch (required for a TorchScript file).
-    #[arg(long)]
-    input_shape: Option<String>,
-    /// f32, f16 or bf16.
-    #[arg(long, default_value = "f32")]
-    dtype: String,
+    #[command(flatten)]
+    what: super::WorkloadArgs,
     #[arg(long, default_value_t = 32)]
     batch: u32,
     #[arg(long, default_value_t = 10)]
@@ -74,10 +64,10 @@ pub fn run(a: &EpochsArgs) -> Result<ExitCode> {
         bail!("--leak-threshold must be a positive percentage and --leak-over 1 or more");
     }
     let req = EpochsRequest {
-        device: a.device.clone(),
-        workload: a.workload.clone(),
-        input_shape: a.input_shape.as_deref().map(parse_shape).transpose()?,
-        dtype: Dtype::parse(&a.dtype)?,
+        device: a.what.device.clone(),
+        workload: a.what.workload.clone(),
+        input_shape: a.what.input_shape()?,
+        dtype: a.what.dtype()?,
         batch: a.batch,
         epochs: a.epochs,
         steps_per_epoch: a.steps_per_epoch,

@@ -12,3 +12,33 @@ pub fn open_ledger() -> anyhow::Result<headroom_core::ledger::Ledger> {
     use anyhow::Context;
     headroom_core::jobs::open_ledger().context("cannot open the ledger")
 }
+
+/// What to run and where: shared by `sweep` and `epochs`.
+#[derive(Debug, clap::Args)]
+pub struct WorkloadArgs {
+    /// auto, cpu, mps, cuda or cuda:N.
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    /// mlp, cnn, vit-tiny, gpt-tiny, matmul, or a TorchScript file (model.pt).
+    #[arg(long, default_value = "mlp")]
+    pub workload: String,
+    /// One sample's shape without the batch, e.g. 3x224x224 (required for a TorchScript file).
+    #[arg(long)]
+    input_shape: Option<String>,
+    /// f32, f16 or bf16.
+    #[arg(long, default_value = "f32")]
+    dtype: String,
+}
+
+impl WorkloadArgs {
+    pub fn input_shape(&self) -> Result<Option<Vec<i64>>, headroom_core::CoreError> {
+        self.input_shape
+            .as_deref()
+            .map(headroom_core::protocol::parse_shape)
+            .transpose()
+    }
+
+    pub fn dtype(&self) -> Result<headroom_core::protocol::Dtype, headroom_core::CoreError> {
+        headroom_core::protocol::Dtype::parse(&self.dtype)
+    }
+}

@@ -12,9 +12,7 @@ use headroom_core::jobs::{
     sweep::{CancelToken, Update},
 };
 use headroom_core::ledger::RunStatus;
-use headroom_core::protocol::{
-    parse_batches, parse_shape, progress_line, BatchPlan, Dtype, Mode, Point, SweepRequest,
-};
+use headroom_core::protocol::{parse_batches, progress_line, BatchPlan, Mode, Point, SweepRequest};
 use indicatif::{ProgressBar, ProgressStyle};
 
 mod output;
@@ -22,18 +20,8 @@ mod output;
 /// Arguments of `headroom sweep`.
 #[derive(Debug, clap::Args)]
 pub struct SweepArgs {
-    /// auto, cpu, mps, cuda or cuda:N.
-    #[arg(long, default_value = "auto")]
-    device: String,
-    /// mlp, cnn, vit-tiny, gpt-tiny, matmul, or a TorchScript file (model.pt).
-    #[arg(long, default_value = "mlp")]
-    workload: String,
-    /// One sample's shape without the batch, e.g. 3x224x224 (required for a TorchScript file).
-    #[arg(long)]
-    input_shape: Option<String>,
-    /// f32, f16 or bf16.
-    #[arg(long, default_value = "f32")]
-    dtype: String,
+    #[command(flatten)]
+    what: super::WorkloadArgs,
     /// Exactly these batches, e.g. 1,2,4,8 (the sweep stops at the first that fails).
     #[arg(long, conflicts_with_all = ["max_batch", "start_batch"])]
     batches: Option<String>,
@@ -84,10 +72,10 @@ pub fn request(a: &SweepArgs) -> Result<SweepRequest> {
         bail!("--steps 0 would time nothing; give 1 or more");
     }
     Ok(SweepRequest {
-        device: a.device.clone(),
-        workload: a.workload.clone(),
-        input_shape: a.input_shape.as_deref().map(parse_shape).transpose()?,
-        dtype: Dtype::parse(&a.dtype)?,
+        device: a.what.device.clone(),
+        workload: a.what.workload.clone(),
+        input_shape: a.what.input_shape()?,
+        dtype: a.what.dtype()?,
         mode: Mode::parse(&a.mode)?,
         plan,
         budget: BudgetSpec::parse(&a.budget)?,
