@@ -12,6 +12,7 @@ mod error;
 #[cfg(test)]
 mod ipc;
 mod memory;
+mod notify;
 mod single;
 mod state;
 mod tray;
@@ -54,6 +55,7 @@ fn main() {
     eprintln!("headroom-app: workers from {}", commands::describe_worker());
     let result = tauri::Builder::default()
         .manage(state::AppState::default())
+        .plugin(tauri_plugin_notification::init())
         .invoke_handler(tauri::generate_handler![
             commands::readiness,
             commands::last_readiness,

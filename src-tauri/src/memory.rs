@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use headroom_core::epochs::{EpochSample, EpochThresholds, EpochVerdict};
+use headroom_core::epochs::{EpochSample, EpochThresholds, EpochVerdict, EpochVerdictKind};
 use headroom_core::jobs::{self, sweep::CancelToken, sweep::JobError, watch::WatchOptions};
 use headroom_core::monitor::MemoryReading;
 use headroom_core::plot::{memory_svg, threshold_line, Series};
@@ -225,6 +225,13 @@ pub async fn start_epochs(
             s.running = false;
             match outcome {
                 Ok(o) => {
+                    if let Some(v) = o
+                        .verdict
+                        .as_ref()
+                        .filter(|v| v.kind == EpochVerdictKind::LeakSuspected)
+                    {
+                        crate::notify::send(&handle, "Headroom: memory leak suspected", &v.reason);
+                    }
                     s.run_id = o.run_id;
                     s.status = o.status;
                     s.error = o.error;
@@ -346,8 +353,12 @@ pub async fn start_watch(
                     redraw(&mut s, &t);
                     (s.clone(), newly)
                 };
+                let title = copy.title.clone();
+                let growth = copy.growth.unwrap_or(0.0);
                 let _ = on_update.send(copy);
                 if newly {
+                    let (head, body) = crate::notify::watch_crossed(&title, growth, t.leak_growth);
+                    crate::notify::send(&handle, &head, &body);
                     crate::tray::refresh(&handle);
                 }
             })

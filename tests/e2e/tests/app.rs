@@ -180,6 +180,76 @@ impl Session {
     }
 }
 
+/// A child process killed when the test ends, passing or not.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `dbus-monitor` on the session bus, keeping every `Notify` call the app makes: the desktop
+/// notifications as the notification centre receives them.
+struct BusMonitor {
+    child: Child,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl BusMonitor {
+    fn start() -> Self {
+        let mut child = Command::new("dbus-monitor")
+            .args([
+                "--session",
+                "type='method_call',interface='org.freedesktop.Notifications',member='Notify'",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start dbus-monitor (package dbus-bin)");
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = std::sync::Arc::clone(&lines);
+        let out = child.stdout.take().expect("dbus-monitor stdout");
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
+                sink.lock().expect("monitor lines").push(l);
+            }
+        });
+        Self { child, lines }
+    }
+
+    /// Waits until a notification whose text contains `needle` went over the bus; returns
+    /// the string arguments of the calls seen so far.
+    fn wait_for(&self, needle: &str, secs: u64) -> Vec<String> {
+        let until = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let strings: Vec<String> = self
+                .lines
+                .lock()
+                .expect("monitor lines")
+                .iter()
+                .filter_map(|l| l.trim().strip_prefix("string ").map(str::to_owned))
+                .collect();
+            if strings.iter().any(|l| l.contains(needle)) {
+                return strings;
+            }
+            assert!(
+                Instant::now() < until,
+                "no notification containing {needle:?} in {secs} s; seen: {strings:?}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for BusMonitor {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn start_driver(home: &Path) -> Driver {
     let port = free_port();
     let native = free_port();
@@ -226,6 +296,7 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
     let out = env_path("HEADROOM_E2E_OUT");
     std::fs::create_dir_all(&out).expect("output dir");
     let home = tempfile::tempdir().expect("temp HEADROOM_HOME");
+    let bus = BusMonitor::start();
     let driver = start_driver(home.path());
     let s = Session::new(&driver, &app);
 
@@ -346,6 +417,46 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
     s.screenshot(&out.join("memory.png"));
     s.click(&s.wait(r#"[data-testid="memory-chart"]:not([hidden])"#, 5));
     s.screenshot(&out.join("memory_chart.png"));
+    // The verdict went to the desktop as a notification too.
+    let sent = bus.wait_for("leak suspected", 10);
+    assert!(
+        sent.iter().any(|l| l.contains("grew +")),
+        "the notification cites the growth: {sent:?}"
+    );
+
+    // Watch: a real Python process that keeps 8 MiB more every 0.2 s, picked from the list;
+    // the app flags it once it grew past the threshold and says so on the desktop.
+    let grower = Killed(Command::new(env_path("HEADROOM_E2E_VENV").join("bin/python"))
+        .args([
+            "-c",
+            "import time\nkeep = []\nfor _ in range(600):\n    keep.append(bytearray(8 << 20))\n    time.sleep(0.2)\n",
+        ])
+        .spawn()
+        .expect("start a growing python"));
+    std::thread::sleep(Duration::from_millis(500));
+    s.click(&s.wait(r#"[data-testid="list-processes"]"#, 5));
+    let pick = format!(
+        r#"[data-testid="process-row"][data-pid="{}"] button"#,
+        grower.0.id()
+    );
+    s.click(&s.wait(&pick, 10));
+    let flagged = s.wait(
+        r#"[data-testid="memory-verdict"][data-kind="watch"][data-state="stopped"]:not([hidden])"#,
+        60,
+    );
+    let flagged_text = s.text(&flagged);
+    s.screenshot(&out.join("watch.png"));
+    let sent = bus.wait_for(&format!("process {}", grower.0.id()), 10);
+    assert!(
+        sent.iter().any(|l| l.contains("since watching began")),
+        "{sent:?} / {flagged_text}"
+    );
+    s.click(&s.wait(r#"[data-testid="stop-memory"]"#, 5));
+    s.wait(
+        r#"[data-testid="memory-status"][data-state="complete"]"#,
+        10,
+    );
+    drop(grower);
     s.close();
     drop(driver);
 

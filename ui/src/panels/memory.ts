@@ -103,6 +103,7 @@ export function memoryPanel(backend: Backend): { root: HTMLElement; restore(): P
     const done = !s.running && (s.verdict !== null || s.kind === "watch");
     verdict.hidden = !(done || s.crossed);
     verdict.textContent = verdictText(s);
+    verdict.dataset.kind = s.kind;
     verdict.dataset.state = s.verdict?.kind === "leak_suspected" || s.crossed ? "stopped" : "done";
     const head = el("tr");
     const rows: HTMLTableRowElement[] = [];
@@ -171,6 +172,7 @@ export function memoryPanel(backend: Backend): { root: HTMLElement; restore(): P
           ...(ps.length ? ps : []).map((p) => {
             const row = el("div", "process-row");
             row.dataset.testid = "process-row";
+            row.dataset.pid = String(p.pid);
             const b = el("button", undefined, "Watch");
             b.type = "button";
             b.addEventListener("click", () => backend.startWatch(p.pid, show).then(show).catch(fail));
