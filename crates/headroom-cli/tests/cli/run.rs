@@ -194,3 +194,43 @@ fn killing_headroom_mid_run_loses_no_recorded_sample() {
         .unwrap_or_default();
     assert!(epochs.len() >= 3 && epochs[..3] == [1, 2, 3], "{epochs:?}");
 }
+
+#[test]
+#[cfg(unix)]
+fn ctrl_c_ends_a_watch_with_its_summary_and_leaves_the_process_running() {
+    let home = Home::new();
+    let mut target = Command::new(python())
+        .args(["-c", "import time\nb = bytearray(64 << 20)\ntime.sleep(60)"])
+        .spawn()
+        .expect("python");
+    let pid = target.id().to_string();
+    let headroom = home
+        .cmd(&["watch", "--pid", &pid, "--interval-ms", "100", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("headroom watch");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let hpid = libc::pid_t::try_from(headroom.id()).expect("pid");
+    // SAFETY: sends SIGINT to the child we started.
+    assert_eq!(unsafe { libc::kill(hpid, libc::SIGINT) }, 0);
+    let out = headroom.wait_with_output().expect("headroom watch ends");
+    let still_running = target.try_wait().expect("try_wait").is_none();
+    let _ = target.kill();
+    let _ = target.wait();
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        still_running,
+        "Ctrl-C on watch must not touch the watched process"
+    );
+    let v = summary(&out.stdout);
+    assert!(v["readings"].as_u64().is_some_and(|n| n >= 5), "{v}");
+    let runs = home.runs();
+    assert_eq!(runs[0]["kind"], "watch");
+    assert_ne!(runs[0]["status"], "running", "{}", runs[0]);
+}
