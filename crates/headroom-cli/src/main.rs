@@ -33,6 +33,13 @@ enum Command {
     },
     /// Readiness at a glance: a light per backend (CPU, MPS, CUDA, MLX) for every Python found.
     Doctor(cmd::doctor::DoctorArgs),
+    /// Who holds the memory now (conferencing, IDEs, browsers, training), swap and pressure.
+    Contention(cmd::contention::ContentionArgs),
+    /// The configuration: thresholds and process lists, with their defaults.
+    Config {
+        #[command(subcommand)]
+        command: cmd::config::ConfigCommand,
+    },
     /// Run one job from a JSON request on stdin, writing protocol events to stdout (internal).
     #[command(hide = true)]
     Worker {
@@ -48,6 +55,8 @@ fn main() -> ExitCode {
         Command::Sweep(args) => cmd::sweep::run(&args),
         Command::Ledger { command } => cmd::ledger::run(&command),
         Command::Doctor(args) => cmd::doctor::run(&args),
+        Command::Contention(args) => cmd::contention::run(&args),
+        Command::Config { command } => cmd::config::run(&command),
         Command::Epochs(args) => cmd::epochs::run(&args),
         Command::Run(args) => cmd::watch::run(&args),
         Command::Watch(args) => cmd::watch::watch(&args),

@@ -24,6 +24,7 @@ pub struct EpochSample {
 
 /// The thresholds, with their defaults from field practice.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct EpochThresholds {
     /// Growth over `over_epochs` epochs that makes a leak suspect (0.26: 26 % over 10 epochs).
     pub leak_growth: f64,

@@ -5,8 +5,11 @@
 //! the user's own Python interpreters as child processes to ask them what their torch can do).
 
 pub mod budget;
+pub mod config;
+pub mod contention;
 pub mod epochs;
 pub mod error;
+pub mod facts;
 pub mod failure;
 pub mod gitinfo;
 pub mod jobs;

@@ -1,5 +1,7 @@
 //! One module per command.
 
+pub mod config;
+pub mod contention;
 pub mod doctor;
 pub mod epochs;
 pub mod ledger;

@@ -4,6 +4,7 @@
 
 mod cancel;
 mod common;
+mod contention;
 mod doctor;
 mod epochs;
 mod errors;

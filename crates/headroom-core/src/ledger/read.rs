@@ -52,6 +52,20 @@ fn with_summary((mut record, json): (RunRecord, Option<String>)) -> Result<RunRe
 }
 
 impl Ledger {
+    /// The processes recording runs still `running` on `host`: the training Headroom knows of.
+    pub fn running_owners(&self, host: &str) -> Result<Vec<u32>, CoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT owner_pid FROM runs WHERE status = 'running' AND host = ?1 AND owner_pid IS NOT NULL")
+            .map_err(|e| self.err(e))?;
+        let pids = stmt
+            .query_map(params![host], |r| r.get::<_, u32>(0))
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        Ok(pids)
+    }
+
     /// The newest `limit` runs, newest first.
     pub fn list_runs(&self, limit: u32) -> Result<Vec<RunRecord>, CoreError> {
         let sql = format!("SELECT {RUN_COLUMNS} FROM runs r ORDER BY r.id DESC LIMIT ?1");

@@ -1,0 +1,253 @@
+//! Headroom's one typed configuration: every threshold and list with its default in one place,
+//! read from `config.toml` in Headroom's data folder. A missing file means all defaults; a
+//! missing key means its default; an unknown key or a wrong type is an error naming the line.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::epochs::EpochThresholds;
+use crate::CoreError;
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub epochs: EpochThresholds,
+    pub contention: ContentionConfig,
+    pub decide: DecideThresholds,
+}
+
+/// Which processes count as what, and when memory contention is raised.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ContentionConfig {
+    /// Conferencing apps, matched (case-insensitively) on the process name, the executable's
+    /// file name or the outermost `.app` bundle's name; a name matches itself and itself
+    /// followed by a space (`Code` matches `Code Helper (Renderer)`).
+    pub conferencing: Vec<String>,
+    pub ides: Vec<String>,
+    pub browsers: Vec<String>,
+    /// Raise contention when conferencing + IDEs hold at least this share of RAM while the
+    /// training run's measured need no longer fits in what is available.
+    pub apps_share: f64,
+    /// Without a measured need: available memory below this share of RAM counts as short.
+    pub min_available_share: f64,
+    /// Raise contention when swap grew by at least this many MiB between two samples.
+    pub swap_growth_mib: u64,
+    /// Linux PSI: `some avg10` at or above this is a warning (percent of time stalled).
+    pub psi_warn: f64,
+    /// Linux PSI: `full avg10` at or above this is critical.
+    pub psi_critical: f64,
+    /// Seconds between samples in the app and in `contention --watch`.
+    pub interval_s: u64,
+}
+
+impl Default for ContentionConfig {
+    fn default() -> Self {
+        let list = |names: &[&str]| names.iter().map(|s| (*s).to_owned()).collect();
+        Self {
+            conferencing: list(&[
+                "zoom.us",
+                "zoom",
+                "CptHost",
+                "Microsoft Teams",
+                "MSTeams",
+                "teams",
+                "teams-for-linux",
+                "Webex",
+                "Cisco Webex Meetings",
+                "Slack",
+                "FaceTime",
+                "Discord",
+                "Skype",
+            ]),
+            ides: list(&[
+                "Visual Studio Code",
+                "Code",
+                "code-insiders",
+                "Cursor",
+                "PyCharm",
+                "pycharm",
+                "IntelliJ IDEA",
+                "idea",
+                "DataSpell",
+                "CLion",
+                "Xcode",
+                "Zed",
+                "Windsurf",
+            ]),
+            browsers: list(&[
+                "Google Chrome",
+                "chrome",
+                "chromium",
+                "Safari",
+                "firefox",
+                "Arc",
+                "Microsoft Edge",
+                "msedge",
+                "Brave Browser",
+                "brave",
+            ]),
+            apps_share: 0.25,
+            min_available_share: 0.15,
+            swap_growth_mib: 256,
+            psi_warn: 10.0,
+            psi_critical: 5.0,
+            interval_s: 5,
+        }
+    }
+}
+
+/// The decision rules' thresholds (defaults from field practice; replace them with your own).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DecideThresholds {
+    /// An accelerator less than this much faster than the CPU (step time) while the GPU is busy
+    /// less than `gpu_busy` is starved: suspect the data pipeline (0.22 = 22 % faster).
+    pub pipeline_speedup: f64,
+    /// GPU utilisation under which the accelerator is idle (0.18 = 18 %).
+    pub gpu_busy: f64,
+    /// Speed-ups within this of 1× mean the work did not really move: check device placement
+    /// and synchronisation (0.10: 0.9×–1.1×).
+    pub near_one: f64,
+    /// CPU-fallback operators seen over at least this many days mean the architecture should be
+    /// split (14: two weeks).
+    pub fallback_days: u32,
+    /// Sweeps and runs older than this many days are not used as evidence.
+    pub max_age_days: u32,
+}
+
+impl Default for DecideThresholds {
+    fn default() -> Self {
+        Self {
+            pipeline_speedup: 0.22,
+            gpu_busy: 0.18,
+            near_one: 0.10,
+            fallback_days: 14,
+            max_age_days: 30,
+        }
+    }
+}
+
+/// Where the configuration lives: `config.toml` in Headroom's data folder.
+pub fn config_path() -> Result<PathBuf, CoreError> {
+    Ok(crate::paths::data_dir()?.join("config.toml"))
+}
+
+/// Reads the configuration from [`config_path`]; all defaults when the file does not exist.
+pub fn load() -> Result<Config, CoreError> {
+    load_from(&config_path()?)
+}
+
+/// Reads the configuration from `path`; all defaults when the file does not exist.
+pub fn load_from(path: &Path) -> Result<Config, CoreError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+        Err(source) => {
+            return Err(CoreError::Io {
+                what: "cannot read the configuration",
+                path: path.display().to_string(),
+                source,
+            })
+        }
+    };
+    parse(&text).map_err(|e| {
+        CoreError::InvalidInput(format!(
+            "configuration {} is malformed: {e}\nfix that line (`headroom config show` prints \
+             every key with its default), or move the file away to use the defaults",
+            path.display()
+        ))
+    })
+}
+
+/// Parses configuration text, checking every value's range.
+pub fn parse(text: &str) -> Result<Config, String> {
+    let c: Config = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
+    c.check()?;
+    Ok(c)
+}
+
+impl Config {
+    /// Rejects values that cannot mean anything (shares outside 0–1, zero intervals).
+    pub fn check(&self) -> Result<(), String> {
+        let share = |name: &str, v: f64| {
+            if (0.0..=1.0).contains(&v) {
+                Ok(())
+            } else {
+                Err(format!("{name} = {v} must be a share between 0 and 1"))
+            }
+        };
+        share("contention.apps_share", self.contention.apps_share)?;
+        share(
+            "contention.min_available_share",
+            self.contention.min_available_share,
+        )?;
+        if self.epochs.leak_growth.is_nan() || self.epochs.leak_growth <= 0.0 {
+            return Err(format!(
+                "epochs.leak_growth = {} must be above 0 (0.26 is +26 %)",
+                self.epochs.leak_growth
+            ));
+        }
+        share("epochs.slowdown", self.epochs.slowdown)?;
+        share("decide.pipeline_speedup", self.decide.pipeline_speedup)?;
+        share("decide.gpu_busy", self.decide.gpu_busy)?;
+        share("decide.near_one", self.decide.near_one)?;
+        if self.epochs.over_epochs == 0 {
+            return Err("epochs.over_epochs must be 1 or more".into());
+        }
+        if self.contention.interval_s == 0 {
+            return Err("contention.interval_s must be 1 or more".into());
+        }
+        Ok(())
+    }
+
+    /// The configuration as TOML, every key written out.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_file_is_all_defaults_and_a_key_overrides_only_itself() {
+        assert_eq!(parse("").expect("empty"), Config::default());
+        let c = parse("[contention]\napps_share = 0.4\n").expect("one key");
+        assert!((c.contention.apps_share - 0.4).abs() < f64::EPSILON);
+        assert_eq!(c.contention.ides, ContentionConfig::default().ides);
+        assert_eq!(c.decide, DecideThresholds::default());
+    }
+
+    #[test]
+    fn the_written_defaults_read_back_the_same() {
+        let d = Config::default();
+        assert_eq!(parse(&d.to_toml()).expect("round trip"), d);
+    }
+
+    #[test]
+    fn typos_wrong_types_and_silly_values_are_refused_with_the_place() {
+        let e = parse("[contention]\naps_share = 0.4\n").expect_err("typo");
+        assert!(e.contains("aps_share") && e.contains("line 2"), "{e}");
+        let e = parse("[decide]\ngpu_busy = \"high\"\n").expect_err("type");
+        assert!(e.contains("gpu_busy") || e.contains("line 2"), "{e}");
+        let e = parse("[contention]\napps_share = 1.5\n").expect_err("range");
+        assert!(e.contains("contention.apps_share = 1.5"), "{e}");
+        let e = parse("[contention]\ninterval_s = 0\n").expect_err("zero");
+        assert!(e.contains("interval_s"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_file_is_the_defaults_and_a_broken_one_names_itself() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("config.toml");
+        assert_eq!(load_from(&path).expect("missing"), Config::default());
+        std::fs::write(&path, "[contention\n").expect("write");
+        let e = load_from(&path).expect_err("broken").to_string();
+        assert!(e.contains("config.toml is malformed"), "{e}");
+        assert!(e.contains("headroom config show"), "{e}");
+    }
+}
