@@ -1,6 +1,7 @@
 //! Integration tests of `headroom-core`, one binary: the ledger on a real SQLite file, readiness
 //! parsers on real captured outputs and the verdict, and the sweep chart.
 
+mod decide;
 mod ledger;
 mod plot;
 mod readiness;

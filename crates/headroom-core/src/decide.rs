@@ -1,0 +1,540 @@
+//! The decision table: for this workload on this machine now, CPU, MPS, MLX or a remote host,
+//! and why. [`decide`] is a pure function of [`Facts`] (what was measured) and
+//! [`DecideThresholds`]; every reason it gives cites a figure and names its rule, and the
+//! symptom table the UI shows next to a matched rule is data here ([`SYMPTOMS`]).
+
+use serde::{Deserialize, Serialize};
+
+use crate::budget::format_bytes;
+use crate::config::DecideThresholds;
+
+/// The four columns.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Column {
+    Cpu,
+    Mps,
+    Mlx,
+    Remote,
+}
+
+impl Column {
+    pub const ALL: [Self; 4] = [Self::Cpu, Self::Mps, Self::Mlx, Self::Remote];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Cpu => "CPU",
+            Self::Mps => "MPS",
+            Self::Mlx => "MLX",
+            Self::Remote => "remote",
+        }
+    }
+}
+
+/// A column's standing.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Recommended,
+    Viable,
+    Risky,
+    Blocked,
+}
+
+/// The rules, by name.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    Rosetta,
+    NotAvailable,
+    DataPipeline,
+    NearOne,
+    Faster,
+    Leak,
+    LeakPersists,
+    Oom,
+    FastThenSlow,
+    SlowLayer,
+    Fallback,
+    LlmInference,
+    CudaParity,
+    Contention,
+    NoRemote,
+    RemoteDown,
+    Unmeasured,
+}
+
+/// One reason: the rule, the column it speaks to, and the sentence with its figures.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reason {
+    pub rule: Rule,
+    pub column: Column,
+    pub text: String,
+}
+
+/// A sweep's figure at one batch on one device.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepFact {
+    pub run_id: i64,
+    pub workload: String,
+    pub batch: u32,
+    pub step_ms: f64,
+    pub samples_per_s: f64,
+    /// Mean accelerator utilisation during the point (0–1), when sampled.
+    pub gpu_busy: Option<f64>,
+    pub peak_bytes: Option<u64>,
+    /// Batches that ran out of memory in that sweep.
+    pub oom_batches: Vec<u32>,
+}
+
+/// What the newest `epochs` run (or wrapped `run`) found.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpochFact {
+    pub run_id: i64,
+    pub leak: bool,
+    /// Growth of the judged measure from the first to the last epoch (0.3 = +30 %).
+    pub growth: f64,
+    pub epochs: u32,
+    /// The release policy in force (`none`, `gc`, `empty-cache`, `both`).
+    pub release: String,
+    pub slowing: bool,
+    /// Throughput change from the first to the last epoch (−0.2 = 20 % slower).
+    pub throughput_change: Option<f64>,
+}
+
+/// CPU-fallback operators seen in wrapped runs, over how many days.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FallbackFact {
+    pub ops: Vec<String>,
+    /// Days between the first and the newest run that reported a fallback.
+    pub days: f64,
+    pub runs: u32,
+}
+
+/// One operator or layer that takes a large share of the step.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlowLayerFact {
+    pub name: String,
+    pub share: f64,
+}
+
+/// A configured remote host and its last check.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RemoteFact {
+    pub name: String,
+    pub reachable: Option<bool>,
+    pub detail: String,
+}
+
+/// What the user said the main job is.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    #[default]
+    Training,
+    Inference,
+    LlmInference,
+}
+
+/// Everything the decision stands on.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Facts {
+    /// The Python that runs the work is x86_64 under Rosetta.
+    pub rosetta: bool,
+    /// An Apple Silicon Mac (MPS and MLX can exist at all).
+    pub apple_silicon: bool,
+    /// The readiness light for MPS is green (`None`: no doctor run yet).
+    pub mps_ready: Option<bool>,
+    pub mps_detail: String,
+    pub mlx_installed: Option<bool>,
+    pub cpu: Option<SweepFact>,
+    /// The accelerator's sweep at the same batch as `cpu` when there is one.
+    pub mps: Option<SweepFact>,
+    pub epochs: Option<EpochFact>,
+    /// A leak verdict also came from a run that released memory at every epoch end.
+    pub leak_with_release: Option<EpochFact>,
+    pub fallback: Option<FallbackFact>,
+    pub slow_layer: Option<SlowLayerFact>,
+    /// Contention raised now, with its reasons.
+    pub contention: Vec<String>,
+    pub remotes: Vec<RemoteFact>,
+    pub workload_kind: WorkloadKind,
+    pub cuda_parity_required: bool,
+}
+
+/// One column of the table.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnVerdict {
+    pub column: Column,
+    pub status: Status,
+    pub strengths: Vec<String>,
+    pub risks: Vec<String>,
+    pub reasons: Vec<Reason>,
+}
+
+/// The table and the verdict.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Decision {
+    /// Where to run now; `None` when something must be fixed first (a Rosetta Python).
+    pub verdict: Option<Column>,
+    pub headline: String,
+    pub columns: Vec<ColumnVerdict>,
+    /// Every reason, in the order the rules fired.
+    pub reasons: Vec<Reason>,
+    /// The symptom rows whose rules fired.
+    pub symptoms: Vec<Symptom>,
+}
+
+impl Decision {
+    pub fn column(&self, c: Column) -> &ColumnVerdict {
+        self.columns
+            .iter()
+            .find(|v| v.column == c)
+            .unwrap_or(&self.columns[0])
+    }
+
+    pub fn fired(&self, rule: Rule) -> bool {
+        self.reasons.iter().any(|r| r.rule == rule)
+    }
+}
+
+/// A symptom → hypothesis → action row, with what to look at to tell.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Symptom {
+    pub rule: Rule,
+    pub symptom: &'static str,
+    pub hypothesis: &'static str,
+    pub action: &'static str,
+    /// Observability: what to measure to confirm it, and with what.
+    pub observe: &'static str,
+}
+
+/// The symptom and observability tables, one row per rule that points at a cause.
+pub const SYMPTOMS: &[Symptom] = &[
+    Symptom { rule: Rule::Rosetta, symptom: "MPS unavailable, everything slow", hypothesis: "an x86_64 Python running under Rosetta", action: "install an arm64 Python (Miniforge, python.org universal2, uv) and reinstall torch", observe: "`headroom doctor`: the interpreter's machine and `sysctl.proc_translated`" },
+    Symptom { rule: Rule::DataPipeline, symptom: "the GPU is barely faster than the CPU and mostly idle", hypothesis: "the data pipeline starves it, not MPS", action: "profile data loading against forward: more DataLoader workers, pin memory, pre-process once", observe: "sweep's data/forward/backward split and GPU utilisation (ioreg Device Utilization %)" },
+    Symptom { rule: Rule::NearOne, symptom: "speed-up near 1×", hypothesis: "the work is not on the device, or every step synchronises", action: "check that model and batch are `.to(device)`, and look for `.item()`/`.cpu()` inside the step", observe: "step time on both devices at the same batch (`headroom sweep --compare cpu`)" },
+    Symptom { rule: Rule::Leak, symptom: "memory climbs epoch after epoch", hypothesis: "a reference leak: tensors kept across epochs", action: "store `loss.item()`, not `loss`; clear caches and hooks; `gc.collect()` at epoch ends", observe: "live tensor bytes per epoch (`headroom epochs`, `headroom run`)" },
+    Symptom { rule: Rule::LeakPersists, symptom: "memory still climbs with gc and empty_cache at every epoch", hypothesis: "the leak is in code you cannot change soon", action: "run it on a dedicated remote host where its growth hurts nobody", observe: "`headroom epochs --release both` growth" },
+    Symptom { rule: Rule::Oom, symptom: "out of memory at some batches", hypothesis: "the batch does not fit beside everything else", action: "use the sweep's max-safe batch; release the cache between phases", observe: "peak memory per batch in the sweep" },
+    Symptom { rule: Rule::FastThenSlow, symptom: "fast early, slow later", hypothesis: "the allocator cache grows until the system swaps", action: "lower the batch and release the cache at epoch ends", observe: "throughput and cache bytes per epoch" },
+    Symptom { rule: Rule::SlowLayer, symptom: "one layer takes most of the step", hypothesis: "a kernel gap on this backend", action: "profile that layer (MPS profiler, `torch.profiler`); replace it or keep it on the CPU", observe: "per-operator time from the MPS profiler log" },
+    Symptom { rule: Rule::Fallback, symptom: "CPU-fallback operators in every run for weeks", hypothesis: "the architecture relies on operators MPS lacks", action: "split the model: run those parts elsewhere, or swap the operators", observe: "fallback operators per run in the ledger (`headroom run`)" },
+    Symptom { rule: Rule::LlmInference, symptom: "the main job is LLM inference", hypothesis: "MLX (and Ollama on MLX) is faster and leaner for it on Apple Silicon", action: "try `mlx-lm` first; keep torch for training", observe: "tokens/s on both stacks" },
+    Symptom { rule: Rule::CudaParity, symptom: "results must match CUDA bit for bit", hypothesis: "no Apple backend gives CUDA's numerics", action: "train where CUDA is", observe: "a reference run's outputs compared exactly" },
+    Symptom { rule: Rule::Contention, symptom: "the call and the IDE eat the memory training needs", hypothesis: "memory contention, not the model", action: "close the call or the IDE, or move the run to the remote host", observe: "`headroom contention`: memory by app group, swap growth, pressure" },
+];
+
+fn pct(x: f64) -> String {
+    format!("{:.1} %", x * 100.0)
+}
+
+fn standing(c: Column) -> (Vec<String>, Vec<String>) {
+    let v = |s: &[&str]| s.iter().map(|x| (*x).to_owned()).collect();
+    match c {
+        Column::Cpu => (
+            v(&["runs every operator: nothing to port"]),
+            v(&["throughput is capped by the cores"]),
+        ),
+        Column::Mps => (
+            v(&["reuses your PyTorch code: `.to(\"mps\")`"]),
+            v(&[
+                "operator gaps (CPU fallback)",
+                "numeric differences from CUDA",
+            ]),
+        ),
+        Column::Mlx => (
+            v(&["built for Apple Silicon and its unified memory"]),
+            v(&["a second stack to learn, port to and maintain"]),
+        ),
+        Column::Remote => (
+            v(&["isolation: promises you can keep (overnight, no call in the way)"]),
+            v(&["running cost", "moving code and data"]),
+        ),
+    }
+}
+
+/// Decides. Pure: the same facts and thresholds give the same table.
+#[allow(clippy::too_many_lines)]
+pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
+    let mut reasons: Vec<Reason> = Vec::new();
+    let mut status = [
+        Status::Viable,
+        Status::Viable,
+        Status::Viable,
+        Status::Viable,
+    ];
+    let idx = |c: Column| Column::ALL.iter().position(|x| *x == c).unwrap_or(0);
+    let mut set = |c: Column, s: Status| {
+        let i = idx(c);
+        status[i] = status[i].max(s);
+    };
+    let mut say = |rule: Rule, column: Column, text: String| {
+        reasons.push(Reason { rule, column, text });
+    };
+
+    // What is available at all.
+    if f.rosetta {
+        say(Rule::Rosetta, Column::Mps, "the Python that runs your work is x86_64 under Rosetta: MPS and MLX are out of reach and the CPU is emulated; fix Python first".into());
+        set(Column::Mps, Status::Blocked);
+        set(Column::Mlx, Status::Blocked);
+        set(Column::Cpu, Status::Risky);
+    }
+    if !f.apple_silicon {
+        say(
+            Rule::NotAvailable,
+            Column::Mps,
+            "not an Apple Silicon Mac: MPS and MLX do not exist here".into(),
+        );
+        set(Column::Mps, Status::Blocked);
+        set(Column::Mlx, Status::Blocked);
+    } else if f.mps_ready == Some(false) && !f.rosetta {
+        say(
+            Rule::NotAvailable,
+            Column::Mps,
+            format!("MPS is not ready: {}", f.mps_detail),
+        );
+        set(Column::Mps, Status::Blocked);
+    }
+    if f.apple_silicon && f.mlx_installed == Some(false) {
+        say(
+            Rule::NotAvailable,
+            Column::Mlx,
+            "mlx is not installed in this Python (`pip install mlx`)".into(),
+        );
+        set(Column::Mlx, Status::Risky);
+    }
+    let remote_ok = f.remotes.iter().any(|r| r.reachable == Some(true));
+    if f.remotes.is_empty() {
+        say(
+            Rule::NoRemote,
+            Column::Remote,
+            "no remote host configured yet (`headroom remote add`)".into(),
+        );
+        set(Column::Remote, Status::Blocked);
+    } else if !remote_ok {
+        let names: Vec<String> = f
+            .remotes
+            .iter()
+            .map(|r| format!("{} ({})", r.name, r.detail))
+            .collect();
+        say(
+            Rule::RemoteDown,
+            Column::Remote,
+            format!(
+                "no configured host answered its last check: {}",
+                names.join("; ")
+            ),
+        );
+        set(Column::Remote, Status::Risky);
+    }
+
+    // Speed: the accelerator against the CPU at the same batch.
+    let mut accel_wins = None;
+    if let (Some(cpu), Some(mps)) = (&f.cpu, &f.mps) {
+        let faster = (cpu.step_ms - mps.step_ms) / cpu.step_ms;
+        let speedup = cpu.step_ms / mps.step_ms;
+        let at = format!(
+            "{} at batch {}: {:.1} ms per step on MPS vs {:.1} ms on the CPU ({speedup:.2}×)",
+            mps.workload, mps.batch, mps.step_ms, cpu.step_ms
+        );
+        let idle = mps.gpu_busy.filter(|b| *b < t.gpu_busy);
+        let mut explained = false;
+        if faster < t.pipeline_speedup {
+            if let Some(busy) = idle {
+                explained = true;
+                say(Rule::DataPipeline, Column::Mps, format!("{at}, {} faster (threshold {}) while the GPU was busy {} of the time (threshold {}): suspect the data pipeline, not MPS", pct(faster), pct(t.pipeline_speedup), pct(busy), pct(t.gpu_busy)));
+                set(Column::Mps, Status::Risky);
+            }
+        }
+        if (speedup - 1.0).abs() <= t.near_one {
+            explained = true;
+            say(
+                Rule::NearOne,
+                Column::Mps,
+                format!(
+                    "{at}: near 1× (within ±{}); check device placement and synchronisation",
+                    pct(t.near_one)
+                ),
+            );
+            set(Column::Mps, Status::Risky);
+        }
+        if faster >= t.pipeline_speedup {
+            say(
+                Rule::Faster,
+                Column::Mps,
+                format!("{at}, {} faster than the CPU", pct(faster)),
+            );
+            accel_wins = Some(true);
+        } else {
+            accel_wins = Some(false);
+            if !explained {
+                say(
+                    Rule::Faster,
+                    Column::Cpu,
+                    format!(
+                        "{at}: only {} faster than the CPU (threshold {})",
+                        pct(faster),
+                        pct(t.pipeline_speedup)
+                    ),
+                );
+            }
+        }
+    } else {
+        say(Rule::Unmeasured, Column::Mps, "no sweep compares MPS with the CPU at the same batch yet: `headroom sweep --device mps --compare cpu`".into());
+    }
+    for (column, sweep) in [(Column::Cpu, &f.cpu), (Column::Mps, &f.mps)] {
+        let Some(sweep) = sweep else { continue };
+        if !sweep.oom_batches.is_empty() {
+            let batches: Vec<String> = sweep.oom_batches.iter().map(u32::to_string).collect();
+            say(Rule::Oom, column, format!("out of memory at batch {} in sweep {} (max safe {}{}): use a smaller batch and release the cache", batches.join(", "), sweep.run_id, sweep.batch, sweep.peak_bytes.map(|b| format!(", {} peak", format_bytes(b))).unwrap_or_default()));
+        }
+    }
+
+    // Memory over epochs.
+    if let Some(e) = &f.epochs {
+        if e.leak {
+            say(Rule::Leak, Column::Mps, format!("memory grew {:+.0} % over {} epochs (run {}, release {}): suspect a reference leak", e.growth * 100.0, e.epochs, e.run_id, e.release));
+        }
+        if e.slowing {
+            say(Rule::FastThenSlow, Column::Mps, format!("fast early, slow later: throughput {} from the first to the last epoch (run {}); adjust the batch and release the cache", e.throughput_change.map_or_else(|| "fell".into(), |c| format!("{:+.0} %", c * 100.0)), e.run_id));
+            set(Column::Mps, Status::Risky);
+        }
+    }
+    let leak_persists = f.leak_with_release.as_ref().filter(|e| e.leak);
+    if let Some(e) = leak_persists {
+        say(Rule::LeakPersists, Column::Remote, format!("the leak persists with release `{}` (+{:.0} % over {} epochs, run {}): give it a dedicated remote host", e.release, e.growth * 100.0, e.epochs, e.run_id));
+    }
+    if let Some(s) = &f.slow_layer {
+        say(
+            Rule::SlowLayer,
+            Column::Mps,
+            format!(
+                "{} takes {} of the step: a kernel gap; profile it",
+                s.name,
+                pct(s.share)
+            ),
+        );
+        set(Column::Mps, Status::Risky);
+    }
+    if let Some(fb) = &f.fallback {
+        if fb.days >= f64::from(t.fallback_days) {
+            say(Rule::Fallback, Column::Mps, format!("CPU-fallback operators ({}) in {} runs over {:.0} days (threshold {} days): split the architecture", fb.ops.join(", "), fb.runs, fb.days, t.fallback_days));
+            set(Column::Mps, Status::Risky);
+        }
+    }
+    if f.workload_kind == WorkloadKind::LlmInference {
+        say(
+            Rule::LlmInference,
+            Column::Mlx,
+            "LLM inference is the main job: MLX (and Ollama on MLX) first".into(),
+        );
+    }
+    if f.cuda_parity_required {
+        say(
+            Rule::CudaParity,
+            Column::Remote,
+            "bitwise CUDA parity is required: train where CUDA is".into(),
+        );
+        set(Column::Mps, Status::Risky);
+        set(Column::Mlx, Status::Risky);
+    }
+    for c in &f.contention {
+        say(
+            Rule::Contention,
+            Column::Remote,
+            format!("memory contention: {c}"),
+        );
+        set(Column::Cpu, Status::Risky);
+        set(Column::Mps, Status::Risky);
+        set(Column::Mlx, Status::Risky);
+    }
+
+    // The verdict, most pressing first.
+    let wants_remote =
+        leak_persists.is_some() || f.cuda_parity_required || !f.contention.is_empty();
+    let usable = |c: Column, status: &[Status; 4]| status[idx(c)] != Status::Blocked;
+    let (verdict, headline) = if f.rosetta {
+        (None, "Fix Python first: it runs under Rosetta".to_owned())
+    } else if wants_remote {
+        let why = if f.cuda_parity_required {
+            "CUDA parity is required"
+        } else if leak_persists.is_some() {
+            "the leak persists with release"
+        } else {
+            "memory contention"
+        };
+        let tail = if remote_ok {
+            ""
+        } else if f.remotes.is_empty() {
+            " (add a host: `headroom remote add`)"
+        } else {
+            " (its host did not answer)"
+        };
+        (Some(Column::Remote), format!("Remote: {why}{tail}"))
+    } else if f.workload_kind == WorkloadKind::LlmInference && usable(Column::Mlx, &status) {
+        (
+            Some(Column::Mlx),
+            "MLX: LLM inference is the main job".to_owned(),
+        )
+    } else if usable(Column::Mps, &status) && accel_wins != Some(false) {
+        let head = if accel_wins == Some(true) {
+            "MPS: measured faster than the CPU"
+        } else {
+            "MPS, unmeasured: run `headroom sweep --device mps --compare cpu`"
+        };
+        (Some(Column::Mps), head.to_owned())
+    } else {
+        let head = if accel_wins == Some(false) {
+            "CPU: the accelerator is not faster enough to pay off"
+        } else {
+            "CPU: no accelerator here"
+        };
+        (Some(Column::Cpu), head.to_owned())
+    };
+    if let Some(v) = verdict {
+        status[idx(v)] = match status[idx(v)] {
+            Status::Viable | Status::Risky => Status::Recommended,
+            s => s,
+        };
+    }
+    let columns = Column::ALL
+        .iter()
+        .map(|c| {
+            let (strengths, risks) = standing(*c);
+            ColumnVerdict {
+                column: *c,
+                status: status[idx(*c)],
+                strengths,
+                risks,
+                reasons: reasons.iter().filter(|r| r.column == *c).cloned().collect(),
+            }
+        })
+        .collect();
+    let symptoms = SYMPTOMS
+        .iter()
+        .filter(|s| reasons.iter().any(|r| r.rule == s.rule))
+        .copied()
+        .collect();
+    Decision {
+        verdict,
+        headline,
+        columns,
+        reasons,
+        symptoms,
+    }
+}

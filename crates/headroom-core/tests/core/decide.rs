@@ -1,0 +1,333 @@
+//! The decision rules one by one, each at its boundary, then the table over realistic fact sets.
+
+use headroom_core::config::DecideThresholds;
+use headroom_core::decide::{
+    decide, Column, EpochFact, Facts, FallbackFact, RemoteFact, Rule, SlowLayerFact, Status,
+    SweepFact, WorkloadKind,
+};
+
+fn sweep(device_ms: f64, busy: Option<f64>) -> SweepFact {
+    SweepFact {
+        run_id: 7,
+        workload: "cnn".into(),
+        batch: 64,
+        step_ms: device_ms,
+        samples_per_s: 64_000.0 / device_ms,
+        gpu_busy: busy,
+        peak_bytes: Some(3 << 30),
+        oom_batches: Vec::new(),
+    }
+}
+
+/// An Apple Silicon Mac with MPS ready, mlx installed and a reachable remote host.
+fn mac() -> Facts {
+    Facts {
+        apple_silicon: true,
+        mps_ready: Some(true),
+        mlx_installed: Some(true),
+        remotes: vec![RemoteFact {
+            name: "rented-m4".into(),
+            reachable: Some(true),
+            detail: "RTT 31 ms".into(),
+        }],
+        ..Facts::default()
+    }
+}
+
+/// CPU at 100 ms per step, MPS at `mps_ms`, GPU busy `busy`.
+fn compared(mps_ms: f64, busy: Option<f64>) -> Facts {
+    Facts {
+        cpu: Some(sweep(100.0, None)),
+        mps: Some(sweep(mps_ms, busy)),
+        ..mac()
+    }
+}
+
+fn t() -> DecideThresholds {
+    DecideThresholds::default()
+}
+
+fn epochs(leak: bool, growth: f64, release: &str) -> EpochFact {
+    EpochFact {
+        run_id: 9,
+        leak,
+        growth,
+        epochs: 10,
+        release: release.into(),
+        slowing: false,
+        throughput_change: None,
+    }
+}
+
+#[test]
+fn data_pipeline_fires_under_22_percent_faster_with_an_idle_gpu_not_at_22() {
+    // 21.9 % faster (78.1 ms vs 100 ms) with the GPU busy 10 %: the pipeline is suspected.
+    let d = decide(&compared(78.1, Some(0.10)), &t());
+    assert!(d.fired(Rule::DataPipeline), "{:?}", d.reasons);
+    let r = d
+        .reasons
+        .iter()
+        .find(|r| r.rule == Rule::DataPipeline)
+        .expect("reason");
+    assert!(
+        r.text.contains("21.9 % faster (threshold 22.0 %)"),
+        "{}",
+        r.text
+    );
+    assert!(
+        r.text
+            .contains("busy 10.0 % of the time (threshold 18.0 %)"),
+        "{}",
+        r.text
+    );
+    assert_eq!(d.column(Column::Mps).status, Status::Risky);
+    assert_eq!(d.verdict, Some(Column::Cpu));
+    // Exactly 22 % faster is not "less than 22 %": MPS wins.
+    let d = decide(&compared(78.0, Some(0.10)), &t());
+    assert!(!d.fired(Rule::DataPipeline), "{:?}", d.reasons);
+    assert_eq!(d.verdict, Some(Column::Mps));
+    assert_eq!(d.column(Column::Mps).status, Status::Recommended);
+    // Slow but busy (18 %, the threshold itself): not the pipeline.
+    let d = decide(&compared(90.0, Some(0.18)), &t());
+    assert!(!d.fired(Rule::DataPipeline));
+    // Busy 17.9 %: the pipeline.
+    assert!(decide(&compared(90.0, Some(0.179)), &t()).fired(Rule::DataPipeline));
+    // GPU utilisation unknown: no pipeline claim.
+    assert!(!decide(&compared(90.0, None), &t()).fired(Rule::DataPipeline));
+}
+
+#[test]
+fn near_one_speedup_asks_for_placement_and_sync_checks() {
+    // 100 / 91 = 1.099×: within ±10 %.
+    let d = decide(&compared(91.0, Some(0.5)), &t());
+    assert!(d.fired(Rule::NearOne), "{:?}", d.reasons);
+    assert!(d.symptoms.iter().any(|s| s.action.contains(".to(device)")));
+    // 100 / 90.8 = 1.101×: outside.
+    assert!(!decide(&compared(90.8, Some(0.5)), &t()).fired(Rule::NearOne));
+    // Slower than the CPU, also near 1×.
+    assert!(decide(&compared(105.0, Some(0.5)), &t()).fired(Rule::NearOne));
+}
+
+#[test]
+fn rosetta_blocks_the_apple_backends_and_says_fix_python() {
+    let d = decide(
+        &Facts {
+            rosetta: true,
+            ..compared(40.0, Some(0.9))
+        },
+        &t(),
+    );
+    assert_eq!(d.verdict, None);
+    assert!(d.headline.starts_with("Fix Python first"));
+    assert_eq!(d.column(Column::Mps).status, Status::Blocked);
+    assert_eq!(d.column(Column::Mlx).status, Status::Blocked);
+    assert_eq!(d.column(Column::Cpu).status, Status::Risky);
+    assert!(d.symptoms.iter().any(|s| s.rule == Rule::Rosetta));
+}
+
+#[test]
+fn a_leak_is_named_and_one_that_survives_release_sends_the_run_remote() {
+    let d = decide(
+        &Facts {
+            epochs: Some(epochs(true, 0.31, "none")),
+            ..compared(40.0, Some(0.9))
+        },
+        &t(),
+    );
+    assert!(d.fired(Rule::Leak));
+    assert!(!d.fired(Rule::LeakPersists));
+    assert_eq!(d.verdict, Some(Column::Mps));
+    let persists = Facts {
+        epochs: Some(epochs(true, 0.31, "none")),
+        leak_with_release: Some(epochs(true, 0.28, "both")),
+        ..compared(40.0, Some(0.9))
+    };
+    let d = decide(&persists, &t());
+    assert!(d.fired(Rule::LeakPersists));
+    assert_eq!(d.verdict, Some(Column::Remote));
+    assert_eq!(d.column(Column::Remote).status, Status::Recommended);
+    assert!(d.headline.contains("leak persists"), "{}", d.headline);
+    // A released run that did not leak is no reason to move.
+    let fixed = Facts {
+        leak_with_release: Some(epochs(false, 0.02, "both")),
+        ..persists
+    };
+    assert_eq!(decide(&fixed, &t()).verdict, Some(Column::Mps));
+}
+
+#[test]
+fn oom_points_ask_for_a_smaller_batch() {
+    let mut f = compared(40.0, Some(0.9));
+    if let Some(m) = f.mps.as_mut() {
+        m.oom_batches = vec![512, 1024];
+    }
+    let d = decide(&f, &t());
+    let r = d
+        .reasons
+        .iter()
+        .find(|r| r.rule == Rule::Oom)
+        .expect("oom reason");
+    assert_eq!(r.column, Column::Mps);
+    assert!(
+        r.text.contains("batch 512, 1024") && r.text.contains("max safe 64"),
+        "{}",
+        r.text
+    );
+}
+
+#[test]
+fn fast_early_then_slow_and_a_slow_layer_make_mps_risky() {
+    let mut e = epochs(false, 0.05, "none");
+    e.slowing = true;
+    e.throughput_change = Some(-0.3);
+    let d = decide(
+        &Facts {
+            epochs: Some(e),
+            ..compared(40.0, Some(0.9))
+        },
+        &t(),
+    );
+    assert!(d.fired(Rule::FastThenSlow));
+    assert!(d.reasons.iter().any(|r| r.text.contains("-30 %")));
+    let d = decide(
+        &Facts {
+            slow_layer: Some(SlowLayerFact {
+                name: "aten::_upsample_bilinear2d_aa".into(),
+                share: 0.62,
+            }),
+            ..compared(40.0, Some(0.9))
+        },
+        &t(),
+    );
+    assert!(d.fired(Rule::SlowLayer));
+    assert_eq!(
+        d.column(Column::Mps).status,
+        Status::Recommended,
+        "risky but still the best here"
+    );
+}
+
+#[test]
+fn fallback_ops_for_two_weeks_mean_split_the_architecture_not_before() {
+    let fb = |days: f64| Facts {
+        fallback: Some(FallbackFact {
+            ops: vec!["aten::_upsample_bilinear2d_aa.out".into()],
+            days,
+            runs: 12,
+        }),
+        ..compared(40.0, Some(0.9))
+    };
+    assert!(!decide(&fb(13.9), &t()).fired(Rule::Fallback));
+    let d = decide(&fb(14.0), &t());
+    assert!(d.fired(Rule::Fallback));
+    assert!(d
+        .reasons
+        .iter()
+        .any(|r| r.text.contains("12 runs over 14 days")));
+}
+
+#[test]
+fn llm_inference_goes_to_mlx_and_cuda_parity_goes_remote() {
+    let d = decide(
+        &Facts {
+            workload_kind: WorkloadKind::LlmInference,
+            ..compared(40.0, Some(0.9))
+        },
+        &t(),
+    );
+    assert_eq!(d.verdict, Some(Column::Mlx));
+    assert_eq!(d.column(Column::Mlx).status, Status::Recommended);
+    let d = decide(
+        &Facts {
+            cuda_parity_required: true,
+            ..compared(40.0, Some(0.9))
+        },
+        &t(),
+    );
+    assert_eq!(d.verdict, Some(Column::Remote));
+    assert_eq!(d.column(Column::Mps).status, Status::Risky);
+}
+
+#[test]
+fn contention_sends_the_run_remote_and_without_a_host_says_add_one() {
+    let raised = vec![
+        "conferencing and IDEs hold 10.0 GiB (31 % of 32.0 GiB RAM; threshold 25 %)".to_owned(),
+    ];
+    let d = decide(
+        &Facts {
+            contention: raised.clone(),
+            ..compared(40.0, Some(0.9))
+        },
+        &t(),
+    );
+    assert_eq!(d.verdict, Some(Column::Remote));
+    assert!(d
+        .reasons
+        .iter()
+        .any(|r| r.rule == Rule::Contention && r.text.contains("31 % of 32.0 GiB")));
+    assert_eq!(d.column(Column::Mps).status, Status::Risky);
+    let d = decide(
+        &Facts {
+            contention: raised,
+            remotes: Vec::new(),
+            ..compared(40.0, Some(0.9))
+        },
+        &t(),
+    );
+    assert_eq!(d.verdict, Some(Column::Remote));
+    assert!(d.headline.contains("headroom remote add"), "{}", d.headline);
+    assert_eq!(d.column(Column::Remote).status, Status::Blocked);
+}
+
+#[test]
+fn the_table_over_realistic_machines() {
+    // A Linux box (the CI host): no MPS, no MLX; CPU is the verdict, no remote yet.
+    let linux = Facts::default();
+    let d = decide(&linux, &t());
+    assert_eq!(d.verdict, Some(Column::Cpu));
+    assert_eq!(d.column(Column::Mps).status, Status::Blocked);
+    assert_eq!(d.column(Column::Mlx).status, Status::Blocked);
+    assert_eq!(d.column(Column::Remote).status, Status::Blocked);
+    // A fresh Mac with nothing measured: MPS, with the command that would measure it.
+    let d = decide(&mac(), &t());
+    assert_eq!(d.verdict, Some(Column::Mps));
+    assert!(d.headline.contains("--compare cpu"), "{}", d.headline);
+    // MPS not ready on a Mac (old macOS): CPU.
+    let d = decide(
+        &Facts {
+            mps_ready: Some(false),
+            mps_detail: "macOS 12.2 is older than 12.3".into(),
+            ..mac()
+        },
+        &t(),
+    );
+    assert_eq!(d.verdict, Some(Column::Cpu));
+    assert!(d.reasons.iter().any(|r| r.text.contains("12.2")));
+    // A Mac measured 3× faster on MPS, everything calm: MPS recommended, every column has its
+    // standing strengths and risks.
+    let d = decide(&compared(33.0, Some(0.85)), &t());
+    assert_eq!(d.verdict, Some(Column::Mps));
+    assert!(d
+        .reasons
+        .iter()
+        .any(|r| r.rule == Rule::Faster && r.text.contains("3.03×")));
+    for c in &d.columns {
+        assert!(!c.strengths.is_empty() && !c.risks.is_empty(), "{c:?}");
+    }
+    assert_eq!(d.column(Column::Remote).status, Status::Viable);
+    // The same Mac with its only host down: remote risky.
+    let mut down = compared(33.0, Some(0.85));
+    down.remotes[0].reachable = Some(false);
+    down.remotes[0].detail = "connection refused".into();
+    assert_eq!(
+        decide(&down, &t()).column(Column::Remote).status,
+        Status::Risky
+    );
+    // Configured thresholds move the boundary: with 40 % required, a 35 % gain is not enough.
+    let strict = DecideThresholds {
+        pipeline_speedup: 0.40,
+        ..t()
+    };
+    let d = decide(&compared(65.0, Some(0.5)), &strict);
+    assert_eq!(d.verdict, Some(Column::Cpu));
+}
