@@ -35,6 +35,8 @@ enum Command {
     Doctor(cmd::doctor::DoctorArgs),
     /// Who holds the memory now (conferencing, IDEs, browsers, training), swap and pressure.
     Contention(cmd::contention::ContentionArgs),
+    /// Where to run this work now: CPU, MPS, MLX or a remote host, with the measured reasons.
+    Decide(cmd::decide::DecideArgs),
     /// The configuration: thresholds and process lists, with their defaults.
     Config {
         #[command(subcommand)]
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
         Command::Ledger { command } => cmd::ledger::run(&command),
         Command::Doctor(args) => cmd::doctor::run(&args),
         Command::Contention(args) => cmd::contention::run(&args),
+        Command::Decide(args) => cmd::decide::run(&args),
         Command::Config { command } => cmd::config::run(&command),
         Command::Epochs(args) => cmd::epochs::run(&args),
         Command::Run(args) => cmd::watch::run(&args),

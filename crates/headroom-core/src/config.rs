@@ -116,6 +116,10 @@ pub struct DecideThresholds {
     pub fallback_days: u32,
     /// Sweeps and runs older than this many days are not used as evidence.
     pub max_age_days: u32,
+    /// What the main job is: `training`, `inference` or `llm-inference`.
+    pub main_job: crate::decide::WorkloadKind,
+    /// Results must match CUDA bit for bit.
+    pub cuda_parity_required: bool,
 }
 
 impl Default for DecideThresholds {
@@ -126,6 +130,8 @@ impl Default for DecideThresholds {
             near_one: 0.10,
             fallback_days: 14,
             max_age_days: 30,
+            main_job: crate::decide::WorkloadKind::Training,
+            cuda_parity_required: false,
         }
     }
 }

@@ -394,7 +394,7 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
                 );
             }
         }
-    } else {
+    } else if f.apple_silicon && !f.rosetta {
         say(Rule::Unmeasured, Column::Mps, "no sweep compares MPS with the CPU at the same batch yet: `headroom sweep --device mps --compare cpu`".into());
     }
     for (column, sweep) in [(Column::Cpu, &f.cpu), (Column::Mps, &f.mps)] {

@@ -2,7 +2,12 @@
 //! training run was measured to need, and which processes are Headroom's runs right now.
 
 use crate::contention::Need;
-use crate::ledger::{Ledger, RunStatus};
+use crate::decide::{EpochFact, Facts, FallbackFact, SweepFact};
+use crate::epochs::{EpochVerdict, EpochVerdictKind};
+use crate::ledger::{Ledger, RunRecord, RunStatus};
+use crate::protocol::{EpochsRequest, PointStatus};
+use crate::readiness::verdict::{under_rosetta, LightState};
+use crate::readiness::Report;
 use crate::CoreError;
 
 /// How many recent runs are searched for evidence.
@@ -55,4 +60,182 @@ pub fn measured_need(ledger: &Ledger) -> Result<Option<Need>, CoreError> {
         }
     }
     Ok(None)
+}
+
+/// Gathers the decision's facts from the ledger (this host's runs, newest first, no older than
+/// `max_age_days`), the configuration and a contention sample.
+pub fn gather(
+    ledger: &Ledger,
+    config: &crate::config::Config,
+    contention: Option<&crate::contention::ContentionReport>,
+) -> Result<Facts, CoreError> {
+    let host = crate::jobs::hostname();
+    let oldest = crate::time::days_ago(f64::from(config.decide.max_age_days));
+    let runs: Vec<RunRecord> = ledger
+        .list_runs(RECENT)?
+        .into_iter()
+        .filter(|r| r.host == host && r.started_at.as_str() >= oldest.as_str())
+        .collect();
+    let mut f = Facts {
+        workload_kind: config.decide.main_job,
+        cuda_parity_required: config.decide.cuda_parity_required,
+        contention: contention.map(|c| c.reasons.clone()).unwrap_or_default(),
+        ..Facts::default()
+    };
+    readiness_facts(&runs, &mut f);
+    sweep_facts(ledger, &runs, &mut f)?;
+    epoch_facts(ledger, &runs, &mut f)?;
+    f.fallback = fallback_fact(&runs);
+    Ok(f)
+}
+
+fn complete<'a>(runs: &'a [RunRecord], kind: &'a str) -> impl Iterator<Item = &'a RunRecord> {
+    runs.iter()
+        .filter(move |r| r.kind == kind && r.status == RunStatus::Complete)
+}
+
+fn readiness_facts(runs: &[RunRecord], f: &mut Facts) {
+    f.apple_silicon = cfg!(all(target_os = "macos", target_arch = "aarch64"));
+    let Some(report) = complete(runs, "doctor")
+        .find_map(|r| serde_json::from_value::<Report>(r.report.clone()?).ok())
+    else {
+        return;
+    };
+    f.apple_silicon = report.machine.apple_silicon;
+    f.rosetta = report
+        .primary_python()
+        .is_some_and(|p| under_rosetta(&report, p));
+    if let Some(l) = report.lights.iter().find(|l| l.backend == "mps") {
+        f.mps_ready = Some(l.state == LightState::Green || l.state == LightState::Yellow);
+        f.mps_detail.clone_from(&l.reason);
+    }
+    f.mlx_installed = report
+        .primary_python()
+        .and_then(|p| p.facts.as_ref())
+        .map(|facts| facts.mlx.is_some());
+}
+
+fn sweep_fact(
+    ledger: &Ledger,
+    run: &RunRecord,
+    batch: u32,
+) -> Result<Option<SweepFact>, CoreError> {
+    let (_, points) = ledger.get_run(run.id)?;
+    let oom_batches: Vec<u32> = points
+        .iter()
+        .filter(|p| p.status == PointStatus::Oom)
+        .map(|p| p.batch)
+        .collect();
+    Ok(points
+        .iter()
+        .find(|p| p.batch == batch && p.status == PointStatus::Ok)
+        .and_then(|p| {
+            Some(SweepFact {
+                run_id: run.id,
+                workload: run.workload.clone(),
+                batch,
+                step_ms: p.step_ms_p50?,
+                samples_per_s: p.samples_per_s?,
+                gpu_busy: p.gpu_busy,
+                peak_bytes: p.peak_bytes,
+                oom_batches,
+            })
+        }))
+}
+
+/// The newest MPS sweep's chosen batch against the newest CPU sweep of the same workload that
+/// measured that batch; without an MPS sweep, the newest CPU sweep alone.
+fn sweep_facts(ledger: &Ledger, runs: &[RunRecord], f: &mut Facts) -> Result<(), CoreError> {
+    let sweeps: Vec<&RunRecord> = complete(runs, "sweep").collect();
+    if let Some(mps) = sweeps.iter().find(|r| r.device == "mps") {
+        if let Some(batch) = mps.chosen_batch {
+            f.mps = sweep_fact(ledger, mps, batch)?;
+            for cpu in sweeps
+                .iter()
+                .filter(|r| r.device == "cpu" && r.workload == mps.workload)
+            {
+                if let Some(fact) = sweep_fact(ledger, cpu, batch)? {
+                    f.cpu = Some(fact);
+                    break;
+                }
+            }
+        }
+    }
+    if f.cpu.is_none() {
+        if let Some(cpu) = sweeps.iter().find(|r| r.device == "cpu") {
+            if let Some(batch) = cpu.chosen_batch {
+                f.cpu = sweep_fact(ledger, cpu, batch)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn epoch_fact(ledger: &Ledger, run: &RunRecord) -> Result<Option<EpochFact>, CoreError> {
+    let Some(v) = run
+        .report
+        .clone()
+        .and_then(|r| serde_json::from_value::<EpochVerdict>(r).ok())
+    else {
+        return Ok(None);
+    };
+    let release = ledger
+        .request_json(run.id)?
+        .and_then(|j| serde_json::from_str::<EpochsRequest>(&j).ok())
+        .map_or_else(|| "none".to_owned(), |r| r.release.name().to_owned());
+    let judged = v.live.as_ref().or(v.footprint.as_ref());
+    let epochs = ledger
+        .samples::<serde_json::Value>(run.id, "epoch")
+        .map(|s| u32::try_from(s.len()).unwrap_or(u32::MAX))
+        .unwrap_or(0);
+    Ok(Some(EpochFact {
+        run_id: run.id,
+        leak: v.kind == EpochVerdictKind::LeakSuspected,
+        growth: judged.map_or(0.0, |t| t.growth),
+        epochs,
+        release,
+        slowing: v.slowing,
+        throughput_change: v.throughput.as_ref().map(|t| t.growth),
+    }))
+}
+
+fn epoch_facts(ledger: &Ledger, runs: &[RunRecord], f: &mut Facts) -> Result<(), CoreError> {
+    let mut first = true;
+    for run in complete(runs, "epochs") {
+        let Some(fact) = epoch_fact(ledger, run)? else {
+            continue;
+        };
+        if first {
+            f.epochs = Some(fact.clone());
+            first = false;
+        }
+        if fact.release != "none" {
+            f.leak_with_release = Some(fact);
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// CPU-fallback operators in wrapped runs: which, in how many runs, over how many days.
+fn fallback_fact(runs: &[RunRecord]) -> Option<FallbackFact> {
+    let with: Vec<&RunRecord> = runs
+        .iter()
+        .filter(|r| r.kind == "run" && r.fallback == Some(true))
+        .collect();
+    let newest = with.first()?;
+    let oldest = with.last()?;
+    let mut ops: Vec<String> = with
+        .iter()
+        .filter_map(|r| r.report.as_ref()?.get("fallback_ops")?.as_array().cloned())
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    ops.sort();
+    ops.dedup();
+    Some(FallbackFact {
+        ops,
+        days: crate::time::days_between(&oldest.started_at, &newest.started_at).unwrap_or(0.0),
+        runs: u32::try_from(with.len()).unwrap_or(u32::MAX),
+    })
 }

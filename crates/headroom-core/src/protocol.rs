@@ -226,6 +226,11 @@ pub struct Point {
     pub flops_per_sample: Option<f64>,
     /// Why the point is not `ok`.
     pub message: Option<String>,
+    /// Mean accelerator utilisation (0–1) while the point ran, sampled by the supervisor
+    /// (NVML through `nvidia-smi`, macOS IOAccelerator "Device Utilization %"); `None` when
+    /// not sampled (CPU runs, older ledgers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_busy: Option<f64>,
 }
 
 impl Point {
@@ -249,6 +254,7 @@ impl Point {
             timed_steps: 0,
             flops_per_sample: None,
             message: Some(message.into()),
+            gpu_busy: None,
         }
     }
 }
@@ -356,6 +362,16 @@ impl Release {
             other => Err(CoreError::InvalidInput(format!(
                 "unknown release policy {other:?}; use none, gc, empty-cache or both"
             ))),
+        }
+    }
+
+    /// The policy's name as the command line takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Gc => "gc",
+            Self::EmptyCache => "empty-cache",
+            Self::Both => "both",
         }
     }
 

@@ -2,6 +2,7 @@
 
 pub mod config;
 pub mod contention;
+pub mod decide;
 pub mod doctor;
 pub mod epochs;
 pub mod ledger;

@@ -5,6 +5,7 @@
 mod cancel;
 mod common;
 mod contention;
+mod decide;
 mod doctor;
 mod epochs;
 mod errors;

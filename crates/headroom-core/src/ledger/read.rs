@@ -66,6 +66,17 @@ impl Ledger {
         Ok(pids)
     }
 
+    /// The request run `id` was started with, as recorded (JSON), if any.
+    pub fn request_json(&self, id: i64) -> Result<Option<String>, CoreError> {
+        self.conn
+            .query_row(
+                "SELECT request_json FROM runs WHERE id = ?1",
+                params![id],
+                |r| r.get::<_, Option<String>>(0),
+            )
+            .map_err(|e| self.err(e))
+    }
+
     /// The newest `limit` runs, newest first.
     pub fn list_runs(&self, limit: u32) -> Result<Vec<RunRecord>, CoreError> {
         let sql = format!("SELECT {RUN_COLUMNS} FROM runs r ORDER BY r.id DESC LIMIT ?1");

@@ -1,0 +1,57 @@
+//! `headroom decide`: the CPU / MPS / MLX / remote table for this machine now, from what the
+//! ledger holds (doctor, sweeps, epochs, wrapped runs), a contention sample and the config.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use headroom_core::contention::Sampler;
+use headroom_core::decide::{decide, Status};
+
+#[derive(Debug, Args)]
+pub struct DecideArgs {
+    /// Print the facts, the contention sample and the decision as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: &DecideArgs) -> anyhow::Result<ExitCode> {
+    let config = headroom_core::config::load()?;
+    let ledger = super::open_ledger()?;
+    let need = headroom_core::facts::measured_need(&ledger)?;
+    let training = headroom_core::facts::training_pids(&ledger)?;
+    let contention = Sampler::new().sample(&config.contention, &training, need);
+    let facts = headroom_core::facts::gather(&ledger, &config, Some(&contention))?;
+    let d = decide(&facts, &config.decide);
+    if a.json {
+        let doc = serde_json::json!({ "decision": d, "facts": facts, "contention": contention });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).context("cannot encode the decision")?
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{}\n", d.headline);
+    for c in &d.columns {
+        let status = match c.status {
+            Status::Recommended => "RECOMMENDED",
+            Status::Viable => "viable",
+            Status::Risky => "risky",
+            Status::Blocked => "blocked",
+        };
+        println!("{:<7} {status}", c.column.label());
+        println!("        + {}", c.strengths.join("; "));
+        println!("        - {}", c.risks.join("; "));
+        for r in &c.reasons {
+            println!("        · {}", r.text);
+        }
+    }
+    if !d.symptoms.is_empty() {
+        println!("\nsymptom → hypothesis → action");
+        for s in &d.symptoms {
+            println!("  {} → {} → {}", s.symptom, s.hypothesis, s.action);
+            println!("    observe: {}", s.observe);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
