@@ -8,6 +8,47 @@ use crate::protocol::{Point, PointStatus, SweepSummary};
 /// The knee is the smallest batch within this share of the best throughput.
 pub const KNEE_SHARE: f64 = 0.95;
 
+/// One batch measured on an accelerator and on the CPU: the speed-up the decision rules use.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Comparison {
+    pub batch: u32,
+    pub device: String,
+    pub device_step_ms: f64,
+    pub cpu_step_ms: f64,
+    /// CPU step time over device step time (2.0: twice as fast).
+    pub speedup: f64,
+    /// How much less time a step takes on the device: (cpu − device) / cpu.
+    pub faster: f64,
+    pub cpu_run_id: Option<i64>,
+}
+
+/// Compares the median step time at `batch` in two sweeps' points; `None` when either lacks
+/// a measured point at that batch.
+pub fn compare(
+    device: &str,
+    device_points: &[Point],
+    cpu_points: &[Point],
+    batch: u32,
+) -> Option<Comparison> {
+    let step = |ps: &[Point]| {
+        ps.iter()
+            .find(|p| p.batch == batch && p.status == PointStatus::Ok)
+            .and_then(|p| p.step_ms_p50)
+            .filter(|ms| *ms > 0.0)
+    };
+    let (d, c) = (step(device_points)?, step(cpu_points)?);
+    Some(Comparison {
+        batch,
+        device: device.to_owned(),
+        device_step_ms: d,
+        cpu_step_ms: c,
+        speedup: c / d,
+        faster: (c - d) / c,
+        cpu_run_id: None,
+    })
+}
+
 /// Summarises `points` of a sweep that ended for `limit` under `budget` bytes.
 pub fn summarize(points: &[Point], limit: Limit, budget: u64) -> SweepSummary {
     let ok: Vec<&Point> = points
@@ -96,6 +137,26 @@ fn no_fit_reason(points: &[Point], limit: Limit, budget: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compare_uses_the_median_step_at_the_same_batch() {
+        let step = |batch: u32, ms: f64| {
+            let mut p = ok(batch, 1000.0 / ms, 1 << 20);
+            p.step_ms_p50 = Some(ms);
+            p
+        };
+        let dev = [step(32, 5.0), step(64, 8.0)];
+        let cpu = [step(64, 40.0)];
+        let c = compare("cuda:0", &dev, &cpu, 64).expect("both have batch 64");
+        assert!((c.speedup - 5.0).abs() < 1e-12 && (c.faster - 0.8).abs() < 1e-12);
+        assert_eq!(c.device, "cuda:0");
+        assert!(
+            compare("cuda:0", &dev, &cpu, 32).is_none(),
+            "no CPU point at 32"
+        );
+        let failed = [Point::failed(64, PointStatus::Oom, "oom")];
+        assert!(compare("cuda:0", &dev, &failed, 64).is_none());
+    }
 
     fn ok(batch: u32, sps: f64, peak: u64) -> Point {
         let mut p = Point::failed(batch, PointStatus::Ok, "");

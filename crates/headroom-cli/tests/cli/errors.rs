@@ -155,6 +155,34 @@ fn zero_batches() {
 }
 
 #[test]
+fn a_compare_that_cannot_compare() {
+    refused(
+        &[
+            "sweep",
+            "--device",
+            "cpu",
+            "--batches",
+            "1",
+            "--compare",
+            "cpu",
+        ],
+        "--compare cpu needs another device",
+    );
+    refused(
+        &[
+            "sweep",
+            "--device",
+            "auto",
+            "--batches",
+            "1",
+            "--compare",
+            "mps",
+        ],
+        "only `cpu` can be the baseline",
+    );
+}
+
+#[test]
 fn a_missing_run() {
     let home = Home::new();
     let out = home.run(&["ledger", "show", "42"]);

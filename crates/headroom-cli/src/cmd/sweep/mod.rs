@@ -46,6 +46,10 @@ pub struct SweepArgs {
     /// Run points even when their predicted peak is above the budget.
     #[arg(long)]
     no_predict: bool,
+    /// Then measure the recommended batch on this device too (only `cpu`): the speed-up
+    /// baseline `headroom decide` needs.
+    #[arg(long, value_name = "DEVICE")]
+    compare: Option<String>,
     /// Print one JSON document instead of a table.
     #[arg(long)]
     json: bool,
@@ -70,6 +74,14 @@ pub fn request(a: &SweepArgs) -> Result<SweepRequest> {
     };
     if a.steps == Some(0) {
         bail!("--steps 0 would time nothing; give 1 or more");
+    }
+    match a.compare.as_deref() {
+        None => {}
+        Some("cpu") if a.what.device == "cpu" => {
+            bail!("--compare cpu needs another device to compare with (--device mps, cuda or auto)")
+        }
+        Some("cpu") => {}
+        Some(other) => bail!("--compare {other:?}: only `cpu` can be the baseline"),
     }
     Ok(SweepRequest {
         device: a.what.device.clone(),
@@ -182,10 +194,31 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
         progress.on(u, &req);
     })?;
     progress.bar.finish_and_clear();
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
+    if !args.json {
         output::print_human(&report);
+    }
+    let comparison = match &args.compare {
+        Some(_) if report.run_status() == Some(RunStatus::Complete) => {
+            baseline(&req, &report, &exe, &ledger, &cancel, &mut progress)?
+        }
+        _ => None,
+    };
+    if args.json {
+        let mut doc = serde_json::to_value(&report)?;
+        if let (Some(c), Some(map)) = (&comparison, doc.as_object_mut()) {
+            map.insert("compare".into(), serde_json::to_value(c)?);
+        }
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else if let Some(c) = &comparison {
+        println!(
+            "\nAt batch {}: {:.2} ms per step on {} vs {:.2} ms on the CPU: {:.2}× ({:+.1} % step time)",
+            c.batch,
+            c.device_step_ms,
+            c.device,
+            c.cpu_step_ms,
+            c.speedup,
+            -c.faster * 100.0
+        );
     }
     Ok(match (report.run_id, report.run_status()) {
         (Some(_), Some(RunStatus::Complete)) => ExitCode::SUCCESS,
@@ -209,6 +242,56 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
         }
         _ => ExitCode::from(3),
     })
+}
+
+/// The CPU run of `--compare cpu`: the recommended batch alone, recorded as its own run.
+fn baseline(
+    req: &SweepRequest,
+    report: &jobs::sweep::SweepOutcome,
+    exe: &std::path::Path,
+    ledger: &headroom_core::ledger::Ledger,
+    cancel: &CancelToken,
+    progress: &mut Progress,
+) -> Result<Option<headroom_core::summary::Comparison>> {
+    let device = report.hello.as_ref().map_or("?", |h| h.device.as_str());
+    let Some(batch) = report.summary.as_ref().and_then(|s| s.recommended_batch) else {
+        progress
+            .say("--compare cpu: no batch was recommended, so there is nothing to compare".into());
+        return Ok(None);
+    };
+    if device == "cpu" {
+        progress.say("--compare cpu: the sweep itself ran on the CPU; nothing to compare".into());
+        return Ok(None);
+    }
+    progress.say(format!("baseline: batch {batch} on the CPU"));
+    let cpu_req = SweepRequest {
+        device: "cpu".into(),
+        plan: BatchPlan::Explicit {
+            batches: vec![batch],
+        },
+        prior: Vec::new(),
+        ..req.clone()
+    };
+    progress.points.clear();
+    progress.bar = progress_bar(progress.quiet);
+    let cpu = jobs::sweep::run_sweep(exe, &cpu_req, ledger, cancel, &mut |u| {
+        progress.on(u, &cpu_req);
+    })?;
+    progress.bar.finish_and_clear();
+    let found = headroom_core::summary::compare(device, &report.points, &cpu.points, batch);
+    if found.is_none() {
+        let why = cpu
+            .error
+            .as_ref()
+            .map_or("it was not measured", |e| e.message.as_str());
+        progress.say(format!(
+            "--compare cpu: batch {batch} on the CPU gave no step time: {why}"
+        ));
+    }
+    Ok(found.map(|c| headroom_core::summary::Comparison {
+        cpu_run_id: cpu.run_id,
+        ..c
+    }))
 }
 
 fn progress_bar(hidden: bool) -> ProgressBar {
