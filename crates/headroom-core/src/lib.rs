@@ -13,6 +13,7 @@ pub mod error;
 pub mod facts;
 pub mod failure;
 pub mod gitinfo;
+pub mod gpu_busy;
 pub mod jobs;
 pub mod ledger;
 pub mod machine;

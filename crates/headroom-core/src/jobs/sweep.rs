@@ -177,6 +177,8 @@ impl Session<'_> {
         }
         (self.on)(&Update::WorkerStarted { pid: worker.pid() });
         let mut watch: Option<MemoryWatch> = None;
+        let mut busy: Option<crate::gpu_busy::BusySampler> = None;
+        let mut last_phase = None;
         let mut current = None;
         let mut garbage = Vec::new();
         while let Some(out) = worker.next_output() {
@@ -193,6 +195,7 @@ impl Session<'_> {
                     if h.device == "cpu" {
                         watch = Some(worker.watch_memory(hard_limit(h.budget_bytes)));
                     }
+                    busy = crate::gpu_busy::BusySampler::for_device(&h.device);
                     self.on_hello(h)?;
                 }
                 Event::Progress {
@@ -202,6 +205,13 @@ impl Session<'_> {
                     of,
                 } => {
                     current = Some(batch);
+                    // Utilisation is averaged over the timed steps of each point.
+                    if phase == Phase::Timed && last_phase != Some(Phase::Timed) {
+                        if let Some(b) = &busy {
+                            b.reset();
+                        }
+                    }
+                    last_phase = Some(phase);
                     (self.on)(&Update::Progress {
                         batch,
                         phase,
@@ -209,8 +219,12 @@ impl Session<'_> {
                         of,
                     });
                 }
-                Event::Point(p) => {
+                Event::Point(mut p) => {
                     current = None;
+                    last_phase = None;
+                    if p.gpu_busy.is_none() && p.status == PointStatus::Ok {
+                        p.gpu_busy = busy.as_ref().and_then(crate::gpu_busy::BusySampler::mean);
+                    }
                     self.add_point(p)?;
                 }
                 Event::Warning { message } => self.warn(message),

@@ -12,12 +12,15 @@ fn opt_ms(v: Option<f64>) -> String {
 pub(super) fn point_line(p: &Point) -> String {
     match p.status {
         PointStatus::Ok => format!(
-            "  batch {:>6}  {:>12.1} samples/s  p50 {:>9} ms  p95 {:>9} ms  peak {}",
+            "  batch {:>6}  {:>12.1} samples/s  p50 {:>9} ms  p95 {:>9} ms  peak {}{}",
             p.batch,
             p.samples_per_s.unwrap_or(0.0),
             opt_ms(p.step_ms_p50),
             opt_ms(p.step_ms_p95),
-            p.peak_bytes.map_or_else(|| "-".into(), format_bytes)
+            p.peak_bytes.map_or_else(|| "-".into(), format_bytes),
+            p.gpu_busy
+                .map(|b| format!("  GPU busy {:.0} %", b * 100.0))
+                .unwrap_or_default()
         ),
         s => format!(
             "  batch {:>6}  {}: {}",

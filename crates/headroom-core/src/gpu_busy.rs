@@ -1,0 +1,196 @@
+//! How busy the accelerator is while a point runs: NVIDIA through `nvidia-smi`'s NVML query in
+//! loop mode (one long-lived child per worker), Apple GPUs through the IOAccelerator's
+//! "Device Utilization %" that `ioreg` prints without sudo. Parsers are pure; the samplers only
+//! start the tools and average what they print.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// One line of `nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits`:
+/// `0, 37` → (GPU 0, 0.37).
+pub fn parse_nvidia_smi_utilization(line: &str) -> Option<(u32, f64)> {
+    let (index, util) = line.split_once(',')?;
+    let pct: f64 = util.trim().parse().ok()?;
+    (0.0..=100.0)
+        .contains(&pct)
+        .then_some((index.trim().parse().ok()?, pct / 100.0))
+}
+
+/// The first `"Device Utilization %"=N` in `ioreg -r -d 1 -w 0 -c IOAccelerator` output, as a
+/// share (0–1).
+pub fn parse_ioreg_device_utilization(text: &str) -> Option<f64> {
+    const KEY: &str = "\"Device Utilization %\"=";
+    let at = text.find(KEY)? + KEY.len();
+    let digits: String = text[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let pct: f64 = digits.parse().ok()?;
+    (pct <= 100.0).then_some(pct / 100.0)
+}
+
+/// The physical NVIDIA index of torch's `cuda:N`, through `CUDA_VISIBLE_DEVICES` when it lists
+/// plain indices.
+pub fn nvidia_index(device: &str, visible: Option<&str>) -> Option<u32> {
+    let n: usize = match device.strip_prefix("cuda") {
+        Some("") => 0,
+        Some(rest) => rest.strip_prefix(':')?.parse().ok()?,
+        None => return None,
+    };
+    match visible.map(str::trim).filter(|v| !v.is_empty()) {
+        Some(list) => list.split(',').nth(n)?.trim().parse().ok(),
+        None => u32::try_from(n).ok(),
+    }
+}
+
+#[derive(Debug, Default)]
+struct Acc {
+    sum: f64,
+    n: u32,
+}
+
+/// Averages utilisation readings from a background tool until dropped.
+#[derive(Debug)]
+pub struct BusySampler {
+    acc: Arc<Mutex<Acc>>,
+    stop: Arc<AtomicBool>,
+    child: Option<Child>,
+}
+
+impl BusySampler {
+    /// A sampler for torch device `device` (`cuda:0`, `mps`), or `None` where nothing can be
+    /// sampled (the CPU, no `nvidia-smi`, another OS).
+    pub fn for_device(device: &str) -> Option<Self> {
+        if device.starts_with("cuda") {
+            let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+            let index = nvidia_index(device, visible.as_deref())?;
+            return Self::nvidia(index);
+        }
+        #[cfg(target_os = "macos")]
+        if device == "mps" {
+            return Some(Self::ioreg());
+        }
+        None
+    }
+
+    fn empty(child: Option<Child>) -> Self {
+        Self {
+            acc: Arc::new(Mutex::new(Acc::default())),
+            stop: Arc::new(AtomicBool::new(false)),
+            child,
+        }
+    }
+
+    fn add(acc: &Mutex<Acc>, v: f64) {
+        if let Ok(mut a) = acc.lock() {
+            a.sum += v;
+            a.n += 1;
+        }
+    }
+
+    fn nvidia(index: u32) -> Option<Self> {
+        let mut child = Command::new("nvidia-smi")
+            .args([
+                "--query-gpu=index,utilization.gpu",
+                "--format=csv,noheader,nounits",
+                "-lms",
+                "200",
+                "-i",
+                &index.to_string(),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let out = child.stdout.take()?;
+        let s = Self::empty(Some(child));
+        let acc = Arc::clone(&s.acc);
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Some((_, v)) = parse_nvidia_smi_utilization(&line) {
+                    Self::add(&acc, v);
+                }
+            }
+        });
+        Some(s)
+    }
+
+    #[cfg(target_os = "macos")]
+    fn ioreg() -> Self {
+        let s = Self::empty(None);
+        let (acc, stop) = (Arc::clone(&s.acc), Arc::clone(&s.stop));
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                let text = Command::new("/usr/sbin/ioreg")
+                    .args(["-r", "-d", "1", "-w", "0", "-c", "IOAccelerator"])
+                    .output()
+                    .ok()
+                    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+                if let Some(v) = text.as_deref().and_then(parse_ioreg_device_utilization) {
+                    Self::add(&acc, v);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(250));
+            }
+        });
+        s
+    }
+
+    /// Starts a new averaging window.
+    pub fn reset(&self) {
+        if let Ok(mut a) = self.acc.lock() {
+            *a = Acc::default();
+        }
+    }
+
+    /// The mean since the last [`Self::reset`], `None` before any reading.
+    pub fn mean(&self) -> Option<f64> {
+        let a = self.acc.lock().ok()?;
+        (a.n > 0).then(|| a.sum / f64::from(a.n))
+    }
+}
+
+impl Drop for BusySampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ioreg_utilisation_from_a_real_m1_pro() {
+        let text = include_str!("../tests/fixtures/macos/ioreg_IOAccelerator_m1pro_monterey.txt");
+        assert_eq!(parse_ioreg_device_utilization(text), Some(0.02));
+        assert_eq!(
+            parse_ioreg_device_utilization("\"Renderer Utilization %\"=5"),
+            None
+        );
+    }
+
+    #[test]
+    fn nvidia_smi_lines_and_indices() {
+        assert_eq!(parse_nvidia_smi_utilization("0, 37"), Some((0, 0.37)));
+        assert_eq!(parse_nvidia_smi_utilization("3, 100"), Some((3, 1.0)));
+        assert_eq!(parse_nvidia_smi_utilization("0, [N/A]"), None);
+        assert_eq!(parse_nvidia_smi_utilization("0, 180"), None);
+        assert_eq!(nvidia_index("cuda", None), Some(0));
+        assert_eq!(nvidia_index("cuda:1", None), Some(1));
+        assert_eq!(nvidia_index("cuda:1", Some("4,6")), Some(6));
+        assert_eq!(nvidia_index("cuda:2", Some("4,6")), None);
+        assert_eq!(nvidia_index("mps", None), None);
+    }
+
+    #[test]
+    fn the_cpu_has_no_sampler() {
+        assert!(BusySampler::for_device("cpu").is_none());
+    }
+}
