@@ -502,7 +502,7 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
         let head = if accel_wins == Some(false) {
             "CPU: the accelerator is not faster enough to pay off"
         } else {
-            "CPU: no accelerator here"
+            "CPU: no MPS or MLX on this machine"
         };
         (Some(Column::Cpu), head.to_owned())
     };

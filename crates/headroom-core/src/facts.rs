@@ -21,13 +21,19 @@ pub fn training_pids(ledger: &Ledger) -> Result<Vec<u32>, CoreError> {
 }
 
 /// The memory the training run was last measured to need on this host: the newest complete
-/// sweep's chosen batch on the CPU or MPS (host memory), or the newest `run`'s peak.
+/// MPS sweep's chosen batch (unified memory is host memory), else the newest wrapped `run`'s
+/// peak or CPU sweep's chosen batch, whichever is newer. (A `--compare cpu` baseline follows its
+/// MPS sweep, so the MPS sweep is preferred.)
 pub fn measured_need(ledger: &Ledger) -> Result<Option<Need>, CoreError> {
     let host = crate::jobs::hostname();
-    for run in ledger.list_runs(RECENT)? {
-        if run.host != host || run.status != RunStatus::Complete {
-            continue;
-        }
+    let mut runs: Vec<RunRecord> = ledger
+        .list_runs(RECENT)?
+        .into_iter()
+        .filter(|r| r.host == host && r.status == RunStatus::Complete)
+        .collect();
+    // Stable: MPS sweeps first, each group newest first.
+    runs.sort_by_key(|r| !(r.kind == "sweep" && r.device == "mps"));
+    for run in runs {
         match run.kind.as_str() {
             "sweep" if matches!(run.device.as_str(), "cpu" | "mps") => {
                 let Some(batch) = run.chosen_batch else {

@@ -177,6 +177,24 @@ mod tests {
     }
 
     #[test]
+    fn a_real_nvidia_smi_loop_on_an_h200() {
+        let text = include_str!("../tests/fixtures/nvidia/nvidia_smi_utilization_loop_h200.txt");
+        let readings: Vec<(u32, f64)> = text
+            .lines()
+            .skip(1)
+            .map(|l| parse_nvidia_smi_utilization(l).unwrap_or_else(|| panic!("{l:?}")))
+            .collect();
+        assert_eq!(readings.len(), 60);
+        assert!(readings
+            .iter()
+            .all(|(i, v)| *i == 0 && (0.0..=1.0).contains(v)));
+        assert!(
+            readings.iter().any(|(_, v)| *v > 0.1),
+            "the sweep kept it busy"
+        );
+    }
+
+    #[test]
     fn nvidia_smi_lines_and_indices() {
         assert_eq!(parse_nvidia_smi_utilization("0, 37"), Some((0, 0.37)));
         assert_eq!(parse_nvidia_smi_utilization("3, 100"), Some((3, 1.0)));
