@@ -15,6 +15,7 @@ const COMMANDS: &[&str] = &[
     "start_watch",
     "stop_memory",
     "memory_snapshot",
+    "overview",
 ];
 
 fn main() {

@@ -50,6 +50,21 @@ pub fn typescript() -> String {
         headroom_core::epochs::EpochVerdictKind::decl(),
         headroom_core::epochs::Trend::decl(),
         headroom_core::monitor::MemoryReading::decl(),
+        crate::overview::OverviewSnapshot::decl(),
+        headroom_core::decide::Decision::decl(),
+        headroom_core::decide::Column::decl(),
+        headroom_core::decide::Status::decl(),
+        headroom_core::decide::Rule::decl(),
+        headroom_core::decide::Reason::decl(),
+        headroom_core::decide::ColumnVerdict::decl(),
+        headroom_core::decide::Symptom::decl(),
+        headroom_core::contention::ContentionReport::decl(),
+        headroom_core::contention::GroupMemory::decl(),
+        headroom_core::contention::AppMemory::decl(),
+        headroom_core::contention::Group::decl(),
+        headroom_core::contention::SystemSide::decl(),
+        headroom_core::contention::Pressure::decl(),
+        headroom_core::contention::Need::decl(),
     ];
     let mut out = String::from(
         "// Generated from the Rust types by src-tauri/src/ipc.rs (ts-rs). Do not edit:\n\

@@ -13,6 +13,7 @@ mod error;
 mod ipc;
 mod memory;
 mod notify;
+mod overview;
 mod single;
 mod state;
 mod tray;
@@ -69,11 +70,13 @@ fn main() {
             memory::start_watch,
             memory::stop_memory,
             memory::memory_snapshot,
+            overview::overview,
         ])
         .setup(move |app| {
             #[cfg(target_os = "macos")]
             app.set_activation_policy(tauri::ActivationPolicy::Accessory);
             tray::build(app.handle())?;
+            overview::start(app.handle());
             if open {
                 show_popover(app.handle(), None);
             }

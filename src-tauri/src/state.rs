@@ -63,6 +63,8 @@ pub struct AppState {
     pub report: Mutex<Option<Report>>,
     pub sweep: Mutex<Option<RunningSweep>>,
     pub memory: Mutex<Option<crate::memory::RunningMemory>>,
+    /// The latest decision table, from the background loop.
+    pub overview: Mutex<Option<Arc<crate::overview::OverviewSnapshot>>>,
 }
 
 /// Locks a mutex, recovering the data if a panicking thread poisoned it (the data is plain).

@@ -1,6 +1,7 @@
 //! The tray: its colour and tooltip from the current facts (pure, tested without a tray host),
 //! its menu, and the glue that builds it and keeps it up to date.
 
+use headroom_core::decide::{Column, Decision, Rule};
 use headroom_core::readiness::{LightState, Report};
 use tauri::image::Image;
 use tauri::menu::{Menu, MenuItem};
@@ -47,6 +48,7 @@ pub fn look(
     report: Option<&Report>,
     sweep: Option<&SweepSnapshot>,
     memory: Option<&crate::memory::MemorySnapshot>,
+    decision: Option<&Decision>,
 ) -> TrayLook {
     let (colour, mut tooltip) = match report {
         None => (
@@ -112,6 +114,18 @@ pub fn look(
             m.growth.unwrap_or(0.0) * 100.0
         );
     }
+    if let Some(d) = decision {
+        if d.fired(Rule::Contention) {
+            // The work should move now: that outranks everything else.
+            colour = Colour::Red;
+            tooltip = format!("{} — {tooltip}", d.headline);
+        } else if d.verdict == Some(Column::Remote) {
+            if colour != Colour::Red {
+                colour = Colour::Amber;
+            }
+            tooltip = format!("{} — {tooltip}", d.headline);
+        }
+    }
     TrayLook { colour, tooltip }
 }
 
@@ -162,7 +176,7 @@ pub fn build<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
         .map(|i| i as &dyn tauri::menu::IsMenuItem<R>)
         .collect();
     let menu = Menu::with_items(app, &refs)?;
-    let first = look(None, None, None);
+    let first = look(None, None, None, None);
     TrayIconBuilder::with_id(TRAY_ID)
         .icon(Image::new_owned(
             icon_rgba(first.colour, ICON_SIZE),
@@ -216,7 +230,13 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
     let memory = crate::state::lock(&state.memory)
         .as_ref()
         .map(|m| crate::state::lock(&m.snapshot).clone());
-    let l = look(report.as_ref(), sweep.as_ref(), memory.as_ref());
+    let overview = crate::state::lock(&state.overview).clone();
+    let l = look(
+        report.as_ref(),
+        sweep.as_ref(),
+        memory.as_ref(),
+        overview.as_ref().map(|o| &o.decision),
+    );
     if let Some(tray) = app.tray_by_id(TRAY_ID) {
         let _ = tray.set_icon(Some(Image::new_owned(
             icon_rgba(l.colour, ICON_SIZE),
@@ -253,7 +273,7 @@ mod tests {
     fn the_real_h200_report_is_green_for_cuda() {
         let text = include_str!("../../bench/results/doctor_h200.json");
         let r: Report = serde_json::from_str(text).expect("a real doctor report");
-        let l = look(Some(&r), None, None);
+        let l = look(Some(&r), None, None, None);
         assert_eq!(l.colour, Colour::Green);
         assert!(l.tooltip.starts_with("CUDA ready: "), "{}", l.tooltip);
         assert!(l.tooltip.contains("NVIDIA H200"), "{}", l.tooltip);
@@ -262,20 +282,20 @@ mod tests {
     #[test]
     fn colour_follows_the_worst_light_and_cpu_only_is_amber() {
         use LightState::{Green, Off, Red, Yellow};
-        assert_eq!(look(None, None, None).colour, Colour::Grey);
+        assert_eq!(look(None, None, None, None).colour, Colour::Grey);
         let mps = report(&[
             ("cpu", Green),
             ("mps", Green),
             ("mlx", Off),
             ("conditions", Green),
         ]);
-        assert_eq!(look(Some(&mps), None, None).colour, Colour::Green);
+        assert_eq!(look(Some(&mps), None, None, None).colour, Colour::Green);
         let battery = report(&[("cpu", Green), ("mps", Green), ("conditions", Yellow)]);
-        let l = look(Some(&battery), None, None);
+        let l = look(Some(&battery), None, None, None);
         assert_eq!(l.colour, Colour::Amber);
         assert!(l.tooltip.starts_with("CONDITIONS: "), "{}", l.tooltip);
         let rosetta = report(&[("cpu", Green), ("mps", Red), ("conditions", Yellow)]);
-        let l = look(Some(&rosetta), None, None);
+        let l = look(Some(&rosetta), None, None, None);
         assert_eq!(l.colour, Colour::Red);
         assert_eq!(l.tooltip, "MPS blocked: mps reason");
         let cpu_only = report(&[
@@ -284,7 +304,7 @@ mod tests {
             ("mlx", Off),
             ("conditions", Off),
         ]);
-        let l = look(Some(&cpu_only), None, None);
+        let l = look(Some(&cpu_only), None, None, None);
         assert_eq!(l.colour, Colour::Amber);
         assert!(l.tooltip.contains("runs on the CPU"));
     }
@@ -303,7 +323,7 @@ mod tests {
             )],
             ..SweepSnapshot::default()
         };
-        let l = look(None, Some(&s), None);
+        let l = look(None, Some(&s), None, None);
         assert!(
             l.tooltip
                 .starts_with("sweeping vit-tiny on mps: batch 256: timed steps 4/10 (1 point)"),
@@ -314,7 +334,9 @@ mod tests {
             running: false,
             ..s
         };
-        assert!(!look(None, Some(&done), None).tooltip.contains("sweeping"));
+        assert!(!look(None, Some(&done), None, None)
+            .tooltip
+            .contains("sweeping"));
         let leaking = crate::memory::MemorySnapshot {
             running: true,
             crossed: true,
@@ -322,13 +344,41 @@ mod tests {
             growth: Some(0.31),
             ..crate::memory::MemorySnapshot::default()
         };
-        let l = look(None, None, Some(&leaking));
+        let l = look(None, None, Some(&leaking), None);
         assert_eq!(l.colour, Colour::Amber);
         assert!(
             l.tooltip
                 .starts_with("python train.py grew +31 % since watching began"),
             "{}",
             l.tooltip
+        );
+    }
+
+    #[test]
+    fn contention_turns_the_tray_red_with_the_headline() {
+        use headroom_core::decide::{decide, Facts};
+        let f = Facts {
+            contention: vec![
+                "swap grew by 512 MiB since the last sample (threshold 256 MiB)".into(),
+            ],
+            ..Facts::default()
+        };
+        let d = decide(&f, &headroom_core::config::DecideThresholds::default());
+        let mps = report(&[("cpu", LightState::Green), ("mps", LightState::Green)]);
+        let l = look(Some(&mps), None, None, Some(&d));
+        assert_eq!(l.colour, Colour::Red);
+        assert!(
+            l.tooltip.starts_with("Remote: memory contention"),
+            "{}",
+            l.tooltip
+        );
+        let calm = decide(
+            &Facts::default(),
+            &headroom_core::config::DecideThresholds::default(),
+        );
+        assert_eq!(
+            look(Some(&mps), None, None, Some(&calm)).colour,
+            Colour::Green
         );
     }
 

@@ -1,19 +1,22 @@
-// The popover: three tabs over one backend.
+// The popover: five tabs over one backend, opening on the Overview.
 import type { Backend } from "./backend";
 import { el } from "./format";
 import { memoryPanel } from "./panels/memory";
+import { overviewPanel } from "./panels/overview";
 import { readinessPanel } from "./panels/readiness";
 import { runsPanel } from "./panels/runs";
 import { sweepPanel } from "./panels/sweep";
 
-export type Tab = "readiness" | "sweep" | "memory" | "runs";
+export type Tab = "overview" | "readiness" | "sweep" | "memory" | "runs";
 
 export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): void } {
+  const overview = overviewPanel(backend);
   const readiness = readinessPanel(backend);
   const sweep = sweepPanel(backend);
   const memory = memoryPanel(backend);
   const runs = runsPanel(backend);
   const panels: Record<Tab, HTMLElement> = {
+    overview: overview.root,
     readiness: readiness.root,
     sweep: sweep.root,
     memory: memory.root,
@@ -21,7 +24,7 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
   };
   const nav = el("nav", "tabs");
   const buttons = new Map<Tab, HTMLButtonElement>();
-  const titles: Record<Tab, string> = { readiness: "Readiness", sweep: "Sweep", memory: "Memory", runs: "Runs" };
+  const titles: Record<Tab, string> = { overview: "Overview", readiness: "Readiness", sweep: "Sweep", memory: "Memory", runs: "Runs" };
   const main = el("main");
   for (const tab of Object.keys(panels) as Tab[]) {
     const b = el("button", "tab", titles[tab]);
@@ -37,7 +40,7 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
   root.replaceChildren(header, main);
   // Readiness refreshes when shown (the popover opening) unless checked in the last minute.
   let checkedAt = 0;
-  let current: Tab = "readiness";
+  let current: Tab = "overview";
   function show(tab: Tab): void {
     current = tab;
     for (const [t, b] of buttons) {
@@ -49,16 +52,20 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
       void readiness.load(stale && checkedAt > 0);
       checkedAt = Date.now();
     }
+    if (tab === "overview") void overview.load();
     if (tab === "sweep") void sweep.restore();
     if (tab === "memory") void memory.restore();
     if (tab === "runs") void runs.load();
   }
   backend.onNavigate((p) => {
-    if (p === "readiness" || p === "sweep" || p === "memory" || p === "runs") show(p);
+    if (p === "overview" || p === "readiness" || p === "sweep" || p === "memory" || p === "runs") show(p);
   });
   document.addEventListener("visibilitychange", () => {
     if (document.visibilityState === "visible") show(current);
   });
-  show("readiness");
+  // The verdict stands on a readiness check: run one at start, then open on the Overview.
+  void readiness.load(false);
+  checkedAt = Date.now();
+  show("overview");
   return { show };
 }

@@ -8,7 +8,7 @@ import { h200Report } from "./fixtures";
 const flush = () => new Promise((r) => setTimeout(r, 0));
 
 describe("popover", () => {
-  it("opens on readiness, switches tabs, follows the tray's navigate, lists runs", async () => {
+  it("opens on the overview with readiness checked, switches tabs, follows the tray's navigate, lists runs", async () => {
     const run = {
       id: 3, kind: "sweep", started_at: "2026-11-30T11:48:49Z", finished_at: null, status: "complete", host: "h",
       device: "cpu", device_name: "AMD EPYC", workload: "mlp", dtype: "f32", mode: "train", libtorch: "2.11.0",
@@ -21,8 +21,9 @@ describe("popover", () => {
     await flush();
     const visible = () =>
       Array.from(root.querySelectorAll<HTMLElement>("main > .panel")).filter((p) => !p.hidden).map((p) => p.className);
-    expect(visible()).toEqual(["panel readiness"]);
+    expect(visible()).toEqual(["panel overview"]);
     expect(b.calls).toContain("readiness");
+    expect(b.calls).toContain("overview");
     b.navigate("sweep");
     expect(visible()).toEqual(["panel sweep"]);
     app.show("runs");

@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 
-import type { Point, Report, SweepSnapshot } from "../src/backend";
+import type { ContentionReport, Decision, OverviewSnapshot, Point, Report, SweepSnapshot } from "../src/backend";
 
 export function h200Report(): Report {
   // vitest runs in ui/.
@@ -49,4 +49,12 @@ export function snapshot(over: Partial<SweepSnapshot>): SweepSnapshot {
     chart_svg: "<svg xmlns='http://www.w3.org/2000/svg'><text>chart</text></svg>",
     ...over,
   };
+}
+
+/** The decision table `headroom decide --json` printed on the H200 machine, as the app's
+ * background loop would send it. */
+export function h200Overview(): OverviewSnapshot {
+  const path = resolve(process.cwd(), "../bench/results/decide_h200.json");
+  const d = JSON.parse(readFileSync(path, "utf8")) as { decision: Decision; contention: ContentionReport };
+  return { decision: d.decision, contention: d.contention, taken_at: "2026-11-30T14:42:07Z", problem: null, interval_s: 5 };
 }

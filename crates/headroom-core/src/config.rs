@@ -28,11 +28,12 @@ pub struct ContentionConfig {
     pub conferencing: Vec<String>,
     pub ides: Vec<String>,
     pub browsers: Vec<String>,
-    /// Raise contention when conferencing + IDEs hold at least this share of RAM while the
-    /// training run's measured need no longer fits in what is available.
+    /// Raise contention when conferencing + IDEs hold at least this share of RAM while what is
+    /// available no longer covers the training run's measured need plus the reserve.
     pub apps_share: f64,
-    /// Without a measured need: available memory below this share of RAM counts as short.
-    pub min_available_share: f64,
+    /// The share of RAM kept free beyond the training run's need (macOS compresses and swaps
+    /// well before memory is gone); with no need measured, this alone is the floor.
+    pub reserve_share: f64,
     /// Raise contention when swap grew by at least this many MiB between two samples.
     pub swap_growth_mib: u64,
     /// Linux PSI: `some avg10` at or above this is a warning (percent of time stalled).
@@ -90,7 +91,7 @@ impl Default for ContentionConfig {
                 "brave",
             ]),
             apps_share: 0.25,
-            min_available_share: 0.15,
+            reserve_share: 0.15,
             swap_growth_mib: 256,
             psi_warn: 10.0,
             psi_critical: 5.0,
@@ -186,10 +187,7 @@ impl Config {
             }
         };
         share("contention.apps_share", self.contention.apps_share)?;
-        share(
-            "contention.min_available_share",
-            self.contention.min_available_share,
-        )?;
+        share("contention.reserve_share", self.contention.reserve_share)?;
         if self.epochs.leak_growth.is_nan() || self.epochs.leak_growth <= 0.0 {
             return Err(format!(
                 "epochs.leak_growth = {} must be above 0 (0.26 is +26 %)",

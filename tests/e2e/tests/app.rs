@@ -300,7 +300,19 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
     let driver = start_driver(home.path());
     let s = Session::new(&driver, &app);
 
+    // Overview first: the decision table from the background loop. On this Linux machine the
+    // CPU is recommended and MPS/MLX are blocked.
+    let head = s.wait(
+        r#"[data-testid="verdict-headline"][data-verdict="cpu"]"#,
+        60,
+    );
+    assert!(s.text(&head).starts_with("CPU"), "{}", s.text(&head));
+    let mps = s.wait(r#"[data-testid="column-mps"]"#, 5);
+    assert_eq!(s.attr(&mps, "data-status").as_deref(), Some("blocked"));
+    s.screenshot(&out.join("overview.png"));
+
     // Readiness: a real verdict from doctor, in the window.
+    s.click(&s.wait(r#"[data-testid="tab-readiness"]"#, 5));
     let cpu = s.wait(r#"[data-testid="light-cpu"]"#, 120);
     assert_eq!(s.attr(&cpu, "data-state").as_deref(), Some("green"));
     let text = s.text(&cpu);
@@ -457,6 +469,51 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
         10,
     );
     drop(grower);
+
+    // Contention: a stand-in named like Zoom holds memory, and thresholds in the config that any
+    // share of RAM crosses: the Overview turns to the remote host and the desktop is told.
+    let bin = tempfile::tempdir().expect("bin dir");
+    let python =
+        std::fs::canonicalize(env_path("HEADROOM_E2E_VENV").join("bin/python")).expect("python");
+    std::os::unix::fs::symlink(&python, bin.path().join("zoom.us")).expect("symlink");
+    let zoom = Killed(
+        Command::new(bin.path().join("zoom.us"))
+            .args(["-c", "import time\nb = bytearray(200 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\ntime.sleep(120)\n"])
+            .spawn()
+            .expect("start the zoom.us stand-in"),
+    );
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[contention]\napps_share = 0.0\nreserve_share = 1.0\ninterval_s = 1\n",
+    )
+    .expect("config");
+    s.click(&s.wait(r#"[data-testid="tab-overview"]"#, 5));
+    s.wait(
+        r#"[data-testid="verdict-headline"][data-verdict="remote"]"#,
+        30,
+    );
+    let banner = s.wait(r#"[data-testid="contention-banner"]"#, 5);
+    assert!(
+        s.text(&banner).contains("conferencing and IDEs hold"),
+        "{}",
+        s.text(&banner)
+    );
+    let calls = s.wait(r#"[data-testid="group-conferencing"]"#, 10);
+    assert!(s.text(&calls).contains("zoom.us"), "{}", s.text(&calls));
+    let remote = s.wait(r#"[data-testid="column-remote"]"#, 5);
+    assert!(
+        s.text(&remote).contains("memory contention"),
+        "{}",
+        s.text(&remote)
+    );
+    s.screenshot(&out.join("contention.png"));
+    let sent = bus.wait_for("memory contention", 15);
+    assert!(
+        sent.iter()
+            .any(|l| l.contains("conferencing and IDEs hold")),
+        "{sent:?}"
+    );
+    drop(zoom);
     s.close();
     drop(driver);
 

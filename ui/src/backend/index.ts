@@ -4,6 +4,7 @@ import type {
   AppError,
   EpochsForm,
   MemorySnapshot,
+  OverviewSnapshot,
   ProcessInfo,
   Report,
   RunRecord,
@@ -31,6 +32,10 @@ export interface Backend {
   startWatch(pid: number, onUpdate: (s: MemorySnapshot) => void): Promise<MemorySnapshot>;
   stopMemory(): Promise<boolean>;
   memorySnapshot(): Promise<MemorySnapshot | null>;
+  /** The latest decision table (computed now when the background loop has none yet). */
+  overview(): Promise<OverviewSnapshot>;
+  /** Calls `f` with every decision table the background loop computes. */
+  onOverview(f: (s: OverviewSnapshot) => void): void;
   /** Calls `f` with a panel name when the tray asks for one. */
   onNavigate(f: (panel: string) => void): void;
 }

@@ -175,7 +175,13 @@ flops_per_sample: number | null,
 /**
  * Why the point is not `ok`.
  */
-message: string | null, };
+message: string | null, 
+/**
+ * Mean accelerator utilisation (0–1) while the point ran, sampled by the supervisor
+ * (NVML through `nvidia-smi`, macOS IOAccelerator "Device Utilization %"); `None` when
+ * not sampled (CPU runs, older ledgers).
+ */
+gpu_busy?: number | null, };
 
 export type PointStatus = "ok" | "oom" | "over_budget" | "error";
 
@@ -360,3 +366,73 @@ tree_bytes: number,
  * The tree's proportional set size (shared pages split, Linux), when readable.
  */
 tree_pss_bytes: number | null, processes: number, };
+
+export type OverviewSnapshot = { decision: Decision, contention: ContentionReport, taken_at: string, 
+/**
+ * The configuration could not be read (the defaults were used) or the ledger failed.
+ */
+problem: string | null, 
+/**
+ * Seconds until the next sample.
+ */
+interval_s: number, };
+
+export type Decision = { 
+/**
+ * Where to run now; `None` when something must be fixed first (a Rosetta Python).
+ */
+verdict: Column | null, headline: string, columns: Array<ColumnVerdict>, 
+/**
+ * Every reason, in the order the rules fired.
+ */
+reasons: Array<Reason>, 
+/**
+ * The symptom rows whose rules fired.
+ */
+symptoms: Array<Symptom>, };
+
+export type Column = "cpu" | "mps" | "mlx" | "remote";
+
+export type Status = "recommended" | "viable" | "risky" | "blocked";
+
+export type Rule = "rosetta" | "not_available" | "data_pipeline" | "near_one" | "faster" | "leak" | "leak_persists" | "oom" | "fast_then_slow" | "slow_layer" | "fallback" | "llm_inference" | "cuda_parity" | "contention" | "no_remote" | "remote_down" | "unmeasured";
+
+export type Reason = { rule: Rule, column: Column, text: string, };
+
+export type ColumnVerdict = { column: Column, status: Status, strengths: Array<string>, risks: Array<string>, reasons: Array<Reason>, };
+
+export type Symptom = { rule: Rule, symptom: string, hypothesis: string, action: string, 
+/**
+ * Observability: what to measure to confirm it, and with what.
+ */
+observe: string, };
+
+export type ContentionReport = { groups: Array<GroupMemory>, system: SystemSide, need: Need | null, 
+/**
+ * Swap growth since the previous sample, when there was one.
+ */
+swap_growth_bytes: number | null, raised: boolean, 
+/**
+ * Why contention is raised (empty when it is not), each with its figures and threshold.
+ */
+reasons: Array<string>, 
+/**
+ * What this sample cost: wall time and processes read.
+ */
+sample_ms: number, processes: number, };
+
+export type GroupMemory = { group: Group, bytes: number, processes: number, apps: Array<AppMemory>, };
+
+export type AppMemory = { name: string, bytes: number, processes: number, };
+
+export type Group = "conferencing" | "ide" | "browser" | "training" | "other";
+
+export type SystemSide = { total_bytes: number, available_bytes: number, swap_used_bytes: number | null, pressure: Pressure | null, 
+/**
+ * Where the pressure level came from, with its raw figures.
+ */
+pressure_detail: string, };
+
+export type Pressure = "normal" | "warn" | "critical";
+
+export type Need = { bytes: number, source: string, };

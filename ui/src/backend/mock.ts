@@ -1,7 +1,7 @@
 // A backend without the app, for the UI's unit tests (and for working on the UI in a browser):
 // it records calls and replays what a test gives it.
 import type { Backend } from "./index";
-import type { EpochsForm, MemorySnapshot, ProcessInfo, Report, RunRecord, SweepForm, SweepSnapshot } from "./ipc";
+import type { EpochsForm, MemorySnapshot, OverviewSnapshot, ProcessInfo, Report, RunRecord, SweepForm, SweepSnapshot } from "./ipc";
 
 export interface MockBackend extends Backend {
   calls: string[];
@@ -12,6 +12,8 @@ export interface MockBackend extends Backend {
   /** Sends a snapshot to the running sweep's listener, as the Channel would. */
   push(s: SweepSnapshot): void;
   navigate(panel: string): void;
+  /** Sends a decision table as the background loop would. */
+  pushOverview(s: OverviewSnapshot): void;
 }
 
 export function mockBackend(opts: {
@@ -21,7 +23,9 @@ export function mockBackend(opts: {
   snapshot?: SweepSnapshot | null;
   startError?: { code: string; message: string };
   processes?: ProcessInfo[];
+  overview?: OverviewSnapshot;
 }): MockBackend {
+  let overviewListener: ((s: OverviewSnapshot) => void) | null = null;
   let memoryListener: ((s: MemorySnapshot) => void) | null = null;
   const memoryStart = (kind: string, title: string): MemorySnapshot => ({
     running: true, kind, title, run_id: null, samples: [], readings: [], verdict: null, growth: null,
@@ -107,6 +111,17 @@ export function mockBackend(opts: {
     async chartForRun(id) {
       m.calls.push(`chartForRun ${id}`);
       return "<svg xmlns='http://www.w3.org/2000/svg'></svg>";
+    },
+    async overview() {
+      m.calls.push("overview");
+      if (!opts.overview) throw { code: "internal", message: "no overview in this mock" };
+      return opts.overview;
+    },
+    onOverview(f) {
+      overviewListener = f;
+    },
+    pushOverview(s) {
+      overviewListener?.(s);
     },
     onNavigate(f) {
       navigate = f;

@@ -3,7 +3,7 @@ import { Channel, invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
 
 import type { Backend } from "./index";
-import type { EpochsForm, MemorySnapshot, ProcessInfo, Report, RunRecord, SweepForm, SweepSnapshot } from "./ipc";
+import type { EpochsForm, MemorySnapshot, OverviewSnapshot, ProcessInfo, Report, RunRecord, SweepForm, SweepSnapshot } from "./ipc";
 
 export function tauriBackend(): Backend {
   return {
@@ -31,6 +31,10 @@ export function tauriBackend(): Backend {
     },
     stopMemory: () => invoke<boolean>("stop_memory"),
     memorySnapshot: () => invoke<MemorySnapshot | null>("memory_snapshot"),
+    overview: () => invoke<OverviewSnapshot>("overview"),
+    onOverview(f: (s: OverviewSnapshot) => void) {
+      void listen<OverviewSnapshot>("headroom://overview", (e) => f(e.payload));
+    },
     onNavigate(f: (panel: string) => void) {
       void listen<string>("headroom://navigate", (e) => f(e.payload));
     },

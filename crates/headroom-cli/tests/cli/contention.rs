@@ -98,7 +98,7 @@ fn a_call_and_an_ide_holding_memory_are_attributed_and_raise_contention() {
     // processes raise contention, and the reason cites their figures.
     std::fs::write(
         home.path().join("config.toml"),
-        "[contention]\napps_share = 0.0001\nmin_available_share = 1.0\n",
+        "[contention]\napps_share = 0.0001\nreserve_share = 1.0\n",
     )
     .expect("config");
     let (_, v) = home.json(&["contention", "--json"]);

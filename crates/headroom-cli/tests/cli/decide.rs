@@ -89,7 +89,7 @@ fn contention_raised_by_the_config_sends_the_work_remote() {
     let home = Home::new();
     std::fs::write(
         home.path().join("config.toml"),
-        "[contention]\napps_share = 0.0\nmin_available_share = 1.0\n",
+        "[contention]\napps_share = 0.0\nreserve_share = 1.0\n",
     )
     .expect("config");
     let v = decide(&home);

@@ -1,0 +1,165 @@
+//! The Overview: the decision table, recomputed in the background every few seconds from a
+//! fresh contention sample and the ledger, pushed to the UI, painted on the tray, and told as a
+//! notification when the verdict changes (e.g. a call starts eating the memory training needs).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use headroom_core::config::Config;
+use headroom_core::contention::{ContentionReport, Sampler};
+use headroom_core::decide::{decide, Decision, Rule};
+use serde::Serialize;
+use tauri::{AppHandle, Emitter, Manager, Runtime, State};
+
+use crate::error::AppError;
+use crate::state::{lock, AppState};
+
+/// Event carrying each new [`OverviewSnapshot`] to the UI.
+pub const OVERVIEW_EVENT: &str = "headroom://overview";
+
+/// One recomputation: the decision, the contention sample it used, and any problem met.
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
+pub struct OverviewSnapshot {
+    pub decision: Decision,
+    pub contention: ContentionReport,
+    pub taken_at: String,
+    /// The configuration could not be read (the defaults were used) or the ledger failed.
+    pub problem: Option<String>,
+    /// Seconds until the next sample.
+    pub interval_s: u64,
+}
+
+/// What to tell the user when the decision moves from `prev` to `next`: a new verdict, or
+/// contention newly raised. Nothing on the first sample unless contention is already raised.
+pub fn change_notice(prev: Option<&Decision>, next: &Decision) -> Option<(String, String)> {
+    let contention =
+        next.fired(Rule::Contention) && !prev.is_some_and(|p| p.fired(Rule::Contention));
+    if contention {
+        let why = next
+            .reasons
+            .iter()
+            .find(|r| r.rule == Rule::Contention)
+            .map_or_else(String::new, |r| r.text.clone());
+        return Some((
+            "Headroom: memory contention — move the run to the remote host".into(),
+            format!("{why}. Open Headroom for the decision table."),
+        ));
+    }
+    let prev = prev?;
+    (prev.verdict != next.verdict).then(|| {
+        let to = next.verdict.map_or("fix first", |c| c.label());
+        (format!("Headroom: now {to}"), next.headline.clone())
+    })
+}
+
+/// One recomputation from the ledger, the configuration and `sampler`.
+fn compute(sampler: &mut Sampler) -> OverviewSnapshot {
+    let mut problem = None;
+    let config = headroom_core::config::load().unwrap_or_else(|e| {
+        problem = Some(e.to_string());
+        Config::default()
+    });
+    let ledger = headroom_core::jobs::open_ledger();
+    let (need, training) = match &ledger {
+        Ok(l) => (
+            headroom_core::facts::measured_need(l).ok().flatten(),
+            headroom_core::facts::training_pids(l).unwrap_or_default(),
+        ),
+        Err(e) => {
+            problem.get_or_insert_with(|| e.to_string());
+            (None, Vec::new())
+        }
+    };
+    let contention = sampler.sample(&config.contention, &training, need);
+    let facts = ledger
+        .and_then(|l| headroom_core::facts::gather(&l, &config, Some(&contention)))
+        .unwrap_or_else(|e| {
+            problem.get_or_insert_with(|| e.to_string());
+            headroom_core::decide::Facts {
+                contention: contention.reasons.clone(),
+                ..Default::default()
+            }
+        });
+    OverviewSnapshot {
+        decision: decide(&facts, &config.decide),
+        contention,
+        taken_at: headroom_core::time::now_rfc3339(),
+        problem,
+        interval_s: config.contention.interval_s,
+    }
+}
+
+/// Starts the background loop; it lives as long as the app.
+pub fn start<R: Runtime>(app: &AppHandle<R>) {
+    let app = app.clone();
+    std::thread::spawn(move || {
+        let mut sampler = Sampler::new();
+        loop {
+            let snap = compute(&mut sampler);
+            let state = app.state::<AppState>();
+            let prev = lock(&state.overview).replace(Arc::new(snap.clone()));
+            if let Some((title, body)) =
+                change_notice(prev.as_ref().map(|p| &p.decision), &snap.decision)
+            {
+                crate::notify::send(&app, &title, &body);
+            }
+            let _ = app.emit(OVERVIEW_EVENT, &snap);
+            crate::tray::refresh(&app);
+            std::thread::sleep(Duration::from_secs(snap.interval_s.max(1)));
+        }
+    });
+}
+
+/// The latest overview; computed now when the loop has not produced one yet.
+#[tauri::command]
+pub async fn overview(state: State<'_, AppState>) -> Result<OverviewSnapshot, AppError> {
+    if let Some(s) = lock(&state.overview).as_ref() {
+        return Ok((**s).clone());
+    }
+    tauri::async_runtime::spawn_blocking(|| compute(&mut Sampler::new()))
+        .await
+        .map_err(|e| AppError::new("internal", e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use headroom_core::config::DecideThresholds;
+    use headroom_core::decide::{Column, Facts};
+
+    use super::*;
+
+    fn decided(contention: &[&str], parity: bool) -> Decision {
+        let f = Facts {
+            contention: contention.iter().map(|s| (*s).to_owned()).collect(),
+            cuda_parity_required: parity,
+            ..Facts::default()
+        };
+        decide(&f, &DecideThresholds::default())
+    }
+
+    #[test]
+    fn a_notice_when_contention_starts_or_the_verdict_moves_not_otherwise() {
+        let calm = decided(&[], false);
+        assert_eq!(calm.verdict, Some(Column::Cpu));
+        assert_eq!(change_notice(None, &calm), None, "no news at start");
+        assert_eq!(change_notice(Some(&calm), &calm), None);
+        let squeezed = decided(
+            &["conferencing and IDEs hold 10.0 GiB (31 % of 32.0 GiB RAM; threshold 25 %)"],
+            false,
+        );
+        let (title, body) = change_notice(Some(&calm), &squeezed).expect("contention starts");
+        assert!(title.contains("memory contention"), "{title}");
+        assert!(body.contains("31 % of 32.0 GiB"), "{body}");
+        assert!(
+            change_notice(None, &squeezed).is_some(),
+            "raised at start is news"
+        );
+        assert_eq!(change_notice(Some(&squeezed), &squeezed), None, "said once");
+        let (title, body) = change_notice(Some(&squeezed), &calm).expect("back to the CPU");
+        assert_eq!(title, "Headroom: now CPU");
+        assert!(body.starts_with("CPU"), "{body}");
+        let parity = decided(&[], true);
+        let (title, _) = change_notice(Some(&calm), &parity).expect("moves remote");
+        assert_eq!(title, "Headroom: now remote");
+    }
+}
