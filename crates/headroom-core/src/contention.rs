@@ -300,17 +300,16 @@ pub fn judge(
             ));
         }
     }
-    match system.pressure {
-        Some(p @ (Pressure::Warn | Pressure::Critical)) => reasons.push(format!(
-            "the OS reports {} memory pressure ({})",
-            if p == Pressure::Warn {
-                "warning"
-            } else {
-                "critical"
-            },
+    if let Some(p @ (Pressure::Warn | Pressure::Critical)) = system.pressure {
+        let level = if p == Pressure::Warn {
+            "warning"
+        } else {
+            "critical"
+        };
+        reasons.push(format!(
+            "the OS reports {level} memory pressure ({})",
             system.pressure_detail
-        )),
-        _ => {}
+        ));
     }
     reasons
 }
