@@ -5,6 +5,8 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use std::io::Write;
+
 use anyhow::Context;
 use clap::Args;
 use headroom_core::budget::format_bytes;
@@ -47,7 +49,16 @@ pub fn run(a: &ContentionArgs) -> anyhow::Result<ExitCode> {
             } else {
                 serde_json::to_string_pretty(&report)
             };
-            println!("{}", text.context("cannot encode the sample")?);
+            let mut out = std::io::stdout().lock();
+            // A reader that went away (`| head -1`) ends the watch quietly.
+            if let Err(e) = writeln!(out, "{}", text.context("cannot encode the sample")?)
+                .and_then(|()| out.flush())
+            {
+                if e.kind() == std::io::ErrorKind::BrokenPipe {
+                    return Ok(ExitCode::SUCCESS);
+                }
+                return Err(e).context("cannot write the sample");
+            }
         } else {
             print(&report, n > 1);
         }
