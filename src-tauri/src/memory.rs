@@ -332,6 +332,7 @@ pub async fn start_watch(
             thresholds: t,
             batch: None,
             torch_version: None,
+            profile_ops: false,
         };
         let outcome = jobs::open_ledger().and_then(|ledger| {
             jobs::watch::watch_pid(pid, &opts, &ledger, &stop, &mut |r| {

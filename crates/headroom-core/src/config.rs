@@ -117,6 +117,9 @@ pub struct DecideThresholds {
     pub fallback_days: u32,
     /// Sweeps and runs older than this many days are not used as evidence.
     pub max_age_days: u32,
+    /// One operator taking at least this share of the GPU time of a profiled run
+    /// (`headroom run --profile-ops`) is a kernel gap worth profiling (0.5 = half).
+    pub slow_layer_share: f64,
     /// What the main job is: `training`, `inference` or `llm-inference`.
     pub main_job: crate::decide::WorkloadKind,
     /// Results must match CUDA bit for bit.
@@ -131,6 +134,7 @@ impl Default for DecideThresholds {
             near_one: 0.10,
             fallback_days: 14,
             max_age_days: 30,
+            slow_layer_share: 0.5,
             main_job: crate::decide::WorkloadKind::Training,
             cuda_parity_required: false,
         }
@@ -198,6 +202,7 @@ impl Config {
         share("decide.pipeline_speedup", self.decide.pipeline_speedup)?;
         share("decide.gpu_busy", self.decide.gpu_busy)?;
         share("decide.near_one", self.decide.near_one)?;
+        share("decide.slow_layer_share", self.decide.slow_layer_share)?;
         if self.epochs.over_epochs == 0 {
             return Err("epochs.over_epochs must be 1 or more".into());
         }

@@ -122,7 +122,9 @@ pub struct FallbackFact {
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SlowLayerFact {
+    pub run_id: i64,
     pub name: String,
+    /// Its share of the run's total GPU time.
     pub share: f64,
 }
 
@@ -419,14 +421,20 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
     if let Some(e) = leak_persists {
         say(Rule::LeakPersists, Column::Remote, format!("the leak persists with release `{}` (+{:.0} % over {} epochs, run {}): give it a dedicated remote host", e.release, e.growth * 100.0, e.epochs, e.run_id));
     }
-    if let Some(s) = &f.slow_layer {
+    if let Some(s) = f
+        .slow_layer
+        .as_ref()
+        .filter(|s| s.share >= t.slow_layer_share)
+    {
         say(
             Rule::SlowLayer,
             Column::Mps,
             format!(
-                "{} takes {} of the step: a kernel gap; profile it",
+                "{} takes {} of the GPU time (run {}; threshold {}): a kernel gap; profile it",
                 s.name,
-                pct(s.share)
+                pct(s.share),
+                s.run_id,
+                pct(t.slow_layer_share)
             ),
         );
         set(Column::Mps, Status::Risky);

@@ -2,7 +2,7 @@
 //! training run was measured to need, and which processes are Headroom's runs right now.
 
 use crate::contention::Need;
-use crate::decide::{EpochFact, Facts, FallbackFact, SweepFact};
+use crate::decide::{EpochFact, Facts, FallbackFact, SlowLayerFact, SweepFact};
 use crate::epochs::{EpochVerdict, EpochVerdictKind};
 use crate::ledger::{Ledger, RunRecord, RunStatus};
 use crate::protocol::{EpochsRequest, PointStatus};
@@ -92,7 +92,26 @@ pub fn gather(
     sweep_facts(ledger, &runs, &mut f)?;
     epoch_facts(ledger, &runs, &mut f)?;
     f.fallback = fallback_fact(&runs);
+    f.slow_layer = slow_layer_fact(&runs);
     Ok(f)
+}
+
+/// The top operator of the newest wrapped run whose MPS operations were profiled.
+fn slow_layer_fact(runs: &[RunRecord]) -> Option<SlowLayerFact> {
+    runs.iter().filter(|r| r.kind == "run").find_map(|r| {
+        let ops = r.report.as_ref()?.get("op_times")?.as_array()?.clone();
+        let ms = |v: &serde_json::Value| v.get("gpu_ms").and_then(serde_json::Value::as_f64);
+        let total: f64 = ops.iter().filter_map(ms).sum();
+        let top = ops.first()?;
+        if total <= 0.0 {
+            return None;
+        }
+        Some(SlowLayerFact {
+            run_id: r.id,
+            name: top.get("name")?.as_str()?.to_owned(),
+            share: ms(top)? / total,
+        })
+    })
 }
 
 fn complete<'a>(runs: &'a [RunRecord], kind: &'a str) -> impl Iterator<Item = &'a RunRecord> {

@@ -66,13 +66,26 @@ impl BusySampler {
         if device.starts_with("cuda") {
             let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
             let index = nvidia_index(device, visible.as_deref())?;
-            return Self::nvidia(index);
+            return Self::nvidia(Some(index));
         }
         #[cfg(target_os = "macos")]
         if device == "mps" {
             return Some(Self::ioreg());
         }
         None
+    }
+
+    /// A sampler for whatever GPU this machine has, for a process Headroom does not place:
+    /// the Apple GPU on macOS, every NVIDIA GPU (averaged) where `nvidia-smi` runs.
+    pub fn system() -> Option<Self> {
+        #[cfg(target_os = "macos")]
+        {
+            Some(Self::ioreg())
+        }
+        #[cfg(not(target_os = "macos"))]
+        {
+            Self::nvidia(None)
+        }
     }
 
     fn empty(child: Option<Child>) -> Self {
@@ -90,16 +103,18 @@ impl BusySampler {
         }
     }
 
-    fn nvidia(index: u32) -> Option<Self> {
-        let mut child = Command::new("nvidia-smi")
-            .args([
-                "--query-gpu=index,utilization.gpu",
-                "--format=csv,noheader,nounits",
-                "-lms",
-                "200",
-                "-i",
-                &index.to_string(),
-            ])
+    fn nvidia(index: Option<u32>) -> Option<Self> {
+        let mut cmd = Command::new("nvidia-smi");
+        cmd.args([
+            "--query-gpu=index,utilization.gpu",
+            "--format=csv,noheader,nounits",
+            "-lms",
+            "200",
+        ]);
+        if let Some(i) = index {
+            cmd.args(["-i", &i.to_string()]);
+        }
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

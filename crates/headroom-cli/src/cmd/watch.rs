@@ -34,6 +34,10 @@ pub struct RunArgs {
     /// Print a JSON summary at the end (the command's own output still passes through).
     #[arg(long)]
     json: bool,
+    /// On MPS: have PyTorch log every operation with its GPU time and total them per operator
+    /// (for the "one layer is slow" rule of `headroom decide`; slows the run while it logs).
+    #[arg(long)]
+    profile_ops: bool,
     /// The command, after `--`.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     command: Vec<String>,
@@ -79,6 +83,19 @@ fn summary(o: &WatchOutcome) {
         }
     );
     eprintln!("headroom: {}", o.verdict.reason);
+    if let Some(b) = o.gpu_busy {
+        eprintln!("headroom: GPU busy {:.0} % on average", b * 100.0);
+    }
+    let total: f64 = o.op_times.iter().map(|t| t.gpu_ms).sum();
+    for t in o.op_times.iter().take(5) {
+        eprintln!(
+            "headroom:   {:>10.1} ms GPU ({:>4.1} %) in {:>6} calls  {}",
+            t.gpu_ms,
+            100.0 * t.gpu_ms / total.max(f64::MIN_POSITIVE),
+            t.calls,
+            t.name
+        );
+    }
 }
 
 pub fn run(a: &RunArgs) -> Result<ExitCode> {
@@ -108,6 +125,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         thresholds: th,
         batch: a.batch.or_else(|| batch_from_args(&a.command)),
         torch_version,
+        profile_ops: a.profile_ops,
     };
     let ledger = super::open_ledger()?;
     let out = run_command(&a.command, &matcher, &opts, &ledger)?;
@@ -153,6 +171,7 @@ pub fn watch(a: &WatchArgs) -> Result<ExitCode> {
         thresholds: EpochThresholds::default(),
         batch: None,
         torch_version: None,
+        profile_ops: false,
     };
     let ledger = super::open_ledger()?;
     // SAFETY: the handler only stores to an atomic.

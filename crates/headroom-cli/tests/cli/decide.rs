@@ -113,3 +113,58 @@ fn contention_raised_by_the_config_sends_the_work_remote() {
         rules(&v)
     );
 }
+
+#[test]
+fn profiled_op_times_of_a_run_feed_the_slow_layer_rule() {
+    let home = Home::new();
+    // Stands in for a training script on MPS run with PYTORCH_MPS_LOG_PROFILE_INFO: it checks
+    // that Headroom asked for the log, then prints op lines in the profiler's format (as captured
+    // in tests/fixtures/macos/torch_mps_log_profile_info_op_line_example.txt).
+    let script = r"import os, sys
+assert os.environ.get('PYTORCH_MPS_LOG_PROFILE_INFO') == '129', os.environ.get('PYTORCH_MPS_LOG_PROFILE_INFO')
+for e in range(1, 4):
+    for i in range(5):
+        print(f'aten::_upsample_bilinear2d_aa_out_mps:f32[8,3,224,224] (id=G{i}, run={e}, gpu=6.000 ms, cpu=0.5 ms, mem=1.0 MB)', file=sys.stderr)
+        print(f'aten::mm_out_mps:f32[64,64]:f32[64,64] (id=G{i+10}, run={e}, gpu=1.000 ms, cpu=0.1 ms, mem=0.1 MB)', file=sys.stderr)
+    print(f'epoch {e}', flush=True)
+";
+    let py = crate::common::python();
+    let out = home.run(&[
+        "run",
+        "--profile-ops",
+        "--interval-ms",
+        "100",
+        "--json",
+        "--",
+        py.to_str().expect("utf-8"),
+        "-c",
+        script,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The command's own lines pass through first; the summary document follows them.
+    let text = String::from_utf8_lossy(&out.stdout);
+    let at = text.find("\n{").expect("a JSON summary after the output") + 1;
+    let run: Value = serde_json::from_str(&text[at..]).expect("summary JSON");
+    assert_eq!(run["epochs"].as_array().map(Vec::len), Some(3), "{text}");
+    let ops = run["op_times"].as_array().expect("op_times");
+    assert_eq!(ops[0]["name"], "aten::_upsample_bilinear2d_aa_out_mps");
+    assert_eq!(ops[0]["calls"], 15);
+    assert!((ops[0]["gpu_ms"].as_f64().unwrap_or(0.0) - 90.0).abs() < 1e-9);
+    let v = decide(&home);
+    let slow = &v["facts"]["slow_layer"];
+    assert_eq!(
+        slow["name"], "aten::_upsample_bilinear2d_aa_out_mps",
+        "{slow}"
+    );
+    // 90 of 105 ms of GPU time.
+    assert!((slow["share"].as_f64().unwrap_or(0.0) - 90.0 / 105.0).abs() < 1e-9);
+    assert!(
+        rules(&v).contains(&"slow_layer".to_owned()),
+        "{:?}",
+        rules(&v)
+    );
+}

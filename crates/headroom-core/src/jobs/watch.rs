@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::epochs::{judge, EpochSample, EpochThresholds, EpochVerdict};
 use crate::gitinfo::git_state;
 use crate::ledger::{Ledger, NewRun, RunStatus};
-use crate::monitor::{fallback_op, read_memory, EpochMatcher, MemoryReading};
+use crate::monitor::{fallback_op, mps_op_gpu_ms, read_memory, EpochMatcher, MemoryReading};
 use crate::CoreError;
 
 /// How to watch.
@@ -28,7 +28,21 @@ pub struct WatchOptions {
     pub batch: Option<u32>,
     /// torch's version in the interpreter the command runs, when known.
     pub torch_version: Option<String>,
+    /// Ask PyTorch's MPS profiler to log every operation with its GPU time
+    /// (`PYTORCH_MPS_LOG_PROFILE_INFO`), and total them per operator (`run` only; slows MPS).
+    pub profile_ops: bool,
 }
+
+/// An operator's total GPU time in a run, from the MPS profiler log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpTime {
+    pub name: String,
+    pub gpu_ms: f64,
+    pub calls: u32,
+}
+
+/// `OPERATION_INFO | INCLUDE_GPU_TIME` of PyTorch's `MPSProfiler::LogOptions`.
+pub const MPS_PROFILE_LOG_OPTIONS: u32 = 1 | (1 << 7);
 
 /// What a watched run produced: the five fields a result needs and the memory story.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,6 +62,12 @@ pub struct WatchOutcome {
     pub readings: usize,
     pub epochs: Vec<EpochSample>,
     pub verdict: EpochVerdict,
+    /// Mean GPU utilisation (0–1) over the run, where it can be sampled.
+    #[serde(default)]
+    pub gpu_busy: Option<f64>,
+    /// GPU time per operator from the MPS profiler log, largest first (at most 20).
+    #[serde(default)]
+    pub op_times: Vec<OpTime>,
 }
 
 enum Msg {
@@ -110,9 +130,75 @@ struct Tally {
     epochs: Vec<EpochSample>,
     last_epoch_at: f64,
     fallback_ops: Vec<String>,
+    ops: std::collections::HashMap<String, (f64, u32)>,
+    busy: Option<crate::gpu_busy::BusySampler>,
+}
+
+/// What reading the command's lines needs.
+struct LineContext<'a> {
+    matcher: &'a EpochMatcher,
+    pid: u32,
+    started: Instant,
+    run_id: i64,
 }
 
 impl Tally {
+    /// One message from the readers or the sampler.
+    fn take(&mut self, msg: Msg, ledger: &Ledger, cx: &LineContext<'_>) -> Result<(), CoreError> {
+        match msg {
+            Msg::Reading(r) => self.reading(ledger, r),
+            Msg::Line { line, stderr } => self.line(&line, stderr, ledger, cx),
+        }
+    }
+
+    /// A line of the command's output: passed through, then read for fallback warnings, MPS
+    /// operation times and epoch boundaries.
+    fn line(
+        &mut self,
+        line: &str,
+        stderr: bool,
+        ledger: &Ledger,
+        cx: &LineContext<'_>,
+    ) -> Result<(), CoreError> {
+        let (t, matcher, pid, started, run_id) = (self, cx.matcher, cx.pid, cx.started, cx.run_id);
+        if stderr {
+            let _ = writeln!(std::io::stderr(), "{line}");
+        } else {
+            let _ = writeln!(std::io::stdout(), "{line}");
+        }
+        if let Some(op) = fallback_op(line) {
+            if !t.fallback_ops.contains(&op) {
+                t.fallback_ops.push(op);
+            }
+        }
+        if let Some((op, ms)) = mps_op_gpu_ms(line) {
+            let e = t.ops.entry(op).or_default();
+            e.0 += ms;
+            e.1 += 1;
+        }
+        // A boundary is a new epoch number (a line repeating the last one is not).
+        let fresh = |n: u32| t.epochs.last().is_none_or(|e| e.epoch != n);
+        if let Some(n) = matcher.epoch(line).filter(|n| fresh(*n)) {
+            // The epoch line marks a boundary: memory now is that epoch's end.
+            let now = started.elapsed().as_secs_f64();
+            if let Some(r) = read_memory(pid, now).or_else(|| t.last.clone()) {
+                let s = EpochSample {
+                    epoch: n,
+                    live_bytes: None,
+                    cache_bytes: None,
+                    footprint_bytes: Some(r.tree_bytes),
+                    seconds: now - t.last_epoch_at,
+                    samples_per_s: None,
+                };
+                t.last_epoch_at = now;
+                ledger.add_sample(run_id, 100_000 + n, "epoch", &s)?;
+                t.epochs.push(s);
+                t.reading(ledger, r)?;
+            }
+        }
+        Ok(())
+    }
+
     fn new(run_id: i64) -> Self {
         Self {
             run_id,
@@ -123,6 +209,8 @@ impl Tally {
             epochs: Vec::new(),
             last_epoch_at: 0.0,
             fallback_ops: Vec::new(),
+            ops: std::collections::HashMap::new(),
+            busy: crate::gpu_busy::BusySampler::system(),
         }
     }
 
@@ -157,6 +245,12 @@ pub fn run_command(
         .stderr(Stdio::piped());
     if std::env::var_os("PYTORCH_ENABLE_MPS_FALLBACK").is_none() {
         cmd.env("PYTORCH_ENABLE_MPS_FALLBACK", "1");
+    }
+    if opts.profile_ops {
+        cmd.env(
+            "PYTORCH_MPS_LOG_PROFILE_INFO",
+            MPS_PROFILE_LOG_OPTIONS.to_string(),
+        );
     }
     let mut child = cmd.spawn().map_err(|e| {
         CoreError::InvalidInput(format!(
@@ -199,45 +293,17 @@ pub fn run_command(
     };
     drop(tx);
     let mut t = Tally::new(run_id);
+    let matcher_ctx = LineContext {
+        matcher,
+        pid,
+        started,
+        run_id,
+    };
     let mut readers_left = readers.len();
     // Lines and readings until both pipes close (the child and anything holding them is done).
     while readers_left > 0 {
         let Ok(msg) = rx.recv() else { break };
-        match msg {
-            Msg::Reading(r) => t.reading(ledger, r)?,
-            Msg::Line { line, stderr } => {
-                if stderr {
-                    let _ = writeln!(std::io::stderr(), "{line}");
-                } else {
-                    let _ = writeln!(std::io::stdout(), "{line}");
-                }
-                if let Some(op) = fallback_op(&line) {
-                    if !t.fallback_ops.contains(&op) {
-                        t.fallback_ops.push(op);
-                    }
-                }
-                // A boundary is a new epoch number (a line repeating the last one is not).
-                let fresh = |n: u32| t.epochs.last().is_none_or(|e| e.epoch != n);
-                if let Some(n) = matcher.epoch(&line).filter(|n| fresh(*n)) {
-                    // The epoch line marks a boundary: memory now is that epoch's end.
-                    let now = started.elapsed().as_secs_f64();
-                    if let Some(r) = read_memory(pid, now).or_else(|| t.last.clone()) {
-                        let s = EpochSample {
-                            epoch: n,
-                            live_bytes: None,
-                            cache_bytes: None,
-                            footprint_bytes: Some(r.tree_bytes),
-                            seconds: now - t.last_epoch_at,
-                            samples_per_s: None,
-                        };
-                        t.last_epoch_at = now;
-                        ledger.add_sample(run_id, 100_000 + n, "epoch", &s)?;
-                        t.epochs.push(s);
-                        t.reading(ledger, r)?;
-                    }
-                }
-            }
-        }
+        t.take(msg, ledger, &matcher_ctx)?;
         readers_left = readers.iter().filter(|h| !h.is_finished()).count();
     }
     let status = child
@@ -245,11 +311,9 @@ pub fn run_command(
         .map_err(|e| CoreError::Worker(format!("wait for {program}: {e}")))?;
     stop.store(true, Ordering::SeqCst);
     let _ = sampler_thread.join();
-    // Whatever arrived after the pipes closed.
+    // Whatever arrived after the pipes closed: the readers' last lines may still be queued.
     for msg in rx.try_iter() {
-        if let Msg::Reading(r) = msg {
-            t.reading(ledger, r)?;
-        }
+        t.take(msg, ledger, &matcher_ctx)?;
     }
     finish(
         ledger,
@@ -311,6 +375,18 @@ fn finish(
     success: bool,
 ) -> Result<WatchOutcome, CoreError> {
     let verdict = judge(&t.epochs, &opts.thresholds);
+    let gpu_busy = t.busy.as_ref().and_then(crate::gpu_busy::BusySampler::mean);
+    let mut op_times: Vec<OpTime> = t
+        .ops
+        .iter()
+        .map(|(name, (ms, calls))| OpTime {
+            name: name.clone(),
+            gpu_ms: *ms,
+            calls: *calls,
+        })
+        .collect();
+    op_times.sort_by(|a, b| b.gpu_ms.total_cmp(&a.gpu_ms).then(a.name.cmp(&b.name)));
+    op_times.truncate(20);
     let git = git_state(&std::env::current_dir().unwrap_or_default());
     let out = WatchOutcome {
         run_id: t.run_id,
@@ -326,6 +402,8 @@ fn finish(
         readings: t.readings,
         epochs: t.epochs,
         verdict,
+        gpu_busy,
+        op_times,
     };
     let status = if success {
         RunStatus::Complete

@@ -189,17 +189,24 @@ fn fast_early_then_slow_and_a_slow_layer_make_mps_risky() {
     );
     assert!(d.fired(Rule::FastThenSlow));
     assert!(d.reasons.iter().any(|r| r.text.contains("-30 %")));
-    let d = decide(
-        &Facts {
-            slow_layer: Some(SlowLayerFact {
-                name: "aten::_upsample_bilinear2d_aa".into(),
-                share: 0.62,
-            }),
-            ..compared(40.0, Some(0.9))
-        },
-        &t(),
-    );
+    let slow = |share: f64| Facts {
+        slow_layer: Some(SlowLayerFact {
+            run_id: 5,
+            name: "aten::_upsample_bilinear2d_aa".into(),
+            share,
+        }),
+        ..compared(40.0, Some(0.9))
+    };
+    assert!(!decide(&slow(0.499), &t()).fired(Rule::SlowLayer));
+    let d = decide(&slow(0.5), &t());
     assert!(d.fired(Rule::SlowLayer));
+    assert!(
+        d.reasons.iter().any(|r| r
+            .text
+            .contains("50.0 % of the GPU time (run 5; threshold 50.0 %)")),
+        "{:?}",
+        d.reasons
+    );
     assert_eq!(
         d.column(Column::Mps).status,
         Status::Recommended,
