@@ -23,6 +23,7 @@ pub mod planner;
 pub mod plot;
 pub mod protocol;
 pub mod readiness;
+pub mod remote;
 pub mod stats;
 pub mod summary;
 pub mod sysmem;
