@@ -26,9 +26,10 @@ then
 fi
 
 # The app (Tauri) needs WebKitGTK and an appindicator on Linux; the end-to-end test needs Xvfb,
-# D-Bus and WebKitWebDriver. macOS has WebKit built in.
+# D-Bus and WebKitWebDriver; `headroom remote` needs OpenSSH's client, and its tests start their
+# own OpenSSH server on 127.0.0.1. macOS has WebKit and OpenSSH built in.
 if [ "$(uname -s)" = Linux ]; then
-  APT_PACKAGES=(libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev pkg-config xvfb dbus webkit2gtk-driver)
+  APT_PACKAGES=(libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev pkg-config xvfb dbus webkit2gtk-driver openssh-client openssh-server)
   missing=()
   for p in "${APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -44,6 +45,8 @@ if [ "$(uname -s)" = Linux ]; then
       exit 1
     fi
   fi
+  # sshd's privilege-separation folder (the tests' sshd needs it; no service is started).
+  if [ "$(id -u)" = 0 ]; then mkdir -p /run/sshd; fi
 fi
 
 command -v npm >/dev/null || { echo "bootstrap: npm is missing; install Node.js 20 or newer" >&2; exit 1; }

@@ -37,6 +37,11 @@ enum Command {
     Contention(cmd::contention::ContentionArgs),
     /// Where to run this work now: CPU, MPS, MLX or a remote host, with the measured reasons.
     Decide(cmd::decide::DecideArgs),
+    /// Remote hosts: profiles, the managed ssh config, checks.
+    Remote {
+        #[command(subcommand)]
+        command: cmd::remote::RemoteCommand,
+    },
     /// The configuration: thresholds and process lists, with their defaults.
     Config {
         #[command(subcommand)]
@@ -59,6 +64,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => cmd::doctor::run(&args),
         Command::Contention(args) => cmd::contention::run(&args),
         Command::Decide(args) => cmd::decide::run(&args),
+        Command::Remote { command } => cmd::remote::run(&command),
         Command::Config { command } => cmd::config::run(&command),
         Command::Epochs(args) => cmd::epochs::run(&args),
         Command::Run(args) => cmd::watch::run(&args),

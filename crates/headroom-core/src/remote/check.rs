@@ -257,12 +257,22 @@ fn run_with_timeout(
     Ok((status.and_then(|s| s.code()), stdout, stderr, timed_out))
 }
 
-/// Parses the probe's four lines: OS, architecture, memory bytes, `headroom --version` or `none`.
+/// Parses the probe's four lines: OS, architecture, memory (`bytes N` or `kB N`), and
+/// `headroom --version` or `none`.
 pub fn parse_probe(text: &str) -> (Option<String>, Option<String>, Option<u64>, Option<String>) {
     let mut lines = text.lines().map(str::trim);
     let os = lines.next().filter(|l| !l.is_empty()).map(str::to_owned);
     let arch = lines.next().filter(|l| !l.is_empty()).map(str::to_owned);
-    let mem = lines.next().and_then(|l| l.parse::<u64>().ok());
+    // `bytes N` (macOS hw.memsize) or `kB N` (Linux MemTotal).
+    let mem = lines.next().and_then(|l| {
+        let (unit, n) = l.split_once(' ')?;
+        let n: u64 = n.trim().parse().ok()?;
+        match unit {
+            "bytes" => Some(n),
+            "kB" => n.checked_mul(1024),
+            _ => None,
+        }
+    });
     let headroom = lines
         .next()
         .filter(|l| !l.is_empty() && *l != "none")
@@ -294,7 +304,7 @@ pub fn check(p: &HostProfile, o: &CheckOptions) -> Result<CheckReport, CoreError
     };
     let hr = sh_quote(&remote_headroom(p));
     let probe = format!(
-        "uname -s; uname -m; (sysctl -n hw.memsize 2>/dev/null || awk '/^MemTotal:/ {{print $2 * 1024}}' /proc/meminfo); ({hr} --version 2>/dev/null || echo none)"
+        "uname -s; uname -m; (v=$(sysctl -n hw.memsize 2>/dev/null) && echo \"bytes $v\") || awk '/^MemTotal:/ {{print \"kB\", $2}}' /proc/meminfo; ({hr} --version 2>/dev/null || echo none)"
     );
     let mut cmd = ssh_command(o.timeout)?;
     cmd.arg(&p.name).arg("--").arg(&probe);
@@ -453,7 +463,7 @@ mod tests {
 
     #[test]
     fn the_probe_and_quoting() {
-        let (os, arch, mem, hr) = parse_probe("Darwin\narm64\n34359738368\nheadroom 0.1.0\n");
+        let (os, arch, mem, hr) = parse_probe("Darwin\narm64\nbytes 34359738368\nheadroom 0.1.0\n");
         assert_eq!(
             (os.as_deref(), arch.as_deref(), mem, hr.as_deref()),
             (
@@ -463,7 +473,8 @@ mod tests {
                 Some("headroom 0.1.0")
             )
         );
-        assert_eq!(parse_probe("Linux\nx86_64\n100\nnone\n").3, None);
+        let linux = parse_probe("Linux\nx86_64\nkB 24557908\nnone\n");
+        assert_eq!((linux.2, linux.3), (Some(24_557_908 * 1024), None));
         assert_eq!(
             sh_quote("/opt/my tools/headroom"),
             "'/opt/my tools/headroom'"

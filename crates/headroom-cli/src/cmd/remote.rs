@@ -1,0 +1,246 @@
+//! `headroom remote add|list|show|rm|check`: host profiles, the managed ssh config, and checks.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Subcommand;
+use headroom_core::budget::format_bytes;
+use headroom_core::remote::check::{check, CheckOptions, CheckReport};
+use headroom_core::remote::{ssh_dir, sshconfig, HostProfile, Hosts};
+
+#[derive(Debug, Subcommand)]
+pub enum RemoteCommand {
+    /// Add a host profile (and its Host block in the managed ssh config).
+    Add {
+        name: String,
+        #[arg(long)]
+        host: String,
+        #[arg(long)]
+        port: Option<u16>,
+        #[arg(long)]
+        user: Option<String>,
+        /// A private key file (your ssh agent is used too; passwords never are).
+        #[arg(long)]
+        identity: Option<String>,
+        /// A jump host, [user@]host[:port].
+        #[arg(long)]
+        jump: Option<String>,
+        #[arg(long, default_value_t = 5900)]
+        vnc_port: u16,
+        /// Where `headroom` is on the remote when not on its PATH.
+        #[arg(long)]
+        headroom_path: Option<String>,
+        #[arg(long, default_value = "")]
+        notes: String,
+        /// Replace a profile of the same name.
+        #[arg(long)]
+        replace: bool,
+    },
+    /// List the profiles.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one profile and its ssh config block.
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a profile (and its Host block).
+    Rm { name: String },
+    /// Reachable? Authenticated? Host key? RTT, OS, architecture, memory, remote headroom.
+    Check {
+        name: String,
+        /// Seconds each ssh call may take.
+        #[arg(long, default_value_t = 10)]
+        timeout: u64,
+        /// Skip the remote doctor.
+        #[arg(long)]
+        no_doctor: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn sync(hosts: &Hosts) -> Result<()> {
+    let dir = ssh_dir()?;
+    let r = sshconfig::sync(&dir, hosts.list()).context("cannot write the managed ssh config")?;
+    if r.include_added {
+        eprintln!(
+            "headroom: added `{}` to the top of {}{}",
+            sshconfig::include_line(&dir),
+            dir.join("config").display(),
+            r.backup
+                .map(|b| format!(" (the old file is kept as {})", b.display()))
+                .unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+pub fn run(c: &RemoteCommand) -> Result<ExitCode> {
+    match c {
+        RemoteCommand::Add {
+            name,
+            host,
+            port,
+            user,
+            identity,
+            jump,
+            vnc_port,
+            headroom_path,
+            notes,
+            replace,
+        } => {
+            let mut hosts = Hosts::load()?;
+            hosts.add(
+                HostProfile {
+                    name: name.clone(),
+                    host: host.clone(),
+                    port: *port,
+                    user: user.clone(),
+                    identity: identity.clone(),
+                    jump: jump.clone(),
+                    vnc_port: *vnc_port,
+                    headroom_path: headroom_path.clone(),
+                    notes: notes.clone(),
+                },
+                *replace,
+            )?;
+            hosts.save()?;
+            sync(&hosts)?;
+            println!(
+                "added {name}: `ssh {name}` works now; `headroom remote check {name}` checks it"
+            );
+        }
+        RemoteCommand::List { json } => {
+            let hosts = Hosts::load()?;
+            let all: Vec<&HostProfile> = hosts.list().collect();
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&all)?);
+            } else if all.is_empty() {
+                println!("no remote hosts yet: `headroom remote add NAME --host H [--user U]`");
+            } else {
+                for p in all {
+                    println!(
+                        "{:<16} {}:{}{}",
+                        p.name,
+                        p.target(),
+                        p.port.unwrap_or(22),
+                        if p.notes.is_empty() {
+                            String::new()
+                        } else {
+                            format!("  # {}", p.notes)
+                        }
+                    );
+                }
+            }
+        }
+        RemoteCommand::Show { name, json } => {
+            let hosts = Hosts::load()?;
+            let p = hosts.get(name)?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(p)?);
+            } else {
+                print!(
+                    "{}",
+                    sshconfig::render([p])
+                        .lines()
+                        .skip(2)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                );
+                println!(
+                    "\n# VNC port {}{}",
+                    p.vnc_port,
+                    p.headroom_path
+                        .as_ref()
+                        .map(|h| format!(", headroom at {h}"))
+                        .unwrap_or_default()
+                );
+            }
+        }
+        RemoteCommand::Rm { name } => {
+            let mut hosts = Hosts::load()?;
+            if !hosts.remove(name) {
+                anyhow::bail!("no remote host named {name:?}; `headroom remote list` shows them");
+            }
+            hosts.save()?;
+            sync(&hosts)?;
+            println!("removed {name}");
+        }
+        RemoteCommand::Check {
+            name,
+            timeout,
+            no_doctor,
+            json,
+        } => {
+            if *timeout == 0 {
+                anyhow::bail!("--timeout must be 1 second or more");
+            }
+            let hosts = Hosts::load()?;
+            let p = hosts.get(name)?;
+            // The managed config must know the name before ssh can use it.
+            sync(&hosts)?;
+            let r = check(
+                p,
+                &CheckOptions {
+                    timeout: Duration::from_secs(*timeout),
+                    doctor: !no_doctor,
+                    ..CheckOptions::default()
+                },
+            )?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                print_check(&r);
+            }
+            return Ok(if r.ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            });
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_check(r: &CheckReport) {
+    if let Some(f) = &r.failure {
+        println!("{} ({}): FAILED — {}", r.name, r.target, f.message);
+        println!("  fix: {}", f.fix);
+        return;
+    }
+    println!(
+        "{} ({}): reachable, key accepted, host key known",
+        r.name, r.target
+    );
+    if let Some(rtt) = r.rtt_ms {
+        println!(
+            "  RTT {rtt:.1} ms (median of {}), first answer after {:.2} s",
+            r.rtt_samples_ms.len(),
+            r.connect_s.unwrap_or(0.0)
+        );
+    }
+    println!(
+        "  {} {} · {} memory",
+        r.os.as_deref().unwrap_or("unknown OS"),
+        r.arch.as_deref().unwrap_or("unknown arch"),
+        r.memory_bytes
+            .map_or_else(|| "unknown".into(), format_bytes)
+    );
+    match &r.headroom {
+        Some(v) => println!("  {v} installed there"),
+        None => {
+            println!("  headroom is not installed there (or not on its PATH: add --headroom-path)")
+        }
+    }
+    if !r.doctor_lights.is_empty() {
+        println!("  remote doctor: {}", r.doctor_lights.join(", "));
+    }
+    if let Some(e) = &r.doctor_error {
+        println!("  remote doctor failed: {e}");
+    }
+}

@@ -1,0 +1,295 @@
+//! `headroom remote` against a real OpenSSH server on 127.0.0.1: each test starts its own
+//! `sshd` on a free port with a throwaway host key and user key, then adds a profile, checks it
+//! (RTT, OS, architecture, the remote headroom and its doctor), and meets each failure: a port
+//! nothing listens on, a key the server does not know, a host key that changed, a listener that
+//! never speaks — each within its timeout, with its message.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::Home;
+
+const SSHD: &str = "/usr/sbin/sshd";
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+fn keygen(path: &Path) {
+    let st = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "headroom-test", "-f"])
+        .arg(path)
+        .status()
+        .expect("ssh-keygen (openssh-client)");
+    assert!(st.success());
+}
+
+fn whoami() -> String {
+    let out = Command::new("id").arg("-un").output().expect("id -un");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A real sshd on 127.0.0.1, stopped when dropped.
+struct Sshd {
+    dir: tempfile::TempDir,
+    port: u16,
+    child: Option<Child>,
+}
+
+impl Sshd {
+    fn start() -> Self {
+        assert!(
+            Path::new(SSHD).exists(),
+            "{SSHD} is missing: install openssh-server (scripts/bootstrap.sh does)"
+        );
+        // sshd wants its privilege-separation folder; only root can make it (bootstrap does).
+        let _ = std::fs::create_dir_all("/run/sshd");
+        let dir = tempfile::tempdir().expect("sshd dir");
+        keygen(&dir.path().join("hostkey"));
+        keygen(&dir.path().join("userkey"));
+        std::fs::copy(
+            dir.path().join("userkey.pub"),
+            dir.path().join("authorized_keys"),
+        )
+        .expect("authorized_keys");
+        let mut s = Self {
+            dir,
+            port: free_port(),
+            child: None,
+        };
+        s.launch();
+        s
+    }
+
+    fn launch(&mut self) {
+        let d = self.dir.path();
+        let config = format!(
+            "Port {}\nListenAddress 127.0.0.1\nHostKey {}\nPidFile {}\nAuthorizedKeysFile {}\n\
+             PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
+             PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\nLogLevel ERROR\n",
+            self.port,
+            d.join("hostkey").display(),
+            d.join("sshd.pid").display(),
+            d.join("authorized_keys").display(),
+        );
+        std::fs::write(d.join("sshd_config"), config).expect("sshd_config");
+        let child = Command::new(SSHD)
+            .args(["-D", "-e", "-f"])
+            .arg(d.join("sshd_config"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start sshd");
+        self.child = Some(child);
+        let until = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                Instant::now() < until,
+                "sshd did not listen on {}",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Restarts on the same port with a new host key.
+    fn rekey(&mut self) {
+        self.stop();
+        let key = self.dir.path().join("hostkey");
+        std::fs::remove_file(&key).expect("old host key");
+        let _ = std::fs::remove_file(self.dir.path().join("hostkey.pub"));
+        keygen(&key);
+        self.launch();
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn userkey(&self) -> PathBuf {
+        self.dir.path().join("userkey")
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A home whose ssh folder is private to the test.
+fn home_with_ssh() -> (Home, PathBuf) {
+    let home = Home::new();
+    let ssh = home.path().join("ssh");
+    (home, ssh)
+}
+
+fn remote(home: &Home, ssh: &Path, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["remote"];
+    all.extend_from_slice(args);
+    home.cmd(&all)
+        .env("HEADROOM_SSH_DIR", ssh)
+        .output()
+        .expect("headroom remote")
+}
+
+fn add(home: &Home, ssh: &Path, name: &str, port: u16, key: &Path) {
+    let out = remote(
+        home,
+        ssh,
+        &[
+            "add",
+            name,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--user",
+            &whoami(),
+            "--identity",
+            key.to_str().expect("utf-8"),
+            "--headroom-path",
+            env!("CARGO_BIN_EXE_headroom"),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn check(home: &Home, ssh: &Path, name: &str, timeout: u64) -> (Value, Duration) {
+    let t = Instant::now();
+    let out = remote(
+        home,
+        ssh,
+        &["check", name, "--timeout", &timeout.to_string(), "--json"],
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    assert_eq!(out.status.success(), v["ok"] == true, "{v}");
+    (v, t.elapsed())
+}
+
+#[test]
+fn a_profile_checked_against_a_real_sshd() {
+    let sshd = Sshd::start();
+    let (home, ssh) = home_with_ssh();
+    add(&home, &ssh, "box", sshd.port, &sshd.userkey());
+    let (v, _) = check(&home, &ssh, "box", 10);
+    assert_eq!(v["ok"], true, "{v}");
+    let rtt = v["rtt_ms"].as_f64().expect("rtt");
+    assert!(rtt > 0.0 && rtt < 1000.0, "{v}");
+    assert_eq!(v["rtt_samples_ms"].as_array().map(Vec::len), Some(5));
+    assert_eq!(v["os"], "Linux");
+    let arch = Command::new("uname").arg("-m").output().expect("uname");
+    assert_eq!(v["arch"], String::from_utf8_lossy(&arch.stdout).trim());
+    assert!(
+        v["memory_bytes"].as_u64().is_some_and(|m| m > 1 << 30),
+        "{v}"
+    );
+    assert!(
+        v["headroom"]
+            .as_str()
+            .is_some_and(|h| h.starts_with("headroom ")),
+        "{v}"
+    );
+    let lights = v["doctor_lights"].as_array().expect("doctor lights");
+    // Its state depends on the Pythons the remote login finds; the light is there.
+    assert!(
+        lights
+            .iter()
+            .any(|l| l.as_str().is_some_and(|l| l.starts_with("cpu: "))),
+        "{v}"
+    );
+    // The user's own ssh knows the name now, through the managed config.
+    let own = Command::new("ssh")
+        .args(["-F"])
+        .arg(ssh.join("config"))
+        .args(["-o", "BatchMode=yes", "-o"])
+        .arg(format!(
+            "UserKnownHostsFile={}",
+            ssh.join("known_hosts").display()
+        ))
+        .args(["box", "echo", "hello from box"])
+        .output()
+        .expect("ssh box");
+    assert_eq!(
+        String::from_utf8_lossy(&own.stdout).trim(),
+        "hello from box"
+    );
+    // list / show / rm, and the managed block goes with the profile.
+    let list = remote(&home, &ssh, &["list"]);
+    assert!(String::from_utf8_lossy(&list.stdout).starts_with("box "));
+    let rm = remote(&home, &ssh, &["rm", "box"]);
+    assert!(rm.status.success());
+    let managed = std::fs::read_to_string(ssh.join("config.d/headroom")).expect("managed");
+    assert!(!managed.contains("Host box"), "{managed}");
+}
+
+#[test]
+fn each_failure_ends_within_its_timeout_with_its_own_message() {
+    let mut sshd = Sshd::start();
+    let (home, ssh) = home_with_ssh();
+    // Nothing listens: refused at once.
+    add(&home, &ssh, "closed", free_port(), &sshd.userkey());
+    let (v, took) = check(&home, &ssh, "closed", 5);
+    assert_eq!(v["failure"]["kind"], "refused", "{v}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    // A key the server does not know.
+    let stranger = home.path().join("stranger");
+    keygen(&stranger);
+    add(&home, &ssh, "wrongkey", sshd.port, &stranger);
+    let (v, _) = check(&home, &ssh, "wrongkey", 10);
+    assert_eq!(v["failure"]["kind"], "auth", "{v}");
+    assert!(
+        v["failure"]["fix"]
+            .as_str()
+            .unwrap_or("")
+            .contains("ssh-copy-id"),
+        "{v}"
+    );
+    // A host key that changed since the first check.
+    add(&home, &ssh, "box", sshd.port, &sshd.userkey());
+    let (v, _) = check(&home, &ssh, "box", 10);
+    assert_eq!(v["ok"], true, "{v}");
+    sshd.rekey();
+    let (v, _) = check(&home, &ssh, "box", 10);
+    assert_eq!(v["failure"]["kind"], "host_key_changed", "{v}");
+    assert!(
+        v["failure"]["fix"]
+            .as_str()
+            .unwrap_or("")
+            .contains("ssh-keygen -R 127.0.0.1"),
+        "{v}"
+    );
+    // A listener that accepts and never speaks: the timeout ends it.
+    let silent = TcpListener::bind("127.0.0.1:0").expect("listener");
+    let port = silent.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in silent.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    add(&home, &ssh, "silent", port, &sshd.userkey());
+    let (v, took) = check(&home, &ssh, "silent", 2);
+    assert_eq!(v["failure"]["kind"], "timeout", "{v}");
+    assert!(took < Duration::from_secs(8), "{took:?}");
+    // A profile like `host; rm -rf ~` never reaches ssh or a shell.
+    let out = remote(&home, &ssh, &["add", "evil", "--host", "host; rm -rf ~"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the host \"host; rm -rf ~\" is refused"));
+}
