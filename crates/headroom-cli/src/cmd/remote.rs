@@ -50,6 +50,16 @@ pub enum RemoteCommand {
     },
     /// Remove a profile (and its Host block).
     Rm { name: String },
+    /// Run a sweep on the remote (its `headroom worker` over ssh); points land in this ledger
+    /// under the host's name.
+    Sweep {
+        name: String,
+        /// Seconds to wait for the connection.
+        #[arg(long, default_value_t = 15)]
+        connect_timeout: u64,
+        #[command(flatten)]
+        sweep: Box<super::sweep::SweepArgs>,
+    },
     /// Reachable? Authenticated? Host key? RTT, OS, architecture, memory, remote headroom.
     Check {
         name: String,
@@ -170,6 +180,22 @@ pub fn run(c: &RemoteCommand) -> Result<ExitCode> {
             hosts.save()?;
             sync(&hosts)?;
             println!("removed {name}");
+        }
+        RemoteCommand::Sweep {
+            name,
+            connect_timeout,
+            sweep,
+        } => {
+            let hosts = Hosts::load()?;
+            let p = hosts.get(name)?.clone();
+            sync(&hosts)?;
+            return super::sweep::run_on(
+                sweep,
+                Some(headroom_core::jobs::sweep::Launcher::Remote {
+                    profile: p,
+                    timeout: Duration::from_secs((*connect_timeout).max(1)),
+                }),
+            );
         }
         RemoteCommand::Check {
             name,

@@ -293,3 +293,118 @@ fn each_failure_ends_within_its_timeout_with_its_own_message() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("the host \"host; rm -rf ~\" is refused"));
 }
+
+/// The processes sshd started for connections (its children), to drop them mid-run.
+fn sessions_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+                .flat_map(|c| {
+                    c.split_whitespace()
+                        .filter_map(|p| p.parse().ok())
+                        .collect::<Vec<u32>>()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_remote_sweep_lands_in_the_local_ledger_and_a_dropped_link_keeps_its_points() {
+    let sshd = Sshd::start();
+    let (home, ssh) = home_with_ssh();
+    add(&home, &ssh, "box", sshd.port, &sshd.userkey());
+    let args = [
+        "sweep",
+        "box",
+        "--device",
+        "cpu",
+        "--workload",
+        "mlp",
+        "--batches",
+        "1,2,4",
+        "--steps",
+        "5",
+        "--threads",
+        "1",
+        "--json",
+    ];
+    let out = remote(&home, &ssh, &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("sweep JSON");
+    assert_eq!(v["status"], "complete", "{v}");
+    assert_eq!(v["points"].as_array().map(Vec::len), Some(3));
+    let runs = home.runs();
+    assert_eq!(
+        runs[0]["host"], "box",
+        "tagged with the remote's name: {}",
+        runs[0]
+    );
+    assert_eq!(runs[0]["points"], 3);
+
+    // A long sweep whose connection drops after its first point: the points received stay,
+    // the run is interrupted, and the note says the link dropped.
+    let mut long = home
+        .cmd(&[
+            "remote",
+            "sweep",
+            "box",
+            "--device",
+            "cpu",
+            "--workload",
+            "mlp",
+            "--batches",
+            "1,2,4,8,16,32,64,128",
+            "--steps",
+            "200",
+            "--threads",
+            "1",
+            "--json",
+        ])
+        .env("HEADROOM_SSH_DIR", &ssh)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("remote sweep");
+    let sshd_pid = sshd.child.as_ref().map(Child::id).expect("sshd pid");
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let runs = home.runs();
+        let points = runs
+            .iter()
+            .find(|r| r["status"] == "running")
+            .and_then(|r| r["points"].as_u64())
+            .unwrap_or(0);
+        if points >= 1 {
+            break;
+        }
+        assert!(Instant::now() < until, "no point arrived in 60 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for s in sessions_of(sshd_pid) {
+        // SAFETY: kill(2) on a session process of the sshd this test started.
+        unsafe { libc::kill(i32::try_from(s).expect("pid"), libc::SIGKILL) };
+    }
+    let out = long.wait_with_output().expect("remote sweep ends");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs = home.runs();
+    assert_eq!(runs[0]["status"], "interrupted", "{}", runs[0]);
+    assert!(
+        runs[0]["points"].as_u64().is_some_and(|n| n >= 1),
+        "{}",
+        runs[0]
+    );
+    let note = runs[0]["note"].as_str().unwrap_or("");
+    assert!(note.contains("the connection to box"), "{note}");
+}

@@ -157,8 +157,53 @@ enum WorkerEnd {
     },
 }
 
+/// Where workers run: this machine, or a remote host over `ssh` (same protocol on stdout).
+#[derive(Debug, Clone)]
+pub enum Launcher {
+    Local(std::path::PathBuf),
+    Remote {
+        profile: crate::remote::HostProfile,
+        timeout: std::time::Duration,
+    },
+}
+
+impl Launcher {
+    fn command(&self) -> Result<(std::process::Command, String), CoreError> {
+        match self {
+            Self::Local(exe) => {
+                let mut c = std::process::Command::new(exe);
+                c.arg("worker");
+                Ok((c, exe.display().to_string()))
+            }
+            Self::Remote { profile, timeout } => {
+                let mut c = crate::remote::check::ssh_command(*timeout)?;
+                let hr = crate::remote::check::remote_headroom(profile);
+                c.arg(&profile.name)
+                    .arg("--")
+                    .arg(format!("{} worker", crate::remote::check::sh_quote(&hr)));
+                Ok((c, format!("{hr} on {} (ssh)", profile.name)))
+            }
+        }
+    }
+
+    /// The ledger's `host` for runs started here: this machine's name, or the profile's.
+    pub fn host(&self) -> String {
+        match self {
+            Self::Local(_) => super::hostname(),
+            Self::Remote { profile, .. } => profile.name.clone(),
+        }
+    }
+
+    fn remote(&self) -> Option<&crate::remote::HostProfile> {
+        match self {
+            Self::Local(_) => None,
+            Self::Remote { profile, .. } => Some(profile),
+        }
+    }
+}
+
 struct Session<'a> {
-    exe: &'a Path,
+    launcher: &'a Launcher,
     req: &'a SweepRequest,
     ledger: &'a Ledger,
     cancel: &'a CancelToken,
@@ -170,7 +215,8 @@ impl Session<'_> {
     fn run_worker(&mut self) -> Result<WorkerEnd, CoreError> {
         let mut req = self.req.clone();
         req.prior.clone_from(&self.out.points);
-        let mut worker = Worker::start(self.exe, &Job::Sweep(req.clone()))?;
+        let (cmd, what) = self.launcher.command()?;
+        let mut worker = Worker::start_command(cmd, &what, &Job::Sweep(req.clone()))?;
         self.cancel.set_pid(Some(worker.pid()));
         if self.cancel.is_cancelled() {
             self.cancel.cancel();
@@ -191,8 +237,9 @@ impl Session<'_> {
             };
             match event {
                 Event::Hello(h) => {
-                    // On the CPU the budget is the worker's own memory: watch it.
-                    if h.device == "cpu" {
+                    // On the CPU the budget is the worker's own memory: watch it (a remote
+                    // worker's memory is not a local process's; its own budget check stands).
+                    if h.device == "cpu" && self.launcher.remote().is_none() {
                         watch = Some(worker.watch_memory(hard_limit(h.budget_bytes)));
                     }
                     busy = crate::gpu_busy::BusySampler::for_device(&h.device);
@@ -273,7 +320,7 @@ impl Session<'_> {
         let git = git_state(&std::env::current_dir().unwrap_or_default());
         let id = self.ledger.begin_run(&NewRun {
             kind: "sweep".into(),
-            host: super::hostname(),
+            host: self.launcher.host(),
             device: h.device.clone(),
             device_name: h.device_name.clone(),
             workload: h.workload.clone(),
@@ -319,8 +366,21 @@ pub fn run_sweep(
     cancel: &CancelToken,
     on: &mut dyn FnMut(&Update),
 ) -> Result<SweepOutcome, CoreError> {
+    run_sweep_on(&Launcher::Local(exe.to_owned()), req, ledger, cancel, on)
+}
+
+/// [`run_sweep`] with workers started by `launcher` (here or on a remote host over ssh). A
+/// remote run is recorded under the profile's name; a dropped connection ends it `interrupted`
+/// with the points received.
+pub fn run_sweep_on(
+    launcher: &Launcher,
+    req: &SweepRequest,
+    ledger: &Ledger,
+    cancel: &CancelToken,
+    on: &mut dyn FnMut(&Update),
+) -> Result<SweepOutcome, CoreError> {
     let mut session = Session {
-        exe,
+        launcher,
         req,
         ledger,
         cancel,
@@ -397,6 +457,8 @@ pub fn run_sweep(
     } else {
         let why = if cancel.is_cancelled() {
             cancel.reason.to_string()
+        } else if let (Some(p), Some(255)) = (launcher.remote(), status.and_then(|s| s.code())) {
+            format!("the connection to {} ({}) dropped", p.name, p.target())
         } else {
             format!(
                 "the worker {}",

@@ -40,16 +40,23 @@ pub enum Output {
 impl Worker {
     /// Starts `exe worker` (`exe` is the `headroom` binary) and sends it `job`.
     pub fn start(exe: &Path, job: &Job) -> Result<Self, CoreError> {
-        let mut child = Command::new(exe)
-            .arg("worker")
+        let mut cmd = Command::new(exe);
+        cmd.arg("worker");
+        Self::start_command(cmd, &exe.display().to_string(), job)
+    }
+
+    /// Starts `cmd` (a local `headroom worker`, or `ssh HOST -- headroom worker`) as the worker;
+    /// `what` names it in errors.
+    pub fn start_command(mut cmd: Command, what: &str, job: &Job) -> Result<Self, CoreError> {
+        let exe = what;
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| {
                 CoreError::Worker(format!(
-                    "cannot start the worker {}: {e}; is headroom built (scripts/bootstrap.sh)?",
-                    exe.display()
+                    "cannot start the worker {exe}: {e}; is headroom built (scripts/bootstrap.sh)?"
                 ))
             })?;
         let mut stdin = child

@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use headroom_core::budget::{format_bytes, BudgetSpec};
 use headroom_core::jobs::{
     self,
-    sweep::{CancelToken, Update},
+    sweep::{CancelToken, Launcher, Update},
 };
 use headroom_core::ledger::RunStatus;
 use headroom_core::protocol::{parse_batches, progress_line, BatchPlan, Mode, Point, SweepRequest};
@@ -181,16 +181,24 @@ impl Progress {
 }
 
 pub fn run(args: &SweepArgs) -> Result<ExitCode> {
+    run_on(args, None)
+}
+
+/// The sweep with its workers on `remote` (over ssh) instead of this machine.
+pub fn run_on(args: &SweepArgs, remote: Option<Launcher>) -> Result<ExitCode> {
     let req = request(args)?;
     let ledger = super::open_ledger()?;
-    let exe = jobs::worker_binary()?;
+    let exe = match remote {
+        Some(l) => l,
+        None => Launcher::Local(jobs::worker_binary()?),
+    };
     let cancel = catch_interrupt();
     let mut progress = Progress {
         bar: progress_bar(args.json),
         quiet: args.json,
         points: Vec::new(),
     };
-    let report = jobs::sweep::run_sweep(&exe, &req, &ledger, &cancel, &mut |u| {
+    let report = jobs::sweep::run_sweep_on(&exe, &req, &ledger, &cancel, &mut |u| {
         progress.on(u, &req);
     })?;
     progress.bar.finish_and_clear();
@@ -248,7 +256,7 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
 fn baseline(
     req: &SweepRequest,
     report: &jobs::sweep::SweepOutcome,
-    exe: &std::path::Path,
+    exe: &Launcher,
     ledger: &headroom_core::ledger::Ledger,
     cancel: &CancelToken,
     progress: &mut Progress,
@@ -274,7 +282,7 @@ fn baseline(
     };
     progress.points.clear();
     progress.bar = progress_bar(progress.quiet);
-    let cpu = jobs::sweep::run_sweep(exe, &cpu_req, ledger, cancel, &mut |u| {
+    let cpu = jobs::sweep::run_sweep_on(exe, &cpu_req, ledger, cancel, &mut |u| {
         progress.on(u, &cpu_req);
     })?;
     progress.bar.finish_and_clear();
