@@ -2,7 +2,7 @@
 //! training run was measured to need, and which processes are Headroom's runs right now.
 
 use crate::contention::Need;
-use crate::decide::{EpochFact, Facts, FallbackFact, SlowLayerFact, SweepFact};
+use crate::decide::{EpochFact, Facts, FallbackFact, RemoteFact, SlowLayerFact, SweepFact};
 use crate::epochs::{EpochVerdict, EpochVerdictKind};
 use crate::ledger::{Ledger, RunRecord, RunStatus};
 use crate::protocol::{EpochsRequest, PointStatus};
@@ -93,7 +93,44 @@ pub fn gather(
     epoch_facts(ledger, &runs, &mut f)?;
     f.fallback = fallback_fact(&runs);
     f.slow_layer = slow_layer_fact(&runs);
+    f.remotes = remote_facts(ledger)?;
     Ok(f)
+}
+
+/// Every host profile with its newest check (and its newest sweep) from the ledger.
+fn remote_facts(ledger: &Ledger) -> Result<Vec<RemoteFact>, CoreError> {
+    let hosts = crate::remote::Hosts::load()?;
+    let runs = ledger.list_runs(RECENT)?;
+    Ok(hosts
+        .list()
+        .map(|p| {
+            let check = runs
+                .iter()
+                .find(|r| r.kind == "remote-check" && r.host == p.name);
+            let sweep = runs
+                .iter()
+                .find(|r| r.kind == "sweep" && r.host == p.name && r.status == RunStatus::Complete);
+            let mut detail = match check {
+                None => "not checked yet (`headroom remote check`)".to_owned(),
+                Some(c) => format!("{} at {}", c.note.clone().unwrap_or_default(), c.started_at),
+            };
+            if let Some(s) = sweep {
+                detail.push_str(&format!(
+                    "; sweep {} of {} on {}: batch {}",
+                    s.id,
+                    s.workload,
+                    s.device,
+                    s.chosen_batch
+                        .map_or_else(|| "none".into(), |b| b.to_string())
+                ));
+            }
+            RemoteFact {
+                name: p.name.clone(),
+                reachable: check.map(|c| c.status == RunStatus::Complete),
+                detail,
+            }
+        })
+        .collect())
 }
 
 /// The top operator of the newest wrapped run whose MPS operations were profiled.

@@ -218,6 +218,8 @@ pub fn run(c: &RemoteCommand) -> Result<ExitCode> {
                     ..CheckOptions::default()
                 },
             )?;
+            let ledger = super::open_ledger()?;
+            headroom_core::remote::check::record(&ledger, &r)?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {

@@ -214,6 +214,17 @@ fn a_profile_checked_against_a_real_sshd() {
             .any(|l| l.as_str().is_some_and(|l| l.starts_with("cpu: "))),
         "{v}"
     );
+    // The check is in the ledger, and the decision table's remote column stands on it.
+    let d = home.run(&["decide", "--json"]);
+    let d: Value = serde_json::from_slice(&d.stdout).expect("decide JSON");
+    let remotes = &d["facts"]["remotes"];
+    assert_eq!(remotes[0]["name"], "box", "{remotes}");
+    assert_eq!(remotes[0]["reachable"], true, "{remotes}");
+    let remote_col = d["decision"]["columns"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["column"] == "remote"))
+        .expect("remote column");
+    assert_eq!(remote_col["status"], "viable", "{remote_col}");
     // The user's own ssh knows the name now, through the managed config.
     let own = Command::new("ssh")
         .args(["-F"])
