@@ -5,6 +5,7 @@
 
 pub mod check;
 pub mod sshconfig;
+pub mod vnc;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

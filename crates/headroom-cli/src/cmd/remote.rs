@@ -60,6 +60,23 @@ pub enum RemoteCommand {
         #[command(flatten)]
         sweep: Box<super::sweep::SweepArgs>,
     },
+    /// Open the remote's screen: an SSH tunnel to its VNC port and `vnc://localhost:PORT`
+    /// handed to the OS; the tunnel closes when the viewer is done, after --for seconds, or on
+    /// Ctrl-C.
+    Vnc {
+        name: String,
+        /// Local port of the tunnel [default: a free one].
+        #[arg(long)]
+        port: Option<u16>,
+        /// Close the tunnel after this many seconds.
+        #[arg(long = "for")]
+        for_secs: Option<u64>,
+        /// Print the URL without opening a viewer.
+        #[arg(long)]
+        no_open: bool,
+        #[arg(long, default_value_t = 15)]
+        timeout: u64,
+    },
     /// Reachable? Authenticated? Host key? RTT, OS, architecture, memory, remote headroom.
     Check {
         name: String,
@@ -197,6 +214,24 @@ pub fn run(c: &RemoteCommand) -> Result<ExitCode> {
                 }),
             );
         }
+        RemoteCommand::Vnc {
+            name,
+            port,
+            for_secs,
+            no_open,
+            timeout,
+        } => {
+            let hosts = Hosts::load()?;
+            let p = hosts.get(name)?;
+            sync(&hosts)?;
+            return vnc(
+                p,
+                *port,
+                *for_secs,
+                *no_open,
+                Duration::from_secs((*timeout).max(1)),
+            );
+        }
         RemoteCommand::Check {
             name,
             timeout,
@@ -271,4 +306,51 @@ fn print_check(r: &CheckReport) {
     if let Some(e) = &r.doctor_error {
         println!("  remote doctor failed: {e}");
     }
+}
+
+fn vnc(
+    p: &HostProfile,
+    port: Option<u16>,
+    for_secs: Option<u64>,
+    no_open: bool,
+    timeout: Duration,
+) -> Result<ExitCode> {
+    use headroom_core::remote::vnc::{open_tunnel, opener};
+    let mut tunnel = match open_tunnel(p, port, timeout)? {
+        Ok(t) => t,
+        Err(f) => {
+            eprintln!(
+                "headroom: error: cannot open the tunnel to {}: {}\n  fix: {}",
+                p.name, f.message, f.fix
+            );
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let url = tunnel.url();
+    println!(
+        "{url}  (tunnel to {}:{} through ssh {})",
+        p.host, p.vnc_port, p.name
+    );
+    let until = for_secs.map(|s| std::time::Instant::now() + Duration::from_secs(s));
+    if !no_open {
+        let (mut cmd, waits) = opener(&url);
+        let status = cmd.status().with_context(|| format!("cannot open {url}"))?;
+        if waits {
+            println!("the viewer is done ({status}); tunnel closed");
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    eprintln!(
+        "headroom: the tunnel stays open until Ctrl-C{}",
+        for_secs.map(|s| format!(" or {s} s")).unwrap_or_default()
+    );
+    while tunnel.alive() {
+        if until.is_some_and(|u| std::time::Instant::now() >= u) {
+            println!("tunnel closed after {} s", for_secs.unwrap_or(0));
+            return Ok(ExitCode::SUCCESS);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    eprintln!("headroom: error: the ssh carrying the tunnel ended");
+    Ok(ExitCode::from(1))
 }

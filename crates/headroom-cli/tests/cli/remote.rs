@@ -419,3 +419,96 @@ fn a_remote_sweep_lands_in_the_local_ledger_and_a_dropped_link_keeps_its_points(
     let note = runs[0]["note"].as_str().unwrap_or("");
     assert!(note.contains("the connection to box"), "{note}");
 }
+
+#[test]
+fn vnc_opens_a_real_tunnel_to_the_screen_port_and_closes_it_when_the_viewer_is_done() {
+    let sshd = Sshd::start();
+    let (home, ssh) = home_with_ssh();
+    // The "screen": a listener greeting like a VNC server (RFB protocol version line).
+    let screen = TcpListener::bind("127.0.0.1:0").expect("screen");
+    let vnc_port = screen.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for mut s in screen.incoming().flatten() {
+            let _ = std::io::Write::write_all(&mut s, b"RFB 003.008\n");
+            held.push(s);
+        }
+    });
+    let out = remote(
+        &home,
+        &ssh,
+        &[
+            "add",
+            "box",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &sshd.port.to_string(),
+            "--user",
+            &whoami(),
+            "--identity",
+            sshd.userkey().to_str().expect("utf-8"),
+            "--vnc-port",
+            &vnc_port.to_string(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The viewer: connects to the URL it is given, reads the greeting, writes it down, quits.
+    let seen = home.path().join("seen.txt");
+    let viewer = home.path().join("viewer");
+    std::fs::write(
+        &viewer,
+        format!(
+            "#!{}\nimport socket, sys\nport = int(sys.argv[1].rsplit(':', 1)[1])\ns = socket.create_connection(('127.0.0.1', port), timeout=5)\nopen({:?}, 'w').write(sys.argv[1] + ' ' + s.recv(12).decode())\n",
+            crate::common::python().display(),
+            seen.display().to_string()
+        ),
+    )
+    .expect("viewer");
+    std::fs::set_permissions(&viewer, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let out = home
+        .cmd(&["remote", "vnc", "box"])
+        .env("HEADROOM_SSH_DIR", &ssh)
+        .env("HEADROOM_OPENER", &viewer)
+        .output()
+        .expect("remote vnc");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let url = stdout
+        .split_whitespace()
+        .next()
+        .expect("the URL")
+        .to_owned();
+    assert!(url.starts_with("vnc://localhost:"), "{stdout}");
+    let got = std::fs::read_to_string(&seen).expect("the viewer ran");
+    assert_eq!(got, format!("{url} RFB 003.008\n"));
+    // The viewer is done, so the tunnel is closed.
+    let local: u16 = url
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port");
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", local)).is_err(),
+        "tunnel still open"
+    );
+    // Without a viewer: the URL, then closed after --for.
+    let t = Instant::now();
+    let out = home
+        .cmd(&["remote", "vnc", "box", "--no-open", "--for", "2"])
+        .env("HEADROOM_SSH_DIR", &ssh)
+        .output()
+        .expect("remote vnc --for");
+    assert!(out.status.success());
+    assert!(t.elapsed() >= Duration::from_secs(2) && t.elapsed() < Duration::from_secs(20));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("tunnel closed after 2 s"));
+}
