@@ -16,6 +16,15 @@ const COMMANDS: &[&str] = &[
     "stop_memory",
     "memory_snapshot",
     "overview",
+    "list_hosts",
+    "add_host",
+    "remove_host",
+    "list_keys",
+    "make_key",
+    "check_host",
+    "migration",
+    "open_vnc",
+    "close_vnc",
 ];
 
 fn main() {

@@ -63,6 +63,10 @@ pub struct SweepForm {
     pub budget: String,
     pub max_batch: Option<u32>,
     pub mode: String,
+    /// A remote host profile to run the worker on (over ssh); this machine when absent.
+    #[serde(default)]
+    #[ts(optional)]
+    pub host: Option<String>,
 }
 
 /// Checks the form and turns it into the worker's request.
@@ -157,7 +161,21 @@ pub async fn start_sweep(
     on_update: Channel<SweepSnapshot>,
 ) -> Result<SweepSnapshot, AppError> {
     let req = request(&form)?;
-    let exe = jobs::worker_binary()?;
+    let launcher = match form.host.as_deref().filter(|h| !h.is_empty()) {
+        Some(name) => {
+            let hosts = headroom_core::remote::Hosts::load()?;
+            let profile = hosts.get(name)?.clone();
+            headroom_core::remote::sshconfig::sync(
+                &headroom_core::remote::ssh_dir()?,
+                hosts.list(),
+            )?;
+            jobs::sweep::Launcher::Remote {
+                profile,
+                timeout: std::time::Duration::from_secs(15),
+            }
+        }
+        None => jobs::sweep::Launcher::Local(jobs::worker_binary()?),
+    };
     let mut slot = lock(&state.sweep);
     if slot.as_ref().is_some_and(RunningSweep::is_running) {
         return Err(AppError::new(
@@ -169,6 +187,7 @@ pub async fn start_sweep(
         running: true,
         workload: req.workload.clone(),
         device: req.device.clone(),
+        host: form.host.clone().filter(|h| !h.is_empty()),
         message: "starting the worker".into(),
         status: "running".into(),
         ..SweepSnapshot::default()
@@ -182,7 +201,7 @@ pub async fn start_sweep(
             let _ = on_update.send(s.clone());
         };
         let outcome = jobs::open_ledger().and_then(|ledger| {
-            jobs::sweep::run_sweep(&exe, &req, &ledger, &token, &mut |u| {
+            jobs::sweep::run_sweep_on(&launcher, &req, &ledger, &token, &mut |u| {
                 let copy = {
                     let mut s = lock(&snap);
                     apply(&mut s, u);
@@ -295,6 +314,7 @@ mod tests {
             budget: "default".into(),
             max_batch: Some(64),
             mode: "train".into(),
+            host: None,
         }
     }
 

@@ -65,6 +65,12 @@ pub fn typescript() -> String {
         headroom_core::contention::SystemSide::decl(),
         headroom_core::contention::Pressure::decl(),
         headroom_core::contention::Need::decl(),
+        headroom_core::remote::HostProfile::decl(),
+        headroom_core::remote::check::CheckReport::decl(),
+        headroom_core::remote::check::Failure::decl(),
+        headroom_core::remote::check::FailureKind::decl(),
+        crate::remote::KeyInfo::decl(),
+        crate::remote::MigrationCommands::decl(),
     ];
     let mut out = String::from(
         "// Generated from the Rust types by src-tauri/src/ipc.rs (ts-rs). Do not edit:\n\

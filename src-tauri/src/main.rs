@@ -14,6 +14,7 @@ mod ipc;
 mod memory;
 mod notify;
 mod overview;
+mod remote;
 mod single;
 mod state;
 mod tray;
@@ -71,6 +72,15 @@ fn main() {
             memory::stop_memory,
             memory::memory_snapshot,
             overview::overview,
+            remote::list_hosts,
+            remote::add_host,
+            remote::remove_host,
+            remote::list_keys,
+            remote::make_key,
+            remote::check_host,
+            remote::migration,
+            remote::open_vnc,
+            remote::close_vnc,
         ])
         .setup(move |app| {
             #[cfg(target_os = "macos")]

@@ -17,6 +17,8 @@ pub struct SweepSnapshot {
     pub run_id: Option<i64>,
     pub workload: String,
     pub device: String,
+    /// The remote host profile the worker runs on; this machine when absent.
+    pub host: Option<String>,
     pub device_name: Option<String>,
     pub budget_bytes: Option<u64>,
     /// What the worker is doing now, in words.
@@ -65,6 +67,8 @@ pub struct AppState {
     pub memory: Mutex<Option<crate::memory::RunningMemory>>,
     /// The latest decision table, from the background loop.
     pub overview: Mutex<Option<Arc<crate::overview::OverviewSnapshot>>>,
+    /// The open VNC tunnel.
+    pub vnc: Mutex<crate::remote::VncState>,
 }
 
 /// Locks a mutex, recovering the data if a panicking thread poisoned it (the data is plain).

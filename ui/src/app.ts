@@ -1,30 +1,33 @@
-// The popover: five tabs over one backend, opening on the Overview.
+// The popover: six tabs over one backend, opening on the Overview.
 import type { Backend } from "./backend";
 import { el } from "./format";
 import { memoryPanel } from "./panels/memory";
 import { overviewPanel } from "./panels/overview";
 import { readinessPanel } from "./panels/readiness";
+import { remotePanel } from "./panels/remote";
 import { runsPanel } from "./panels/runs";
 import { sweepPanel } from "./panels/sweep";
 
-export type Tab = "overview" | "readiness" | "sweep" | "memory" | "runs";
+export type Tab = "overview" | "readiness" | "sweep" | "memory" | "runs" | "remote";
 
 export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): void } {
-  const overview = overviewPanel(backend);
+  const overview = overviewPanel(backend, () => show("remote"));
   const readiness = readinessPanel(backend);
   const sweep = sweepPanel(backend);
   const memory = memoryPanel(backend);
   const runs = runsPanel(backend);
+  const remote = remotePanel(backend, (t) => show(t));
   const panels: Record<Tab, HTMLElement> = {
     overview: overview.root,
     readiness: readiness.root,
     sweep: sweep.root,
     memory: memory.root,
     runs: runs.root,
+    remote: remote.root,
   };
   const nav = el("nav", "tabs");
   const buttons = new Map<Tab, HTMLButtonElement>();
-  const titles: Record<Tab, string> = { overview: "Overview", readiness: "Readiness", sweep: "Sweep", memory: "Memory", runs: "Runs" };
+  const titles: Record<Tab, string> = { overview: "Overview", readiness: "Readiness", sweep: "Sweep", memory: "Memory", runs: "Runs", remote: "Remote" };
   const main = el("main");
   for (const tab of Object.keys(panels) as Tab[]) {
     const b = el("button", "tab", titles[tab]);
@@ -56,9 +59,10 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
     if (tab === "sweep") void sweep.restore();
     if (tab === "memory") void memory.restore();
     if (tab === "runs") void runs.load();
+    if (tab === "remote") void remote.load();
   }
   backend.onNavigate((p) => {
-    if (p === "overview" || p === "readiness" || p === "sweep" || p === "memory" || p === "runs") show(p);
+    if (p === "overview" || p === "readiness" || p === "sweep" || p === "memory" || p === "runs" || p === "remote") show(p);
   });
   document.addEventListener("visibilitychange", () => {
     if (document.visibilityState === "visible") show(current);

@@ -39,6 +39,7 @@ export function snapshot(over: Partial<SweepSnapshot>): SweepSnapshot {
     run_id: 7,
     workload: "mlp",
     device: "cpu",
+    host: null,
     device_name: "AMD EPYC",
     budget_bytes: 2 ** 33,
     message: "batch 4: timed steps 3/10",

@@ -3,7 +3,11 @@
 import type {
   AppError,
   EpochsForm,
+  CheckReport,
+  HostProfile,
+  KeyInfo,
   MemorySnapshot,
+  MigrationCommands,
   OverviewSnapshot,
   ProcessInfo,
   Report,
@@ -36,6 +40,18 @@ export interface Backend {
   overview(): Promise<OverviewSnapshot>;
   /** Calls `f` with every decision table the background loop computes. */
   onOverview(f: (s: OverviewSnapshot) => void): void;
+  listHosts(): Promise<HostProfile[]>;
+  addHost(profile: HostProfile, replace: boolean): Promise<HostProfile>;
+  removeHost(name: string): Promise<boolean>;
+  listKeys(): Promise<KeyInfo[]>;
+  /** Makes ~/.ssh/headroom_ed25519 unless it exists; returns it. */
+  makeKey(): Promise<KeyInfo>;
+  /** Checks a host over ssh (seconds) and records it. */
+  checkHost(name: string): Promise<CheckReport>;
+  migration(name: string): Promise<MigrationCommands>;
+  /** Opens the SSH tunnel to the host's screen and the OS viewer; returns the vnc:// URL. */
+  openVnc(name: string): Promise<string>;
+  closeVnc(): Promise<boolean>;
   /** Calls `f` with a panel name when the tray asks for one. */
   onNavigate(f: (panel: string) => void): void;
 }

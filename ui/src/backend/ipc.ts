@@ -251,7 +251,11 @@ report?: unknown, note: string | null, };
 
 export type RunStatus = "running" | "complete" | "interrupted" | "failed";
 
-export type SweepSnapshot = { running: boolean, run_id: number | null, workload: string, device: string, device_name: string | null, budget_bytes: number | null, 
+export type SweepSnapshot = { running: boolean, run_id: number | null, workload: string, device: string, 
+/**
+ * The remote host profile the worker runs on; this machine when absent.
+ */
+host: string | null, device_name: string | null, budget_bytes: number | null, 
 /**
  * What the worker is doing now, in words.
  */
@@ -277,7 +281,11 @@ input_shape: string | null, device: string, dtype: string,
 /**
  * A size (`12GiB`), a share (`80%`), or `default`.
  */
-budget: string, max_batch: number | null, mode: string, };
+budget: string, max_batch: number | null, mode: string, 
+/**
+ * A remote host profile to run the worker on (over ssh); this machine when absent.
+ */
+host?: string, };
 
 export type AppError = { 
 /**
@@ -436,3 +444,55 @@ pressure_detail: string, };
 export type Pressure = "normal" | "warn" | "critical";
 
 export type Need = { bytes: number, source: string, };
+
+export type HostProfile = { name: string, host: string, port: number | null, user: string | null, 
+/**
+ * Private key file (the agent is used too); passwords are never stored.
+ */
+identity: string | null, 
+/**
+ * A jump host, `[user@]host[:port]`, as OpenSSH's `ProxyJump`.
+ */
+jump: string | null, 
+/**
+ * The VNC (Screen Sharing) port on the remote, reached through an SSH tunnel.
+ */
+vnc_port: number, 
+/**
+ * Where `headroom` is on the remote, when it is not on the login shell's PATH.
+ */
+headroom_path: string | null, notes: string, };
+
+export type CheckReport = { name: string, target: string, ok: boolean, failure: Failure | null, 
+/**
+ * Median round trip through an open session, ms.
+ */
+rtt_ms: number | null, rtt_samples_ms: Array<number>, 
+/**
+ * Seconds until the first answer (connection, key exchange, authentication, a shell).
+ */
+connect_s: number | null, os: string | null, arch: string | null, memory_bytes: number | null, 
+/**
+ * `headroom --version` on the remote, when it is installed.
+ */
+headroom: string | null, 
+/**
+ * The remote doctor's lights, `backend: state`.
+ */
+doctor_lights: Array<string>, doctor_error: string | null, };
+
+export type Failure = { kind: FailureKind, message: string, fix: string, };
+
+export type FailureKind = "refused" | "timeout" | "unknown_host" | "auth" | "host_key_changed" | "not_ssh" | "no_ssh" | "other";
+
+export type KeyInfo = { 
+/**
+ * The private key's path (what `--identity` takes).
+ */
+path: string, public_key: string, };
+
+export type MigrationCommands = { project: string, rsync: string, 
+/**
+ * Present when the project is a git checkout with an `origin`.
+ */
+git: string | null, venv: string, };

@@ -1,7 +1,19 @@
 // A backend without the app, for the UI's unit tests (and for working on the UI in a browser):
 // it records calls and replays what a test gives it.
 import type { Backend } from "./index";
-import type { EpochsForm, MemorySnapshot, OverviewSnapshot, ProcessInfo, Report, RunRecord, SweepForm, SweepSnapshot } from "./ipc";
+import type {
+  CheckReport,
+  EpochsForm,
+  HostProfile,
+  KeyInfo,
+  MemorySnapshot,
+  OverviewSnapshot,
+  ProcessInfo,
+  Report,
+  RunRecord,
+  SweepForm,
+  SweepSnapshot,
+} from "./ipc";
 
 export interface MockBackend extends Backend {
   calls: string[];
@@ -24,7 +36,11 @@ export function mockBackend(opts: {
   startError?: { code: string; message: string };
   processes?: ProcessInfo[];
   overview?: OverviewSnapshot;
+  hosts?: HostProfile[];
+  keys?: KeyInfo[];
+  check?: CheckReport;
 }): MockBackend {
+  const hosts: HostProfile[] = [...(opts.hosts ?? [])];
   let overviewListener: ((s: OverviewSnapshot) => void) | null = null;
   let memoryListener: ((s: MemorySnapshot) => void) | null = null;
   const memoryStart = (kind: string, title: string): MemorySnapshot => ({
@@ -85,6 +101,7 @@ export function mockBackend(opts: {
         run_id: null,
         workload: form.workload,
         device: form.device,
+        host: form.host ?? null,
         device_name: null,
         budget_bytes: null,
         message: "starting the worker",
@@ -116,6 +133,45 @@ export function mockBackend(opts: {
       m.calls.push("overview");
       if (!opts.overview) throw { code: "internal", message: "no overview in this mock" };
       return opts.overview;
+    },
+    async listHosts() {
+      m.calls.push("listHosts");
+      return [...hosts];
+    },
+    async addHost(profile) {
+      m.calls.push(`addHost ${profile.name}`);
+      if (profile.host.includes(";")) throw { code: "invalid_input", message: `the host "${profile.host}" is refused` };
+      hosts.push(profile);
+      return profile;
+    },
+    async removeHost(name) {
+      m.calls.push(`removeHost ${name}`);
+      return true;
+    },
+    async listKeys() {
+      m.calls.push("listKeys");
+      return opts.keys ?? [];
+    },
+    async makeKey() {
+      m.calls.push("makeKey");
+      return { path: "/home/ada/.ssh/headroom_ed25519", public_key: "ssh-ed25519 AAAAmock headroom" };
+    },
+    async checkHost(name) {
+      m.calls.push(`checkHost ${name}`);
+      if (!opts.check) throw { code: "internal", message: "no check in this mock" };
+      return opts.check;
+    },
+    async migration(name) {
+      m.calls.push(`migration ${name}`);
+      return { project: "/p", rsync: `rsync -az /p/ ${name}:p/`, git: null, venv: `ssh ${name} -- 'cd p'` };
+    },
+    async openVnc(name) {
+      m.calls.push(`openVnc ${name}`);
+      return "vnc://localhost:5999";
+    },
+    async closeVnc() {
+      m.calls.push("closeVnc");
+      return true;
     },
     onOverview(f) {
       overviewListener = f;

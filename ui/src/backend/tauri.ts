@@ -3,7 +3,20 @@ import { Channel, invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
 
 import type { Backend } from "./index";
-import type { EpochsForm, MemorySnapshot, OverviewSnapshot, ProcessInfo, Report, RunRecord, SweepForm, SweepSnapshot } from "./ipc";
+import type {
+  CheckReport,
+  EpochsForm,
+  HostProfile,
+  KeyInfo,
+  MemorySnapshot,
+  MigrationCommands,
+  OverviewSnapshot,
+  ProcessInfo,
+  Report,
+  RunRecord,
+  SweepForm,
+  SweepSnapshot,
+} from "./ipc";
 
 export function tauriBackend(): Backend {
   return {
@@ -32,6 +45,15 @@ export function tauriBackend(): Backend {
     stopMemory: () => invoke<boolean>("stop_memory"),
     memorySnapshot: () => invoke<MemorySnapshot | null>("memory_snapshot"),
     overview: () => invoke<OverviewSnapshot>("overview"),
+    listHosts: () => invoke<HostProfile[]>("list_hosts"),
+    addHost: (profile: HostProfile, replace: boolean) => invoke<HostProfile>("add_host", { profile, replace }),
+    removeHost: (name: string) => invoke<boolean>("remove_host", { name }),
+    listKeys: () => invoke<KeyInfo[]>("list_keys"),
+    makeKey: () => invoke<KeyInfo>("make_key"),
+    checkHost: (name: string) => invoke<CheckReport>("check_host", { name }),
+    migration: (name: string) => invoke<MigrationCommands>("migration", { name, project: null }),
+    openVnc: (name: string) => invoke<string>("open_vnc", { name }),
+    closeVnc: () => invoke<boolean>("close_vnc"),
     onOverview(f: (s: OverviewSnapshot) => void) {
       void listen<OverviewSnapshot>("headroom://overview", (e) => f(e.payload));
     },

@@ -68,12 +68,18 @@ export function memoryBar(c: ContentionReport): HTMLElement {
   return wrap;
 }
 
-export function renderOverview(root: HTMLElement, s: OverviewSnapshot): void {
+export function renderOverview(root: HTMLElement, s: OverviewSnapshot, openRemote?: () => void): void {
   const d = s.decision;
   const head = el("div", "verdict-headline", d.headline);
   head.dataset.testid = "verdict-headline";
   head.dataset.verdict = d.verdict ?? "none";
   root.replaceChildren(head);
+  if (d.verdict === "remote" && openRemote) {
+    const go = el("button", "primary", "Move the work: open the Remote panel");
+    go.dataset.testid = "go-remote";
+    go.addEventListener("click", openRemote);
+    root.append(go);
+  }
   if (s.contention.raised) {
     const banner = el("div", "contention-banner");
     banner.dataset.testid = "contention-banner";
@@ -103,7 +109,10 @@ export function renderOverview(root: HTMLElement, s: OverviewSnapshot): void {
   root.append(el("div", "machine", `updated ${when} UTC · every ${s.interval_s} s · ${s.contention.processes} processes sampled in ${s.contention.sample_ms.toFixed(1)} ms`));
 }
 
-export function overviewPanel(backend: Backend): { root: HTMLElement; load(): Promise<void> } {
+export function overviewPanel(
+  backend: Backend,
+  openRemote?: () => void,
+): { root: HTMLElement; load(): Promise<void> } {
   const root = el("div", "panel overview");
   const body = el("div");
   const status = el("div", "status", "deciding…");
@@ -111,7 +120,7 @@ export function overviewPanel(backend: Backend): { root: HTMLElement; load(): Pr
   root.append(status, body);
   const show = (s: OverviewSnapshot) => {
     status.textContent = "";
-    renderOverview(body, s);
+    renderOverview(body, s, openRemote);
   };
   backend.onOverview(show);
   async function load(): Promise<void> {

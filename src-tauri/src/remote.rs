@@ -1,0 +1,294 @@
+//! The Remote panel's commands: host profiles, keys, checks, the migration commands to show, and
+//! the VNC tunnel. Thin adapters over `headroom_core::remote`; blocking work runs off the main
+//! thread.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use headroom_core::remote::check::{check, record, CheckOptions, CheckReport};
+use headroom_core::remote::vnc::{open_tunnel, opener, Tunnel};
+use headroom_core::remote::{ssh_dir, sshconfig, HostProfile, Hosts};
+use serde::{Deserialize, Serialize};
+use tauri::State;
+
+use crate::error::AppError;
+use crate::state::{lock, AppState};
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, AppError> + Send + 'static,
+) -> Result<T, AppError> {
+    tauri::async_runtime::spawn_blocking(f)
+        .await
+        .map_err(|e| AppError::new("internal", format!("the background task failed: {e}")))?
+}
+
+fn save_and_sync(hosts: &Hosts) -> Result<(), AppError> {
+    hosts.save()?;
+    sshconfig::sync(&ssh_dir()?, hosts.list())?;
+    Ok(())
+}
+
+/// The profiles.
+#[tauri::command]
+pub async fn list_hosts() -> Result<Vec<HostProfile>, AppError> {
+    blocking(|| Ok(Hosts::load()?.list().cloned().collect())).await
+}
+
+/// Adds (or replaces) a profile and its Host block.
+#[tauri::command]
+pub async fn add_host(profile: HostProfile, replace: bool) -> Result<HostProfile, AppError> {
+    blocking(move || {
+        let mut hosts = Hosts::load()?;
+        hosts.add(profile.clone(), replace)?;
+        save_and_sync(&hosts)?;
+        Ok(profile)
+    })
+    .await
+}
+
+/// Removes a profile.
+#[tauri::command]
+pub async fn remove_host(name: String) -> Result<bool, AppError> {
+    blocking(move || {
+        let mut hosts = Hosts::load()?;
+        let removed = hosts.remove(&name);
+        save_and_sync(&hosts)?;
+        Ok(removed)
+    })
+    .await
+}
+
+/// A key pair the user may install on the host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct KeyInfo {
+    /// The private key's path (what `--identity` takes).
+    pub path: String,
+    pub public_key: String,
+}
+
+/// The public keys in the SSH folder, each with its private key present.
+pub fn keys_in(dir: &Path) -> Vec<KeyInfo> {
+    let mut keys: Vec<KeyInfo> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| {
+                    let p = e.path();
+                    let private = p.to_str()?.strip_suffix(".pub").map(PathBuf::from)?;
+                    if !private.exists() {
+                        return None;
+                    }
+                    let public_key = std::fs::read_to_string(&p).ok()?.trim().to_owned();
+                    public_key.starts_with("ssh-").then(|| KeyInfo {
+                        path: private.display().to_string(),
+                        public_key,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    keys.sort_by(|a, b| a.path.cmp(&b.path));
+    keys
+}
+
+#[tauri::command]
+pub async fn list_keys() -> Result<Vec<KeyInfo>, AppError> {
+    blocking(|| Ok(keys_in(&ssh_dir()?))).await
+}
+
+/// Makes `headroom_ed25519` in the SSH folder (never overwriting a key) with `ssh-keygen`.
+#[tauri::command]
+pub async fn make_key() -> Result<KeyInfo, AppError> {
+    blocking(|| {
+        let dir = ssh_dir()?;
+        let path = dir.join("headroom_ed25519");
+        if !path.exists() {
+            std::fs::create_dir_all(&dir).map_err(|e| {
+                AppError::new("io", format!("cannot create {}: {e}", dir.display()))
+            })?;
+            let out = std::process::Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-C", "headroom", "-f"])
+                .arg(&path)
+                .output()
+                .map_err(|e| {
+                    AppError::new(
+                        "no_ssh",
+                        format!("cannot run ssh-keygen: {e}; install OpenSSH"),
+                    )
+                })?;
+            if !out.status.success() {
+                return Err(AppError::new(
+                    "keygen",
+                    String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+                ));
+            }
+        }
+        keys_in(&dir)
+            .into_iter()
+            .find(|k| Path::new(&k.path) == path)
+            .ok_or_else(|| AppError::new("keygen", "the new key cannot be read back"))
+    })
+    .await
+}
+
+/// Checks a host (as `headroom remote check`) and records it.
+#[tauri::command]
+pub async fn check_host(name: String) -> Result<CheckReport, AppError> {
+    blocking(move || {
+        let hosts = Hosts::load()?;
+        let p = hosts.get(&name)?.clone();
+        sshconfig::sync(&ssh_dir()?, hosts.list())?;
+        let r = check(&p, &CheckOptions::default())?;
+        let ledger = headroom_core::jobs::open_ledger()?;
+        record(&ledger, &r)?;
+        Ok(r)
+    })
+    .await
+}
+
+/// The exact commands that put the project on the host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct MigrationCommands {
+    pub project: String,
+    pub rsync: String,
+    /// Present when the project is a git checkout with an `origin`.
+    pub git: Option<String>,
+    pub venv: String,
+}
+
+/// Quotes a word for the user's shell when it needs it.
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:@~+=,".contains(c))
+    {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// The commands for `project` (a folder here) and host `name`; `origin` is its git remote URL.
+pub fn migration_commands(name: &str, project: &Path, origin: Option<&str>) -> MigrationCommands {
+    let folder = project
+        .file_name()
+        .map_or_else(|| "project".into(), |f| f.to_string_lossy().into_owned());
+    let dest = format!("{name}:{}/", shell_word(&folder));
+    MigrationCommands {
+        project: project.display().to_string(),
+        rsync: format!(
+            "rsync -az --info=progress2 --exclude .venv --exclude __pycache__ --exclude .git {}/ {dest}",
+            shell_word(&project.display().to_string())
+        ),
+        git: origin.map(|o| {
+            format!(
+                "ssh {name} -- git clone {} {}",
+                shell_word(o),
+                shell_word(&folder)
+            )
+        }),
+        venv: format!(
+            "ssh {name} -- 'cd {} && python3 -m venv .venv && .venv/bin/pip install -r requirements.txt'",
+            shell_word(&folder).replace('\'', "")
+        ),
+    }
+}
+
+/// The migration commands for the app's working folder (the project it was started in).
+#[tauri::command]
+pub async fn migration(
+    name: String,
+    project: Option<String>,
+) -> Result<MigrationCommands, AppError> {
+    blocking(move || {
+        headroom_core::remote::check_name(&name)?;
+        let dir = project
+            .map(PathBuf::from)
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| PathBuf::from("."));
+        let origin = std::process::Command::new("git")
+            .args(["-C"])
+            .arg(&dir)
+            .args(["remote", "get-url", "origin"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .filter(|s| !s.is_empty());
+        Ok(migration_commands(&name, &dir, origin.as_deref()))
+    })
+    .await
+}
+
+/// The open VNC tunnel, if any.
+#[derive(Debug, Default)]
+pub struct VncState {
+    pub tunnel: Option<(String, Tunnel)>,
+}
+
+/// Opens the tunnel to the host's screen and hands the URL to the OS viewer; returns the URL.
+#[tauri::command]
+pub async fn open_vnc(state: State<'_, AppState>, name: String) -> Result<String, AppError> {
+    let (url, tunnel) = blocking(move || {
+        let hosts = Hosts::load()?;
+        let p = hosts.get(&name)?.clone();
+        sshconfig::sync(&ssh_dir()?, hosts.list())?;
+        let t = open_tunnel(&p, None, Duration::from_secs(15))?
+            .map_err(|f| AppError::new("tunnel", format!("{} — {}", f.message, f.fix)))?;
+        let url = t.url();
+        let (mut cmd, _) = opener(&url);
+        // The viewer runs on its own; the tunnel stays until closed from the panel or the app quits.
+        cmd.spawn()
+            .map_err(|e| AppError::new("opener", format!("cannot open {url}: {e}")))?;
+        Ok((url, (name, t)))
+    })
+    .await?;
+    lock(&state.vnc).tunnel = Some(tunnel);
+    Ok(url)
+}
+
+/// Closes the VNC tunnel.
+#[tauri::command]
+pub async fn close_vnc(state: State<'_, AppState>) -> Result<bool, AppError> {
+    Ok(lock(&state.vnc).tunnel.take().is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_commands_to_show_are_exact_and_quoted() {
+        let m = migration_commands(
+            "rented-m4",
+            Path::new("/Users/ada/My Project"),
+            Some("git@github.com:ada/proj.git"),
+        );
+        assert_eq!(
+            m.rsync,
+            "rsync -az --info=progress2 --exclude .venv --exclude __pycache__ --exclude .git '/Users/ada/My Project'/ rented-m4:'My Project'/"
+        );
+        assert_eq!(
+            m.git.as_deref(),
+            Some("ssh rented-m4 -- git clone git@github.com:ada/proj.git 'My Project'")
+        );
+        let plain = migration_commands("box", Path::new("/srv/proj"), None);
+        assert!(plain.git.is_none());
+        assert!(
+            plain.rsync.ends_with(" /srv/proj/ box:proj/"),
+            "{}",
+            plain.rsync
+        );
+    }
+
+    #[test]
+    fn keys_need_their_private_half() {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::write(dir.path().join("id_ed25519.pub"), "ssh-ed25519 AAAA ada\n").expect("pub");
+        std::fs::write(dir.path().join("id_ed25519"), "private").expect("key");
+        std::fs::write(dir.path().join("orphan.pub"), "ssh-rsa BBBB x\n").expect("orphan");
+        let keys = keys_in(dir.path());
+        assert_eq!(keys.len(), 1);
+        assert_eq!(keys[0].public_key, "ssh-ed25519 AAAA ada");
+        assert!(keys[0].path.ends_with("id_ed25519"));
+    }
+}
