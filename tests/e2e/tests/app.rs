@@ -180,6 +180,67 @@ impl Session {
     }
 }
 
+fn whoami() -> String {
+    let out = Command::new("id").arg("-un").output().expect("id -un");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A real OpenSSH server on 127.0.0.1 with a throwaway host key and user key (`userkey`).
+struct Sshd {
+    dir: tempfile::TempDir,
+    port: u16,
+    child: Child,
+}
+
+impl Sshd {
+    fn start() -> Self {
+        let _ = std::fs::create_dir_all("/run/sshd");
+        let dir = tempfile::tempdir().expect("sshd dir");
+        let d = dir.path();
+        for key in ["hostkey", "userkey"] {
+            let st = Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(d.join(key))
+                .status()
+                .expect("ssh-keygen");
+            assert!(st.success());
+        }
+        std::fs::copy(d.join("userkey.pub"), d.join("authorized_keys")).expect("authorized_keys");
+        let port = free_port();
+        std::fs::write(
+            d.join("sshd_config"),
+            format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nPidFile {}\nAuthorizedKeysFile {}\n\
+                 PasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n\
+                 StrictModes no\nUsePAM no\nLogLevel ERROR\n",
+                d.join("hostkey").display(),
+                d.join("sshd.pid").display(),
+                d.join("authorized_keys").display()
+            ),
+        )
+        .expect("sshd_config");
+        let child = Command::new("/usr/sbin/sshd")
+            .args(["-D", "-e", "-f"])
+            .arg(d.join("sshd_config"))
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start sshd (openssh-server; scripts/bootstrap.sh installs it)");
+        let until = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < until, "sshd did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self { dir, port, child }
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A child process killed when the test ends, passing or not.
 struct Killed(Child);
 
@@ -262,6 +323,7 @@ fn start_driver(home: &Path) -> Driver {
             &native.to_string(),
         ])
         .env("HEADROOM_HOME", home)
+        .env("HEADROOM_SSH_DIR", home.join("ssh"))
         .env("HEADROOM_BIN", env_path("HEADROOM_E2E_WORKER"))
         .env("VIRTUAL_ENV", &venv)
         .env("HEADROOM_APP_OPEN", "1")
@@ -514,6 +576,40 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
         "{sent:?}"
     );
     drop(zoom);
+
+    // Remote: a real sshd on 127.0.0.1 as the rented host — add it, see the key and the
+    // commands, check it from the panel.
+    let sshd = Sshd::start();
+    s.click(&s.wait(r#"[data-testid="tab-remote"]"#, 5));
+    for (id, value) in [
+        ("host-name", "box".to_owned()),
+        ("host-host", "127.0.0.1".to_owned()),
+        ("host-port", sshd.port.to_string()),
+        ("host-user", whoami()),
+        (
+            "host-identity",
+            sshd.dir.path().join("userkey").display().to_string(),
+        ),
+    ] {
+        s.type_into(&s.wait(&format!(r#"[data-testid="{id}"]"#), 5), &value);
+    }
+    s.click(&s.wait(r#"[data-testid="add-host"]"#, 5));
+    s.wait(r#"[data-testid="host-row"][data-name="box"]"#, 10);
+    let rsync = s.wait(r#"[data-testid="migration-rsync"]"#, 10);
+    assert!(
+        s.text(&rsync).starts_with("rsync -az"),
+        "{}",
+        s.text(&rsync)
+    );
+    s.click(&s.wait(r#"[data-testid="check-host"]"#, 5));
+    let checked = s.wait(r#"[data-testid="check-result"][data-ok="true"]"#, 90);
+    let text = s.text(&checked);
+    assert!(text.contains("RTT") && text.contains("Linux"), "{text}");
+    s.screenshot(&out.join("remote.png"));
+    let managed = std::fs::read_to_string(home.path().join("ssh/config.d/headroom"))
+        .expect("the managed ssh config");
+    assert!(managed.contains("Host box"), "{managed}");
+    drop(sshd);
     s.close();
     drop(driver);
 
