@@ -361,7 +361,7 @@ fn a_remote_sweep_lands_in_the_local_ledger_and_a_dropped_link_keeps_its_points(
 
     // A long sweep whose connection drops after its first point: the points received stay,
     // the run is interrupted, and the note says the link dropped.
-    let mut long = home
+    let long = home
         .cmd(&[
             "remote",
             "sweep",

@@ -410,6 +410,43 @@ fn round_trips(p: &HostProfile, o: &CheckOptions) -> Result<Vec<f64>, CoreError>
     Ok(samples)
 }
 
+/// Records a check in the ledger as a `remote-check` run under the profile's name: what the
+/// decision table's remote column reads.
+pub fn record(ledger: &crate::ledger::Ledger, r: &CheckReport) -> Result<i64, CoreError> {
+    let id = ledger.begin_run(&crate::ledger::NewRun {
+        kind: "remote-check".into(),
+        host: r.name.clone(),
+        device: "ssh".into(),
+        device_name: r.target.clone(),
+        workload: "check".into(),
+        dtype: "-".into(),
+        mode: "-".into(),
+        libtorch: r.headroom.clone().unwrap_or_else(|| "none".into()),
+        git_commit: None,
+        git_dirty: None,
+        budget_bytes: None,
+        fallback: None,
+        request_json: "{}".into(),
+        owner_pid: Some(std::process::id()),
+    })?;
+    let note = match &r.failure {
+        Some(f) => f.message.clone(),
+        None => format!(
+            "reachable, RTT {:.1} ms, {} {}",
+            r.rtt_ms.unwrap_or(0.0),
+            r.os.as_deref().unwrap_or("?"),
+            r.arch.as_deref().unwrap_or("?")
+        ),
+    };
+    let status = if r.ok {
+        crate::ledger::RunStatus::Complete
+    } else {
+        crate::ledger::RunStatus::Failed
+    };
+    ledger.finish_report(id, status, &serde_json::to_value(r)?, Some(&note))?;
+    Ok(id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -481,41 +518,4 @@ mod tests {
         );
         assert_eq!(sh_quote("it's"), r"'it'\''s'");
     }
-}
-
-/// Records a check in the ledger as a `remote-check` run under the profile's name: what the
-/// decision table's remote column reads.
-pub fn record(ledger: &crate::ledger::Ledger, r: &CheckReport) -> Result<i64, CoreError> {
-    let id = ledger.begin_run(&crate::ledger::NewRun {
-        kind: "remote-check".into(),
-        host: r.name.clone(),
-        device: "ssh".into(),
-        device_name: r.target.clone(),
-        workload: "check".into(),
-        dtype: "-".into(),
-        mode: "-".into(),
-        libtorch: r.headroom.clone().unwrap_or_else(|| "none".into()),
-        git_commit: None,
-        git_dirty: None,
-        budget_bytes: None,
-        fallback: None,
-        request_json: "{}".into(),
-        owner_pid: Some(std::process::id()),
-    })?;
-    let note = match &r.failure {
-        Some(f) => f.message.clone(),
-        None => format!(
-            "reachable, RTT {:.1} ms, {} {}",
-            r.rtt_ms.unwrap_or(0.0),
-            r.os.as_deref().unwrap_or("?"),
-            r.arch.as_deref().unwrap_or("?")
-        ),
-    };
-    let status = if r.ok {
-        crate::ledger::RunStatus::Complete
-    } else {
-        crate::ledger::RunStatus::Failed
-    };
-    ledger.finish_report(id, status, &serde_json::to_value(r)?, Some(&note))?;
-    Ok(id)
 }
