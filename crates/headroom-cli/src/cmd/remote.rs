@@ -23,7 +23,7 @@ pub enum RemoteCommand {
         /// A private key file (your ssh agent is used too; passwords never are).
         #[arg(long)]
         identity: Option<String>,
-        /// A jump host, [user@]host[:port].
+        /// A jump host, `[user@]host[:port]`.
         #[arg(long)]
         jump: Option<String>,
         #[arg(long, default_value_t = 5900)]
