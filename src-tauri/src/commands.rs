@@ -20,7 +20,8 @@ use crate::state::{lock, AppState, RunningSweep, SweepSnapshot};
 /// Chart size in the popover (CSS pixels).
 const CHART: (u32, u32) = (360, 420);
 
-async fn blocking<T: Send + 'static>(
+/// Runs `f` on the blocking pool, off the main thread.
+pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, AppError> + Send + 'static,
 ) -> Result<T, AppError> {
     tauri::async_runtime::spawn_blocking(f)

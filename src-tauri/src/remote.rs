@@ -11,16 +11,9 @@ use headroom_core::remote::{ssh_dir, sshconfig, HostProfile, Hosts};
 use serde::{Deserialize, Serialize};
 use tauri::State;
 
+use crate::commands::blocking;
 use crate::error::AppError;
 use crate::state::{lock, AppState};
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, AppError> + Send + 'static,
-) -> Result<T, AppError> {
-    tauri::async_runtime::spawn_blocking(f)
-        .await
-        .map_err(|e| AppError::new("internal", format!("the background task failed: {e}")))?
-}
 
 fn save_and_sync(hosts: &Hosts) -> Result<(), AppError> {
     hosts.save()?;
