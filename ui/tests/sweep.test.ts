@@ -46,7 +46,10 @@ describe("sweep panel", () => {
     expect(get(panel.root, "sweep-table").querySelectorAll("tr")).toHaveLength(2);
     expect(get<HTMLImageElement>(panel.root, "sweep-chart").src).toMatch(/^data:image\/svg\+xml/);
     expect(get(panel.root, "sweep-status").textContent).toContain("run 7");
+    expect(get(panel.root, "sweep-status").textContent).not.toContain("host");
     expect(get(panel.root, "sweep-recommendation").hidden).toBe(true);
+    b.push(snapshot({ host: "box", points: [point(1, 900, 2 ** 20)] }));
+    expect(get(panel.root, "sweep-status").textContent).toContain("mlp on AMD EPYC (host box)");
 
     b.push(
       snapshot({

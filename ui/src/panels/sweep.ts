@@ -73,7 +73,8 @@ export function renderSnapshot(
   s: SweepSnapshot,
 ): void {
   const head = s.run_id !== null ? `run ${s.run_id} · ` : "";
-  parts.status.textContent = `${head}${s.workload} on ${s.device_name ?? s.device} · ${s.running ? s.message : s.status}`;
+  const where = s.host ? ` (host ${s.host})` : "";
+  parts.status.textContent = `${head}${s.workload} on ${s.device_name ?? s.device}${where} · ${s.running ? s.message : s.status}`;
   parts.status.dataset.state = s.running ? "running" : s.status;
   if (s.chart_svg) {
     parts.chart.src = svgDataUrl(s.chart_svg);
