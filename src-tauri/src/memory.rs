@@ -333,6 +333,7 @@ pub async fn start_watch(
             batch: None,
             torch_version: None,
             profile_ops: false,
+            max_time: None,
         };
         let outcome = jobs::open_ledger().and_then(|ledger| {
             jobs::watch::watch_pid(pid, &opts, &ledger, &stop, &mut |r| {

@@ -24,6 +24,7 @@ pub mod plot;
 pub mod protocol;
 pub mod readiness;
 pub mod remote;
+pub mod scriptsweep;
 pub mod stats;
 pub mod summary;
 pub mod sysmem;

@@ -38,6 +38,13 @@ pub struct RunArgs {
     /// (for the "one layer is slow" rule of `headroom decide`; slows the run while it logs).
     #[arg(long)]
     profile_ops: bool,
+    /// Run the command once per value, with `{NAME}` in its arguments replaced:
+    /// `--sweep bs=16,32,64 -- python train.py --batch-size {bs}` (repeat for a grid).
+    #[arg(long, value_name = "NAME=V1,V2")]
+    sweep: Vec<String>,
+    /// Stop the command (each run of a sweep) after this many seconds.
+    #[arg(long)]
+    max_seconds: Option<u64>,
     /// The command, after `--`.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     command: Vec<String>,
@@ -98,6 +105,76 @@ fn summary(o: &WatchOutcome) {
     }
 }
 
+/// `run --sweep`: the command once per combination, each its own run in the ledger, then a table.
+fn sweep_command(
+    a: &RunArgs,
+    matcher: &EpochMatcher,
+    opts: &WatchOptions,
+    ledger: &headroom_core::ledger::Ledger,
+) -> Result<ExitCode> {
+    use headroom_core::scriptsweep::{combinations, parse_axis, substitute};
+    let axes = a
+        .sweep
+        .iter()
+        .map(|s| parse_axis(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let combos = combinations(&axes);
+    // Check every substitution before running anything.
+    let commands = combos
+        .iter()
+        .map(|c| substitute(&a.command, c))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut rows = Vec::new();
+    for (i, (combo, command)) in combos.iter().zip(&commands).enumerate() {
+        let label: Vec<String> = combo.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        eprintln!("headroom: [{}/{}] {}", i + 1, combos.len(), label.join(" "));
+        let o = WatchOptions {
+            batch: a.batch.or_else(|| batch_from_args(command)),
+            ..opts.clone()
+        };
+        let out = run_command(command, matcher, &o, ledger)?;
+        rows.push((label.join(" "), out));
+    }
+    if a.json {
+        let doc: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(label, out)| serde_json::json!({ "combination": label, "run": out }))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        eprintln!(
+            "{:<28} {:>6} {:>8} {:>12} {:>6} {:>5}  run",
+            "combination", "exit", "seconds", "peak memory", "epochs", "OOM"
+        );
+        for (label, o) in &rows {
+            eprintln!(
+                "{:<28} {:>6} {:>8.1} {:>12} {:>6} {:>5}  {}{}",
+                label,
+                o.exit_code
+                    .map_or_else(|| "signal".into(), |c| c.to_string()),
+                o.seconds,
+                format_bytes(o.peak_tree_bytes),
+                o.epochs.len(),
+                if o.oom { "yes" } else { "no" },
+                o.run_id,
+                if o.stopped_at_limit {
+                    " (stopped at the limit)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    let all_ok = rows
+        .iter()
+        .all(|(_, o)| o.exit_code == Some(0) || o.stopped_at_limit);
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
+    })
+}
+
 pub fn run(a: &RunArgs) -> Result<ExitCode> {
     let matcher = EpochMatcher::new(&a.epoch_regex)?;
     let th = thresholds(a.leak_threshold, a.leak_over)?;
@@ -126,8 +203,15 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         batch: a.batch.or_else(|| batch_from_args(&a.command)),
         torch_version,
         profile_ops: a.profile_ops,
+        max_time: a.max_seconds.map(Duration::from_secs),
     };
+    if a.max_seconds == Some(0) {
+        bail!("--max-seconds must be 1 or more");
+    }
     let ledger = super::open_ledger()?;
+    if !a.sweep.is_empty() {
+        return sweep_command(a, &matcher, &opts, &ledger);
+    }
     let out = run_command(&a.command, &matcher, &opts, &ledger)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -172,6 +256,7 @@ pub fn watch(a: &WatchArgs) -> Result<ExitCode> {
         batch: None,
         torch_version: None,
         profile_ops: false,
+        max_time: None,
     };
     let ledger = super::open_ledger()?;
     // SAFETY: the handler only stores to an atomic.

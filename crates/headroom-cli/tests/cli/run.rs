@@ -234,3 +234,109 @@ fn ctrl_c_ends_a_watch_with_its_summary_and_leaves_the_process_running() {
     assert_eq!(runs[0]["kind"], "watch");
     assert_ne!(runs[0]["status"], "running", "{}", runs[0]);
 }
+
+/// The JSON document printed after the command's own output.
+fn trailing_json(stdout: &[u8], open: char) -> Value {
+    let text = String::from_utf8_lossy(stdout);
+    let at = text.find(&format!("\n{open}")).map_or(0, |i| i + 1);
+    serde_json::from_str(&text[at..]).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[test]
+fn a_sweep_over_the_users_script_runs_each_value_and_finds_its_oom() {
+    let home = Home::new();
+    // Holds MB megabytes; at 300 it fails the way MPS does (the message as captured in
+    // tests/fixtures/macos/torch_mps_oom_runtimeerror_m2.txt).
+    let script = r"import sys, time
+mb = int(sys.argv[1])
+b = bytearray(mb << 20)
+for i in range(0, len(b), 4096): b[i] = 1
+print('epoch 1', flush=True)
+time.sleep(0.6)
+if mb >= 300:
+    print('RuntimeError: MPS backend out of memory (MPS allocated: 8.89 GB, other allocations: 172.98 MB, max allowed: 9.07 GB). Tried to allocate 6.25 MB on private pool.', file=sys.stderr, flush=True)
+    sys.exit(1)
+print('epoch 2', flush=True)
+";
+    let py = python();
+    let out = home.run(&[
+        "run",
+        "--sweep",
+        "mb=40,150,300",
+        "--interval-ms",
+        "100",
+        "--json",
+        "--",
+        py.to_str().expect("utf-8"),
+        "-c",
+        script,
+        "{mb}",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "one combination failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = trailing_json(&out.stdout, '[');
+    let runs = v.as_array().expect("one entry per combination");
+    assert_eq!(runs.len(), 3);
+    let labels: Vec<&str> = runs
+        .iter()
+        .filter_map(|r| r["combination"].as_str())
+        .collect();
+    assert_eq!(labels, ["mb=40", "mb=150", "mb=300"]);
+    let peak = |i: usize| runs[i]["run"]["peak_tree_bytes"].as_u64().expect("peak");
+    assert!(
+        peak(0) < peak(1) && peak(1) < peak(2),
+        "{} {} {}",
+        peak(0),
+        peak(1),
+        peak(2)
+    );
+    assert!(peak(1) >= 150 << 20);
+    assert_eq!(runs[2]["run"]["oom"], true);
+    assert_eq!(runs[2]["run"]["exit_code"], 1);
+    assert_eq!(runs[0]["run"]["oom"], false);
+    assert_eq!(runs[0]["run"]["epochs"].as_array().map(Vec::len), Some(2));
+    assert_eq!(home.runs().iter().filter(|r| r["kind"] == "run").count(), 3);
+    // A name the command does not use is refused before anything runs.
+    let bad = home.run(&[
+        "run",
+        "--sweep",
+        "bs=1,2",
+        "--",
+        py.to_str().expect("utf-8"),
+        "-c",
+        "pass",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("the command has no {bs}"));
+    assert_eq!(home.runs().iter().filter(|r| r["kind"] == "run").count(), 3);
+}
+
+#[test]
+fn max_seconds_stops_a_command_that_runs_on() {
+    let home = Home::new();
+    let py = python();
+    let t = std::time::Instant::now();
+    let out = home.run(&[
+        "run",
+        "--max-seconds",
+        "1",
+        "--interval-ms",
+        "100",
+        "--json",
+        "--",
+        py.to_str().expect("utf-8"),
+        "-c",
+        "import time\nprint('epoch 1', flush=True)\ntime.sleep(60)",
+    ]);
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(15),
+        "{:?}",
+        t.elapsed()
+    );
+    let v = trailing_json(&out.stdout, '{');
+    assert_eq!(v["stopped_at_limit"], true, "{v}");
+}

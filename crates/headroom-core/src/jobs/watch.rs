@@ -31,6 +31,9 @@ pub struct WatchOptions {
     /// Ask PyTorch's MPS profiler to log every operation with its GPU time
     /// (`PYTORCH_MPS_LOG_PROFILE_INFO`), and total them per operator (`run` only; slows MPS).
     pub profile_ops: bool,
+    /// Stop the command after this long (`run` only; a sweep over the user's script bounds
+    /// each combination this way).
+    pub max_time: Option<Duration>,
 }
 
 /// An operator's total GPU time in a run, from the MPS profiler log.
@@ -68,6 +71,12 @@ pub struct WatchOutcome {
     /// GPU time per operator from the MPS profiler log, largest first (at most 20).
     #[serde(default)]
     pub op_times: Vec<OpTime>,
+    /// The command's output said it ran out of memory (CUDA, MPS or the CPU allocator).
+    #[serde(default)]
+    pub oom: bool,
+    /// Headroom stopped the command at its time bound.
+    #[serde(default)]
+    pub stopped_at_limit: bool,
 }
 
 enum Msg {
@@ -132,6 +141,8 @@ struct Tally {
     fallback_ops: Vec<String>,
     ops: std::collections::HashMap<String, (f64, u32)>,
     busy: Option<crate::gpu_busy::BusySampler>,
+    oom: bool,
+    stopped_at_limit: bool,
 }
 
 /// What reading the command's lines needs.
@@ -171,6 +182,7 @@ impl Tally {
                 t.fallback_ops.push(op);
             }
         }
+        t.oom |= crate::failure::classify(line) == crate::protocol::PointStatus::Oom;
         if let Some((op, ms)) = mps_op_gpu_ms(line) {
             let e = t.ops.entry(op).or_default();
             e.0 += ms;
@@ -211,6 +223,8 @@ impl Tally {
             fallback_ops: Vec::new(),
             ops: std::collections::HashMap::new(),
             busy: crate::gpu_busy::BusySampler::system(),
+            oom: false,
+            stopped_at_limit: false,
         }
     }
 
@@ -302,8 +316,22 @@ pub fn run_command(
     let mut readers_left = readers.len();
     // Lines and readings until both pipes close (the child and anything holding them is done).
     while readers_left > 0 {
-        let Ok(msg) = rx.recv() else { break };
-        t.take(msg, ledger, &matcher_ctx)?;
+        if let Some(limit) = opts.max_time.filter(|l| started.elapsed() >= *l) {
+            if !t.stopped_at_limit {
+                t.stopped_at_limit = true;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "headroom: stopping the command at its {:.0} s limit",
+                    limit.as_secs_f64()
+                );
+                let _ = child.kill();
+            }
+        }
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(msg) => t.take(msg, ledger, &matcher_ctx)?,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
         readers_left = readers.iter().filter(|h| !h.is_finished()).count();
     }
     let status = child
@@ -404,6 +432,8 @@ fn finish(
         verdict,
         gpu_busy,
         op_times,
+        oom: t.oom,
+        stopped_at_limit: t.stopped_at_limit,
     };
     let status = if success {
         RunStatus::Complete

@@ -1,0 +1,104 @@
+//! Sweeps over the user's own command: `--sweep NAME=v1,v2` values substituted for `{NAME}` in
+//! the command's arguments (never through a shell), one run per combination.
+
+use crate::CoreError;
+
+/// One swept name and its values.
+pub type Axis = (String, Vec<String>);
+
+/// Parses `NAME=v1,v2,...`.
+pub fn parse_axis(spec: &str) -> Result<Axis, CoreError> {
+    let bad = |why: &str| {
+        CoreError::InvalidInput(format!(
+            "--sweep {spec:?}: {why}; write it as NAME=v1,v2 and put {{NAME}} in the command"
+        ))
+    };
+    let (name, values) = spec.split_once('=').ok_or_else(|| bad("no '='"))?;
+    let name = name.trim();
+    let ok_name = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok_name {
+        return Err(bad("the name must be letters, digits and '_'"));
+    }
+    let values: Vec<String> = values.split(',').map(|v| v.trim().to_owned()).collect();
+    if values.iter().any(String::is_empty) {
+        return Err(bad("an empty value"));
+    }
+    Ok((name.to_owned(), values))
+}
+
+/// Every combination of the axes' values, the first axis varying slowest.
+pub fn combinations(axes: &[Axis]) -> Vec<Vec<(String, String)>> {
+    axes.iter().fold(vec![Vec::new()], |acc, (name, values)| {
+        acc.iter()
+            .flat_map(|prefix| {
+                values.iter().map(move |v| {
+                    let mut c = prefix.clone();
+                    c.push((name.clone(), v.clone()));
+                    c
+                })
+            })
+            .collect()
+    })
+}
+
+/// The command with `{NAME}` replaced in every argument; each axis must appear somewhere.
+pub fn substitute(
+    command: &[String],
+    combo: &[(String, String)],
+) -> Result<Vec<String>, CoreError> {
+    for (name, _) in combo {
+        let mark = format!("{{{name}}}");
+        if !command.iter().any(|a| a.contains(&mark)) {
+            return Err(CoreError::InvalidInput(format!(
+                "--sweep {name}=...: the command has no {mark} to replace; put it where the value goes, e.g. --batch-size {mark}"
+            )));
+        }
+    }
+    Ok(command
+        .iter()
+        .map(|a| {
+            combo
+                .iter()
+                .fold(a.clone(), |s, (n, v)| s.replace(&format!("{{{n}}}"), v))
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split(' ').map(String::from).collect()
+    }
+
+    #[test]
+    fn axes_combinations_and_substitution() {
+        let bs = parse_axis("bs=16,32").expect("bs");
+        let nw = parse_axis("workers=0,2,4").expect("workers");
+        assert_eq!(bs, ("bs".into(), vec!["16".into(), "32".into()]));
+        let all = combinations(&[bs, nw]);
+        assert_eq!(all.len(), 6);
+        assert_eq!(
+            all[1],
+            vec![("bs".into(), "16".into()), ("workers".into(), "2".into())]
+        );
+        let cmd = args("python train.py --batch-size {bs} --num-workers={workers}");
+        assert_eq!(
+            substitute(&cmd, &all[5]).expect("sub"),
+            args("python train.py --batch-size 32 --num-workers=4")
+        );
+        // A value is one argument, whatever it holds: no shell sees it.
+        let odd = vec![("bs".to_owned(), "1; rm -rf ~".to_owned())];
+        assert_eq!(
+            substitute(&args("x {bs}"), &odd).expect("sub")[1],
+            "1; rm -rf ~"
+        );
+        assert!(substitute(&args("python train.py"), &all[0]).is_err());
+        for bad in ["bs", "=1", "b s=1", "bs=1,,2", "1x=2"] {
+            assert!(parse_axis(bad).is_err(), "{bad}");
+        }
+        assert_eq!(combinations(&[]), vec![Vec::<(String, String)>::new()]);
+    }
+}
