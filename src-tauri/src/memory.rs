@@ -334,6 +334,7 @@ pub async fn start_watch(
             torch_version: None,
             profile_ops: false,
             max_time: None,
+            max_steps: None,
         };
         let outcome = jobs::open_ledger().and_then(|ledger| {
             jobs::watch::watch_pid(pid, &opts, &ledger, &stop, &mut |r| {

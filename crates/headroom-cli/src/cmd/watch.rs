@@ -45,6 +45,10 @@ pub struct RunArgs {
     /// Stop the command (each run of a sweep) after this many seconds.
     #[arg(long)]
     max_seconds: Option<u64>,
+    /// Stop the command after this many steps: lines it prints starting with `headroom-step`
+    /// (one per training step; they also give the step time and throughput).
+    #[arg(long)]
+    steps: Option<u32>,
     /// The command, after `--`.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     command: Vec<String>,
@@ -143,17 +147,29 @@ fn sweep_command(
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         eprintln!(
-            "{:<28} {:>6} {:>8} {:>12} {:>6} {:>5}  run",
-            "combination", "exit", "seconds", "peak memory", "epochs", "OOM"
+            "{:<28} {:>6} {:>8} {:>12} {:>6} {:>9} {:>10} {:>6} {:>5}  run",
+            "combination",
+            "exit",
+            "seconds",
+            "peak memory",
+            "steps",
+            "p50 ms",
+            "samples/s",
+            "epochs",
+            "OOM"
         );
+        let opt = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |x| format!("{x:.1}"));
         for (label, o) in &rows {
             eprintln!(
-                "{:<28} {:>6} {:>8.1} {:>12} {:>6} {:>5}  {}{}",
+                "{:<28} {:>6} {:>8.1} {:>12} {:>6} {:>9} {:>10} {:>6} {:>5}  {}{}",
                 label,
                 o.exit_code
                     .map_or_else(|| "signal".into(), |c| c.to_string()),
                 o.seconds,
                 format_bytes(o.peak_tree_bytes),
+                o.steps,
+                opt(o.step_ms_p50),
+                opt(o.samples_per_s),
                 o.epochs.len(),
                 if o.oom { "yes" } else { "no" },
                 o.run_id,
@@ -204,9 +220,10 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         torch_version,
         profile_ops: a.profile_ops,
         max_time: a.max_seconds.map(Duration::from_secs),
+        max_steps: a.steps,
     };
-    if a.max_seconds == Some(0) {
-        bail!("--max-seconds must be 1 or more");
+    if a.max_seconds == Some(0) || a.steps == Some(0) {
+        bail!("--max-seconds and --steps must be 1 or more");
     }
     let ledger = super::open_ledger()?;
     if !a.sweep.is_empty() {
@@ -257,6 +274,7 @@ pub fn watch(a: &WatchArgs) -> Result<ExitCode> {
         torch_version: None,
         profile_ops: false,
         max_time: None,
+        max_steps: None,
     };
     let ledger = super::open_ledger()?;
     // SAFETY: the handler only stores to an atomic.

@@ -340,3 +340,53 @@ fn max_seconds_stops_a_command_that_runs_on() {
     let v = trailing_json(&out.stdout, '{');
     assert_eq!(v["stopped_at_limit"], true, "{v}");
 }
+
+#[test]
+fn step_markers_give_step_time_and_throughput_and_steps_bound_the_run() {
+    let home = Home::new();
+    // A "training loop" whose step takes bs/16 × 30 ms, printing the documented marker per step.
+    let script = r"import sys, time
+bs = int(sys.argv[2])
+for step in range(1000):
+    time.sleep(0.030 * bs / 16)
+    print(f'headroom-step {step}', flush=True)
+";
+    let py = python();
+    let out = home.run(&[
+        "run",
+        "--sweep",
+        "bs=16,64",
+        "--steps",
+        "12",
+        "--json",
+        "--",
+        py.to_str().expect("utf-8"),
+        "-c",
+        script,
+        "--batch-size",
+        "{bs}",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = trailing_json(&out.stdout, '[');
+    let runs = v.as_array().expect("runs");
+    let p50 = |i: usize| runs[i]["run"]["step_ms_p50"].as_f64().expect("p50");
+    for r in runs {
+        assert_eq!(r["run"]["stopped_at_limit"], true, "{r}");
+        let steps = r["run"]["steps"].as_u64().expect("steps");
+        assert!(
+            (12..=14).contains(&steps),
+            "stopped at 12 steps (give or take the lines in flight): {steps}"
+        );
+    }
+    // 30 ms and 120 ms steps; sleep only overshoots.
+    assert!((30.0..60.0).contains(&p50(0)), "{}", p50(0));
+    assert!((120.0..170.0).contains(&p50(1)), "{}", p50(1));
+    // Throughput: the batch (read from --batch-size) over the median step.
+    let sps = runs[1]["run"]["samples_per_s"].as_f64().expect("samples/s");
+    assert!((sps - 64.0 * 1000.0 / p50(1)).abs() < 1e-6, "{sps}");
+    assert_eq!(runs[1]["run"]["batch"], 64);
+}

@@ -34,6 +34,17 @@ pub struct WatchOptions {
     /// Stop the command after this long (`run` only; a sweep over the user's script bounds
     /// each combination this way).
     pub max_time: Option<Duration>,
+    /// Stop the command after this many step markers (`run` only).
+    pub max_steps: Option<u32>,
+}
+
+/// The line a script prints at the end of each training step so `run` can time its steps:
+/// `headroom-step` (case ignored), alone or followed by anything.
+pub fn is_step_marker(line: &str) -> bool {
+    let l = line.trim_start();
+    l.get(..13)
+        .is_some_and(|head| head.eq_ignore_ascii_case("headroom-step"))
+        && l[13..].chars().next().is_none_or(|c| !c.is_alphanumeric())
 }
 
 /// An operator's total GPU time in a run, from the MPS profiler log.
@@ -74,9 +85,20 @@ pub struct WatchOutcome {
     /// The command's output said it ran out of memory (CUDA, MPS or the CPU allocator).
     #[serde(default)]
     pub oom: bool,
-    /// Headroom stopped the command at its time bound.
+    /// Headroom stopped the command at its time or step bound.
     #[serde(default)]
     pub stopped_at_limit: bool,
+    /// Step markers seen (`headroom-step` lines).
+    #[serde(default)]
+    pub steps: u32,
+    /// Median and 95th-percentile time between step markers, ms.
+    #[serde(default)]
+    pub step_ms_p50: Option<f64>,
+    #[serde(default)]
+    pub step_ms_p95: Option<f64>,
+    /// The batch over the median step time, when both are known.
+    #[serde(default)]
+    pub samples_per_s: Option<f64>,
 }
 
 enum Msg {
@@ -143,6 +165,7 @@ struct Tally {
     busy: Option<crate::gpu_busy::BusySampler>,
     oom: bool,
     stopped_at_limit: bool,
+    step_at: Vec<f64>,
 }
 
 /// What reading the command's lines needs.
@@ -183,6 +206,9 @@ impl Tally {
             }
         }
         t.oom |= crate::failure::classify(line) == crate::protocol::PointStatus::Oom;
+        if is_step_marker(line) {
+            t.step_at.push(started.elapsed().as_secs_f64());
+        }
         if let Some((op, ms)) = mps_op_gpu_ms(line) {
             let e = t.ops.entry(op).or_default();
             e.0 += ms;
@@ -225,6 +251,7 @@ impl Tally {
             busy: crate::gpu_busy::BusySampler::system(),
             oom: false,
             stopped_at_limit: false,
+            step_at: Vec::new(),
         }
     }
 
@@ -316,13 +343,20 @@ pub fn run_command(
     let mut readers_left = readers.len();
     // Lines and readings until both pipes close (the child and anything holding them is done).
     while readers_left > 0 {
-        if let Some(limit) = opts.max_time.filter(|l| started.elapsed() >= *l) {
+        let over_time = opts
+            .max_time
+            .filter(|l| started.elapsed() >= *l)
+            .map(|l| format!("{:.0} s", l.as_secs_f64()));
+        let over_steps = opts
+            .max_steps
+            .filter(|n| t.step_at.len() >= *n as usize)
+            .map(|n| format!("{n} steps"));
+        if let Some(limit) = over_time.or(over_steps) {
             if !t.stopped_at_limit {
                 t.stopped_at_limit = true;
                 let _ = writeln!(
                     std::io::stderr(),
-                    "headroom: stopping the command at its {:.0} s limit",
-                    limit.as_secs_f64()
+                    "headroom: stopping the command at its limit of {limit}"
                 );
                 let _ = child.kill();
             }
@@ -415,6 +449,8 @@ fn finish(
         .collect();
     op_times.sort_by(|a, b| b.gpu_ms.total_cmp(&a.gpu_ms).then(a.name.cmp(&b.name)));
     op_times.truncate(20);
+    let step_ms: Vec<f64> = t.step_at.windows(2).map(|w| (w[1] - w[0]) * 1e3).collect();
+    let p50 = crate::stats::percentile(&step_ms, 50.0);
     let git = git_state(&std::env::current_dir().unwrap_or_default());
     let out = WatchOutcome {
         run_id: t.run_id,
@@ -434,6 +470,13 @@ fn finish(
         op_times,
         oom: t.oom,
         stopped_at_limit: t.stopped_at_limit,
+        steps: u32::try_from(t.step_at.len()).unwrap_or(u32::MAX),
+        step_ms_p50: p50,
+        step_ms_p95: crate::stats::percentile(&step_ms, 95.0),
+        samples_per_s: match (opts.batch, p50) {
+            (Some(b), Some(ms)) if ms > 0.0 => Some(f64::from(b) * 1e3 / ms),
+            _ => None,
+        },
     };
     let status = if success {
         RunStatus::Complete
@@ -461,4 +504,19 @@ pub fn is_python(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.starts_with("python"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_markers() {
+        assert!(is_step_marker("headroom-step"));
+        assert!(is_step_marker("  HEADROOM-STEP loss=0.31"));
+        assert!(is_step_marker("headroom-step: 12"));
+        assert!(!is_step_marker("headroom-steps"));
+        assert!(!is_step_marker("step 12"));
+        assert!(!is_step_marker("headroom"));
+    }
 }
