@@ -94,3 +94,12 @@ pub fn f(v: &Value, key: &str) -> f64 {
         .as_f64()
         .unwrap_or_else(|| panic!("{key} is not a number in {v}"))
 }
+
+/// The JSON document `run` prints after the command's own output passed through: the text from
+/// the first line that starts with `open` (`{` for one run, `[` for a sweep over the script).
+pub fn after_output(stdout: &[u8], open: char) -> Value {
+    let text = String::from_utf8_lossy(stdout);
+    let at = text.find(&format!("\n{open}")).map_or(0, |i| i + 1);
+    serde_json::from_str(&text[at..])
+        .unwrap_or_else(|e| panic!("no JSON document after the output ({e}) in {text}"))
+}

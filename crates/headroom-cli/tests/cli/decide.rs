@@ -146,10 +146,8 @@ for e in range(1, 4):
         String::from_utf8_lossy(&out.stderr)
     );
     // The command's own lines pass through first; the summary document follows them.
-    let text = String::from_utf8_lossy(&out.stdout);
-    let at = text.find("\n{").expect("a JSON summary after the output") + 1;
-    let run: Value = serde_json::from_str(&text[at..]).expect("summary JSON");
-    assert_eq!(run["epochs"].as_array().map(Vec::len), Some(3), "{text}");
+    let run = crate::common::after_output(&out.stdout, '{');
+    assert_eq!(run["epochs"].as_array().map(Vec::len), Some(3), "{run}");
     let ops = run["op_times"].as_array().expect("op_times");
     assert_eq!(ops[0]["name"], "aten::_upsample_bilinear2d_aa_out_mps");
     assert_eq!(ops[0]["calls"], 15);

@@ -3,9 +3,7 @@
 
 use std::process::{Command, Stdio};
 
-use serde_json::Value;
-
-use crate::common::{python, Home};
+use crate::common::{after_output, python, Home};
 
 /// Retains 40 MiB per "epoch", prints an epoch line each time and one real MPS fallback warning.
 const LEAKY: &str = r#"
@@ -21,13 +19,6 @@ for e in range(1, 6):
 print("UserWarning: The operator 'aten::_upsample_bilinear2d_aa.out' is not currently supported on the MPS backend and will fall back to run on the CPU.", file=sys.stderr, flush=True)
 sys.exit(int(sys.argv[sys.argv.index("--exit") + 1]) if "--exit" in sys.argv else 0)
 "#;
-
-/// The JSON summary printed after the command's own output.
-fn summary(stdout: &[u8]) -> Value {
-    let text = String::from_utf8_lossy(stdout);
-    let start = text.find("\n{").map_or(0, |i| i + 1);
-    serde_json::from_str(&text[start..]).unwrap_or_else(|e| panic!("no summary ({e}) in {text}"))
-}
 
 #[test]
 fn a_script_that_retains_memory_per_epoch_is_flagged_and_its_output_passes_through() {
@@ -58,7 +49,7 @@ fn a_script_that_retains_memory_per_epoch_is_flagged_and_its_output_passes_throu
         "output passes through: {text}"
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("fall back to run on the CPU"));
-    let s = summary(&out.stdout);
+    let s = after_output(&out.stdout, '{');
     assert_eq!(s["epochs"].as_array().map(Vec::len), Some(5), "{s}");
     assert_eq!(s["verdict"]["kind"], "leak_suspected", "{}", s["verdict"]);
     assert_eq!(s["batch"], 64);
@@ -228,18 +219,11 @@ fn ctrl_c_ends_a_watch_with_its_summary_and_leaves_the_process_running() {
         still_running,
         "Ctrl-C on watch must not touch the watched process"
     );
-    let v = summary(&out.stdout);
+    let v = after_output(&out.stdout, '{');
     assert!(v["readings"].as_u64().is_some_and(|n| n >= 5), "{v}");
     let runs = home.runs();
     assert_eq!(runs[0]["kind"], "watch");
     assert_ne!(runs[0]["status"], "running", "{}", runs[0]);
-}
-
-/// The JSON document printed after the command's own output.
-fn trailing_json(stdout: &[u8], open: char) -> Value {
-    let text = String::from_utf8_lossy(stdout);
-    let at = text.find(&format!("\n{open}")).map_or(0, |i| i + 1);
-    serde_json::from_str(&text[at..]).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
 #[test]
@@ -278,7 +262,7 @@ print('epoch 2', flush=True)
         "one combination failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v = trailing_json(&out.stdout, '[');
+    let v = after_output(&out.stdout, '[');
     let runs = v.as_array().expect("one entry per combination");
     assert_eq!(runs.len(), 3);
     let labels: Vec<&str> = runs
@@ -337,7 +321,7 @@ fn max_seconds_stops_a_command_that_runs_on() {
         "{:?}",
         t.elapsed()
     );
-    let v = trailing_json(&out.stdout, '{');
+    let v = after_output(&out.stdout, '{');
     assert_eq!(v["stopped_at_limit"], true, "{v}");
 }
 
@@ -371,7 +355,7 @@ for step in range(1000):
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v = trailing_json(&out.stdout, '[');
+    let v = after_output(&out.stdout, '[');
     let runs = v.as_array().expect("runs");
     let p50 = |i: usize| runs[i]["run"]["step_ms_p50"].as_f64().expect("p50");
     for r in runs {
