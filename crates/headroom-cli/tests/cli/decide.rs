@@ -36,31 +36,7 @@ fn the_ledger_and_the_config_move_the_verdict() {
     assert!(v["facts"]["epochs"].is_null());
 
     // A real leak, released at every epoch end and still growing.
-    let (out, run) = home.json(&[
-        "epochs",
-        "--device",
-        "cpu",
-        "--workload",
-        "mlp",
-        "--batch",
-        "16",
-        "--epochs",
-        "6",
-        "--steps-per-epoch",
-        "3",
-        "--threads",
-        "1",
-        "--leak-demo",
-        "48",
-        "--release",
-        "both",
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let run = crate::epochs::epochs(&home, &["--leak-demo", "48", "--release", "both"]);
     assert_eq!(run["verdict"]["kind"], "leak_suspected", "{run}");
     let v = decide(&home);
     let facts = &v["facts"]["leak_with_release"];

@@ -5,7 +5,9 @@ use serde_json::Value;
 
 use crate::common::Home;
 
-fn epochs(home: &Home, extra: &[&str]) -> Value {
+/// `headroom epochs` on the CPU (mlp, batch 16, 6 epochs of 3 steps, one thread) plus `extra`,
+/// which must succeed; its JSON document.
+pub fn epochs(home: &Home, extra: &[&str]) -> Value {
     let mut args = vec![
         "epochs",
         "--device",
