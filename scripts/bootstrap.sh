@@ -21,15 +21,25 @@ import sys, torch
 sys.exit(0 if torch.__version__.split("+")[0] == sys.argv[1] else 1)
 PY
 then
+  # torch with its CUDA libraries is about 4.7 GB installed on Linux, and pip unpacks it in the
+  # temporary folder first: say so plainly instead of failing half-way with ENOSPC.
+  need_kb=$((8 * 1024 * 1024))
+  for d in .venv "${TMPDIR:-/tmp}"; do
+    free_kb=$(df -Pk "$d" | awk 'NR==2 {print $4}')
+    if [ -n "$free_kb" ] && [ "$free_kb" -lt "$need_kb" ]; then
+      echo "bootstrap: only $((free_kb / 1024)) MiB free under $d; installing torch needs about 8 GiB there. Free some space (old clones, build folders) and run this again." >&2
+      exit 1
+    fi
+  done
   echo "bootstrap: installing torch==$TORCH_VERSION into .venv (a few GB on Linux, about a minute)"
   .venv/bin/python -m pip install --disable-pip-version-check --quiet "torch==$TORCH_VERSION"
 fi
 
 # The app (Tauri) needs WebKitGTK and an appindicator on Linux; the end-to-end test needs Xvfb,
-# D-Bus and WebKitWebDriver; `headroom remote` needs OpenSSH's client, and its tests start their
+# D-Bus, WebKitWebDriver and a notification server (dunst, whose buttons it clicks); `headroom remote` needs OpenSSH's client, and its tests start their
 # own OpenSSH server on 127.0.0.1. macOS has WebKit and OpenSSH built in.
 if [ "$(uname -s)" = Linux ]; then
-  APT_PACKAGES=(libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev pkg-config xvfb dbus webkit2gtk-driver openssh-client openssh-server)
+  APT_PACKAGES=(libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev pkg-config xvfb dbus webkit2gtk-driver openssh-client openssh-server dunst)
   missing=()
   for p in "${APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -86,6 +86,7 @@ fn main() {
             #[cfg(target_os = "macos")]
             app.set_activation_policy(tauri::ActivationPolicy::Accessory);
             tray::build(app.handle())?;
+            notify::init(app.handle());
             overview::start(app.handle());
             if open {
                 show_popover(app.handle(), None);

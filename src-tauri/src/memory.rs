@@ -230,7 +230,12 @@ pub async fn start_epochs(
                         .as_ref()
                         .filter(|v| v.kind == EpochVerdictKind::LeakSuspected)
                     {
-                        crate::notify::send(&handle, "Headroom: memory leak suspected", &v.reason);
+                        crate::notify::send(
+                            &handle,
+                            crate::notify::Kind::Leak,
+                            "Headroom: memory leak suspected",
+                            &v.reason,
+                        );
                     }
                     s.run_id = o.run_id;
                     s.status = o.status;
@@ -361,7 +366,7 @@ pub async fn start_watch(
                 let _ = on_update.send(copy);
                 if newly {
                     let (head, body) = crate::notify::watch_crossed(&title, growth, t.leak_growth);
-                    crate::notify::send(&handle, &head, &body);
+                    crate::notify::send(&handle, crate::notify::Kind::Leak, &head, &body);
                     crate::tray::refresh(&handle);
                 }
             })

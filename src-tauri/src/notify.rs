@@ -1,13 +1,96 @@
 //! Desktop notifications: the one place the app speaks up while its popover is hidden. Each one
 //! is also written to stderr, so a notification that the desktop cannot show is not lost.
 
-use tauri::{AppHandle, Runtime};
-use tauri_plugin_notification::NotificationExt;
+use tauri::{AppHandle, Emitter, Runtime};
+use tauri_plugin_notification::{Action, ActionType, NotificationExt};
 
-/// Shows `title` with `body` through the OS notification centre (D-Bus on Linux).
-pub fn send<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
+/// What a notification is about; it decides the buttons it carries and the panel a click opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Memory contention or a verdict that moved to the remote host: carries "Open the Remote
+    /// panel", and a click on the notification itself opens that panel too.
+    Contention,
+    /// A leak seen by a watch or an epochs run; a click opens the Memory panel.
+    Leak,
+    /// Anything else; a click opens the Overview.
+    Verdict,
+}
+
+/// The action type of contention notifications (their buttons).
+const CONTENTION_ACTIONS: &str = "headroom-contention";
+/// The button that opens the Remote panel.
+pub const OPEN_REMOTE: &str = "open-remote";
+
+impl Kind {
+    /// The notification id: one per kind, so a click can be traced back to what it was about.
+    fn id(self) -> i32 {
+        match self {
+            Kind::Contention => 1,
+            Kind::Leak => 2,
+            Kind::Verdict => 3,
+        }
+    }
+
+    fn from_id(id: i32) -> Option<Kind> {
+        [Kind::Contention, Kind::Leak, Kind::Verdict]
+            .into_iter()
+            .find(|k| k.id() == id)
+    }
+}
+
+/// The panel to show for `action` (an action id, or `tap` for a click on the notification
+/// itself) on a notification with id `id`, when one is known.
+pub fn panel_for(action: &str, id: Option<i32>) -> &'static str {
+    if action == OPEN_REMOTE {
+        return "remote";
+    }
+    match id.and_then(Kind::from_id) {
+        Some(Kind::Contention) => "remote",
+        Some(Kind::Leak) => "memory",
+        Some(Kind::Verdict) | None => "overview",
+    }
+}
+
+/// Registers the notification buttons and what a click on them does: show the popover on the
+/// panel the notification is about. Call once at start, before any notification is shown (a
+/// notification shown before a handler exists reports no clicks).
+pub fn init<R: Runtime>(app: &AppHandle<R>) {
+    let n = app.notification();
+    let types = vec![ActionType::builder(CONTENTION_ACTIONS)
+        .actions(vec![
+            Action::builder(OPEN_REMOTE, "Open the Remote panel").build()
+        ])
+        .build()];
+    if let Err(e) = n.register_action_types(types) {
+        eprintln!("headroom-app: notification buttons unavailable: {e}");
+    }
+    let handle = app.clone();
+    let _ = n.on_action(move |performed| {
+        let id = performed.notification().map(|n| n.id());
+        let panel = panel_for(performed.action_id(), id);
+        eprintln!(
+            "headroom-app: notification action {:?} on {id:?}: opening {panel}",
+            performed.action_id()
+        );
+        crate::show_popover(&handle, None);
+        let _ = handle.emit(crate::NAVIGATE_EVENT, panel);
+    });
+}
+
+/// Shows `title` with `body` through the OS notification centre (D-Bus on Linux), with the
+/// buttons of `kind`.
+pub fn send<R: Runtime>(app: &AppHandle<R>, kind: Kind, title: &str, body: &str) {
     eprintln!("headroom-app: notification: {title}: {body}");
-    if let Err(e) = app.notification().builder().title(title).body(body).show() {
+    let mut builder = app
+        .notification()
+        .builder()
+        .id(kind.id())
+        .title(title)
+        .body(body);
+    if kind == Kind::Contention {
+        builder = builder.action_type_id(CONTENTION_ACTIONS);
+    }
+    if let Err(e) = builder.show() {
         eprintln!("headroom-app: the notification could not be shown: {e}");
     }
 }
@@ -29,6 +112,17 @@ pub fn watch_crossed(title: &str, growth: f64, threshold: f64) -> (String, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_click_opens_the_panel_the_notification_is_about() {
+        assert_eq!(panel_for(OPEN_REMOTE, Some(Kind::Leak.id())), "remote");
+        assert_eq!(panel_for(OPEN_REMOTE, None), "remote");
+        assert_eq!(panel_for("tap", Some(Kind::Contention.id())), "remote");
+        assert_eq!(panel_for("tap", Some(Kind::Leak.id())), "memory");
+        assert_eq!(panel_for("tap", Some(Kind::Verdict.id())), "overview");
+        assert_eq!(panel_for("tap", Some(99)), "overview");
+        assert_eq!(panel_for("tap", None), "overview");
+    }
 
     #[test]
     fn the_crossing_message_cites_both_figures() {

@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use headroom_core::config::Config;
 use headroom_core::contention::{ContentionReport, Sampler};
-use headroom_core::decide::{decide, Decision, Rule};
+use headroom_core::decide::{decide, Column, Decision, Rule};
 use serde::Serialize;
 use tauri::{AppHandle, Emitter, Manager, Runtime, State};
 
 use crate::error::AppError;
+use crate::notify::Kind;
 use crate::state::{lock, AppState};
 
 /// Event carrying each new [`OverviewSnapshot`] to the UI.
@@ -31,7 +32,8 @@ pub struct OverviewSnapshot {
 
 /// What to tell the user when the decision moves from `prev` to `next`: a new verdict, or
 /// contention newly raised. Nothing on the first sample unless contention is already raised.
-pub fn change_notice(prev: Option<&Decision>, next: &Decision) -> Option<(String, String)> {
+/// A notice that points at the remote host carries the button that opens the Remote panel.
+pub fn change_notice(prev: Option<&Decision>, next: &Decision) -> Option<(Kind, String, String)> {
     let contention =
         next.fired(Rule::Contention) && !prev.is_some_and(|p| p.fired(Rule::Contention));
     if contention {
@@ -41,6 +43,7 @@ pub fn change_notice(prev: Option<&Decision>, next: &Decision) -> Option<(String
             .find(|r| r.rule == Rule::Contention)
             .map_or_else(String::new, |r| r.text.clone());
         return Some((
+            Kind::Contention,
             "Headroom: memory contention — move the run to the remote host".into(),
             format!("{why}. Open Headroom for the decision table."),
         ));
@@ -48,7 +51,12 @@ pub fn change_notice(prev: Option<&Decision>, next: &Decision) -> Option<(String
     let prev = prev?;
     (prev.verdict != next.verdict).then(|| {
         let to = next.verdict.map_or("fix first", |c| c.label());
-        (format!("Headroom: now {to}"), next.headline.clone())
+        let kind = if next.verdict == Some(Column::Remote) {
+            Kind::Contention
+        } else {
+            Kind::Verdict
+        };
+        (kind, format!("Headroom: now {to}"), next.headline.clone())
     })
 }
 
@@ -98,10 +106,10 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
             let snap = compute(&mut sampler);
             let state = app.state::<AppState>();
             let prev = lock(&state.overview).replace(Arc::new(snap.clone()));
-            if let Some((title, body)) =
+            if let Some((kind, title, body)) =
                 change_notice(prev.as_ref().map(|p| &p.decision), &snap.decision)
             {
-                crate::notify::send(&app, &title, &body);
+                crate::notify::send(&app, kind, &title, &body);
             }
             let _ = app.emit(OVERVIEW_EVENT, &snap);
             crate::tray::refresh(&app);
@@ -124,7 +132,7 @@ pub async fn overview(state: State<'_, AppState>) -> Result<OverviewSnapshot, Ap
 #[cfg(test)]
 mod tests {
     use headroom_core::config::DecideThresholds;
-    use headroom_core::decide::{Column, Facts};
+    use headroom_core::decide::Facts;
 
     use super::*;
 
@@ -147,7 +155,8 @@ mod tests {
             &["conferencing and IDEs hold 10.0 GiB (31 % of 32.0 GiB RAM; threshold 25 %)"],
             false,
         );
-        let (title, body) = change_notice(Some(&calm), &squeezed).expect("contention starts");
+        let (kind, title, body) = change_notice(Some(&calm), &squeezed).expect("contention starts");
+        assert_eq!(kind, Kind::Contention, "carries the Remote panel button");
         assert!(title.contains("memory contention"), "{title}");
         assert!(body.contains("31 % of 32.0 GiB"), "{body}");
         assert!(
@@ -155,11 +164,13 @@ mod tests {
             "raised at start is news"
         );
         assert_eq!(change_notice(Some(&squeezed), &squeezed), None, "said once");
-        let (title, body) = change_notice(Some(&squeezed), &calm).expect("back to the CPU");
+        let (kind, title, body) = change_notice(Some(&squeezed), &calm).expect("back to the CPU");
+        assert_eq!(kind, Kind::Verdict);
         assert_eq!(title, "Headroom: now CPU");
         assert!(body.starts_with("CPU"), "{body}");
         let parity = decided(&[], true);
-        let (title, _) = change_notice(Some(&calm), &parity).expect("moves remote");
+        let (kind, title, _) = change_notice(Some(&calm), &parity).expect("moves remote");
+        assert_eq!(kind, Kind::Contention);
         assert_eq!(title, "Headroom: now remote");
     }
 }

@@ -91,36 +91,50 @@ pub async fn list_keys() -> Result<Vec<KeyInfo>, AppError> {
 /// Makes `headroom_ed25519` in the SSH folder (never overwriting a key) with `ssh-keygen`.
 #[tauri::command]
 pub async fn make_key() -> Result<KeyInfo, AppError> {
-    blocking(|| {
-        let dir = ssh_dir()?;
-        let path = dir.join("headroom_ed25519");
-        if !path.exists() {
-            std::fs::create_dir_all(&dir).map_err(|e| {
-                AppError::new("io", format!("cannot create {}: {e}", dir.display()))
+    blocking(|| make_key_in(&ssh_dir()?)).await
+}
+
+/// Makes `headroom_ed25519` in `dir` unless it exists; returns it with its public half.
+pub fn make_key_in(dir: &Path) -> Result<KeyInfo, AppError> {
+    let path = dir.join("headroom_ed25519");
+    if !path.exists() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| AppError::new("io", format!("cannot create {}: {e}", dir.display())))?;
+        let out = std::process::Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-C", "headroom", "-f"])
+            .arg(&path)
+            .output()
+            .map_err(|e| {
+                AppError::new(
+                    "no_ssh",
+                    format!("cannot run ssh-keygen: {e}; install OpenSSH"),
+                )
             })?;
-            let out = std::process::Command::new("ssh-keygen")
-                .args(["-q", "-t", "ed25519", "-N", "", "-C", "headroom", "-f"])
-                .arg(&path)
-                .output()
-                .map_err(|e| {
-                    AppError::new(
-                        "no_ssh",
-                        format!("cannot run ssh-keygen: {e}; install OpenSSH"),
-                    )
-                })?;
-            if !out.status.success() {
-                return Err(AppError::new(
-                    "keygen",
-                    String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-                ));
-            }
+        if !out.status.success() {
+            return Err(AppError::new(
+                "keygen",
+                format!(
+                    "ssh-keygen could not make {}: {}",
+                    path.display(),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+            ));
         }
-        keys_in(&dir)
-            .into_iter()
-            .find(|k| Path::new(&k.path) == path)
-            .ok_or_else(|| AppError::new("keygen", "the new key cannot be read back"))
-    })
-    .await
+    }
+    keys_in(dir)
+        .into_iter()
+        .find(|k| Path::new(&k.path) == path)
+        .ok_or_else(|| {
+            AppError::new(
+                "keygen",
+                format!(
+                    "{} exists but its public half {}.pub cannot be read; remove both or \
+                     restore the .pub file",
+                    path.display(),
+                    path.display()
+                ),
+            )
+        })
 }
 
 /// Checks a host (as `headroom remote check`) and records it.
@@ -270,6 +284,29 @@ mod tests {
             plain.rsync.ends_with(" /srv/proj/ box:proj/"),
             "{}",
             plain.rsync
+        );
+    }
+
+    #[test]
+    fn a_key_is_made_once_and_never_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let ssh = dir.path().join("ssh");
+        let k = make_key_in(&ssh).expect("ssh-keygen makes the key");
+        assert_eq!(Path::new(&k.path), ssh.join("headroom_ed25519"));
+        assert!(k.public_key.starts_with("ssh-ed25519 "), "{}", k.public_key);
+        assert!(
+            k.public_key.trim_end().ends_with(" headroom"),
+            "{}",
+            k.public_key
+        );
+        let again = make_key_in(&ssh).expect("the same key again");
+        assert_eq!(again.public_key, k.public_key, "not regenerated");
+        std::fs::remove_file(ssh.join("headroom_ed25519.pub")).unwrap();
+        let err = make_key_in(&ssh).expect_err("private half without its public half");
+        assert!(err.message.contains("cannot be read"), "{}", err.message);
+        assert!(
+            ssh.join("headroom_ed25519").exists(),
+            "the private key is left alone"
         );
     }
 

@@ -115,9 +115,32 @@ describe("sweep panel", () => {
 
   it("a popover opened mid-run draws the sweep from the snapshot", async () => {
     const b = mockBackend({ snapshot: snapshot({ points: [point(1, 900, 2 ** 20)] }) });
-    const panel = sweepPanel(b);
+    const panel = sweepPanel(b, 60_000);
     await panel.restore();
     expect(get(panel.root, "sweep-table").querySelectorAll("tr")).toHaveLength(1);
     expect(get<HTMLButtonElement>(panel.root, "cancel-sweep").disabled).toBe(false);
+  });
+
+  it("follows a sweep started elsewhere (the Remote panel) until it ends", async () => {
+    const seq = [
+      snapshot({ host: "box", points: [point(1, 900, 2 ** 20)] }),
+      snapshot({ host: "box", points: [point(1, 900, 2 ** 20), point(2, 1700, 2 ** 20)] }),
+      snapshot({
+        host: "box",
+        running: false,
+        status: "complete",
+        points: [point(1, 900, 2 ** 20), point(2, 1700, 2 ** 20), point(4, 3000, 2 ** 20)],
+      }),
+    ];
+    const b = { ...mockBackend({}), sweepSnapshot: async () => seq.shift() ?? null };
+    const panel = sweepPanel(b, 1);
+    await panel.restore();
+    const status = get(panel.root, "sweep-status");
+    expect(status.textContent).toContain("(host box)");
+    expect(status.dataset.state).toBe("running");
+    for (let i = 0; i < 50 && status.dataset.state === "running"; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(status.dataset.state).toBe("complete");
+    expect(get(panel.root, "sweep-table").querySelectorAll("tr")).toHaveLength(3);
+    expect(seq).toHaveLength(0);
   });
 });

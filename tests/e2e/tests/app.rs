@@ -311,6 +311,90 @@ impl Drop for BusMonitor {
     }
 }
 
+/// dunst, a real notification server, on the session bus: it shows the app's notifications
+/// with their buttons. Its context menu (`dunstctl context`) lists every action of the shown
+/// notifications through its `dmenu` program; here that program is a script that keeps the menu
+/// in `menu.txt` and picks the line naming the Remote panel, as a user clicking that button.
+struct Dunst {
+    dir: tempfile::TempDir,
+    child: Child,
+}
+
+impl Dunst {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().expect("dunst dir");
+        let d = dir.path();
+        let pick = d.join("pick.sh");
+        std::fs::write(
+            &pick,
+            format!(
+                "#!/bin/sh\ncat > {menu}\ngrep -m1 'Remote panel' {menu}\n",
+                menu = d.join("menu.txt").display()
+            ),
+        )
+        .expect("pick script");
+        std::fs::set_permissions(&pick, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod pick script");
+        // Shown notifications stay until acted on, so the menu still lists them.
+        std::fs::write(
+            d.join("dunstrc"),
+            format!(
+                "[global]\n    dmenu = {}\n[urgency_low]\n    timeout = 0\n\
+                 [urgency_normal]\n    timeout = 0\n[urgency_critical]\n    timeout = 0\n",
+                pick.display()
+            ),
+        )
+        .expect("dunstrc");
+        let child = Command::new("dunst")
+            .arg("-config")
+            .arg(d.join("dunstrc"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start dunst (scripts/bootstrap.sh installs it)");
+        let until = Instant::now() + Duration::from_secs(10);
+        while !Command::new("dunstctl")
+            .arg("is-paused")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            assert!(
+                Instant::now() < until,
+                "dunst did not take the notification bus (is another notification server running?)"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Self { dir, child }
+    }
+
+    /// Opens the context menu and picks "Open the Remote panel"; returns the menu it offered.
+    fn click_remote_button(&self) -> String {
+        let st = Command::new("dunstctl")
+            .arg("context")
+            .status()
+            .expect("dunstctl context");
+        assert!(st.success(), "dunstctl context failed");
+        let menu = self.dir.path().join("menu.txt");
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(m) = std::fs::read_to_string(&menu) {
+                if !m.is_empty() {
+                    return m;
+                }
+            }
+            assert!(Instant::now() < until, "dunst offered no context menu");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Dunst {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn start_driver(home: &Path) -> Driver {
     let port = free_port();
     let native = free_port();
@@ -359,6 +443,7 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
     std::fs::create_dir_all(&out).expect("output dir");
     let home = tempfile::tempdir().expect("temp HEADROOM_HOME");
     let bus = BusMonitor::start();
+    let dunst = Dunst::start();
     let driver = start_driver(home.path());
     let s = Session::new(&driver, &app);
 
@@ -575,12 +660,19 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
             .any(|l| l.contains("conferencing and IDEs hold")),
         "{sent:?}"
     );
+    // The notification's button, clicked in the notification server, opens the Remote panel.
+    let menu = dunst.click_remote_button();
+    assert!(menu.contains("Open the Remote panel"), "{menu}");
+    s.wait(r#"[data-testid="tab-remote"].active"#, 10);
+    s.wait(r#"[data-testid="add-host"]"#, 5);
     drop(zoom);
 
-    // Remote: a real sshd on 127.0.0.1 as the rented host — add it, see the key and the
-    // commands, check it from the panel.
+    // Remote: a real sshd on 127.0.0.1 as the rented host — add it, make a key in the app and
+    // install only that key (as the shown ssh-copy-id would), check the host with it, and run
+    // the sweep there from the panel.
     let sshd = Sshd::start();
     s.click(&s.wait(r#"[data-testid="tab-remote"]"#, 5));
+    let worker = env_path("HEADROOM_E2E_WORKER").display().to_string();
     for (id, value) in [
         ("host-name", "box".to_owned()),
         ("host-host", "127.0.0.1".to_owned()),
@@ -590,6 +682,7 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
             "host-identity",
             sshd.dir.path().join("userkey").display().to_string(),
         ),
+        ("host-headroom", worker),
     ] {
         s.type_into(&s.wait(&format!(r#"[data-testid="{id}"]"#), 5), &value);
     }
@@ -601,6 +694,18 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
         "{}",
         s.text(&rsync)
     );
+    s.click(&s.wait(r#"[data-testid="make-key"]"#, 5));
+    let copy_id = s.wait(r#"[data-testid="copy-id"]"#, 20);
+    assert!(
+        s.text(&copy_id).contains("headroom_ed25519.pub box"),
+        "{}",
+        s.text(&copy_id)
+    );
+    let made = std::fs::read_to_string(home.path().join("ssh/headroom_ed25519.pub"))
+        .expect("the key made in the app");
+    std::fs::write(sshd.dir.path().join("authorized_keys"), &made).expect("install the key");
+    // The form now names the new key: adding again replaces the profile.
+    s.click(&s.wait(r#"[data-testid="add-host"]"#, 5));
     s.click(&s.wait(r#"[data-testid="check-host"]"#, 5));
     let checked = s.wait(r#"[data-testid="check-result"][data-ok="true"]"#, 90);
     let text = s.text(&checked);
@@ -608,7 +713,35 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
     s.screenshot(&out.join("remote.png"));
     let managed = std::fs::read_to_string(home.path().join("ssh/config.d/headroom"))
         .expect("the managed ssh config");
-    assert!(managed.contains("Host box"), "{managed}");
+    assert!(
+        managed.contains("Host box") && managed.contains("headroom_ed25519"),
+        "{managed}"
+    );
+    s.click(&s.wait(r#"[data-testid="remote-sweep"]"#, 5));
+    s.wait(r#"[data-testid="tab-sweep"].active"#, 10);
+    let status = s.wait(r#"[data-testid="sweep-status"]"#, 10);
+    let until = Instant::now() + Duration::from_secs(120);
+    // The panel shows the cancelled local sweep until the remote one reports.
+    while !s.text(&status).contains("(host box)")
+        || s.attr(&status, "data-state").as_deref() == Some("running")
+    {
+        if Instant::now() > until {
+            s.screenshot(&out.join("remote-sweep-failed.png"));
+            panic!(
+                "the remote sweep did not finish in 300 s: {:?} / {:?}",
+                s.text(&status),
+                s.attr(&status, "data-state")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(
+        s.attr(&status, "data-state").as_deref(),
+        Some("complete"),
+        "{}",
+        s.text(&status)
+    );
+    s.screenshot(&out.join("remote-sweep.png"));
     drop(sshd);
     s.close();
     drop(driver);
@@ -624,10 +757,12 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
         .as_array()
         .map(|r| r.iter().filter(|r| r["kind"] == "sweep").collect())
         .unwrap_or_default();
-    assert_eq!(sweeps.len(), 2, "{runs}");
-    // Newest first: the cancelled one, then the complete one.
-    assert_eq!(sweeps[0]["status"], "interrupted");
-    let sweep = sweeps[1];
+    assert_eq!(sweeps.len(), 3, "{runs}");
+    // Newest first: the remote one, the cancelled one, then the complete local one.
+    assert_eq!(sweeps[0]["status"], "complete");
+    assert_eq!(sweeps[0]["host"], "box", "{}", sweeps[0]);
+    assert_eq!(sweeps[1]["status"], "interrupted");
+    let sweep = sweeps[2];
     assert_eq!(sweep["status"], "complete");
     assert_eq!(sweep["workload"], "mlp");
     assert_eq!(sweep["device"], "cpu");

@@ -59,8 +59,17 @@ export function remotePanel(
   const user = input("host-user", "you");
   const identity = input("host-identity", "~/.ssh/id_ed25519");
   const vnc = input("host-vnc", "5900");
+  const headroomPath = input("host-headroom", "headroom");
   const grid = el("div", "form-grid");
-  grid.append(field("Name", name), field("Host", host), field("Port", port), field("User", user), field("Key file", identity), field("VNC port", vnc));
+  grid.append(
+    field("Name", name),
+    field("Host", host),
+    field("Port", port),
+    field("User", user),
+    field("Key file", identity),
+    field("VNC port", vnc),
+    field("headroom there (when not on its PATH)", headroomPath),
+  );
   const add = el("button", "primary", "Add host");
   add.dataset.testid = "add-host";
   const list = el("div", "host-list");
@@ -169,7 +178,7 @@ export function remotePanel(
       identity: identity.value.trim() || null,
       jump: null,
       vnc_port: num(vnc) ?? 5900,
-      headroom_path: null,
+      headroom_path: headroomPath.value.trim() || null,
       notes: "",
     };
     backend

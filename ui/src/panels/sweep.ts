@@ -98,7 +98,11 @@ export function renderSnapshot(
   }
 }
 
-export function sweepPanel(backend: Backend): { root: HTMLElement; restore(): Promise<void> } {
+/**
+ * The Sweep panel. A sweep started elsewhere (the Remote panel, an earlier popover) is followed
+ * by reading its snapshot every `followMs` while it runs.
+ */
+export function sweepPanel(backend: Backend, followMs = 500): { root: HTMLElement; restore(): Promise<void> } {
   const root = el("div", "panel sweep");
   const form = el("form", "sweep-form");
   const workload = select("sweep-workload", [...WORKLOADS, TORCHSCRIPT], "mlp", (o) =>
@@ -196,9 +200,26 @@ export function sweepPanel(backend: Backend): { root: HTMLElement; restore(): Pr
     void backend.cancelSweep();
   });
 
+  let following = false;
   async function restore(): Promise<void> {
     const s = await backend.sweepSnapshot().catch(() => null);
-    if (s) show(s);
+    if (!s) return;
+    show(s);
+    if (s.running && !following) {
+      following = true;
+      const next = () =>
+        setTimeout(() => {
+          void backend
+            .sweepSnapshot()
+            .catch(() => null)
+            .then((t) => {
+              if (t) show(t);
+              if (t?.running) next();
+              else following = false;
+            });
+        }, followMs);
+      next();
+    }
   }
   return { root, restore };
 }
