@@ -73,7 +73,7 @@ impl Sshd {
         let config = format!(
             "Port {}\nListenAddress 127.0.0.1\nHostKey {}\nPidFile {}\nAuthorizedKeysFile {}\n\
              PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
-             PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\nLogLevel ERROR\n",
+             PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\nLogLevel INFO\n",
             self.port,
             d.join("hostkey").display(),
             d.join("sshd.pid").display(),
@@ -81,7 +81,10 @@ impl Sshd {
         );
         std::fs::write(d.join("sshd_config"), config).expect("sshd_config");
         let child = Command::new(SSHD)
-            .args(["-D", "-e", "-f"])
+            .arg("-D")
+            .arg("-E")
+            .arg(d.join("sshd.log"))
+            .arg("-f")
             .arg(d.join("sshd_config"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -114,6 +117,14 @@ impl Sshd {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    /// Logins the server accepted so far (its log at level INFO).
+    fn logins(&self) -> usize {
+        std::fs::read_to_string(self.dir.path().join("sshd.log"))
+            .unwrap_or_default()
+            .matches("Accepted publickey")
+            .count()
     }
 
     fn userkey(&self) -> PathBuf {
@@ -248,6 +259,94 @@ fn a_profile_checked_against_a_real_sshd() {
     assert!(rm.status.success());
     let managed = std::fs::read_to_string(ssh.join("config.d/headroom")).expect("managed");
     assert!(!managed.contains("Host box"), "{managed}");
+}
+
+#[test]
+fn a_host_behind_a_jump_host_is_reached_through_it() {
+    let sshd = Sshd::start();
+    let (home, ssh) = home_with_ssh();
+    add(&home, &ssh, "bastion", sshd.port, &sshd.userkey());
+    let port = sshd.port.to_string();
+    let key = sshd.userkey().display().to_string();
+    let user = whoami();
+    let with_jump = |name: &str, jump: &str| {
+        let out = remote(
+            &home,
+            &ssh,
+            &[
+                "add",
+                name,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port,
+                "--user",
+                &user,
+                "--identity",
+                &key,
+                "--jump",
+                jump,
+                "--headroom-path",
+                env!("CARGO_BIN_EXE_headroom"),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    with_jump("box", "bastion");
+    let managed = std::fs::read_to_string(ssh.join("config.d/headroom")).expect("managed config");
+    assert!(managed.contains("ProxyJump bastion"), "{managed}");
+    // The jump host's key is new too: the jump connection gets batch mode, accept-new and the
+    // same known-hosts file (OpenSSH's ProxyJump alone would stop at its host-key prompt).
+    let before = sshd.logins();
+    let (v, _) = check(&home, &ssh, "box", 10);
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(v["os"], "Linux", "{v}");
+    let through = sshd.logins() - before;
+    let before = sshd.logins();
+    let (v, _) = check(&home, &ssh, "bastion", 10);
+    assert_eq!(v["ok"], true, "{v}");
+    let direct = sshd.logins() - before;
+    assert!(direct >= 2, "probe, round trips, doctor: {direct}");
+    assert_eq!(
+        through,
+        2 * direct,
+        "each session through the jump logs in twice"
+    );
+    // A remote sweep goes through the jump host as well.
+    let out = remote(
+        &home,
+        &ssh,
+        &[
+            "sweep",
+            "box",
+            "--device",
+            "cpu",
+            "--workload",
+            "mlp",
+            "--batches",
+            "1,2",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A jump host that refuses: the message names it.
+    with_jump("lost", &format!("127.0.0.1:{}", free_port()));
+    let (v, took) = check(&home, &ssh, "lost", 5);
+    assert_eq!(v["failure"]["kind"], "refused", "{v}");
+    assert!(
+        v["failure"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("(through the jump host 127.0.0.1:")),
+        "{v}"
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
 }
 
 #[test]

@@ -176,7 +176,7 @@ impl Launcher {
                 Ok((c, exe.display().to_string()))
             }
             Self::Remote { profile, timeout } => {
-                let mut c = crate::remote::check::ssh_command(*timeout)?;
+                let mut c = crate::remote::check::ssh_command(profile, *timeout)?;
                 let hr = crate::remote::check::remote_headroom(profile);
                 c.arg(&profile.name)
                     .arg("--")

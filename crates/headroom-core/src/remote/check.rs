@@ -48,7 +48,20 @@ pub struct Failure {
 
 /// Classifies a failed `ssh` from its stderr (ssh exits 255 on its own errors).
 pub fn classify(p: &HostProfile, stderr: &str, timed_out: bool, timeout: Duration) -> Failure {
-    let target = format!("{}:{}", p.host, p.port.unwrap_or(22));
+    // ssh names the address it could not reach, which is the jump host's when that failed.
+    let target = stderr
+        .lines()
+        .find_map(|l| {
+            let rest = l.split("connect to host ").nth(1)?;
+            let (h, r) = rest.split_once(" port ")?;
+            let port: String = r.chars().take_while(char::is_ascii_digit).collect();
+            Some(format!("{h}:{port}"))
+        })
+        .unwrap_or_else(|| format!("{}:{}", p.host, p.port.unwrap_or(22)));
+    let target = match &p.jump {
+        Some(j) => format!("{target} (through the jump host {j})"),
+        None => target,
+    };
     let last = stderr
         .lines()
         .map(str::trim)
@@ -192,13 +205,50 @@ pub fn ssh_args(ssh_dir: &Path, overridden: bool, timeout: Duration) -> Vec<Stri
     a
 }
 
-/// The base `ssh` command; the profile name that follows resolves through the managed config.
-pub fn ssh_command(timeout: Duration) -> Result<Command, CoreError> {
+/// The base `ssh` command for `p`; the profile name that follows resolves through the managed
+/// config. A jump host is reached with the same options as the host itself (see
+/// [`proxy_command`]).
+pub fn ssh_command(p: &HostProfile, timeout: Duration) -> Result<Command, CoreError> {
     let dir = super::ssh_dir()?;
     let overridden = std::env::var_os(super::SSH_DIR_ENV).is_some_and(|v| !v.is_empty());
+    let args = ssh_args(&dir, overridden, timeout);
     let mut c = Command::new("ssh");
-    c.args(ssh_args(&dir, overridden, timeout));
+    if let Some(j) = &p.jump {
+        c.arg("-o")
+            .arg(format!("ProxyCommand={}", proxy_command(&args, j)));
+    }
+    c.args(args);
     Ok(c)
+}
+
+/// The `ProxyCommand` that reaches the host through `jump` (`[user@]host[:port]`, a profile
+/// name or any name the user's ssh config knows) with `base` — batch mode, the connect timeout,
+/// the host-key policy and the known-hosts file. OpenSSH's own `ProxyJump` hands none of the
+/// command line's `-o` options to the jump connection, so a first connection to the jump host
+/// would stop at a host-key prompt that batch mode refuses, and a jump host that never answers
+/// would not be bounded by `ConnectTimeout`. The user's own `ssh NAME` still uses the managed
+/// config's `ProxyJump`. Every part is quoted for the shell ssh runs it with, `%` doubled.
+pub fn proxy_command(base: &[String], jump: &str) -> String {
+    let (user, rest) = match jump.split_once('@') {
+        Some((u, r)) => (Some(u), r),
+        None => (None, jump),
+    };
+    let (host, port) = match rest.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') => (h, Some(p)),
+        _ => (rest, None),
+    };
+    let q = |s: &str| sh_quote(s).replace('%', "%%");
+    let mut parts = vec!["ssh".to_owned()];
+    parts.extend(base.iter().map(|a| q(a)));
+    if let Some(u) = user {
+        parts.push(format!("-l {}", q(u)));
+    }
+    if let Some(p) = port {
+        parts.push(format!("-p {}", q(p)));
+    }
+    parts.push("-W '[%h]:%p' --".to_owned());
+    parts.push(q(host));
+    parts.join(" ")
 }
 
 /// Quotes `s` for the remote POSIX shell (ssh hands the remote command to the login shell).
@@ -306,7 +356,7 @@ pub fn check(p: &HostProfile, o: &CheckOptions) -> Result<CheckReport, CoreError
     let probe = format!(
         "uname -s; uname -m; (v=$(sysctl -n hw.memsize 2>/dev/null) && echo \"bytes $v\") || awk '/^MemTotal:/ {{print \"kB\", $2}}' /proc/meminfo; ({hr} --version 2>/dev/null || echo none)"
     );
-    let mut cmd = ssh_command(o.timeout)?;
+    let mut cmd = ssh_command(p, o.timeout)?;
     cmd.arg(&p.name).arg("--").arg(&probe);
     let started = Instant::now();
     let (code, stdout, stderr, timed_out) = match run_with_timeout(cmd, o.timeout) {
@@ -332,7 +382,7 @@ pub fn check(p: &HostProfile, o: &CheckOptions) -> Result<CheckReport, CoreError
     sorted.sort_by(f64::total_cmp);
     r.rtt_ms = sorted.get(sorted.len() / 2).copied();
     if r.headroom.is_some() && o.doctor {
-        let mut cmd = ssh_command(o.timeout)?;
+        let mut cmd = ssh_command(p, o.timeout)?;
         cmd.arg(&p.name)
             .arg("--")
             .arg(format!("{hr} doctor --json --no-ledger"));
@@ -370,7 +420,7 @@ pub fn check(p: &HostProfile, o: &CheckOptions) -> Result<CheckReport, CoreError
 /// Times `rounds` line echoes through one open session (after a warm-up round that includes
 /// starting the remote shell), in ms.
 fn round_trips(p: &HostProfile, o: &CheckOptions) -> Result<Vec<f64>, CoreError> {
-    let mut cmd = ssh_command(o.timeout)?;
+    let mut cmd = ssh_command(p, o.timeout)?;
     cmd.arg(&p.name).arg("--").arg("cat");
     let mut child = cmd
         .stdin(Stdio::piped())
@@ -496,6 +546,53 @@ mod tests {
         assert!(classify(&p(), "Permission denied", false, t)
             .fix
             .contains("ssh-copy-id m4"));
+    }
+
+    #[test]
+    fn a_failure_through_a_jump_host_names_the_address_that_failed_and_the_jump() {
+        let mut jumped = p();
+        jumped.jump = Some("ops@bastion:2200".into());
+        let f = classify(
+            &jumped,
+            "ssh: connect to host 10.0.0.7 port 2200: Connection refused\r\nConnection closed by UNKNOWN port 65535\r\n",
+            false,
+            Duration::from_secs(3),
+        );
+        assert_eq!(f.kind, FailureKind::Refused);
+        assert!(
+            f.message
+                .starts_with("10.0.0.7:2200 (through the jump host ops@bastion:2200) refused"),
+            "{}",
+            f.message
+        );
+        let plain = classify(&p(), "", true, Duration::from_secs(3));
+        assert!(
+            plain.message.starts_with("m4.example.com:2222 did not"),
+            "{}",
+            plain.message
+        );
+    }
+
+    #[test]
+    fn the_jump_connection_gets_the_same_options_quoted_for_the_shell() {
+        let base = ssh_args(Path::new("/home/a b/ssh%1"), true, Duration::from_secs(7));
+        let cmd = proxy_command(&base, "ops@bastion.example.com:2200");
+        assert_eq!(
+            cmd,
+            "ssh '-F' '/home/a b/ssh%%1/config' '-o' 'BatchMode=yes' '-o' 'ConnectTimeout=7' \
+             '-o' 'StrictHostKeyChecking=accept-new' '-o' 'ServerAliveInterval=5' \
+             '-o' 'ServerAliveCountMax=3' '-o' 'UserKnownHostsFile=/home/a b/ssh%%1/known_hosts' \
+             -l 'ops' -p '2200' -W '[%h]:%p' -- 'bastion.example.com'"
+        );
+        // A profile name (resolved by the managed config), with or without a user.
+        assert_eq!(
+            proxy_command(&[], "bastion"),
+            "ssh -W '[%h]:%p' -- 'bastion'"
+        );
+        assert_eq!(
+            proxy_command(&[], "ops@bastion"),
+            "ssh -l 'ops' -W '[%h]:%p' -- 'bastion'"
+        );
     }
 
     #[test]

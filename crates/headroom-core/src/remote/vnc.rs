@@ -56,7 +56,7 @@ pub fn open_tunnel(
         Some(p) => p,
         None => free_port()?,
     };
-    let mut cmd = ssh_command(timeout)?;
+    let mut cmd = ssh_command(p, timeout)?;
     cmd.args(["-N", "-o", "ExitOnForwardFailure=yes", "-L"])
         .arg(format!("127.0.0.1:{port}:localhost:{}", p.vnc_port))
         .arg(&p.name)
