@@ -94,6 +94,20 @@ fn summary(o: &WatchOutcome) {
         }
     );
     eprintln!("headroom: {}", o.verdict.reason);
+    if o.steps > 0 {
+        let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |x| format!("{x:.1}"));
+        eprintln!(
+            "headroom: {} steps · p50 {} ms · p95 {} ms{}",
+            o.steps,
+            ms(o.step_ms_p50),
+            ms(o.step_ms_p95),
+            o.samples_per_s
+                .map_or_else(String::new, |s| format!(" · {s:.1} samples/s"))
+        );
+    }
+    if let Some(v) = &o.pipeline {
+        eprintln!("headroom: {v}");
+    }
     if let Some(b) = o.gpu_busy {
         eprintln!("headroom: GPU busy {:.0} % on average", b * 100.0);
     }
@@ -147,7 +161,7 @@ fn sweep_command(
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         eprintln!(
-            "{:<28} {:>6} {:>8} {:>12} {:>6} {:>9} {:>10} {:>6} {:>5}  run",
+            "{:<28} {:>6} {:>8} {:>12} {:>6} {:>9} {:>10} {:>7} {:>6} {:>5}  run",
             "combination",
             "exit",
             "seconds",
@@ -155,13 +169,14 @@ fn sweep_command(
             "steps",
             "p50 ms",
             "samples/s",
+            "data %",
             "epochs",
             "OOM"
         );
         let opt = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |x| format!("{x:.1}"));
         for (label, o) in &rows {
             eprintln!(
-                "{:<28} {:>6} {:>8.1} {:>12} {:>6} {:>9} {:>10} {:>6} {:>5}  {}{}",
+                "{:<28} {:>6} {:>8.1} {:>12} {:>6} {:>9} {:>10} {:>7} {:>6} {:>5}  {}{}",
                 label,
                 o.exit_code
                     .map_or_else(|| "signal".into(), |c| c.to_string()),
@@ -170,6 +185,8 @@ fn sweep_command(
                 o.steps,
                 opt(o.step_ms_p50),
                 opt(o.samples_per_s),
+                o.data_share
+                    .map_or_else(|| "-".to_owned(), |d| format!("{:.0}", d * 100.0)),
                 o.epochs.len(),
                 if o.oom { "yes" } else { "no" },
                 o.run_id,

@@ -374,3 +374,69 @@ for step in range(1000):
     assert!((sps - 64.0 * 1000.0 / p50(1)).abs() < 1e-6, "{sps}");
     assert_eq!(runs[1]["run"]["batch"], 64);
 }
+
+#[test]
+fn a_slow_data_stage_is_called_data_bound_and_a_heavy_model_compute_bound() {
+    let home = Home::new();
+    // A real torch training loop with both markers. Its data stage "decodes" each sample in
+    // pure Python for `decode` × 1000 iterations (0: tensors straight from torch); its model
+    // is an MLP of width `width`.
+    let script = r"import sys, time, torch
+decode, width = int(sys.argv[1]), int(sys.argv[2])
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(256, width), torch.nn.ReLU(), torch.nn.Linear(width, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+def batch():
+    if decode:
+        rows = []
+        for _ in range(32):
+            acc = 0
+            for i in range(decode * 1000):
+                acc += i % 7
+            rows.append([float(acc % 5)] * 256)
+        return torch.tensor(rows), torch.randint(0, 10, (32,))
+    return torch.randn(32, 256), torch.randint(0, 10, (32,))
+for step in range(1000):
+    x, y = batch()
+    print('headroom-data', flush=True)
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    print(f'headroom-step {step} loss={loss.item():.3f}', flush=True)
+";
+    let py = python();
+    let run = |decode: &str, width: &str| {
+        let out = home.run(&[
+            "run",
+            "--steps",
+            "15",
+            "--json",
+            "--",
+            py.to_str().expect("utf-8"),
+            "-c",
+            script,
+            decode,
+            width,
+        ]);
+        let v = after_output(&out.stdout, '{');
+        assert_eq!(v["stopped_at_limit"], true, "{v}");
+        let said = v["pipeline"].as_str().unwrap_or_default().to_owned();
+        (v, said)
+    };
+    let (data, said) = run("20", "64");
+    let share = data["data_share"].as_f64().expect("data share");
+    assert!(share >= 0.5, "{data}");
+    assert!(
+        said.starts_with("data-bound: the data stage takes"),
+        "{said}"
+    );
+    let (compute, said) = run("0", "4096");
+    let share = compute["data_share"].as_f64().expect("data share");
+    assert!(share < 0.5, "{compute}");
+    assert!(said.starts_with("compute-bound:"), "{said}");
+    assert!(
+        compute["compute_ms_p50"].as_f64() > compute["data_ms_p50"].as_f64(),
+        "{compute}"
+    );
+}

@@ -41,10 +41,43 @@ pub struct WatchOptions {
 /// The line a script prints at the end of each training step so `run` can time its steps:
 /// `headroom-step` (case ignored), alone or followed by anything.
 pub fn is_step_marker(line: &str) -> bool {
+    is_marker(line, "headroom-step")
+}
+
+/// The line a script prints when a step's batch is ready (after `next(loader)`, before the
+/// forward pass): with step markers, it splits each step into its data and compute parts.
+pub fn is_data_marker(line: &str) -> bool {
+    is_marker(line, "headroom-data")
+}
+
+fn is_marker(line: &str, word: &str) -> bool {
     let l = line.trim_start();
-    l.get(..13)
-        .is_some_and(|head| head.eq_ignore_ascii_case("headroom-step"))
-        && l[13..].chars().next().is_none_or(|c| !c.is_alphanumeric())
+    l.get(..word.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(word))
+        && l[word.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| !c.is_alphanumeric())
+}
+
+/// The share of step time above which a run is called data-bound.
+pub const DATA_BOUND_SHARE: f64 = 0.5;
+
+/// Data and compute parts of each step, from marker times (s): for every step after the first,
+/// the data part runs from the previous step marker to the last data marker before this step
+/// marker, the compute part from there to the step marker. (data ms, compute ms) per step.
+pub fn split_steps(step_at: &[f64], data_at: &[f64]) -> Vec<(f64, f64)> {
+    step_at
+        .windows(2)
+        .filter_map(|w| {
+            let d = data_at
+                .iter()
+                .copied()
+                .filter(|d| *d > w[0] && *d <= w[1])
+                .next_back()?;
+            Some(((d - w[0]) * 1e3, (w[1] - d) * 1e3))
+        })
+        .collect()
 }
 
 /// An operator's total GPU time in a run, from the MPS profiler log.
@@ -99,10 +132,53 @@ pub struct WatchOutcome {
     /// The batch over the median step time, when both are known.
     #[serde(default)]
     pub samples_per_s: Option<f64>,
+    /// With `headroom-data` markers too: median data and compute part of a step, ms, and the
+    /// data part's share of the summed step time (the first step left out).
+    #[serde(default)]
+    pub data_ms_p50: Option<f64>,
+    #[serde(default)]
+    pub compute_ms_p50: Option<f64>,
+    #[serde(default)]
+    pub data_share: Option<f64>,
+    /// "data-bound: …" or "compute-bound: …" with the figures ([`Self::pipeline_verdict`]).
+    #[serde(default)]
+    pub pipeline: Option<String>,
+}
+
+impl WatchOutcome {
+    /// The data stage takes at least [`DATA_BOUND_SHARE`] of the step time.
+    pub fn data_bound(&self) -> Option<bool> {
+        self.data_share.map(|s| s >= DATA_BOUND_SHARE)
+    }
+
+    /// Data-bound or compute-bound, with the figures, when the script printed both markers.
+    pub fn pipeline_verdict(&self) -> Option<String> {
+        let (share, d, c) = (self.data_share?, self.data_ms_p50?, self.compute_ms_p50?);
+        let figures = format!(
+            "the data stage takes {:.0} % of step time (median {d:.1} ms data, {c:.1} ms compute; \
+             data-bound from {:.0} %)",
+            share * 100.0,
+            DATA_BOUND_SHARE * 100.0
+        );
+        Some(if share >= DATA_BOUND_SHARE {
+            format!(
+                "data-bound: {figures} — speed up loading first (decoding, augmentation, \
+                 num_workers, pin_memory, .item() every step); a faster device will not help"
+            )
+        } else {
+            format!("compute-bound: {figures} — the device's speed is what matters here")
+        })
+    }
 }
 
 enum Msg {
-    Line { line: String, stderr: bool },
+    /// A line, with the time it was read (s since the start): markers are timed as they
+    /// arrive, not when the loop gets to them.
+    Line {
+        line: String,
+        stderr: bool,
+        at: f64,
+    },
     Reading(MemoryReading),
 }
 
@@ -166,6 +242,7 @@ struct Tally {
     oom: bool,
     stopped_at_limit: bool,
     step_at: Vec<f64>,
+    data_at: Vec<f64>,
 }
 
 /// What reading the command's lines needs.
@@ -181,7 +258,7 @@ impl Tally {
     fn take(&mut self, msg: Msg, ledger: &Ledger, cx: &LineContext<'_>) -> Result<(), CoreError> {
         match msg {
             Msg::Reading(r) => self.reading(ledger, r),
-            Msg::Line { line, stderr } => self.line(&line, stderr, ledger, cx),
+            Msg::Line { line, stderr, at } => self.line(&line, stderr, at, ledger, cx),
         }
     }
 
@@ -191,6 +268,7 @@ impl Tally {
         &mut self,
         line: &str,
         stderr: bool,
+        at: f64,
         ledger: &Ledger,
         cx: &LineContext<'_>,
     ) -> Result<(), CoreError> {
@@ -207,7 +285,9 @@ impl Tally {
         }
         t.oom |= crate::failure::classify(line) == crate::protocol::PointStatus::Oom;
         if is_step_marker(line) {
-            t.step_at.push(started.elapsed().as_secs_f64());
+            t.step_at.push(at);
+        } else if is_data_marker(line) {
+            t.data_at.push(at);
         }
         if let Some((op, ms)) = mps_op_gpu_ms(line) {
             let e = t.ops.entry(op).or_default();
@@ -252,6 +332,7 @@ impl Tally {
             oom: false,
             stopped_at_limit: false,
             step_at: Vec::new(),
+            data_at: Vec::new(),
         }
     }
 
@@ -266,7 +347,8 @@ impl Tally {
 }
 
 /// Runs `command` (program and arguments), passing its output through, recording it in
-/// `ledger`. Sets `PYTORCH_ENABLE_MPS_FALLBACK=1` unless the environment already sets it.
+/// `ledger`. Sets `PYTORCH_ENABLE_MPS_FALLBACK=1` and `PYTHONUNBUFFERED=1` unless the
+/// environment already sets them.
 pub fn run_command(
     command: &[String],
     matcher: &EpochMatcher,
@@ -286,6 +368,11 @@ pub fn run_command(
         .stderr(Stdio::piped());
     if std::env::var_os("PYTORCH_ENABLE_MPS_FALLBACK").is_none() {
         cmd.env("PYTORCH_ENABLE_MPS_FALLBACK", "1");
+    }
+    // Python block-buffers a pipe: without this, markers and epoch lines would arrive in bursts
+    // and their times would say nothing.
+    if std::env::var_os("PYTHONUNBUFFERED").is_none() {
+        cmd.env("PYTHONUNBUFFERED", "1");
     }
     if opts.profile_ops {
         cmd.env(
@@ -320,7 +407,8 @@ pub fn run_command(
         let tx = tx.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                if tx.send(Msg::Line { line, stderr }).is_err() {
+                let at = started.elapsed().as_secs_f64();
+                if tx.send(Msg::Line { line, stderr, at }).is_err() {
                     return;
                 }
             }
@@ -451,6 +539,9 @@ fn finish(
     op_times.truncate(20);
     let step_ms: Vec<f64> = t.step_at.windows(2).map(|w| (w[1] - w[0]) * 1e3).collect();
     let p50 = crate::stats::percentile(&step_ms, 50.0);
+    let split = split_steps(&t.step_at, &t.data_at);
+    let (data_ms, compute_ms): (Vec<f64>, Vec<f64>) = split.iter().copied().unzip();
+    let total: f64 = data_ms.iter().sum::<f64>() + compute_ms.iter().sum::<f64>();
     let git = git_state(&std::env::current_dir().unwrap_or_default());
     let out = WatchOutcome {
         run_id: t.run_id,
@@ -477,6 +568,14 @@ fn finish(
             (Some(b), Some(ms)) if ms > 0.0 => Some(f64::from(b) * 1e3 / ms),
             _ => None,
         },
+        data_ms_p50: crate::stats::percentile(&data_ms, 50.0),
+        compute_ms_p50: crate::stats::percentile(&compute_ms, 50.0),
+        data_share: (total > 0.0).then(|| data_ms.iter().sum::<f64>() / total),
+        pipeline: None,
+    };
+    let out = WatchOutcome {
+        pipeline: out.pipeline_verdict(),
+        ..out
     };
     let status = if success {
         RunStatus::Complete
@@ -518,5 +617,22 @@ mod tests {
         assert!(!is_step_marker("headroom-steps"));
         assert!(!is_step_marker("step 12"));
         assert!(!is_step_marker("headroom"));
+        assert!(is_data_marker("headroom-data"));
+        assert!(!is_data_marker("headroom-dataset"));
+        assert!(!is_step_marker("headroom-data"));
+    }
+
+    #[test]
+    fn steps_split_into_data_and_compute_parts() {
+        // Steps end at 1.0, 1.1, 1.3, 1.4; data ready at 1.08 and 1.25; the last step has no
+        // data marker and is left out, a data marker before the first step counts for nothing.
+        let parts = split_steps(&[1.0, 1.1, 1.3, 1.4], &[0.5, 1.08, 1.25]);
+        assert_eq!(parts.len(), 2);
+        assert!((parts[0].0 - 80.0).abs() < 1e-6 && (parts[0].1 - 20.0).abs() < 1e-6);
+        assert!((parts[1].0 - 150.0).abs() < 1e-6 && (parts[1].1 - 50.0).abs() < 1e-6);
+        // Two data markers in one step: the last one before the step marker counts.
+        let parts = split_steps(&[0.0, 1.0], &[0.2, 0.9]);
+        assert!((parts[0].0 - 900.0).abs() < 1e-6, "{parts:?}");
+        assert!(split_steps(&[0.0, 1.0], &[]).is_empty());
     }
 }
