@@ -70,11 +70,7 @@ pub fn split_steps(step_at: &[f64], data_at: &[f64]) -> Vec<(f64, f64)> {
     step_at
         .windows(2)
         .filter_map(|w| {
-            let d = data_at
-                .iter()
-                .copied()
-                .filter(|d| *d > w[0] && *d <= w[1])
-                .next_back()?;
+            let d = data_at.iter().copied().rfind(|d| *d > w[0] && *d <= w[1])?;
             Some(((d - w[0]) * 1e3, (w[1] - d) * 1e3))
         })
         .collect()
