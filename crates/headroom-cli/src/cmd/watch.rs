@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use headroom_core::budget::format_bytes;
+use headroom_core::budget::{format_bytes, BudgetSpec};
 use headroom_core::epochs::EpochThresholds;
 use headroom_core::jobs::watch::{is_python, run_command, watch_pid, WatchOptions, WatchOutcome};
 use headroom_core::monitor::{batch_from_args, EpochMatcher, DEFAULT_EPOCH_PATTERN};
@@ -49,6 +49,15 @@ pub struct RunArgs {
     /// (one per training step; they also give the step time and throughput).
     #[arg(long)]
     steps: Option<u32>,
+    /// Memory budget for the command's processes, a size (6GiB) or a share of RAM (50%); over
+    /// it, the command is stopped and its run recorded as over budget. A sweep defaults to 90 %
+    /// of the memory available when it starts; a single run has none unless given.
+    #[arg(long)]
+    budget: Option<String>,
+    /// With --sweep over the batch size: write the sweep's chart (throughput and peak memory
+    /// over batch, as a built-in sweep's) to this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    chart: Option<std::path::PathBuf>,
     /// The command, after `--`.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     command: Vec<String>,
@@ -188,7 +197,13 @@ fn sweep_command(
                 o.data_share
                     .map_or_else(|| "-".to_owned(), |d| format!("{:.0}", d * 100.0)),
                 o.epochs.len(),
-                if o.oom { "yes" } else { "no" },
+                if o.over_budget {
+                    "budget"
+                } else if o.oom {
+                    "yes"
+                } else {
+                    "no"
+                },
                 o.run_id,
                 if o.stopped_at_limit {
                     " (stopped at the limit)"
@@ -198,6 +213,10 @@ fn sweep_command(
             );
         }
     }
+    if let Some(path) = &a.chart {
+        write_chart(path, &rows, opts.budget_bytes)?;
+        eprintln!("headroom: chart written to {}", path.display());
+    }
     let all_ok = rows
         .iter()
         .all(|(_, o)| o.exit_code == Some(0) || o.stopped_at_limit);
@@ -206,6 +225,60 @@ fn sweep_command(
     } else {
         ExitCode::from(3)
     })
+}
+
+/// The chart of a sweep over the user's script: one point per combination at its batch.
+fn write_chart(path: &Path, rows: &[(String, WatchOutcome)], budget: Option<u64>) -> Result<()> {
+    let mut points = Vec::new();
+    for (label, o) in rows {
+        let Some(p) = o.as_point() else {
+            bail!(
+                "--chart draws throughput and memory over the batch size, and {label} has no batch: \
+                 sweep the batch (`--sweep bs=16,32 -- … --batch-size {{bs}}`) or give --batch"
+            );
+        };
+        if points
+            .iter()
+            .any(|q: &headroom_core::protocol::Point| q.batch == p.batch)
+        {
+            bail!(
+                "--chart needs one combination per batch size, and batch {} comes twice; \
+                 chart a sweep over the batch alone",
+                p.batch
+            );
+        }
+        points.push(p);
+    }
+    points.sort_by_key(|p| p.batch);
+    let summary = headroom_core::summary::summarize(
+        &points,
+        headroom_core::planner::Limit::List,
+        budget.unwrap_or(u64::MAX),
+    );
+    let svg = headroom_core::plot::sweep_svg(&headroom_core::plot::ChartSpec {
+        points: &points,
+        summary: Some(&summary),
+        budget_bytes: budget,
+        width: 720,
+        height: 560,
+    })?;
+    std::fs::write(path, svg)
+        .map_err(|e| anyhow::anyhow!("cannot write the chart to {}: {e}", path.display()))?;
+    Ok(())
+}
+
+/// The budget of `run`: `--budget` resolved against this machine's memory now; for a sweep
+/// without one, the default share of what is available.
+fn run_budget(spec: Option<&str>, sweep: bool) -> Result<Option<u64>> {
+    let spec = match (spec, sweep) {
+        (Some(s), _) => BudgetSpec::parse(s)?,
+        (None, true) => BudgetSpec::Default,
+        (None, false) => return Ok(None),
+    };
+    let Some(m) = headroom_core::sysmem::system_memory() else {
+        bail!("cannot read this machine's memory to set the budget; pass --budget with a size (e.g. 6GiB)");
+    };
+    Ok(Some(spec.resolve(m.total, m.available)))
 }
 
 pub fn run(a: &RunArgs) -> Result<ExitCode> {
@@ -238,7 +311,11 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         profile_ops: a.profile_ops,
         max_time: a.max_seconds.map(Duration::from_secs),
         max_steps: a.steps,
+        budget_bytes: run_budget(a.budget.as_deref(), !a.sweep.is_empty())?,
     };
+    if a.chart.is_some() && a.sweep.is_empty() {
+        bail!("--chart draws a sweep: add --sweep NAME=V1,V2 (over the batch size)");
+    }
     if a.max_seconds == Some(0) || a.steps == Some(0) {
         bail!("--max-seconds and --steps must be 1 or more");
     }
@@ -292,6 +369,7 @@ pub fn watch(a: &WatchArgs) -> Result<ExitCode> {
         profile_ops: false,
         max_time: None,
         max_steps: None,
+        budget_bytes: None,
     };
     let ledger = super::open_ledger()?;
     // SAFETY: the handler only stores to an atomic.

@@ -336,6 +336,7 @@ for step in range(1000):
     print(f'headroom-step {step}', flush=True)
 ";
     let py = python();
+    let chart = home.path().join("bs.svg");
     let out = home.run(&[
         "run",
         "--sweep",
@@ -343,6 +344,8 @@ for step in range(1000):
         "--steps",
         "12",
         "--json",
+        "--chart",
+        chart.to_str().expect("utf-8"),
         "--",
         py.to_str().expect("utf-8"),
         "-c",
@@ -373,6 +376,16 @@ for step in range(1000):
     let sps = runs[1]["run"]["samples_per_s"].as_f64().expect("samples/s");
     assert!((sps - 64.0 * 1000.0 / p50(1)).abs() < 1e-6, "{sps}");
     assert_eq!(runs[1]["run"]["batch"], 64);
+    // The same chart as a built-in sweep's: throughput and peak memory over the batch.
+    let svg = std::fs::read_to_string(&chart).expect("the chart");
+    assert!(svg.starts_with("<svg"), "{}", &svg[..80.min(svg.len())]);
+    for want in ["throughput", "peak memory", "batch size", "recommended "] {
+        assert!(svg.contains(want), "{want:?} missing from the chart");
+    }
+    assert!(
+        svg.matches("<circle").count() >= 4,
+        "two points on two panels"
+    );
 }
 
 #[test]
@@ -438,5 +451,102 @@ for step in range(1000):
     assert!(
         compute["compute_ms_p50"].as_f64() > compute["data_ms_p50"].as_f64(),
         "{compute}"
+    );
+}
+
+#[test]
+fn a_num_workers_sweep_records_rising_memory_and_the_supervisor_stops_a_combination_over_budget() {
+    let home = Home::new();
+    let py = python();
+    // A real DataLoader: each worker is a process of the tree, so its memory rises with them.
+    let loader = r"import sys, time, torch
+from torch.utils.data import DataLoader, TensorDataset
+ds = TensorDataset(torch.randn(4096, 64), torch.randint(0, 10, (4096,)))
+dl = DataLoader(ds, batch_size=32, num_workers=int(sys.argv[1]))
+model = torch.nn.Linear(64, 10)
+while True:
+    for x, y in dl:
+        print('headroom-data', flush=True)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        time.sleep(0.02)
+        print('headroom-step', flush=True)
+";
+    let out = home.run(&[
+        "run",
+        "--sweep",
+        "w=0,1,3",
+        "--steps",
+        "40",
+        "--interval-ms",
+        "50",
+        "--json",
+        "--",
+        py.to_str().expect("utf-8"),
+        "-c",
+        loader,
+        "{w}",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = after_output(&out.stdout, '[');
+    let runs = v.as_array().expect("runs");
+    let peak = |i: usize| runs[i]["run"]["peak_tree_bytes"].as_u64().expect("peak");
+    assert!(
+        peak(0) < peak(1) && peak(1) < peak(2),
+        "0, 1, 3 workers: {} < {} < {}",
+        peak(0),
+        peak(1),
+        peak(2)
+    );
+    // The sweep ran under the default budget (90 % of what was available).
+    assert!(runs[0]["run"]["budget_bytes"].as_u64().is_some(), "{v}");
+
+    // A script that takes {mb} MB in 10 MB steps: under a 300 MiB budget the 60 MB combination
+    // finishes and the 1000 MB one is stopped by the supervisor, recorded as over budget.
+    let grower = r"import sys, time
+held = []
+for i in range(int(sys.argv[1]) // 10):
+    b = bytearray(10 << 20)
+    for j in range(0, len(b), 4096):
+        b[j] = 1
+    held.append(b)
+    time.sleep(0.02)
+print('done', flush=True)
+";
+    let out = home.run(&[
+        "run",
+        "--sweep",
+        "mb=60,1000",
+        "--budget",
+        "300MiB",
+        "--interval-ms",
+        "50",
+        "--",
+        py.to_str().expect("utf-8"),
+        "-c",
+        grower,
+        "{mb}",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "a combination failed");
+    let table = String::from_utf8_lossy(&out.stderr);
+    assert!(table.contains("over the 300 MiB memory budget"), "{table}");
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("mb=")).collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert!(rows[0].contains(" no "), "{}", rows[0]);
+    assert!(rows[1].contains(" budget "), "{}", rows[1]);
+    let last = home
+        .runs()
+        .into_iter()
+        .find(|r| r["kind"] == "run")
+        .expect("the newest run");
+    assert_eq!(last["status"], "failed", "{last}");
+    assert!(
+        last["note"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("over budget: stopped at ")),
+        "{last}"
     );
 }

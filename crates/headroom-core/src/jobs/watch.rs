@@ -36,6 +36,10 @@ pub struct WatchOptions {
     pub max_time: Option<Duration>,
     /// Stop the command after this many step markers (`run` only).
     pub max_steps: Option<u32>,
+    /// Stop the command when its process tree holds more than this (`run` only): the
+    /// supervisor of a sweep over the user's script, so a combination cannot push the machine
+    /// into swap.
+    pub budget_bytes: Option<u64>,
 }
 
 /// The line a script prints at the end of each training step so `run` can time its steps:
@@ -139,12 +143,46 @@ pub struct WatchOutcome {
     /// "data-bound: …" or "compute-bound: …" with the figures ([`Self::pipeline_verdict`]).
     #[serde(default)]
     pub pipeline: Option<String>,
+    /// The memory budget it ran under, and whether the supervisor stopped it for going over.
+    #[serde(default)]
+    pub budget_bytes: Option<u64>,
+    #[serde(default)]
+    pub over_budget: bool,
 }
 
 impl WatchOutcome {
     /// The data stage takes at least [`DATA_BOUND_SHARE`] of the step time.
     pub fn data_bound(&self) -> Option<bool> {
         self.data_share.map(|s| s >= DATA_BOUND_SHARE)
+    }
+
+    /// This run as a sweep point at its batch (none when the batch is unknown): throughput from
+    /// its steps, its process tree's peak, OOM or over budget as the built-in sweep records them.
+    pub fn as_point(&self) -> Option<crate::protocol::Point> {
+        use crate::protocol::{Point, PointStatus};
+        let batch = self.batch?;
+        let status = if self.over_budget {
+            PointStatus::OverBudget
+        } else if self.oom {
+            PointStatus::Oom
+        } else if self.exit_code == Some(0) || self.stopped_at_limit {
+            PointStatus::Ok
+        } else {
+            PointStatus::Error
+        };
+        let mut p = Point::failed(batch, status, format!("run {}", self.run_id));
+        p.samples_per_s = self.samples_per_s;
+        p.step_ms_p50 = self.step_ms_p50;
+        p.step_ms_p95 = self.step_ms_p95;
+        p.data_ms = self.data_ms_p50;
+        p.peak_process_bytes = Some(self.peak_tree_bytes);
+        p.peak_bytes = Some(self.peak_tree_bytes);
+        p.timed_steps = self.steps.saturating_sub(1);
+        p.gpu_busy = self.gpu_busy;
+        if p.status == PointStatus::Ok {
+            p.message = None;
+        }
+        Some(p)
     }
 
     /// Data-bound or compute-bound, with the figures, when the script printed both markers.
@@ -237,6 +275,7 @@ struct Tally {
     busy: Option<crate::gpu_busy::BusySampler>,
     oom: bool,
     stopped_at_limit: bool,
+    over_budget: bool,
     step_at: Vec<f64>,
     data_at: Vec<f64>,
 }
@@ -327,6 +366,7 @@ impl Tally {
             busy: crate::gpu_busy::BusySampler::system(),
             oom: false,
             stopped_at_limit: false,
+            over_budget: false,
             step_at: Vec::new(),
             data_at: Vec::new(),
         }
@@ -441,6 +481,18 @@ pub fn run_command(
                 let _ = writeln!(
                     std::io::stderr(),
                     "headroom: stopping the command at its limit of {limit}"
+                );
+                let _ = child.kill();
+            }
+        }
+        if let Some(budget) = opts.budget_bytes.filter(|b| t.peak > *b) {
+            if !t.over_budget {
+                t.over_budget = true;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "headroom: stopping the command: its processes hold {}, over the {} memory budget",
+                    crate::budget::format_bytes(t.peak),
+                    crate::budget::format_bytes(budget)
                 );
                 let _ = child.kill();
             }
@@ -568,6 +620,8 @@ fn finish(
         compute_ms_p50: crate::stats::percentile(&compute_ms, 50.0),
         data_share: (total > 0.0).then(|| data_ms.iter().sum::<f64>() / total),
         pipeline: None,
+        budget_bytes: opts.budget_bytes,
+        over_budget: t.over_budget,
     };
     let out = WatchOutcome {
         pipeline: out.pipeline_verdict(),
@@ -578,8 +632,16 @@ fn finish(
     } else {
         RunStatus::Failed
     };
-    let note = match exit_code {
-        Some(c) if c != 0 => format!("the command exited with code {c}; {}", out.verdict.reason),
+    let note = match (out.over_budget, exit_code) {
+        (true, _) => format!(
+            "over budget: stopped at {} of process memory, above the {} budget; {}",
+            crate::budget::format_bytes(out.peak_tree_bytes),
+            crate::budget::format_bytes(out.budget_bytes.unwrap_or(0)),
+            out.verdict.reason
+        ),
+        (false, Some(c)) if c != 0 => {
+            format!("the command exited with code {c}; {}", out.verdict.reason)
+        }
         _ => out.verdict.reason.clone(),
     };
     ledger.finish_watch(
