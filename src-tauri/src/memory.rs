@@ -340,6 +340,7 @@ pub async fn start_watch(
             profile_ops: false,
             max_time: None,
             max_steps: None,
+            budget_bytes: None,
         };
         let outcome = jobs::open_ledger().and_then(|ledger| {
             jobs::watch::watch_pid(pid, &opts, &ledger, &stop, &mut |r| {
