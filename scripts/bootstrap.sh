@@ -35,6 +35,21 @@ then
   .venv/bin/python -m pip install --disable-pip-version-check --quiet "torch==$TORCH_VERSION"
 fi
 
+# MLX for `sweep --compare mlx`: on Linux its CPU build (mlx[cpu], about 11 MB) runs the MLX side
+# on the CPU, which is how the comparison is tested here; on an Apple Silicon Mac, plain mlx.
+MLX_VERSION=0.32.4
+if ! .venv/bin/python -c "import mlx.core" 2>/dev/null; then
+  case "$(uname -s)/$(uname -m)" in
+    Linux/*) mlx_req="mlx[cpu]==$MLX_VERSION" ;;
+    Darwin/arm64) mlx_req="mlx==$MLX_VERSION" ;;
+    *) mlx_req="" ;;
+  esac
+  if [ -n "$mlx_req" ]; then
+    echo "bootstrap: installing $mlx_req into .venv"
+    .venv/bin/python -m pip install --disable-pip-version-check --quiet "$mlx_req"
+  fi
+fi
+
 # The app (Tauri) needs WebKitGTK and an appindicator on Linux; the end-to-end test needs Xvfb,
 # D-Bus, WebKitWebDriver and a notification server (dunst, whose buttons it clicks); `headroom remote` needs OpenSSH's client, and its tests start their
 # own OpenSSH server on 127.0.0.1. macOS has WebKit and OpenSSH built in.

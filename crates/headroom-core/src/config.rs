@@ -120,6 +120,9 @@ pub struct DecideThresholds {
     /// One operator taking at least this share of the GPU time of a profiled run
     /// (`headroom run --profile-ops`) is a kernel gap worth profiling (0.5 = half).
     pub slow_layer_share: f64,
+    /// MLX at least this much faster (samples/s) than torch at the same batch makes it the
+    /// recommendation where it runs (0.10 = 10 %).
+    pub mlx_faster: f64,
     /// What the main job is: `training`, `inference` or `llm-inference`.
     pub main_job: crate::decide::WorkloadKind,
     /// Results must match CUDA bit for bit.
@@ -132,6 +135,7 @@ impl Default for DecideThresholds {
             pipeline_speedup: 0.22,
             gpu_busy: 0.18,
             near_one: 0.10,
+            mlx_faster: 0.10,
             fallback_days: 14,
             max_age_days: 30,
             slow_layer_share: 0.5,
@@ -203,6 +207,7 @@ impl Config {
         share("decide.gpu_busy", self.decide.gpu_busy)?;
         share("decide.near_one", self.decide.near_one)?;
         share("decide.slow_layer_share", self.decide.slow_layer_share)?;
+        share("decide.mlx_faster", self.decide.mlx_faster)?;
         if self.epochs.over_epochs == 0 {
             return Err("epochs.over_epochs must be 1 or more".into());
         }

@@ -65,6 +65,7 @@ pub enum Rule {
     NoRemote,
     RemoteDown,
     Unmeasured,
+    MlxFaster,
 }
 
 /// One reason: the rule, the column it speaks to, and the sentence with its figures.
@@ -74,6 +75,19 @@ pub struct Reason {
     pub rule: Rule,
     pub column: Column,
     pub text: String,
+}
+
+/// MLX against Headroom's torch figure for one workload at one batch (`sweep --compare mlx`).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MlxFact {
+    pub run_id: i64,
+    pub workload: String,
+    pub batch: u32,
+    pub torch_device: String,
+    pub torch_samples_per_s: f64,
+    pub mlx_device: String,
+    pub mlx_samples_per_s: f64,
 }
 
 /// A sweep's figure at one batch on one device.
@@ -168,6 +182,9 @@ pub struct Facts {
     pub leak_with_release: Option<EpochFact>,
     pub fallback: Option<FallbackFact>,
     pub slow_layer: Option<SlowLayerFact>,
+    /// The newest MLX comparison.
+    #[serde(default)]
+    pub mlx: Option<MlxFact>,
     /// Contention raised now, with its reasons.
     pub contention: Vec<String>,
     pub remotes: Vec<RemoteFact>,
@@ -238,6 +255,7 @@ pub const SYMPTOMS: &[Symptom] = &[
     Symptom { rule: Rule::Fallback, symptom: "CPU-fallback operators in every run for weeks", hypothesis: "the architecture relies on operators MPS lacks", action: "split the model: run those parts elsewhere, or swap the operators", observe: "fallback operators per run in the ledger (`headroom run`)" },
     Symptom { rule: Rule::LlmInference, symptom: "the main job is LLM inference", hypothesis: "MLX (and Ollama on MLX) is faster and leaner for it on Apple Silicon", action: "try `mlx-lm` first; keep torch for training", observe: "tokens/s on both stacks" },
     Symptom { rule: Rule::CudaParity, symptom: "results must match CUDA bit for bit", hypothesis: "no Apple backend gives CUDA's numerics", action: "train where CUDA is", observe: "a reference run's outputs compared exactly" },
+    Symptom { rule: Rule::MlxFaster, symptom: "MLX runs the same workload faster than torch here", hypothesis: "MLX's kernels and lazy evaluation suit this model on Apple Silicon", action: "port the training step to `mlx.nn` where it pays; keep torch where its ecosystem matters", observe: "samples/s of both at the same batch (`headroom sweep --compare mlx`)" },
     Symptom { rule: Rule::Contention, symptom: "the call and the IDE eat the memory training needs", hypothesis: "memory contention, not the model", action: "close the call or the IDE, or move the run to the remote host", observe: "`headroom contention`: memory by app group, swap growth, pressure" },
 ];
 
@@ -461,6 +479,32 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
         set(Column::Mps, Status::Risky);
         set(Column::Mlx, Status::Risky);
     }
+    // MLX against torch at the same batch.
+    let mut mlx_wins = false;
+    if let Some(m) = &f.mlx {
+        let ratio = m.mlx_samples_per_s / m.torch_samples_per_s;
+        let figures = format!(
+            "{} at batch {}: MLX ({}) {:.1} samples/s vs torch on {} {:.1} samples/s ({ratio:.2}×, run {})",
+            m.workload, m.batch, m.mlx_device, m.mlx_samples_per_s, m.torch_device, m.torch_samples_per_s, m.run_id
+        );
+        if ratio >= 1.0 + t.mlx_faster {
+            mlx_wins = true;
+            say(
+                Rule::MlxFaster,
+                Column::Mlx,
+                format!("{figures}: MLX is at least {} faster", pct(t.mlx_faster)),
+            );
+        } else {
+            say(
+                Rule::Unmeasured,
+                Column::Mlx,
+                format!(
+                    "{figures}: not {} faster, so torch stays",
+                    pct(t.mlx_faster)
+                ),
+            );
+        }
+    }
     for c in &f.contention {
         say(
             Rule::Contention,
@@ -498,6 +542,11 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
         (
             Some(Column::Mlx),
             "MLX: LLM inference is the main job".to_owned(),
+        )
+    } else if mlx_wins && usable(Column::Mlx, &status) {
+        (
+            Some(Column::Mlx),
+            "MLX: measured faster than torch for this workload".to_owned(),
         )
     } else if usable(Column::Mps, &status) && accel_wins != Some(false) {
         let head = if accel_wins == Some(true) {

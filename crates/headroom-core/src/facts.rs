@@ -2,7 +2,9 @@
 //! training run was measured to need, and which processes are Headroom's runs right now.
 
 use crate::contention::Need;
-use crate::decide::{EpochFact, Facts, FallbackFact, RemoteFact, SlowLayerFact, SweepFact};
+use crate::decide::{
+    EpochFact, Facts, FallbackFact, MlxFact, RemoteFact, SlowLayerFact, SweepFact,
+};
 use crate::epochs::{EpochVerdict, EpochVerdictKind};
 use crate::ledger::{Ledger, RunRecord, RunStatus};
 use crate::protocol::{EpochsRequest, PointStatus};
@@ -93,6 +95,7 @@ pub fn gather(
     epoch_facts(ledger, &runs, &mut f)?;
     f.fallback = fallback_fact(&runs);
     f.slow_layer = slow_layer_fact(&runs);
+    f.mlx = mlx_fact(&runs);
     f.remotes = remote_facts(ledger)?;
     Ok(f)
 }
@@ -134,6 +137,22 @@ fn remote_facts(ledger: &Ledger) -> Result<Vec<RemoteFact>, CoreError> {
 }
 
 /// The top operator of the newest wrapped run whose MPS operations were profiled.
+/// The newest MLX comparison (`sweep --compare mlx`).
+fn mlx_fact(runs: &[RunRecord]) -> Option<MlxFact> {
+    complete(runs, "mlx-compare").find_map(|r| {
+        let c: crate::mlx::MlxComparison = serde_json::from_value(r.report.clone()?).ok()?;
+        Some(MlxFact {
+            run_id: r.id,
+            workload: c.workload,
+            batch: c.batch,
+            torch_device: c.torch_device,
+            torch_samples_per_s: c.torch_samples_per_s,
+            mlx_device: c.mlx_device,
+            mlx_samples_per_s: c.mlx_samples_per_s,
+        })
+    })
+}
+
 fn slow_layer_fact(runs: &[RunRecord]) -> Option<SlowLayerFact> {
     runs.iter().filter(|r| r.kind == "run").find_map(|r| {
         let ops = r.report.as_ref()?.get("op_times")?.as_array()?.clone();

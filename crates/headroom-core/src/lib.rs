@@ -17,6 +17,7 @@ pub mod gpu_busy;
 pub mod jobs;
 pub mod ledger;
 pub mod machine;
+pub mod mlx;
 pub mod monitor;
 pub mod paths;
 pub mod planner;

@@ -178,7 +178,19 @@ fn a_compare_that_cannot_compare() {
             "--compare",
             "mps",
         ],
-        "only `cpu` can be the baseline",
+        "the baseline is `cpu` or `mlx`",
+    );
+    refused(
+        &[
+            "sweep",
+            "--workload",
+            "cnn",
+            "--batches",
+            "1",
+            "--compare",
+            "mlx",
+        ],
+        "use --workload mlp or matmul",
     );
 }
 

@@ -10,6 +10,7 @@ mod doctor;
 mod epochs;
 mod errors;
 mod kill;
+mod mlx;
 mod remote;
 mod run;
 mod sweep;

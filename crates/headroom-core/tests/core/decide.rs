@@ -2,8 +2,8 @@
 
 use headroom_core::config::DecideThresholds;
 use headroom_core::decide::{
-    decide, Column, EpochFact, Facts, FallbackFact, RemoteFact, Rule, SlowLayerFact, Status,
-    SweepFact, WorkloadKind,
+    decide, Column, EpochFact, Facts, FallbackFact, MlxFact, RemoteFact, Rule, SlowLayerFact,
+    Status, SweepFact, WorkloadKind,
 };
 
 fn sweep(device_ms: f64, busy: Option<f64>) -> SweepFact {
@@ -253,6 +253,57 @@ fn llm_inference_goes_to_mlx_and_cuda_parity_goes_remote() {
     );
     assert_eq!(d.verdict, Some(Column::Remote));
     assert_eq!(d.column(Column::Mps).status, Status::Risky);
+}
+
+fn mlx(ratio: f64) -> MlxFact {
+    MlxFact {
+        run_id: 12,
+        workload: "mlp".into(),
+        batch: 256,
+        torch_device: "mps".into(),
+        torch_samples_per_s: 10_000.0,
+        mlx_device: "Device(gpu, 0)".into(),
+        mlx_samples_per_s: 10_000.0 * ratio,
+    }
+}
+
+#[test]
+fn mlx_measured_ten_percent_faster_is_recommended_not_below() {
+    let faster = Facts {
+        mlx: Some(mlx(1.10)),
+        ..compared(50.0, Some(0.9))
+    };
+    let d = decide(&faster, &t());
+    assert_eq!(d.verdict, Some(Column::Mlx), "{}", d.headline);
+    assert!(d.fired(Rule::MlxFaster));
+    let why = &d.column(Column::Mlx).reasons[0].text;
+    assert!(
+        why.starts_with("mlp at batch 256: MLX (Device(gpu, 0)) 11000.0 samples/s vs torch on mps 10000.0 samples/s (1.10×, run 12)"),
+        "{why}"
+    );
+    let close = Facts {
+        mlx: Some(mlx(1.099)),
+        ..compared(50.0, Some(0.9))
+    };
+    let d = decide(&close, &t());
+    assert_eq!(d.verdict, Some(Column::Mps), "{}", d.headline);
+    assert!(!d.fired(Rule::MlxFaster));
+    assert!(d.column(Column::Mlx).reasons[0]
+        .text
+        .contains("not 10.0 % faster"));
+    // Where MLX cannot run (Linux, its CPU package measured), the figure is cited, nothing moves.
+    let linux = Facts {
+        mlx: Some(MlxFact {
+            torch_device: "cpu".into(),
+            mlx_device: "Device(cpu, 0)".into(),
+            ..mlx(3.0)
+        }),
+        ..Facts::default()
+    };
+    let d = decide(&linux, &t());
+    assert_eq!(d.verdict, Some(Column::Cpu));
+    assert_eq!(d.column(Column::Mlx).status, Status::Blocked);
+    assert!(d.fired(Rule::MlxFaster));
 }
 
 #[test]

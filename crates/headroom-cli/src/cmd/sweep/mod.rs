@@ -12,7 +12,9 @@ use headroom_core::jobs::{
     sweep::{CancelToken, Launcher, Update},
 };
 use headroom_core::ledger::RunStatus;
-use headroom_core::protocol::{parse_batches, progress_line, BatchPlan, Mode, Point, SweepRequest};
+use headroom_core::protocol::{
+    parse_batches, progress_line, BatchPlan, Dtype, Mode, Point, SweepRequest,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 
 mod output;
@@ -46,10 +48,13 @@ pub struct SweepArgs {
     /// Run points even when their predicted peak is above the budget.
     #[arg(long)]
     no_predict: bool,
-    /// Then measure the recommended batch on this device too (only `cpu`): the speed-up
-    /// baseline `headroom decide` needs.
-    #[arg(long, value_name = "DEVICE")]
+    /// Then measure the recommended batch on another stack too: `cpu` (the speed-up baseline
+    /// `headroom decide` needs) or `mlx` (the same mlp or matmul workload through a Python's MLX).
+    #[arg(long, value_name = "cpu|mlx")]
     compare: Option<String>,
+    /// The Python whose MLX `--compare mlx` runs [default: the first one doctor finds with mlx].
+    #[arg(long, value_name = "PATH")]
+    mlx_python: Option<std::path::PathBuf>,
     /// Print one JSON document instead of a table.
     #[arg(long)]
     json: bool,
@@ -81,7 +86,19 @@ pub fn request(a: &SweepArgs) -> Result<SweepRequest> {
             bail!("--compare cpu needs another device to compare with (--device mps, cuda or auto)")
         }
         Some("cpu") => {}
-        Some(other) => bail!("--compare {other:?}: only `cpu` can be the baseline"),
+        Some("mlx") => {
+            if !headroom_core::mlx::WORKLOADS.contains(&a.what.workload.as_str()) {
+                bail!(
+                    "--compare mlx runs the same workload through MLX, which Headroom has for {} only; \
+                     use --workload mlp or matmul",
+                    headroom_core::mlx::WORKLOADS.join(" and ")
+                );
+            }
+            if a.what.input_shape()?.is_some() || a.what.dtype()? != Dtype::F32 {
+                bail!("--compare mlx compares the default input shape in f32; drop --input-shape and --dtype");
+            }
+        }
+        Some(other) => bail!("--compare {other:?}: the baseline is `cpu` or `mlx`"),
     }
     Ok(SweepRequest {
         device: a.what.device.clone(),
@@ -205,16 +222,28 @@ pub fn run_on(args: &SweepArgs, remote: Option<Launcher>) -> Result<ExitCode> {
     if !args.json {
         output::print_human(&report);
     }
-    let comparison = match &args.compare {
-        Some(_) if report.run_status() == Some(RunStatus::Complete) => {
-            baseline(&req, &report, &exe, &ledger, &cancel, &mut progress)?
-        }
+    let complete = report.run_status() == Some(RunStatus::Complete);
+    let comparison = match args.compare.as_deref() {
+        Some("cpu") if complete => baseline(&req, &report, &exe, &ledger, &cancel, &mut progress)?,
+        _ => None,
+    };
+    let mlx = match args.compare.as_deref() {
+        Some("mlx") if complete => mlx_side(
+            &req,
+            &report,
+            &ledger,
+            args.mlx_python.clone(),
+            &mut progress,
+        )?,
         _ => None,
     };
     if args.json {
         let mut doc = serde_json::to_value(&report)?;
         if let (Some(c), Some(map)) = (&comparison, doc.as_object_mut()) {
             map.insert("compare".into(), serde_json::to_value(c)?);
+        }
+        if let (Some(c), Some(map)) = (&mlx, doc.as_object_mut()) {
+            map.insert("compare_mlx".into(), serde_json::to_value(c)?);
         }
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else if let Some(c) = &comparison {
@@ -227,6 +256,9 @@ pub fn run_on(args: &SweepArgs, remote: Option<Launcher>) -> Result<ExitCode> {
             c.speedup,
             -c.faster * 100.0
         );
+    }
+    if let (Some(c), false) = (&mlx, args.json) {
+        println!("\n{}", c.line());
     }
     Ok(match (report.run_id, report.run_status()) {
         (Some(_), Some(RunStatus::Complete)) => ExitCode::SUCCESS,
@@ -250,6 +282,51 @@ pub fn run_on(args: &SweepArgs, remote: Option<Launcher>) -> Result<ExitCode> {
         }
         _ => ExitCode::from(3),
     })
+}
+
+/// `--compare mlx`: the recommended batch through a Python's MLX, next to the sweep's own point
+/// at that batch; recorded as an `mlx-compare` run.
+fn mlx_side(
+    req: &SweepRequest,
+    report: &jobs::sweep::SweepOutcome,
+    ledger: &headroom_core::ledger::Ledger,
+    python: Option<std::path::PathBuf>,
+    progress: &mut Progress,
+) -> Result<Option<headroom_core::mlx::MlxComparison>> {
+    let Some(batch) = report.summary.as_ref().and_then(|s| s.recommended_batch) else {
+        progress
+            .say("--compare mlx: no batch was recommended, so there is nothing to compare".into());
+        return Ok(None);
+    };
+    let Some(point) = report.points.iter().find(|p| p.batch == batch) else {
+        return Ok(None);
+    };
+    let python = match python {
+        Some(p) => p,
+        None => headroom_core::mlx::find_python(None)?,
+    };
+    progress.say(format!(
+        "MLX: {} at batch {batch} in {}",
+        req.workload,
+        python.display()
+    ));
+    let steps = point.timed_steps.clamp(5, 50);
+    let r = headroom_core::mlx::run(
+        &python,
+        &req.workload,
+        batch,
+        3,
+        steps,
+        std::time::Duration::from_secs(600),
+    )?;
+    let device = report.hello.as_ref().map_or("?", |h| h.device.as_str());
+    let Some(c) = headroom_core::mlx::MlxComparison::new(device, report.run_id, point, &r, &python)
+    else {
+        progress.say("--compare mlx: one side gave no throughput".into());
+        return Ok(None);
+    };
+    headroom_core::mlx::record(ledger, &c)?;
+    Ok(Some(c))
 }
 
 /// The CPU run of `--compare cpu`: the recommended batch alone, recorded as its own run.
