@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 fn main() {
     println!("cargo:rerun-if-changed=src/shim/allocator.cpp");
+    println!("cargo:rerun-if-changed=src/shim/layers.cpp");
     let lib = PathBuf::from(
         std::env::var("DEP_TCH_LIBTORCH_LIB")
             .expect("torch-sys did not report its libtorch lib dir (DEP_TCH_LIBTORCH_LIB)"),
@@ -25,7 +26,8 @@ fn main() {
         .include(include.join("torch/csrc/api/include"))
         .flag("-std=c++17")
         .flag("-DGLOG_USE_GLOG_EXPORT")
-        .file("src/shim/allocator.cpp");
+        .file("src/shim/allocator.cpp")
+        .file("src/shim/layers.cpp");
     if target_os == "linux" {
         build.flag("-D_GLIBCXX_USE_CXX11_ABI=1");
     }

@@ -22,6 +22,8 @@ enum Command {
     Sweep(cmd::sweep::SweepArgs),
     /// Train one batch for several epochs and judge memory growth (leak, cache, stable).
     Epochs(cmd::epochs::EpochsArgs),
+    /// Where one batch's time goes: data, forward, backward, and each layer against its FLOPs.
+    Profile(cmd::profile::ProfileArgs),
     /// Run your own training command and watch its memory and epochs: `headroom run -- python train.py`.
     Run(cmd::watch::RunArgs),
     /// Watch the memory of a process already running, until it exits or Ctrl-C.
@@ -67,6 +69,7 @@ fn main() -> ExitCode {
         Command::Remote { command } => cmd::remote::run(&command),
         Command::Config { command } => cmd::config::run(&command),
         Command::Epochs(args) => cmd::epochs::run(&args),
+        Command::Profile(args) => cmd::profile::run(&args),
         Command::Run(args) => cmd::watch::run(&args),
         Command::Watch(args) => cmd::watch::watch(&args),
         Command::Worker { doctor: false } => return cmd::worker::run(),

@@ -154,7 +154,23 @@ fn mlx_fact(runs: &[RunRecord]) -> Option<MlxFact> {
 }
 
 fn slow_layer_fact(runs: &[RunRecord]) -> Option<SlowLayerFact> {
-    runs.iter().filter(|r| r.kind == "run").find_map(|r| {
+    // `headroom profile` on MPS: its slowest layer by forward time.
+    let profiled = complete(runs, "profile")
+        .filter(|r| r.device == "mps")
+        .find_map(|r| {
+            let rep: crate::protocol::ProfileReport =
+                serde_json::from_value(r.report.clone()?).ok()?;
+            let top = rep
+                .layers
+                .iter()
+                .max_by(|a, b| a.time_share.total_cmp(&b.time_share))?;
+            Some(SlowLayerFact {
+                run_id: r.id,
+                name: top.name.clone(),
+                share: top.time_share,
+            })
+        });
+    let logged = runs.iter().filter(|r| r.kind == "run").find_map(|r| {
         let ops = r.report.as_ref()?.get("op_times")?.as_array()?.clone();
         let ms = |v: &serde_json::Value| v.get("gpu_ms").and_then(serde_json::Value::as_f64);
         let total: f64 = ops.iter().filter_map(ms).sum();
@@ -167,7 +183,12 @@ fn slow_layer_fact(runs: &[RunRecord]) -> Option<SlowLayerFact> {
             name: top.get("name")?.as_str()?.to_owned(),
             share: ms(top)? / total,
         })
-    })
+    });
+    // The newer of the two.
+    match (profiled, logged) {
+        (Some(p), Some(l)) => Some(if p.run_id > l.run_id { p } else { l }),
+        (p, l) => p.or(l),
+    }
 }
 
 fn complete<'a>(runs: &'a [RunRecord], kind: &'a str) -> impl Iterator<Item = &'a RunRecord> {

@@ -5,6 +5,7 @@
 
 pub mod doctor;
 pub mod epochs;
+pub mod profile;
 pub mod sweep;
 pub mod watch;
 pub mod worker;

@@ -403,6 +403,61 @@ pub struct EpochsRequest {
 pub enum Job {
     Sweep(SweepRequest),
     Epochs(EpochsRequest),
+    Profile(ProfileRequest),
+}
+
+/// `headroom profile`: one batch, where its time goes — data, forward, backward — and each
+/// top-level layer's forward time against its share of the FLOPs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileRequest {
+    pub device: String,
+    pub workload: String,
+    pub input_shape: Option<Vec<i64>>,
+    pub dtype: Dtype,
+    pub batch: u32,
+    /// Timed repetitions of the per-layer pass (after two untimed ones).
+    pub reps: u32,
+    pub threads: Option<u32>,
+}
+
+/// One top-level layer's forward time at the profiled batch.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayerTime {
+    pub name: String,
+    /// Median forward time of the layer alone, synchronised before and after, ms.
+    pub forward_ms: f64,
+    /// Its share of the summed layer times.
+    pub time_share: f64,
+    /// Its forward FLOPs for the batch (matrix products; estimated from a TorchScript module's
+    /// weights), when known.
+    pub flops: Option<f64>,
+    /// Its share of the summed FLOPs, when every layer's are known.
+    pub flops_share: Option<f64>,
+    pub output_shape: Vec<i64>,
+}
+
+/// What `profile` found.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileReport {
+    pub batch: u32,
+    /// The training step at that batch, split as a sweep point splits it.
+    pub point: Point,
+    /// In order; empty when the model's layers cannot be taken apart (`layers_note` says why).
+    pub layers: Vec<LayerTime>,
+    pub layers_note: Option<String>,
+}
+
+impl ProfileReport {
+    /// The layer that takes at least `share` of the forward time and at least twice its share of
+    /// the FLOPs (when known): one slow layer, the mark of a kernel gap.
+    pub fn slow_layer(&self, share: f64) -> Option<&LayerTime> {
+        self.layers
+            .iter()
+            .filter(|l| l.time_share >= share)
+            .find(|l| l.flops_share.is_none_or(|f| l.time_share >= 2.0 * f))
+    }
 }
 
 impl Job {
@@ -428,6 +483,8 @@ pub enum Event {
     Point(Point),
     /// Memory and speed at the end of one epoch (`headroom epochs`).
     Epoch(crate::epochs::EpochSample),
+    /// The result of `headroom profile`.
+    Profile(ProfileReport),
     Warning {
         message: String,
     },

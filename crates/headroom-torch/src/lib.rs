@@ -9,6 +9,7 @@ pub mod alloc;
 pub mod device;
 pub mod epochs;
 pub mod measure;
+pub mod profile;
 pub mod sweep;
 pub mod workloads;
 

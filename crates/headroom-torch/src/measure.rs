@@ -184,6 +184,14 @@ impl Stepper {
         Ok(t.elapsed().as_secs_f64())
     }
 
+    /// A batch of synthetic inputs on the device, as a step would get it.
+    pub fn device_input(&self, batch: u32) -> Result<Tensor, TorchError> {
+        Ok(self
+            .host_batch(i64::from(batch))?
+            .x
+            .f_to_device(self.device)?)
+    }
+
     /// Checks that one sample goes through the model (forward only), so a bad shape or model is
     /// reported before any run is recorded.
     pub fn probe(&mut self) -> Result<(), TorchError> {

@@ -6,6 +6,7 @@ pub mod decide;
 pub mod doctor;
 pub mod epochs;
 pub mod ledger;
+pub mod profile;
 pub mod remote;
 pub mod sweep;
 pub mod watch;

@@ -42,6 +42,7 @@ pub fn run() -> ExitCode {
     let result = match &job {
         Job::Sweep(req) => headroom_torch::sweep::run_sweep(req, &mut emit),
         Job::Epochs(req) => headroom_torch::epochs::run_epochs(req, &mut emit),
+        Job::Profile(req) => headroom_torch::profile::run_profile(req, &mut emit),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

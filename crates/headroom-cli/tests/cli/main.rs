@@ -11,6 +11,7 @@ mod epochs;
 mod errors;
 mod kill;
 mod mlx;
+mod profile;
 mod remote;
 mod run;
 mod sweep;

@@ -38,6 +38,30 @@ pub enum TargetKind {
 pub trait Model {
     /// Output for a batch of inputs already on the device.
     fn forward(&self, x: &Tensor, train: bool) -> Result<Tensor, TorchError>;
+
+    /// Its top-level layers in order, each one's output the next one's input (for `profile`);
+    /// empty when the model cannot be taken apart that way.
+    fn layers(&self) -> Vec<Layer<'_>> {
+        Vec::new()
+    }
+}
+
+impl std::fmt::Debug for Layer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Layer")
+            .field("name", &self.name)
+            .field("flops_per_sample", &self.flops_per_sample)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One top-level layer of a model: its name, its forward FLOPs per sample where known, and its
+/// forward pass (inference).
+pub struct Layer<'a> {
+    pub name: String,
+    pub flops_per_sample: Option<f64>,
+    #[allow(clippy::type_complexity)]
+    pub forward: Box<dyn Fn(&Tensor) -> Result<Tensor, TorchError> + 'a>,
 }
 
 /// A workload: its model, its variables and how to feed it.
@@ -54,6 +78,8 @@ pub struct Workload {
     /// Backward FLOPs as a multiple of the forward's: 2 where gradients flow to inputs and
     /// weights, 1 for `matmul`, whose input needs no gradient.
     pub backward_factor: f64,
+    /// The TorchScript file it was loaded from (a user's model), `None` for a built-in one.
+    pub source: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Workload {
@@ -118,6 +144,7 @@ pub fn build(
             kind,
             forward_flops: flops,
             backward_factor: if spec == "matmul" { 1.0 } else { 2.0 },
+            source: None,
         }
     };
     if kind != Kind::Float {

@@ -88,5 +88,6 @@ pub(super) fn build(
         kind: tch::Kind::Float,
         forward_flops: None,
         backward_factor: 2.0,
+        source: Some(path.to_path_buf()),
     })
 }

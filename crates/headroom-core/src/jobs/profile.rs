@@ -1,0 +1,141 @@
+//! `headroom profile` as a job: starts the worker on a [`ProfileRequest`] and records what it
+//! found — the step split and the per-layer times — as a `profile` run.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::sweep::{CancelToken, JobError};
+use super::worker::{describe_exit, Output, Worker};
+use crate::gitinfo::git_state;
+use crate::ledger::{Ledger, NewRun, RunStatus};
+use crate::protocol::{Event, Hello, Job, ProfileReport, ProfileRequest, PROTOCOL_VERSION};
+use crate::CoreError;
+
+/// Everything a profile produced (the CLI's `--json` document).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileOutcome {
+    /// `complete`, `failed`, `interrupted`, or `error` when nothing was recorded.
+    pub status: String,
+    pub run_id: Option<i64>,
+    pub hello: Option<Hello>,
+    pub report: Option<ProfileReport>,
+    /// The slow layer's sentence, when one layer stands out (see [`ProfileReport::slow_layer`]).
+    pub slow_layer: Option<String>,
+    pub error: Option<JobError>,
+}
+
+/// The sentence for a slow layer at `share` of the forward time or more.
+pub fn slow_layer_line(r: &ProfileReport, share: f64) -> Option<String> {
+    let l = r.slow_layer(share)?;
+    let flops = l.flops_share.map_or_else(
+        || "its FLOPs are not known".to_owned(),
+        |f| format!("{:.1} % of the FLOPs", f * 100.0),
+    );
+    Some(format!(
+        "one layer is slow: {} takes {:.0} % of the forward time ({:.2} ms at batch {}) for {flops} — \
+         a kernel gap on this backend? profile that layer",
+        l.name,
+        l.time_share * 100.0,
+        l.forward_ms,
+        r.batch
+    ))
+}
+
+/// Runs `req` with a worker from `exe`, recording it in `ledger`.
+pub fn run_profile(
+    exe: &Path,
+    req: &ProfileRequest,
+    slow_share: f64,
+    ledger: &Ledger,
+    cancel: &CancelToken,
+) -> Result<ProfileOutcome, CoreError> {
+    let mut out = ProfileOutcome {
+        status: "running".into(),
+        run_id: None,
+        hello: None,
+        report: None,
+        slow_layer: None,
+        error: None,
+    };
+    let mut worker = Worker::start(exe, &Job::Profile(req.clone()))?;
+    cancel.set_pid(Some(worker.pid()));
+    while let Some(o) = worker.next_output() {
+        let Output::Event(e) = o else { continue };
+        match *e {
+            Event::Hello(h) => {
+                if h.protocol != PROTOCOL_VERSION {
+                    return Err(CoreError::Worker(format!(
+                        "the worker speaks protocol {}, this headroom {}; reinstall headroom",
+                        h.protocol, PROTOCOL_VERSION
+                    )));
+                }
+                let git = git_state(&std::env::current_dir().unwrap_or_default());
+                out.run_id = Some(ledger.begin_run(&NewRun {
+                    kind: "profile".into(),
+                    host: super::hostname(),
+                    device: h.device.clone(),
+                    device_name: h.device_name.clone(),
+                    workload: h.workload.clone(),
+                    dtype: req.dtype.as_str().into(),
+                    mode: "train".into(),
+                    libtorch: h.libtorch.clone(),
+                    git_commit: git.commit,
+                    git_dirty: git.dirty,
+                    budget_bytes: None,
+                    fallback: (h.device != "mps").then_some(false),
+                    request_json: serde_json::to_string(req)?,
+                    owner_pid: Some(std::process::id()),
+                })?);
+                out.hello = Some(h);
+            }
+            Event::Profile(r) => out.report = Some(r),
+            Event::Error { code, message } => out.error = Some(JobError { code, message }),
+            _ => {}
+        }
+    }
+    cancel.set_pid(None);
+    let (status, tail) = worker.wait()?;
+    out.slow_layer = out
+        .report
+        .as_ref()
+        .and_then(|r| slow_layer_line(r, slow_share));
+    let (run_status, note) = match (&out.report, &out.error) {
+        (Some(r), _) => (
+            RunStatus::Complete,
+            out.slow_layer.clone().or_else(|| {
+                Some(format!(
+                    "{} layers timed at batch {}, none slow",
+                    r.layers.len(),
+                    r.batch
+                ))
+            }),
+        ),
+        (None, Some(e)) => (RunStatus::Failed, Some(e.message.clone())),
+        (None, None) => {
+            let mut note = format!("the worker {}", describe_exit(&status));
+            if let Some(l) = tail.iter().rev().find(|l| !l.trim().is_empty()) {
+                note.push_str(&format!("; its last words: {}", l.trim()));
+            }
+            out.error = Some(JobError {
+                code: "interrupted".into(),
+                message: note.clone(),
+            });
+            (RunStatus::Interrupted, Some(note))
+        }
+    };
+    if let Some(id) = out.run_id {
+        ledger.finish_report(
+            id,
+            run_status,
+            &serde_json::to_value(&out.report)?,
+            note.as_deref(),
+        )?;
+    }
+    out.status = if out.run_id.is_some() {
+        run_status.as_str().into()
+    } else {
+        "error".into()
+    };
+    Ok(out)
+}
