@@ -393,9 +393,12 @@ fn a_slow_data_stage_is_called_data_bound_and_a_heavy_model_compute_bound() {
     let home = Home::new();
     // A real torch training loop with both markers. Its data stage "decodes" each sample in
     // pure Python for `decode` × 1000 iterations (0: tensors straight from torch); its model
-    // is an MLP of width `width`.
+    // is an MLP of width `width`. One torch thread: both stages then run on one core each, so
+    // tests running beside it slow them alike (torch's thread pool suffers far more than
+    // Python when the cores are oversubscribed).
     let script = r"import sys, time, torch
 decode, width = int(sys.argv[1]), int(sys.argv[2])
+torch.set_num_threads(1)
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(256, width), torch.nn.ReLU(), torch.nn.Linear(width, 10))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -437,7 +440,7 @@ for step in range(1000):
         let said = v["pipeline"].as_str().unwrap_or_default().to_owned();
         (v, said)
     };
-    let (data, said) = run("20", "64");
+    let (data, said) = run("40", "64");
     let share = data["data_share"].as_f64().expect("data share");
     assert!(share >= 0.5, "{data}");
     assert!(
