@@ -329,12 +329,19 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     } else {
         summary(&out);
     }
-    // The child's exit code; a signal death becomes 128 + nothing known → 1.
-    Ok(ExitCode::from(
-        out.exit_code
-            .and_then(|c| u8::try_from(c).ok())
-            .unwrap_or(1),
-    ))
+    // The child's exit code (a signal death → 1); stopped at its --steps/--max-seconds bound →
+    // 0; stopped over the memory budget → 3.
+    Ok(if out.over_budget {
+        ExitCode::from(3)
+    } else if out.stopped_at_limit {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(
+            out.exit_code
+                .and_then(|c| u8::try_from(c).ok())
+                .unwrap_or(1),
+        )
+    })
 }
 
 fn which(p: &str) -> std::path::PathBuf {

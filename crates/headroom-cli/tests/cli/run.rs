@@ -323,6 +323,10 @@ fn max_seconds_stops_a_command_that_runs_on() {
     );
     let v = after_output(&out.stdout, '{');
     assert_eq!(v["stopped_at_limit"], true, "{v}");
+    // Stopped at its own bound is a finished run, not a failure.
+    assert!(out.status.success(), "{:?}", out.status);
+    let newest = home.runs().into_iter().next().expect("the run");
+    assert_eq!(newest["status"], "complete", "{newest}");
 }
 
 #[test]

@@ -513,15 +513,9 @@ pub fn run_command(
     for msg in rx.try_iter() {
         t.take(msg, ledger, &matcher_ctx)?;
     }
-    finish(
-        ledger,
-        t,
-        shown,
-        status.code(),
-        started,
-        opts,
-        status.success(),
-    )
+    // Stopped at its own step or time bound is a finished run; over the budget is not.
+    let ok = status.success() || (t.stopped_at_limit && !t.over_budget);
+    finish(ledger, t, shown, status.code(), started, opts, ok)
 }
 
 /// Samples process `pid` until it exits or `stop` is set.
