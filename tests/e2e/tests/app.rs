@@ -14,6 +14,10 @@ use serde_json::{json, Value};
 
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
+#[path = "../../support/sshd.rs"]
+mod sshd;
+use sshd::{whoami, Sshd};
+
 fn env_path(key: &str) -> PathBuf {
     PathBuf::from(
         std::env::var_os(key)
@@ -177,67 +181,6 @@ impl Session {
 
     fn close(self) {
         let _ = ureq::delete(&self.base).call();
-    }
-}
-
-fn whoami() -> String {
-    let out = Command::new("id").arg("-un").output().expect("id -un");
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-/// A real OpenSSH server on 127.0.0.1 with a throwaway host key and user key (`userkey`).
-struct Sshd {
-    dir: tempfile::TempDir,
-    port: u16,
-    child: Child,
-}
-
-impl Sshd {
-    fn start() -> Self {
-        let _ = std::fs::create_dir_all("/run/sshd");
-        let dir = tempfile::tempdir().expect("sshd dir");
-        let d = dir.path();
-        for key in ["hostkey", "userkey"] {
-            let st = Command::new("ssh-keygen")
-                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-                .arg(d.join(key))
-                .status()
-                .expect("ssh-keygen");
-            assert!(st.success());
-        }
-        std::fs::copy(d.join("userkey.pub"), d.join("authorized_keys")).expect("authorized_keys");
-        let port = free_port();
-        std::fs::write(
-            d.join("sshd_config"),
-            format!(
-                "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nPidFile {}\nAuthorizedKeysFile {}\n\
-                 PasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n\
-                 StrictModes no\nUsePAM no\nLogLevel ERROR\n",
-                d.join("hostkey").display(),
-                d.join("sshd.pid").display(),
-                d.join("authorized_keys").display()
-            ),
-        )
-        .expect("sshd_config");
-        let child = Command::new("/usr/sbin/sshd")
-            .args(["-D", "-e", "-f"])
-            .arg(d.join("sshd_config"))
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start sshd (openssh-server; scripts/bootstrap.sh installs it)");
-        let until = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < until, "sshd did not listen");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Self { dir, port, child }
-    }
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -14,5 +14,7 @@ mod mlx;
 mod profile;
 mod remote;
 mod run;
+#[path = "../../../../tests/support/sshd.rs"]
+mod sshd;
 mod sweep;
 mod torchscript;

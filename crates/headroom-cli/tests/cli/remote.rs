@@ -6,137 +6,13 @@
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::common::Home;
-
-const SSHD: &str = "/usr/sbin/sshd";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-fn keygen(path: &Path) {
-    let st = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-C", "headroom-test", "-f"])
-        .arg(path)
-        .status()
-        .expect("ssh-keygen (openssh-client)");
-    assert!(st.success());
-}
-
-fn whoami() -> String {
-    let out = Command::new("id").arg("-un").output().expect("id -un");
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-/// A real sshd on 127.0.0.1, stopped when dropped.
-struct Sshd {
-    dir: tempfile::TempDir,
-    port: u16,
-    child: Option<Child>,
-}
-
-impl Sshd {
-    fn start() -> Self {
-        assert!(
-            Path::new(SSHD).exists(),
-            "{SSHD} is missing: install openssh-server (scripts/bootstrap.sh does)"
-        );
-        // sshd wants its privilege-separation folder; only root can make it (bootstrap does).
-        let _ = std::fs::create_dir_all("/run/sshd");
-        let dir = tempfile::tempdir().expect("sshd dir");
-        keygen(&dir.path().join("hostkey"));
-        keygen(&dir.path().join("userkey"));
-        std::fs::copy(
-            dir.path().join("userkey.pub"),
-            dir.path().join("authorized_keys"),
-        )
-        .expect("authorized_keys");
-        let mut s = Self {
-            dir,
-            port: free_port(),
-            child: None,
-        };
-        s.launch();
-        s
-    }
-
-    fn launch(&mut self) {
-        let d = self.dir.path();
-        let config = format!(
-            "Port {}\nListenAddress 127.0.0.1\nHostKey {}\nPidFile {}\nAuthorizedKeysFile {}\n\
-             PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
-             PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\nLogLevel INFO\n",
-            self.port,
-            d.join("hostkey").display(),
-            d.join("sshd.pid").display(),
-            d.join("authorized_keys").display(),
-        );
-        std::fs::write(d.join("sshd_config"), config).expect("sshd_config");
-        let child = Command::new(SSHD)
-            .arg("-D")
-            .arg("-E")
-            .arg(d.join("sshd.log"))
-            .arg("-f")
-            .arg(d.join("sshd_config"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start sshd");
-        self.child = Some(child);
-        let until = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(
-                Instant::now() < until,
-                "sshd did not listen on {}",
-                self.port
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Restarts on the same port with a new host key.
-    fn rekey(&mut self) {
-        self.stop();
-        let key = self.dir.path().join("hostkey");
-        std::fs::remove_file(&key).expect("old host key");
-        let _ = std::fs::remove_file(self.dir.path().join("hostkey.pub"));
-        keygen(&key);
-        self.launch();
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    /// Logins the server accepted so far (its log at level INFO).
-    fn logins(&self) -> usize {
-        std::fs::read_to_string(self.dir.path().join("sshd.log"))
-            .unwrap_or_default()
-            .matches("Accepted publickey")
-            .count()
-    }
-
-    fn userkey(&self) -> PathBuf {
-        self.dir.path().join("userkey")
-    }
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
+use crate::sshd::{free_port, keygen, whoami, Sshd};
 
 /// A home whose ssh folder is private to the test.
 fn home_with_ssh() -> (Home, PathBuf) {
@@ -482,7 +358,7 @@ fn a_remote_sweep_lands_in_the_local_ledger_and_a_dropped_link_keeps_its_points(
         .stderr(Stdio::piped())
         .spawn()
         .expect("remote sweep");
-    let sshd_pid = sshd.child.as_ref().map(Child::id).expect("sshd pid");
+    let sshd_pid = sshd.pid().expect("sshd pid");
     let until = Instant::now() + Duration::from_secs(60);
     loop {
         let runs = home.runs();
