@@ -334,8 +334,8 @@ pub fn run_profile(req: &ProfileRequest, emit: &mut dyn FnMut(Event)) -> Result<
                 (
                     Vec::new(),
                     Some(format!(
-                        "per-layer times are not available for {} yet (mlp and TorchScript \
-                         modules have them)",
+                        "per-layer times are not available for {}: it is one operation \
+                         (mlp, cnn, vit-tiny, gpt-tiny and TorchScript modules have layers)",
                         req.workload
                     )),
                 )

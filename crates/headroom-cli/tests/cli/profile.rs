@@ -1,7 +1,7 @@
 //! `headroom profile` for real: the step split and per-layer forward times through the worker.
 //! A TorchScript model exported by the venv's Python hides one deliberately slow layer (a loop
 //! of element-wise ops, no weights); the profile names it, against its share of the FLOPs. The
-//! built-in mlp's layers carry their exact FLOPs.
+//! built-in models' layers carry their exact FLOPs.
 
 use std::process::Command;
 
@@ -85,23 +85,49 @@ fn the_profile_names_the_deliberately_slow_layer() {
 }
 
 #[test]
-fn the_mlp_layers_carry_their_flops_and_cnn_says_its_layers_are_not_listed() {
+fn the_built_in_layers_carry_their_flops_and_matmul_says_it_has_none() {
     let home = Home::new();
     let v = profile(&home, &["--workload", "mlp", "--batch", "8", "--reps", "3"]);
     let layers = v["report"]["layers"].as_array().expect("layers");
     let names: Vec<&str> = layers.iter().filter_map(|l| l["name"].as_str()).collect();
     assert_eq!(names, ["fc1", "fc2", "fc3"]);
-    let share = |i: usize| layers[i]["flops_share"].as_f64().expect("share");
+    let share = |ls: &[Value], i: usize| ls[i]["flops_share"].as_f64().expect("share");
     let total = 784.0 * 1024.0 + 1024.0 * 1024.0 + 1024.0 * 10.0;
-    assert!((share(0) - 784.0 * 1024.0 / total).abs() < 1e-9, "{v}");
-    assert!((share(0) + share(1) + share(2) - 1.0).abs() < 1e-9);
-    // cnn's blocks are not listed as layers yet: the report says so instead of guessing.
+    assert!(
+        (share(layers, 0) - 784.0 * 1024.0 / total).abs() < 1e-9,
+        "{v}"
+    );
+    assert!((share(layers, 0) + share(layers, 1) + share(layers, 2) - 1.0).abs() < 1e-9);
+    // The ResNet: stem, six blocks, head; a stride-2 block's convolutions run on a quarter of
+    // the pixels, with a 1×1 shortcut: 2·(32·9·64 + 64·9·64 + 32·64)·16·16 per sample.
     let v = profile(&home, &["--workload", "cnn", "--batch", "2", "--reps", "1"]);
+    let layers = v["report"]["layers"].as_array().expect("layers");
+    let names: Vec<&str> = layers.iter().filter_map(|l| l["name"].as_str()).collect();
+    assert_eq!(
+        names,
+        ["stem", "s0b0", "s0b1", "s1b0", "s1b1", "s2b0", "s2b1", "head"]
+    );
+    let s1b0 = layers[3]["flops"].as_f64().expect("flops");
+    assert_eq!(
+        s1b0,
+        2.0 * f64::from(32 * 9 * 64 + 64 * 9 * 64 + 32 * 64) * 256.0 * 2.0
+    );
+    assert_eq!(
+        layers[3]["output_shape"],
+        serde_json::json!([2, 64, 16, 16])
+    );
+    let sum: f64 = (0..layers.len()).map(|i| share(layers, i)).sum();
+    assert!((sum - 1.0).abs() < 1e-9, "{v}");
+    // One operation, no layers: the report says so instead of guessing.
+    let v = profile(
+        &home,
+        &["--workload", "matmul", "--batch", "1", "--reps", "1"],
+    );
     assert!(v["report"]["layers"].as_array().is_some_and(Vec::is_empty));
     assert!(
         v["report"]["layers_note"]
             .as_str()
-            .is_some_and(|n| n.contains("not available for cnn")),
+            .is_some_and(|n| n.contains("not available for matmul")),
         "{v}"
     );
 }

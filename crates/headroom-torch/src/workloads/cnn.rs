@@ -4,7 +4,7 @@ use tch::nn::{self, ModuleT};
 use tch::Tensor;
 
 use super::mlp::Built;
-use super::{check_shape, InputKind, Model, TargetKind};
+use super::{check_shape, InputKind, Layer, Model, TargetKind};
 use crate::TorchError;
 
 const CLASSES: i64 = 10;
@@ -51,6 +51,15 @@ struct ResNet {
     stem: nn::SequentialT,
     blocks: Vec<Block>,
     fc: nn::Linear,
+    /// Per-sample FLOPs of the stem, each block, and the head (convolutions and the linear).
+    flops: Vec<f64>,
+}
+
+impl ResNet {
+    fn head(&self, h: &Tensor) -> Result<Tensor, TorchError> {
+        let pooled = h.f_adaptive_avg_pool2d([1, 1])?.f_flatten(1, -1)?;
+        Ok(pooled.apply(&self.fc))
+    }
 }
 
 impl Model for ResNet {
@@ -59,9 +68,35 @@ impl Model for ResNet {
         for b in &self.blocks {
             h = b.forward(&h, train);
         }
-        let pooled = h.f_adaptive_avg_pool2d([1, 1])?.f_flatten(1, -1)?;
-        Ok(pooled.apply(&self.fc))
+        self.head(&h)
     }
+
+    fn layers(&self) -> Vec<Layer<'_>> {
+        let f = |i: usize| self.flops.get(i).copied();
+        let mut v = vec![Layer {
+            name: "stem".into(),
+            flops_per_sample: f(0),
+            forward: Box::new(|x| Ok(self.stem.forward_t(x, false).relu())),
+        }];
+        v.extend(self.blocks.iter().enumerate().map(|(i, b)| Layer {
+            name: format!("s{}b{}", i / 2, i % 2),
+            flops_per_sample: f(i + 1),
+            forward: Box::new(move |h| Ok(b.forward(h, false))),
+        }));
+        v.push(Layer {
+            name: "head".into(),
+            flops_per_sample: f(self.blocks.len() + 1),
+            forward: Box::new(|h| self.head(h)),
+        });
+        v
+    }
+}
+
+/// Forward FLOPs of a k×k convolution from `c_in` to `c_out` channels over an output of
+/// `h`×`w` pixels, per sample.
+#[allow(clippy::cast_precision_loss)]
+fn conv_flops(c_in: i64, c_out: i64, k: i64, h: i64, w: i64) -> f64 {
+    2.0 * (c_in * k * k * c_out * h * w) as f64
 }
 
 pub(super) fn build(root: &nn::Path<'_>, shape: Option<&[i64]>) -> Result<Built, TorchError> {
@@ -74,17 +109,34 @@ pub(super) fn build(root: &nn::Path<'_>, shape: Option<&[i64]>) -> Result<Built,
         ));
     }
     let stem = conv_bn(&(root / "stem"), shape[0], WIDTHS[0], 3, 1);
+    let (mut h, mut w_px) = (shape[1], shape[2]);
+    let mut flops = vec![conv_flops(shape[0], WIDTHS[0], 3, h, w_px)];
     let mut blocks = Vec::new();
     let mut c_in = WIDTHS[0];
     for (s, &w) in WIDTHS.iter().enumerate() {
         for b in 0..2 {
             let stride = if s > 0 && b == 0 { 2 } else { 1 };
             blocks.push(Block::new(&(root / format!("s{s}b{b}")), c_in, w, stride));
+            // Padded 3×3 (and 1×1) convolutions: the output is ceil(in / stride).
+            h = (h + stride - 1) / stride;
+            w_px = (w_px + stride - 1) / stride;
+            let mut f = conv_flops(c_in, w, 3, h, w_px) + conv_flops(w, w, 3, h, w_px);
+            if stride != 1 || c_in != w {
+                f += conv_flops(c_in, w, 1, h, w_px);
+            }
+            flops.push(f);
             c_in = w;
         }
     }
     let fc = nn::linear(root / "fc", c_in, CLASSES, Default::default());
-    let model = ResNet { stem, blocks, fc };
+    #[allow(clippy::cast_precision_loss)]
+    flops.push(2.0 * (c_in * CLASSES) as f64);
+    let model = ResNet {
+        stem,
+        blocks,
+        fc,
+        flops,
+    };
     Ok((
         Box::new(model),
         shape,

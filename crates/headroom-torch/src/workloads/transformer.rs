@@ -5,7 +5,7 @@ use tch::nn::{self, Module};
 use tch::Tensor;
 
 use super::mlp::Built;
-use super::{check_shape, InputKind, Model, TargetKind};
+use super::{check_shape, InputKind, Layer, Model, TargetKind};
 use crate::TorchError;
 
 struct Block {
@@ -86,18 +86,50 @@ struct Vit {
     blocks: Vec<Block>,
     ln: nn::LayerNorm,
     head: nn::Linear,
+    /// Per-sample FLOPs of the patch embedding, one block, and the head.
+    flops: (f64, f64, f64),
+}
+
+impl Vit {
+    fn embed(&self, x: &Tensor) -> Result<Tensor, TorchError> {
+        let p = x.apply(&self.patch).f_flatten(2, -1)?.f_transpose(1, 2)?; // [b, n, w]
+        let b = p.size()[0];
+        let cls = self.cls.f_expand([b, -1, -1], false)?;
+        Ok(Tensor::f_cat(&[cls, p], 1)? + &self.pos)
+    }
+
+    fn top(&self, h: &Tensor) -> Result<Tensor, TorchError> {
+        Ok(self.ln.forward(h).f_select(1, 0)?.apply(&self.head))
+    }
 }
 
 impl Model for Vit {
     fn forward(&self, x: &Tensor, _train: bool) -> Result<Tensor, TorchError> {
-        let p = x.apply(&self.patch).f_flatten(2, -1)?.f_transpose(1, 2)?; // [b, n, w]
-        let b = p.size()[0];
-        let cls = self.cls.f_expand([b, -1, -1], false)?;
-        let mut h = Tensor::f_cat(&[cls, p], 1)? + &self.pos;
+        let mut h = self.embed(x)?;
         for blk in &self.blocks {
             h = blk.forward(&h, false)?;
         }
-        Ok(self.ln.forward(&h).f_select(1, 0)?.apply(&self.head))
+        self.top(&h)
+    }
+
+    fn layers(&self) -> Vec<Layer<'_>> {
+        let (patch, block, head) = self.flops;
+        let mut v = vec![Layer {
+            name: "patch".into(),
+            flops_per_sample: Some(patch),
+            forward: Box::new(|x| self.embed(x)),
+        }];
+        v.extend(self.blocks.iter().enumerate().map(|(i, b)| Layer {
+            name: format!("block{i}"),
+            flops_per_sample: Some(block),
+            forward: Box::new(move |h| b.forward(h, false)),
+        }));
+        v.push(Layer {
+            name: "head".into(),
+            flops_per_sample: Some(head),
+            forward: Box::new(|h| self.top(h)),
+        });
+        v
     }
 }
 
@@ -131,10 +163,17 @@ pub(super) fn build_vit(root: &nn::Path<'_>, shape: Option<&[i64]>) -> Result<Bu
         blocks: blocks(&(root / "blocks"), DEPTH, WIDTH, HEADS),
         ln: nn::layer_norm(root / "ln", vec![WIDTH], Default::default()),
         head: nn::linear(root / "head", WIDTH, CLASSES, Default::default()),
+        flops: (0.0, 0.0, 0.0),
     };
     #[allow(clippy::cast_precision_loss)]
     let patch_flops = 2.0 * ((tokens - 1) * WIDTH * shape[0] * PATCH * PATCH) as f64;
-    let flops = patch_flops + block_flops(DEPTH, WIDTH, tokens) + 2.0 * (WIDTH * CLASSES) as f64;
+    #[allow(clippy::cast_precision_loss)]
+    let head_flops = 2.0 * (WIDTH * CLASSES) as f64;
+    let flops = patch_flops + block_flops(DEPTH, WIDTH, tokens) + head_flops;
+    let model = Vit {
+        flops: (patch_flops, block_flops(1, WIDTH, tokens), head_flops),
+        ..model
+    };
     Ok((
         Box::new(model),
         shape,
@@ -150,16 +189,44 @@ struct Gpt {
     blocks: Vec<Block>,
     ln: nn::LayerNorm,
     head: nn::Linear,
+    /// Per-sample FLOPs of one block and of the head, at the built sequence length.
+    flops: (f64, f64),
+}
+
+impl Gpt {
+    fn embed(&self, x: &Tensor) -> Result<Tensor, TorchError> {
+        let t = x.size()[1];
+        Ok(x.apply(&self.tok) + self.pos.f_narrow(1, 0, t)?)
+    }
 }
 
 impl Model for Gpt {
     fn forward(&self, x: &Tensor, _train: bool) -> Result<Tensor, TorchError> {
-        let t = x.size()[1];
-        let mut h = x.apply(&self.tok) + self.pos.f_narrow(1, 0, t)?;
+        let mut h = self.embed(x)?;
         for blk in &self.blocks {
             h = blk.forward(&h, true)?;
         }
         Ok(self.ln.forward(&h).apply(&self.head))
+    }
+
+    fn layers(&self) -> Vec<Layer<'_>> {
+        let (block, head) = self.flops;
+        let mut v = vec![Layer {
+            name: "embed".into(),
+            flops_per_sample: Some(0.0),
+            forward: Box::new(|x| self.embed(x)),
+        }];
+        v.extend(self.blocks.iter().enumerate().map(|(i, b)| Layer {
+            name: format!("block{i}"),
+            flops_per_sample: Some(block),
+            forward: Box::new(move |h| b.forward(h, true)),
+        }));
+        v.push(Layer {
+            name: "head".into(),
+            flops_per_sample: Some(head),
+            forward: Box::new(|h| Ok(self.ln.forward(h).apply(&self.head))),
+        });
+        v
     }
 }
 
@@ -190,9 +257,15 @@ pub(super) fn build_gpt(root: &nn::Path<'_>, shape: Option<&[i64]>) -> Result<Bu
         blocks: blocks(&(root / "blocks"), DEPTH, WIDTH, HEADS),
         ln: nn::layer_norm(root / "ln", vec![WIDTH], Default::default()),
         head: nn::linear(root / "head", WIDTH, VOCAB, Default::default()),
+        flops: (0.0, 0.0),
     };
     #[allow(clippy::cast_precision_loss)]
-    let flops = block_flops(DEPTH, WIDTH, shape[0]) + 2.0 * (shape[0] * WIDTH * VOCAB) as f64;
+    let head_flops = 2.0 * (shape[0] * WIDTH * VOCAB) as f64;
+    let flops = block_flops(DEPTH, WIDTH, shape[0]) + head_flops;
+    let model = Gpt {
+        flops: (block_flops(1, WIDTH, shape[0]), head_flops),
+        ..model
+    };
     Ok((
         Box::new(model),
         shape,
