@@ -25,6 +25,7 @@ pub mod plot;
 pub mod protocol;
 pub mod readiness;
 pub mod remote;
+pub mod report;
 pub mod scriptsweep;
 pub mod stats;
 pub mod summary;

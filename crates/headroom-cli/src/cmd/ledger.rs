@@ -23,6 +23,20 @@ pub enum LedgerCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Reports of runs: md (with its chart as SVG beside it), html (one standalone file), csv
+    /// (the points) or json.
+    Export {
+        #[arg(required = true)]
+        runs: Vec<i64>,
+        #[arg(long, default_value = "html")]
+        format: String,
+        /// The folder the reports go to.
+        #[arg(long, default_value = ".")]
+        out: std::path::PathBuf,
+    },
+    /// What differs between two runs: the figures at the batches both measured, and the facts
+    /// that could explain a difference.
+    Compare { a: i64, b: i64 },
 }
 
 pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
@@ -54,6 +68,21 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
                     r.peak_bytes.map_or_else(|| "-".into(), format_bytes),
                     r.points
                 );
+            }
+        }
+        LedgerCommand::Export { runs, format, out } => {
+            let format = headroom_core::report::Format::parse(format)?;
+            for id in runs {
+                for f in headroom_core::report::export(&ledger, *id, format, out)? {
+                    println!("{}", f.display());
+                }
+            }
+        }
+        LedgerCommand::Compare { a, b } => {
+            let (ra, pa) = ledger.get_run(*a)?;
+            let (rb, pb) = ledger.get_run(*b)?;
+            for line in compare_lines(&ra, &pa, &rb, &pb) {
+                println!("{line}");
             }
         }
         LedgerCommand::Show { run, json } => {
@@ -131,4 +160,64 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `ledger compare`: the figures at the batches both runs measured, then every fact that differs.
+fn compare_lines(
+    ra: &headroom_core::ledger::RunRecord,
+    pa: &[headroom_core::protocol::Point],
+    rb: &headroom_core::ledger::RunRecord,
+    pb: &[headroom_core::protocol::Point],
+) -> Vec<String> {
+    let mut out = vec![format!(
+        "run {} ({} of {} on {}) vs run {} ({} of {} on {})",
+        ra.id, ra.kind, ra.workload, ra.device, rb.id, rb.kind, rb.workload, rb.device
+    )];
+    let mut common = 0;
+    for p in pa {
+        let Some(q) = pb.iter().find(|q| q.batch == p.batch) else {
+            continue;
+        };
+        if let (Some(x), Some(y)) = (p.samples_per_s, q.samples_per_s) {
+            common += 1;
+            let mem = match (p.peak_bytes, q.peak_bytes) {
+                (Some(m), Some(n)) => format!(", peak {} vs {}", format_bytes(m), format_bytes(n)),
+                _ => String::new(),
+            };
+            out.push(format!(
+                "  batch {}: {x:.1} vs {y:.1} samples/s ({:+.1} %){mem}",
+                p.batch,
+                (y / x - 1.0) * 100.0
+            ));
+        }
+    }
+    if common == 0 {
+        out.push("  no batch measured in both runs".into());
+    }
+    let fa = headroom_core::report::facts(ra);
+    let fb = headroom_core::report::facts(rb);
+    let skip = [
+        "status",
+        "started",
+        "finished",
+        "note",
+        "chosen batch",
+        "peak memory",
+    ];
+    let differ: Vec<String> = fa
+        .iter()
+        .zip(&fb)
+        .filter(|((k, x), (_, y))| x != y && !skip.contains(k))
+        .map(|((k, x), (_, y))| format!("  {k}: {x} vs {y}"))
+        .collect();
+    if differ.is_empty() {
+        out.push("facts that could explain a difference: none differ among those recorded".into());
+    } else {
+        out.push("facts that differ and could explain it:".into());
+        out.extend(differ);
+    }
+    out.push(
+        "not recorded for these runs: power adapter, battery, Low Power Mode, thermal state".into(),
+    );
+    out
 }

@@ -13,6 +13,7 @@ mod kill;
 mod mlx;
 mod profile;
 mod remote;
+mod report;
 mod run;
 #[path = "../../../../tests/support/sshd.rs"]
 mod sshd;
