@@ -82,6 +82,10 @@ pub struct NewRun {
     pub owner_pid: Option<u32>,
 }
 
+/// The sample seq of a run's conditions at its start (kind `conditions`), apart from the
+/// readings and epochs that count up from 1.
+pub const CONDITIONS_SEQ: u32 = 900_000_000;
+
 /// One run as stored.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

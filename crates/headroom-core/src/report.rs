@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::ledger::{Ledger, RunRecord};
 use crate::plot::{sweep_svg, ChartSpec};
 use crate::protocol::Point;
+use crate::readiness::{Conditions, PowerSource};
 use crate::CoreError;
 
 /// A report format.
@@ -98,10 +99,48 @@ pub fn points_csv(points: &[Point]) -> String {
     out
 }
 
-/// The run's facts as (label, value) rows; what was not recorded says `unknown`.
-pub fn facts(r: &RunRecord) -> Vec<(&'static str, String)> {
+/// The conditions recorded at run `id`'s start, when there are any (runs recorded before they
+/// were kept have none).
+pub fn conditions(ledger: &Ledger, id: i64) -> Result<Option<Conditions>, CoreError> {
+    Ok(ledger
+        .samples::<Conditions>(id, "conditions")?
+        .into_iter()
+        .next())
+}
+
+/// The run's facts as (label, value) rows, its conditions at the start among them; what was not
+/// recorded says `unknown`.
+pub fn facts(r: &RunRecord, c: Option<&Conditions>) -> Vec<(&'static str, String)> {
     let unknown = || "unknown".to_owned();
-    vec![
+    let power = match c.and_then(|c| c.power_source) {
+        Some(PowerSource::Ac) => "AC adapter".to_owned(),
+        Some(PowerSource::Battery) => "battery".to_owned(),
+        Some(PowerSource::Ups) => "UPS".to_owned(),
+        Some(PowerSource::Unknown) | None => unknown(),
+    };
+    let battery = match c.map(|c| c.battery.as_ref()) {
+        None => unknown(),
+        Some(None) => "none".to_owned(),
+        Some(Some(b)) => format!(
+            "{}{}",
+            b.percent.map_or_else(unknown, |p| format!("{p} %")),
+            b.state
+                .as_deref()
+                .map(|s| format!(", {s}"))
+                .unwrap_or_default()
+        ),
+    };
+    let low_power = match c.and_then(|c| c.low_power_mode) {
+        Some(true) => "on".to_owned(),
+        Some(false) => "off".to_owned(),
+        None => unknown(),
+    };
+    let thermal = match c {
+        Some(c) if !c.thermal_warnings.is_empty() => c.thermal_warnings.join("; "),
+        Some(c) if c.thermal_exposed => "no warning".to_owned(),
+        _ => unknown(),
+    };
+    let mut rows = vec![
         ("kind", r.kind.clone()),
         ("status", r.status.as_str().to_owned()),
         ("started", r.started_at.clone()),
@@ -143,7 +182,19 @@ pub fn facts(r: &RunRecord) -> Vec<(&'static str, String)> {
             },
         ),
         ("note", r.note.clone().unwrap_or_default()),
-    ]
+    ];
+    rows.extend([
+        ("power", power),
+        ("battery", battery),
+        ("Low Power Mode", low_power),
+        ("thermal", thermal),
+        (
+            "CPU governor",
+            c.and_then(|c| c.cpu_governor.clone())
+                .unwrap_or_else(unknown),
+        ),
+    ]);
+    rows
 }
 
 /// The run's chart (a sweep with points), as SVG.
@@ -203,9 +254,14 @@ const POINT_HEADER: [&str; 6] = [
 ];
 
 /// Markdown, the chart referenced as `svg_name` beside it.
-pub fn markdown(r: &RunRecord, points: &[Point], svg_name: Option<&str>) -> String {
+pub fn markdown(
+    r: &RunRecord,
+    c: Option<&Conditions>,
+    points: &[Point],
+    svg_name: Option<&str>,
+) -> String {
     let mut s = format!("# {}\n\n| fact | value |\n|---|---|\n", title(r));
-    for (k, v) in facts(r) {
+    for (k, v) in facts(r, c) {
         let _ = writeln!(s, "| {k} | {} |", v.replace('|', "\\|"));
     }
     if let Some(sum) = &r.summary {
@@ -225,7 +281,7 @@ pub fn markdown(r: &RunRecord, points: &[Point], svg_name: Option<&str>) -> Stri
 }
 
 /// One standalone HTML file: styles and the SVG inline, nothing fetched.
-pub fn html(r: &RunRecord, points: &[Point], svg: Option<&str>) -> String {
+pub fn html(r: &RunRecord, c: Option<&Conditions>, points: &[Point], svg: Option<&str>) -> String {
     let mut s = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title>\n\
          <style>body{{font:14px system-ui,sans-serif;margin:2em;color:#1f2937}}\
@@ -234,7 +290,7 @@ pub fn html(r: &RunRecord, points: &[Point], svg: Option<&str>) -> String {
          <h1>{t}</h1>\n<table>\n",
         t = escape(&title(r))
     );
-    for (k, v) in facts(r) {
+    for (k, v) in facts(r, c) {
         let _ = writeln!(s, "<tr><th>{k}</th><td>{}</td></tr>", escape(&v));
     }
     s.push_str("</table>\n");
@@ -285,6 +341,7 @@ pub fn export(
     dir: &Path,
 ) -> Result<Vec<PathBuf>, CoreError> {
     let (r, points) = ledger.get_run(id)?;
+    let cond = conditions(ledger, id)?;
     std::fs::create_dir_all(dir).map_err(|source| CoreError::Io {
         what: "cannot create the report folder",
         path: dir.display().to_string(),
@@ -294,7 +351,7 @@ pub fn export(
     let mut files = Vec::new();
     match format {
         Format::Json => {
-            let doc = serde_json::json!({ "run": r, "points": points });
+            let doc = serde_json::json!({ "run": r, "conditions": cond, "points": points });
             files.push(write(&base, &serde_json::to_string_pretty(&doc)?)?);
         }
         Format::Csv => files.push(write(&base, &points_csv(&points))?),
@@ -308,13 +365,21 @@ pub fn export(
                 0,
                 write(
                     &base,
-                    &markdown(&r, &points, svg.as_ref().map(|_| name.as_str())),
+                    &markdown(
+                        &r,
+                        cond.as_ref(),
+                        &points,
+                        svg.as_ref().map(|_| name.as_str()),
+                    ),
                 )?,
             );
         }
         Format::Html => {
             let svg = chart(&r, &points)?;
-            files.push(write(&base, &html(&r, &points, svg.as_deref()))?);
+            files.push(write(
+                &base,
+                &html(&r, cond.as_ref(), &points, svg.as_deref()),
+            )?);
         }
     }
     Ok(files)

@@ -81,7 +81,9 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
         LedgerCommand::Compare { a, b } => {
             let (ra, pa) = ledger.get_run(*a)?;
             let (rb, pb) = ledger.get_run(*b)?;
-            for line in compare_lines(&ra, &pa, &rb, &pb) {
+            let ca = headroom_core::report::conditions(&ledger, *a)?;
+            let cb = headroom_core::report::conditions(&ledger, *b)?;
+            for line in compare_lines((&ra, ca.as_ref(), &pa), (&rb, cb.as_ref(), &pb)) {
                 println!("{line}");
             }
         }
@@ -163,12 +165,13 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
 }
 
 /// `ledger compare`: the figures at the batches both runs measured, then every fact that differs.
-fn compare_lines(
-    ra: &headroom_core::ledger::RunRecord,
-    pa: &[headroom_core::protocol::Point],
-    rb: &headroom_core::ledger::RunRecord,
-    pb: &[headroom_core::protocol::Point],
-) -> Vec<String> {
+type Side<'a> = (
+    &'a headroom_core::ledger::RunRecord,
+    Option<&'a headroom_core::readiness::Conditions>,
+    &'a [headroom_core::protocol::Point],
+);
+
+fn compare_lines((ra, ca, pa): Side<'_>, (rb, cb, pb): Side<'_>) -> Vec<String> {
     let mut out = vec![format!(
         "run {} ({} of {} on {}) vs run {} ({} of {} on {})",
         ra.id, ra.kind, ra.workload, ra.device, rb.id, rb.kind, rb.workload, rb.device
@@ -194,8 +197,8 @@ fn compare_lines(
     if common == 0 {
         out.push("  no batch measured in both runs".into());
     }
-    let fa = headroom_core::report::facts(ra);
-    let fb = headroom_core::report::facts(rb);
+    let fa = headroom_core::report::facts(ra, ca);
+    let fb = headroom_core::report::facts(rb, cb);
     let skip = [
         "status",
         "started",
@@ -216,8 +219,14 @@ fn compare_lines(
         out.push("facts that differ and could explain it:".into());
         out.extend(differ);
     }
-    out.push(
-        "not recorded for these runs: power adapter, battery, Low Power Mode, thermal state".into(),
-    );
+    for (r, c) in [(ra, ca), (rb, cb)] {
+        if c.is_none() {
+            out.push(format!(
+                "run {} has no conditions recorded (power, battery, Low Power Mode, thermal): \
+                 it predates them",
+                r.id
+            ));
+        }
+    }
     out
 }

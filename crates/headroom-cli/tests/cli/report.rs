@@ -99,7 +99,96 @@ fn compare_shows_the_figures_at_common_batches_and_the_facts_that_differ() {
     assert!(text.contains("  budget: "), "the budgets differ: {text}");
     assert!(!text.contains("  libtorch: "), "same libtorch: {text}");
     assert!(
-        text.contains("not recorded for these runs: power adapter"),
+        !text.contains("no conditions recorded"),
+        "both runs have theirs: {text}"
+    );
+}
+
+/// A sysfs tree under `root` with a mains supply (online or not) and a battery.
+fn power_supply(root: &std::path::Path, ac: bool, percent: u32) {
+    let ps = root.join("sys/class/power_supply");
+    let status = if ac { "Charging" } else { "Discharging" };
+    let supplies = [
+        (
+            "AC",
+            vec![
+                ("type", "Mains".to_owned()),
+                ("online", u8::from(ac).to_string()),
+            ],
+        ),
+        (
+            "BAT0",
+            vec![
+                ("type", "Battery".to_owned()),
+                ("capacity", percent.to_string()),
+                ("status", status.to_owned()),
+            ],
+        ),
+    ];
+    for (name, files) in supplies {
+        std::fs::create_dir_all(ps.join(name)).expect("supply dir");
+        for (f, v) in files {
+            std::fs::write(ps.join(name).join(f), format!("{v}\n")).expect("supply file");
+        }
+    }
+}
+
+#[test]
+fn a_run_on_ac_against_one_on_battery_names_the_power_state() {
+    // This VM has no battery: the runs read a sysfs tree laid out as a laptop's
+    // (HEADROOM_SYS_ROOT), once plugged in at 80 %, once on battery at 57 %.
+    let home = Home::new();
+    let mut ids = Vec::new();
+    for (ac, pct) in [(true, 80), (false, 57)] {
+        let root = home.path().join(if ac { "sys-ac" } else { "sys-battery" });
+        power_supply(&root, ac, pct);
+        let out = home
+            .cmd(&[
+                "sweep",
+                "--device",
+                "cpu",
+                "--batches",
+                "1,4",
+                "--steps",
+                "3",
+                "--json",
+            ])
+            .env("HEADROOM_SYS_ROOT", &root)
+            .output()
+            .expect("sweep");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).expect("sweep JSON");
+        ids.push(v["run_id"].as_i64().expect("run id"));
+    }
+    let out = home.run(&[
+        "ledger",
+        "compare",
+        &ids[0].to_string(),
+        &ids[1].to_string(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("  power: AC adapter vs battery"), "{text}");
+    assert!(
+        text.contains("  battery: 80 %, charging vs 57 %, discharging"),
         "{text}"
     );
+    // And the report says it.
+    let dir = home.path().join("r");
+    let d = dir.to_str().expect("utf-8");
+    let r = home.run(&[
+        "ledger",
+        "export",
+        &ids[1].to_string(),
+        "--format",
+        "html",
+        "--out",
+        d,
+    ]);
+    assert!(r.status.success());
+    let html = std::fs::read_to_string(dir.join(format!("run-{}.html", ids[1]))).expect("html");
+    assert!(html.contains("<th>power</th><td>battery</td>"), "{html}");
 }

@@ -38,7 +38,16 @@ impl Ledger {
                 ],
             )
             .map_err(|e| self.err(e))?;
-        Ok(self.conn.last_insert_rowid())
+        let id = self.conn.last_insert_rowid();
+        // The quiet facts that explain a figure weeks later: power, battery, Low Power Mode,
+        // thermal state at the run's start (unknown where the OS does not say).
+        self.add_sample(
+            id,
+            super::CONDITIONS_SEQ,
+            "conditions",
+            &crate::readiness::system::conditions(),
+        )?;
+        Ok(id)
     }
 
     /// Stores one point of run `run_id`; `seq` orders the points of a run.

@@ -147,7 +147,10 @@ pub fn conditions() -> Conditions {
     let mut c = Conditions::default();
     #[cfg(target_os = "linux")]
     {
-        let root = Path::new("/");
+        // HEADROOM_SYS_ROOT: read sysfs from another root (a container's bind mount, a captured
+        // tree); `/` otherwise.
+        let sys_root = std::env::var_os("HEADROOM_SYS_ROOT").map(std::path::PathBuf::from);
+        let root = sys_root.as_deref().unwrap_or(Path::new("/"));
         if let Some((source, battery)) = linux::read_power_supply(root) {
             c.power_source = Some(source);
             c.battery = battery;
