@@ -86,6 +86,24 @@ pub struct NewRun {
 /// readings and epochs that count up from 1.
 pub const CONDITIONS_SEQ: u32 = 900_000_000;
 
+/// The memory a group of apps held when a run started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppsHeld {
+    /// `conferencing`, `IDEs`, `browsers`.
+    pub group: String,
+    pub bytes: u64,
+    /// Its largest apps, at most three.
+    pub apps: Vec<String>,
+}
+
+/// Where the ledger lives and the apps holding memory at a run's start (sample `context`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunContext {
+    /// The mount of Headroom's folder; `None` where it cannot be read.
+    pub data_mount: Option<crate::mounts::MountFacts>,
+    pub apps: Vec<AppsHeld>,
+}
+
 /// One run as stored.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -19,6 +19,7 @@ pub mod ledger;
 pub mod machine;
 pub mod mlx;
 pub mod monitor;
+pub mod mounts;
 pub mod paths;
 pub mod planner;
 pub mod plot;

@@ -6,7 +6,8 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::ledger::{Ledger, RunRecord};
+use crate::ledger::{Ledger, RunContext, RunRecord};
+use crate::mounts::MountClass;
 use crate::plot::{sweep_svg, ChartSpec};
 use crate::protocol::Point;
 use crate::readiness::{Conditions, PowerSource};
@@ -106,6 +107,55 @@ pub fn conditions(ledger: &Ledger, id: i64) -> Result<Option<Conditions>, CoreEr
         .samples::<Conditions>(id, "conditions")?
         .into_iter()
         .next())
+}
+
+/// Where the ledger lived and who held memory at run `id`'s start, when recorded.
+pub fn context(ledger: &Ledger, id: i64) -> Result<Option<RunContext>, CoreError> {
+    Ok(ledger
+        .samples::<RunContext>(id, "context")?
+        .into_iter()
+        .next())
+}
+
+/// The context's rows: the mount of Headroom's folder and the apps holding memory.
+pub fn context_facts(x: Option<&RunContext>) -> Vec<(&'static str, String)> {
+    let unknown = || "unknown".to_owned();
+    let mount = x
+        .and_then(|x| x.data_mount.as_ref())
+        .map_or_else(unknown, |m| {
+            let class = match m.class {
+                MountClass::Local => "local",
+                MountClass::Network => "network",
+                MountClass::External => "external drive",
+                MountClass::Unknown => "unknown kind",
+            };
+            format!("{class}: {} {} at {}", m.fs_type, m.source, m.mount_point)
+        });
+    let apps = x.map_or_else(unknown, |x| {
+        let held: Vec<String> = x
+            .apps
+            .iter()
+            .filter(|a| a.bytes > 0)
+            .map(|a| {
+                let names = if a.apps.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", a.apps.join(", "))
+                };
+                format!(
+                    "{} {}{names}",
+                    a.group,
+                    crate::budget::format_bytes(a.bytes)
+                )
+            })
+            .collect();
+        if held.is_empty() {
+            "none of the conferencing apps, IDEs or browsers".into()
+        } else {
+            held.join("; ")
+        }
+    });
+    vec![("Headroom folder on", mount), ("apps holding memory", apps)]
 }
 
 /// The run's facts as (label, value) rows, its conditions at the start among them; what was not
@@ -256,12 +306,12 @@ const POINT_HEADER: [&str; 6] = [
 /// Markdown, the chart referenced as `svg_name` beside it.
 pub fn markdown(
     r: &RunRecord,
-    c: Option<&Conditions>,
+    (c, x): (Option<&Conditions>, Option<&RunContext>),
     points: &[Point],
     svg_name: Option<&str>,
 ) -> String {
     let mut s = format!("# {}\n\n| fact | value |\n|---|---|\n", title(r));
-    for (k, v) in facts(r, c) {
+    for (k, v) in facts(r, c).into_iter().chain(context_facts(x)) {
         let _ = writeln!(s, "| {k} | {} |", v.replace('|', "\\|"));
     }
     if let Some(sum) = &r.summary {
@@ -281,7 +331,12 @@ pub fn markdown(
 }
 
 /// One standalone HTML file: styles and the SVG inline, nothing fetched.
-pub fn html(r: &RunRecord, c: Option<&Conditions>, points: &[Point], svg: Option<&str>) -> String {
+pub fn html(
+    r: &RunRecord,
+    (c, x): (Option<&Conditions>, Option<&RunContext>),
+    points: &[Point],
+    svg: Option<&str>,
+) -> String {
     let mut s = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title>\n\
          <style>body{{font:14px system-ui,sans-serif;margin:2em;color:#1f2937}}\
@@ -290,7 +345,7 @@ pub fn html(r: &RunRecord, c: Option<&Conditions>, points: &[Point], svg: Option
          <h1>{t}</h1>\n<table>\n",
         t = escape(&title(r))
     );
-    for (k, v) in facts(r, c) {
+    for (k, v) in facts(r, c).into_iter().chain(context_facts(x)) {
         let _ = writeln!(s, "<tr><th>{k}</th><td>{}</td></tr>", escape(&v));
     }
     s.push_str("</table>\n");
@@ -342,6 +397,7 @@ pub fn export(
 ) -> Result<Vec<PathBuf>, CoreError> {
     let (r, points) = ledger.get_run(id)?;
     let cond = conditions(ledger, id)?;
+    let ctx = context(ledger, id)?;
     std::fs::create_dir_all(dir).map_err(|source| CoreError::Io {
         what: "cannot create the report folder",
         path: dir.display().to_string(),
@@ -351,7 +407,7 @@ pub fn export(
     let mut files = Vec::new();
     match format {
         Format::Json => {
-            let doc = serde_json::json!({ "run": r, "conditions": cond, "points": points });
+            let doc = serde_json::json!({ "run": r, "conditions": cond, "context": ctx, "points": points });
             files.push(write(&base, &serde_json::to_string_pretty(&doc)?)?);
         }
         Format::Csv => files.push(write(&base, &points_csv(&points))?),
@@ -367,7 +423,7 @@ pub fn export(
                     &base,
                     &markdown(
                         &r,
-                        cond.as_ref(),
+                        (cond.as_ref(), ctx.as_ref()),
                         &points,
                         svg.as_ref().map(|_| name.as_str()),
                     ),
@@ -378,7 +434,7 @@ pub fn export(
             let svg = chart(&r, &points)?;
             files.push(write(
                 &base,
-                &html(&r, cond.as_ref(), &points, svg.as_deref()),
+                &html(&r, (cond.as_ref(), ctx.as_ref()), &points, svg.as_deref()),
             )?);
         }
     }

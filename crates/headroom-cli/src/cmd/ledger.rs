@@ -83,7 +83,9 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
             let (rb, pb) = ledger.get_run(*b)?;
             let ca = headroom_core::report::conditions(&ledger, *a)?;
             let cb = headroom_core::report::conditions(&ledger, *b)?;
-            for line in compare_lines((&ra, ca.as_ref(), &pa), (&rb, cb.as_ref(), &pb)) {
+            let xa = headroom_core::report::context(&ledger, *a)?;
+            let xb = headroom_core::report::context(&ledger, *b)?;
+            for line in compare_lines((&ra, ca.as_ref(), &pa), (&rb, cb.as_ref(), &pb), (xa, xb)) {
                 println!("{line}");
             }
         }
@@ -171,7 +173,14 @@ type Side<'a> = (
     &'a [headroom_core::protocol::Point],
 );
 
-fn compare_lines((ra, ca, pa): Side<'_>, (rb, cb, pb): Side<'_>) -> Vec<String> {
+fn compare_lines(
+    (ra, ca, pa): Side<'_>,
+    (rb, cb, pb): Side<'_>,
+    (xa, xb): (
+        Option<headroom_core::ledger::RunContext>,
+        Option<headroom_core::ledger::RunContext>,
+    ),
+) -> Vec<String> {
     let mut out = vec![format!(
         "run {} ({} of {} on {}) vs run {} ({} of {} on {})",
         ra.id, ra.kind, ra.workload, ra.device, rb.id, rb.kind, rb.workload, rb.device
@@ -197,8 +206,18 @@ fn compare_lines((ra, ca, pa): Side<'_>, (rb, cb, pb): Side<'_>) -> Vec<String> 
     if common == 0 {
         out.push("  no batch measured in both runs".into());
     }
-    let fa = headroom_core::report::facts(ra, ca);
-    let fb = headroom_core::report::facts(rb, cb);
+    // The mount of Headroom's folder counts; the apps' memory moves every minute and does not.
+    let mount = |x: Option<&headroom_core::ledger::RunContext>| {
+        headroom_core::report::context_facts(x).into_iter().take(1)
+    };
+    let fa: Vec<_> = headroom_core::report::facts(ra, ca)
+        .into_iter()
+        .chain(mount(xa.as_ref()))
+        .collect();
+    let fb: Vec<_> = headroom_core::report::facts(rb, cb)
+        .into_iter()
+        .chain(mount(xb.as_ref()))
+        .collect();
     let skip = [
         "status",
         "started",

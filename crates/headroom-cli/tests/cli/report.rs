@@ -45,6 +45,12 @@ fn a_run_exports_as_standalone_html_parsable_svg_csv_and_json() {
             .all(|h| h.starts_with("http://www.w3.org/2000/svg")),
         "only the SVG namespace, never fetched: {http:?}"
     );
+    // Where the ledger lives (a temp folder: a local disk or tmpfs) and who held memory.
+    assert!(
+        html.contains("<th>Headroom folder on</th><td>local: "),
+        "{html}"
+    );
+    assert!(html.contains("<th>apps holding memory</th>"), "{html}");
     assert!(
         html.contains("<th>libtorch</th>") && html.contains("recommend"),
         "facts and recommendation"

@@ -47,7 +47,33 @@ impl Ledger {
             "conditions",
             &crate::readiness::system::conditions(),
         )?;
+        self.add_sample(id, super::CONDITIONS_SEQ + 1, "context", &self.context())?;
         Ok(id)
+    }
+
+    /// Where the ledger lives and who holds memory, at a run's start.
+    fn context(&self) -> super::RunContext {
+        let cfg = crate::config::load()
+            .map(|c| c.contention)
+            .unwrap_or_default();
+        let report = crate::contention::Sampler::new().sample(&cfg, &[], None);
+        let apps = report
+            .groups
+            .iter()
+            .filter(|g| {
+                use crate::contention::Group;
+                matches!(g.group, Group::Conferencing | Group::Ide | Group::Browser)
+            })
+            .map(|g| super::AppsHeld {
+                group: g.group.label().to_owned(),
+                bytes: g.bytes,
+                apps: g.apps.iter().take(3).map(|a| a.name.clone()).collect(),
+            })
+            .collect();
+        super::RunContext {
+            data_mount: crate::mounts::mount_of(self.path()),
+            apps,
+        }
     }
 
     /// Stores one point of run `run_id`; `seq` orders the points of a run.

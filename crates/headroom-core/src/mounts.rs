@@ -1,0 +1,170 @@
+//! Where Headroom's folder (the ledger, caches) lives: a local disk, a network share or an
+//! external drive — a figure read from a network mount is not a local figure. Parsed from
+//! `/proc/self/mountinfo` on Linux; unknown elsewhere for now.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// What kind of storage a mount is.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MountClass {
+    Local,
+    Network,
+    External,
+    Unknown,
+}
+
+/// The mount a path lives on.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MountFacts {
+    pub mount_point: String,
+    pub fs_type: String,
+    pub source: String,
+    pub class: MountClass,
+}
+
+/// File systems whose data lives on another machine.
+const NETWORK: [&str; 14] = [
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "smbfs",
+    "fuse.sshfs",
+    "sshfs",
+    "9p",
+    "afs",
+    "ceph",
+    "glusterfs",
+    "lustre",
+    "davfs",
+    "fuse.rclone",
+];
+
+/// Local, network or unknown from the file system type alone (a removable disk needs sysfs).
+pub fn classify(fs_type: &str) -> MountClass {
+    if NETWORK.contains(&fs_type) {
+        MountClass::Network
+    } else if fs_type.is_empty() {
+        MountClass::Unknown
+    } else {
+        MountClass::Local
+    }
+}
+
+/// mountinfo escapes spaces and a few other bytes as `\ooo`.
+fn unescape(s: &str) -> String {
+    let mut out = String::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 4], 8) {
+                out.push(char::from(v));
+                i += 4;
+                continue;
+            }
+        }
+        out.push(char::from(b[i]));
+        i += 1;
+    }
+    out
+}
+
+/// The mount of `path` in a `/proc/self/mountinfo` text: the longest mount point that contains
+/// it (the last one listed wins, as the kernel stacks them).
+pub fn parse_mountinfo(text: &str, path: &Path) -> Option<MountFacts> {
+    let mut best: Option<MountFacts> = None;
+    for line in text.lines() {
+        let Some((left, right)) = line.split_once(" - ") else {
+            continue;
+        };
+        let Some(point) = left.split(' ').nth(4) else {
+            continue;
+        };
+        let mount_point = unescape(point);
+        let mut r = right.split(' ');
+        let fs_type = r.next().unwrap_or("").to_owned();
+        let source = unescape(r.next().unwrap_or(""));
+        if !path.starts_with(&mount_point) {
+            continue;
+        }
+        let longer = best
+            .as_ref()
+            .is_none_or(|b| mount_point.len() >= b.mount_point.len());
+        if longer {
+            best = Some(MountFacts {
+                class: classify(&fs_type),
+                mount_point,
+                fs_type,
+                source,
+            });
+        }
+    }
+    best
+}
+
+/// The mount `path` lives on, on this machine.
+pub fn mount_of(path: &Path) -> Option<MountFacts> {
+    #[cfg(target_os = "linux")]
+    {
+        let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        let mut m = parse_mountinfo(&text, path)?;
+        // A USB disk: its block device says it is removable.
+        if let Some(dev) = m.source.strip_prefix("/dev/") {
+            let disk: String = dev.chars().take_while(char::is_ascii_alphabetic).collect();
+            let removable = std::fs::read_to_string(format!("/sys/block/{disk}/removable"));
+            if removable.is_ok_and(|r| r.trim() == "1") {
+                m.class = MountClass::External;
+            }
+        }
+        Some(m)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_mount_point_holding_the_path() {
+        let text = include_str!("../tests/fixtures/linux/mountinfo_debian12_vm.txt");
+        let m = parse_mountinfo(text, Path::new("/root/.local/share/headroom")).expect("a mount");
+        assert_eq!(
+            (
+                m.mount_point.as_str(),
+                m.fs_type.as_str(),
+                m.source.as_str(),
+                m.class
+            ),
+            ("/", "ext4", "/dev/vda", MountClass::Local)
+        );
+        let shm = parse_mountinfo(text, Path::new("/dev/shm/x")).expect("a mount");
+        assert_eq!(
+            (shm.mount_point.as_str(), shm.fs_type.as_str()),
+            ("/dev/shm", "tmpfs")
+        );
+        // A home on NFS, in mountinfo's own layout (octal-escaped space in the mount point).
+        let nfs =
+            "40 27 0:50 / /home/ada\\040lab rw,relatime - nfs4 fs.lab:/export/ada rw,vers=4.2\n";
+        let n = parse_mountinfo(
+            &format!("{text}{nfs}"),
+            Path::new("/home/ada lab/.local/share/headroom"),
+        )
+        .expect("the share");
+        assert_eq!(
+            (n.mount_point.as_str(), n.class),
+            ("/home/ada lab", MountClass::Network)
+        );
+        assert_eq!(n.source, "fs.lab:/export/ada");
+    }
+}
