@@ -78,3 +78,38 @@ pub fn worker_binary() -> Result<PathBuf, CoreError> {
             ))
         })
 }
+
+/// Begins the ledger run of a worker job once its `hello` arrived: refuses a worker of another
+/// protocol, then records the device and workload it reported, with this checkout's git state.
+pub(crate) fn begin_worker_run(
+    ledger: &Ledger,
+    kind: &str,
+    h: &crate::protocol::Hello,
+    dtype: &str,
+    request_json: String,
+) -> Result<i64, CoreError> {
+    if h.protocol != crate::protocol::PROTOCOL_VERSION {
+        return Err(CoreError::Worker(format!(
+            "the worker speaks protocol {}, this headroom {}; reinstall headroom",
+            h.protocol,
+            crate::protocol::PROTOCOL_VERSION
+        )));
+    }
+    let git = crate::gitinfo::git_state(&std::env::current_dir().unwrap_or_default());
+    ledger.begin_run(&crate::ledger::NewRun {
+        kind: kind.into(),
+        host: hostname(),
+        device: h.device.clone(),
+        device_name: h.device_name.clone(),
+        workload: h.workload.clone(),
+        dtype: dtype.into(),
+        mode: "train".into(),
+        libtorch: h.libtorch.clone(),
+        git_commit: git.commit,
+        git_dirty: git.dirty,
+        budget_bytes: None,
+        fallback: (h.device != "mps").then_some(false),
+        request_json,
+        owner_pid: Some(std::process::id()),
+    })
+}

@@ -8,38 +8,25 @@ use headroom_core::protocol::{EpochsRequest, Event, Phase};
 use headroom_core::sysmem;
 use tch::{Kind, Tensor};
 
-use crate::measure::{guarded, Stepper};
-use crate::workloads::{self, parameter_count};
+use crate::measure::{guarded, start_training_job};
 use crate::{alloc, device, TorchError};
 
 /// Runs `req`, emitting `hello`, progress and one `epoch` event per epoch.
 pub fn run_epochs(req: &EpochsRequest, emit: &mut dyn FnMut(Event)) -> Result<(), TorchError> {
-    if let Some(t) = req.threads {
-        tch::set_num_threads(i32::try_from(t.max(1)).unwrap_or(1));
-    }
     if req.batch == 0 || req.epochs == 0 || req.steps_per_epoch == 0 {
         return Err(TorchError::bad(
             "bad_request",
             "batch, epochs and steps per epoch must all be 1 or more",
         ));
     }
-    let dev = device::resolve(&req.device)?;
-    let info = device::info(dev)?;
-    let workload = workloads::build(&req.workload, req.input_shape.as_deref(), req.dtype, dev)?;
-    let (name, shape, params) = (
-        workload.name.clone(),
-        workload.input_shape.clone(),
-        parameter_count(&workload.vs),
-    );
-    let mut stepper = Stepper::new(workload, dev, true)?;
-    stepper.probe()?;
-    emit(Event::Hello(crate::hello(
-        &info,
-        name,
-        shape,
-        params,
-        info.available,
-    )));
+    let (mut stepper, dev) = start_training_job(
+        &req.device,
+        &req.workload,
+        req.input_shape.as_deref(),
+        req.dtype,
+        req.threads,
+        emit,
+    )?;
     let accel = device::accel_index(dev);
     let mut retained: Vec<Tensor> = Vec::new();
     for epoch in 1..=req.epochs {

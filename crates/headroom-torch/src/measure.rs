@@ -67,6 +67,39 @@ struct Batch {
     y: Option<Tensor>,
 }
 
+/// The start of a one-batch job (`epochs`, `profile`): the thread count, the device, the
+/// workload built and probed for training, and the `hello` that says so.
+pub fn start_training_job(
+    device_spec: &str,
+    workload: &str,
+    input_shape: Option<&[i64]>,
+    dtype: headroom_core::protocol::Dtype,
+    threads: Option<u32>,
+    emit: &mut dyn FnMut(Event),
+) -> Result<(Stepper, Device), TorchError> {
+    if let Some(t) = threads {
+        tch::set_num_threads(i32::try_from(t.max(1)).unwrap_or(1));
+    }
+    let dev = device::resolve(device_spec)?;
+    let info = device::info(dev)?;
+    let workload = crate::workloads::build(workload, input_shape, dtype, dev)?;
+    let (name, shape, params) = (
+        workload.name.clone(),
+        workload.input_shape.clone(),
+        crate::workloads::parameter_count(&workload.vs),
+    );
+    let mut stepper = Stepper::new(workload, dev, true)?;
+    stepper.probe()?;
+    emit(Event::Hello(crate::hello(
+        &info,
+        name,
+        shape,
+        params,
+        info.available,
+    )));
+    Ok((stepper, dev))
+}
+
 impl Stepper {
     /// Prepares `workload` for training (AdamW, lr 1e-4) or inference.
     pub fn new(workload: Workload, device: Device, train: bool) -> Result<Self, TorchError> {

@@ -11,8 +11,8 @@ use std::time::Instant;
 use headroom_core::protocol::{Event, LayerTime, ProfileReport, ProfileRequest};
 use tch::{Device, Tensor};
 
-use crate::measure::{guarded, StepPolicy, Stepper};
-use crate::workloads::{self, parameter_count, Layer};
+use crate::measure::{guarded, start_training_job, StepPolicy};
+use crate::workloads::Layer;
 use crate::{device, TorchError};
 
 extern "C" {
@@ -263,33 +263,21 @@ fn time_chain(
 
 /// Runs `req`: `hello`, then one `profile` event.
 pub fn run_profile(req: &ProfileRequest, emit: &mut dyn FnMut(Event)) -> Result<(), TorchError> {
-    if let Some(t) = req.threads {
-        tch::set_num_threads(i32::try_from(t.max(1)).unwrap_or(1));
-    }
     if req.batch == 0 || req.reps == 0 {
         return Err(TorchError::bad(
             "bad_request",
             "batch and reps must be 1 or more",
         ));
     }
-    let dev = device::resolve(&req.device)?;
-    let info = device::info(dev)?;
-    let workload = workloads::build(&req.workload, req.input_shape.as_deref(), req.dtype, dev)?;
-    let (name, shape, params) = (
-        workload.name.clone(),
-        workload.input_shape.clone(),
-        parameter_count(&workload.vs),
-    );
-    let source = workload.source.clone();
-    let mut stepper = Stepper::new(workload, dev, true)?;
-    stepper.probe()?;
-    emit(Event::Hello(crate::hello(
-        &info,
-        name,
-        shape,
-        params,
-        info.available,
-    )));
+    let (mut stepper, dev) = start_training_job(
+        &req.device,
+        &req.workload,
+        req.input_shape.as_deref(),
+        req.dtype,
+        req.threads,
+        emit,
+    )?;
+    let source = stepper.workload.source.clone();
     let policy = StepPolicy {
         split_steps: 5,
         ..StepPolicy::default()

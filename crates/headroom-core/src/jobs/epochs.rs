@@ -8,9 +8,8 @@ use serde::{Deserialize, Serialize};
 use super::sweep::{CancelToken, JobError};
 use super::worker::{describe_exit, Output, Worker};
 use crate::epochs::{judge, EpochSample, EpochThresholds, EpochVerdict};
-use crate::gitinfo::git_state;
-use crate::ledger::{Ledger, NewRun, RunStatus};
-use crate::protocol::{EpochsRequest, Event, Hello, Job, PROTOCOL_VERSION};
+use crate::ledger::{Ledger, RunStatus};
+use crate::protocol::{EpochsRequest, Event, Hello, Job};
 use crate::CoreError;
 
 /// Everything an epochs run produced (the CLI's `--json` document).
@@ -52,29 +51,13 @@ pub fn run_epochs(
         let Output::Event(e) = o else { continue };
         match *e {
             Event::Hello(h) => {
-                if h.protocol != PROTOCOL_VERSION {
-                    return Err(CoreError::Worker(format!(
-                        "the worker speaks protocol {}, this headroom {}; reinstall headroom",
-                        h.protocol, PROTOCOL_VERSION
-                    )));
-                }
-                let git = git_state(&std::env::current_dir().unwrap_or_default());
-                out.run_id = Some(ledger.begin_run(&NewRun {
-                    kind: "epochs".into(),
-                    host: super::hostname(),
-                    device: h.device.clone(),
-                    device_name: h.device_name.clone(),
-                    workload: h.workload.clone(),
-                    dtype: req.dtype.as_str().into(),
-                    mode: "train".into(),
-                    libtorch: h.libtorch.clone(),
-                    git_commit: git.commit,
-                    git_dirty: git.dirty,
-                    budget_bytes: None,
-                    fallback: (h.device != "mps").then_some(false),
-                    request_json: serde_json::to_string(req)?,
-                    owner_pid: Some(std::process::id()),
-                })?);
+                out.run_id = Some(super::begin_worker_run(
+                    ledger,
+                    "epochs",
+                    &h,
+                    req.dtype.as_str(),
+                    serde_json::to_string(req)?,
+                )?);
                 out.hello = Some(h);
             }
             Event::Epoch(s) => {
