@@ -113,3 +113,29 @@ pub(crate) fn begin_worker_run(
         owner_pid: Some(std::process::id()),
     })
 }
+
+/// `why` a worker job ended early, with the worker's last non-empty stderr line when it left one.
+pub(crate) fn with_last_words(why: String, tail: &[String]) -> String {
+    match tail.iter().rev().find(|l| !l.trim().is_empty()) {
+        Some(l) => format!("{why}; its last words: {}", l.trim()),
+        None => why,
+    }
+}
+
+/// Closes a worker job's ledger run (when one was begun) with its status, report and note;
+/// returns the job's status word: the run's, or `error` when nothing was recorded.
+pub(crate) fn close_worker_run(
+    ledger: &Ledger,
+    run_id: Option<i64>,
+    status: crate::ledger::RunStatus,
+    report: &serde_json::Value,
+    note: Option<&str>,
+) -> Result<String, CoreError> {
+    match run_id {
+        Some(id) => {
+            ledger.finish_report(id, status, report, note)?;
+            Ok(status.as_str().into())
+        }
+        None => Ok("error".into()),
+    }
+}

@@ -91,28 +91,20 @@ pub fn run_epochs(
         } else {
             format!("the worker {}", describe_exit(&status))
         };
-        let mut note = format!("{why} after {} epoch(s)", out.samples.len());
-        if let Some(l) = tail.iter().rev().find(|l| !l.trim().is_empty()) {
-            note.push_str(&format!("; its last words: {}", l.trim()));
-        }
+        let note =
+            super::with_last_words(format!("{why} after {} epoch(s)", out.samples.len()), &tail);
         out.error = Some(JobError {
             code: "interrupted".into(),
             message: note.clone(),
         });
         (RunStatus::Interrupted, Some(note))
     };
-    if let Some(id) = out.run_id {
-        ledger.finish_report(
-            id,
-            run_status,
-            &serde_json::to_value(&out.verdict)?,
-            note.as_deref(),
-        )?;
-    }
-    out.status = if out.run_id.is_some() {
-        run_status.as_str().into()
-    } else {
-        "error".into()
-    };
+    out.status = super::close_worker_run(
+        ledger,
+        out.run_id,
+        run_status,
+        &serde_json::to_value(&out.verdict)?,
+        note.as_deref(),
+    )?;
     Ok(out)
 }

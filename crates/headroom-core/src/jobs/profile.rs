@@ -96,10 +96,8 @@ pub fn run_profile(
         ),
         (None, Some(e)) => (RunStatus::Failed, Some(e.message.clone())),
         (None, None) => {
-            let mut note = format!("the worker {}", describe_exit(&status));
-            if let Some(l) = tail.iter().rev().find(|l| !l.trim().is_empty()) {
-                note.push_str(&format!("; its last words: {}", l.trim()));
-            }
+            let note =
+                super::with_last_words(format!("the worker {}", describe_exit(&status)), &tail);
             out.error = Some(JobError {
                 code: "interrupted".into(),
                 message: note.clone(),
@@ -107,18 +105,12 @@ pub fn run_profile(
             (RunStatus::Interrupted, Some(note))
         }
     };
-    if let Some(id) = out.run_id {
-        ledger.finish_report(
-            id,
-            run_status,
-            &serde_json::to_value(&out.report)?,
-            note.as_deref(),
-        )?;
-    }
-    out.status = if out.run_id.is_some() {
-        run_status.as_str().into()
-    } else {
-        "error".into()
-    };
+    out.status = super::close_worker_run(
+        ledger,
+        out.run_id,
+        run_status,
+        &serde_json::to_value(&out.report)?,
+        note.as_deref(),
+    )?;
     Ok(out)
 }
