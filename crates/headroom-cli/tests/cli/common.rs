@@ -103,3 +103,19 @@ pub fn after_output(stdout: &[u8], open: char) -> Value {
     serde_json::from_str(&text[at..])
         .unwrap_or_else(|e| panic!("no JSON document after the output ({e}) in {text}"))
 }
+
+/// Saves the TorchScript module that `source` (a Python script taking the output path as its
+/// argument) exports, as `name` in `home`, with the venv's Python; returns its path.
+/// torch.jit.script reads the class's source, so the script must be a file, not `-c`.
+pub fn export_torchscript(home: &Home, name: &str, source: &str) -> PathBuf {
+    let model = home.path().join(name);
+    let script = home.path().join("export.py");
+    std::fs::write(&script, source).expect("write export.py");
+    let st = Command::new(python())
+        .arg(&script)
+        .arg(&model)
+        .status()
+        .expect("run python");
+    assert!(st.success(), "python failed to export the model");
+    model
+}

@@ -3,11 +3,9 @@
 //! of element-wise ops, no weights); the profile names it, against its share of the FLOPs. The
 //! built-in models' layers carry their exact FLOPs.
 
-use std::process::Command;
-
 use serde_json::Value;
 
-use crate::common::{python, Home};
+use crate::common::{export_torchscript, Home};
 
 const EXPORT: &str = r"
 import sys, torch
@@ -36,15 +34,7 @@ fn profile(home: &Home, args: &[&str]) -> Value {
 #[test]
 fn the_profile_names_the_deliberately_slow_layer() {
     let home = Home::new();
-    let model = home.path().join("slow.pt");
-    let script = home.path().join("export.py");
-    std::fs::write(&script, EXPORT).expect("write export.py");
-    let st = Command::new(python())
-        .arg(&script)
-        .arg(&model)
-        .status()
-        .expect("run python");
-    assert!(st.success(), "python failed to export the model");
+    let model = export_torchscript(&home, "slow.pt", EXPORT);
     let v = profile(
         &home,
         &[

@@ -1,8 +1,6 @@
 //! A user's own model: exported with `torch.jit.script` by the venv's Python, then swept.
 
-use std::process::Command;
-
-use crate::common::{f, points, python, Home};
+use crate::common::{export_torchscript, f, points, Home};
 
 const EXPORT: &str = r#"
 import sys, torch
@@ -19,16 +17,7 @@ torch.jit.script(Net()).save(sys.argv[1])
 #[test]
 fn a_torchscript_model_exported_by_python_can_be_swept() {
     let home = Home::new();
-    let model = home.path().join("net.pt");
-    // torch.jit.script reads the class's source, so the script must be a file, not `-c`.
-    let script = home.path().join("export.py");
-    std::fs::write(&script, EXPORT).expect("write export.py");
-    let st = Command::new(python())
-        .arg(&script)
-        .arg(&model)
-        .status()
-        .expect("run python");
-    assert!(st.success(), "python failed to export the model");
+    let model = export_torchscript(&home, "net.pt", EXPORT);
     let m = model.to_string_lossy().into_owned();
     let v = home.cpu_sweep(&[
         "--workload",
