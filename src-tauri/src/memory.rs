@@ -8,7 +8,7 @@ use std::time::Duration;
 use headroom_core::epochs::{EpochSample, EpochThresholds, EpochVerdict, EpochVerdictKind};
 use headroom_core::jobs::{self, sweep::CancelToken, sweep::JobError, watch::WatchOptions};
 use headroom_core::monitor::MemoryReading;
-use headroom_core::plot::{memory_svg, threshold_line, Series};
+use headroom_core::plot::{epochs_svg, readings_svg};
 use headroom_core::protocol::{Dtype, EpochsRequest, Release};
 use serde::{Deserialize, Serialize};
 use tauri::ipc::Channel;
@@ -89,59 +89,11 @@ const CHART: (u32, u32) = (360, 300);
 const LEAK_DEMO_MIB: u32 = 64;
 
 /// Redraws the chart from the snapshot's samples (epochs) or readings (watch).
-#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 pub fn redraw(s: &mut MemorySnapshot, t: &EpochThresholds) {
-    let pick = |f: &dyn Fn(&EpochSample) -> Option<u64>| -> Vec<(f64, u64)> {
-        s.samples
-            .iter()
-            .filter_map(|e| Some((f64::from(e.epoch), f(e)?)))
-            .collect()
-    };
     let result = if s.kind == "watch" {
-        let tree: Vec<(f64, u64)> = s.readings.iter().map(|r| (r.t, r.tree_bytes)).collect();
-        let limit: Vec<(f64, u64)> = match (tree.first(), tree.last()) {
-            (Some(a), Some(b)) => {
-                let y = (a.1 as f64 * (1.0 + t.leak_growth)) as u64;
-                vec![(a.0, y), (b.0, y)]
-            }
-            _ => Vec::new(),
-        };
-        memory_svg(
-            &[Series {
-                name: "process tree",
-                points: &tree,
-            }],
-            "seconds",
-            Some((&limit, "leak threshold")),
-            CHART.0,
-            CHART.1,
-        )
+        readings_svg(&s.readings, t.leak_growth, CHART.0, CHART.1)
     } else {
-        let live = pick(&|e| e.live_bytes);
-        let cache = pick(&|e| e.cache_bytes);
-        let footprint = pick(&|e| e.footprint_bytes);
-        let judged = if live.first().is_some_and(|p| p.1 > 0) {
-            &live
-        } else {
-            &footprint
-        };
-        let line = threshold_line(judged, t.leak_growth, t.over_epochs);
-        let series: Vec<Series<'_>> = [
-            ("live tensors", &live),
-            ("allocator cache", &cache),
-            ("footprint", &footprint),
-        ]
-        .into_iter()
-        .filter(|(_, p)| !p.is_empty())
-        .map(|(name, points)| Series { name, points })
-        .collect();
-        memory_svg(
-            &series,
-            "epoch",
-            Some((&line, "leak threshold")),
-            CHART.0,
-            CHART.1,
-        )
+        epochs_svg(&s.samples, t, CHART.0, CHART.1)
     };
     match result {
         Ok(svg) => s.chart_svg = svg,

@@ -96,7 +96,7 @@ pub(crate) fn begin_worker_run(
         )));
     }
     let git = crate::gitinfo::git_state(&std::env::current_dir().unwrap_or_default());
-    ledger.begin_run(&crate::ledger::NewRun {
+    let id = ledger.begin_run(&crate::ledger::NewRun {
         kind: kind.into(),
         host: hostname(),
         device: h.device.clone(),
@@ -111,7 +111,9 @@ pub(crate) fn begin_worker_run(
         fallback: (h.device != "mps").then_some(false),
         request_json,
         owner_pid: Some(std::process::id()),
-    })
+    })?;
+    ledger.add_sample(id, crate::ledger::HELLO_SEQ, "hello", h)?;
+    Ok(id)
 }
 
 /// `why` a worker job ended early, with the worker's last non-empty stderr line when it left one.

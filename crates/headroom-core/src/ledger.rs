@@ -22,6 +22,8 @@ pub use migrations::SCHEMA_VERSION;
 pub struct Ledger {
     conn: Connection,
     path: PathBuf,
+    /// Samples every run begun through this handle records at its start (see [`Ledger::attach`]).
+    attached: std::cell::RefCell<Vec<(u32, String, serde_json::Value)>>,
 }
 
 /// How a run ended (or that it has not yet).
@@ -86,6 +88,15 @@ pub struct NewRun {
 /// readings and epochs that count up from 1.
 pub const CONDITIONS_SEQ: u32 = 900_000_000;
 
+/// The sample seq of the leak thresholds a memory run was judged with (kind `thresholds`).
+pub const THRESHOLDS_SEQ: u32 = CONDITIONS_SEQ + 2;
+/// The sample seq of the worker's `hello` (threads, memory it saw) (kind `hello`).
+pub const HELLO_SEQ: u32 = CONDITIONS_SEQ + 3;
+/// The sample seq of the dataset files' checksums (kind `data`).
+pub const DATA_SEQ: u32 = CONDITIONS_SEQ + 4;
+/// The sample seq of the round trip to the artifact store (kind `artifact_rtt`).
+pub const ARTIFACT_RTT_SEQ: u32 = CONDITIONS_SEQ + 5;
+
 /// The memory a group of apps held when a run started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AppsHeld {
@@ -102,6 +113,10 @@ pub struct RunContext {
     /// The mount of Headroom's folder; `None` where it cannot be read.
     pub data_mount: Option<crate::mounts::MountFacts>,
     pub apps: Vec<AppsHeld>,
+    /// The torch in the user's own Python (beside Headroom's libtorch); `None` when unknown:
+    /// no Python found, or the run is on another host.
+    #[serde(default)]
+    pub python: Option<crate::readiness::python::PythonTorch>,
 }
 
 /// One run as stored.
@@ -179,6 +194,7 @@ impl Ledger {
         let ledger = Self {
             conn,
             path: path.to_path_buf(),
+            attached: std::cell::RefCell::default(),
         };
         migrations::migrate(&ledger.conn, path)?;
         Ok(ledger)

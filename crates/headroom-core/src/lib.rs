@@ -7,6 +7,7 @@
 pub mod budget;
 pub mod config;
 pub mod contention;
+pub mod datasum;
 pub mod decide;
 pub mod epochs;
 pub mod error;

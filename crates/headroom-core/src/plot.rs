@@ -326,18 +326,51 @@ pub fn memory_svg(
         let y_max = y_bytes as f64 / unit * 1.15;
         let label = ("sans-serif", 17).into_font().color(&INK);
         let small = ("sans-serif", 15).into_font().color(&INK);
+        let caption = if x_desc == "epoch" {
+            "memory per epoch"
+        } else {
+            "memory over time"
+        };
+        // A little room either side so the first and last points are not cut by the frame.
+        let pad = (x_max - x_min).max(1.0) * 0.03;
         let mut chart = ChartBuilder::on(&root)
             .margin(8)
-            .caption("memory", label)
+            .caption(caption, label)
             .x_label_area_size(36)
             .y_label_area_size(58)
-            .build_cartesian_2d(x_min..x_max.max(x_min + 1.0), 0.0..y_max.max(1.0))
+            .build_cartesian_2d(
+                (x_min - pad)..x_max.max(x_min + 1.0) + pad,
+                0.0..y_max.max(1.0),
+            )
             .map_err(plot_err)?;
+        // Epochs are whole numbers: a tick per epoch (at most 12), no 2.5.
+        let whole_x = x_desc == "epoch";
+        let x_ticks = if whole_x {
+            ((x_max - x_min).round() as usize + 1).clamp(2, 12)
+        } else {
+            8
+        };
+        let wide = x_max - x_min >= 10.0;
+        let x_fmt = move |x: &f64| {
+            if !whole_x {
+                if wide {
+                    format!("{x:.0}")
+                } else {
+                    format!("{x:.1}")
+                }
+            } else if (x - x.round()).abs() < 0.01 {
+                format!("{x:.0}")
+            } else {
+                String::new()
+            }
+        };
         chart
             .configure_mesh()
             .light_line_style(WHITE)
             .bold_line_style(GRID)
             .x_desc(x_desc)
+            .x_labels(x_ticks)
+            .x_label_formatter(&x_fmt)
             .y_desc(unit_name)
             .y_labels(6)
             .y_label_formatter(&|y| format!("{y:.0}"))
@@ -362,8 +395,10 @@ pub fn memory_svg(
                 .iter()
                 .map(|p| (p.0, p.1 as f64 / unit))
                 .collect();
+            // Solid: plotters rounds each dash to whole pixels, which makes a sloped dashed
+            // line look like stairs.
             chart
-                .draw_series(DashedLineSeries::new(pts, 6, 4, FAIL.stroke_width(1)))
+                .draw_series(LineSeries::new(pts, FAIL.mix(0.8).stroke_width(1)))
                 .map_err(plot_err)?
                 .label(name)
                 .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], FAIL.stroke_width(1)));
@@ -399,4 +434,276 @@ pub fn threshold_line(points: &[(f64, u64)], leak_growth: f64, over: u32) -> Vec
         (x, v.max(0.0) as u64)
     };
     vec![at(first.0), at(last.0)]
+}
+
+/// The system's fonts, loaded once, with the generic `sans-serif` the charts ask for pointed at
+/// a family that is really there.
+fn font_db() -> Result<std::sync::Arc<resvg::usvg::fontdb::Database>, CoreError> {
+    static DB: std::sync::OnceLock<std::sync::Arc<resvg::usvg::fontdb::Database>> =
+        std::sync::OnceLock::new();
+    if let Some(db) = DB.get() {
+        return Ok(db.clone());
+    }
+    let mut db = resvg::usvg::fontdb::Database::new();
+    db.load_system_fonts();
+    let has = |name: &str| {
+        db.faces()
+            .any(|f| f.families.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)))
+    };
+    // macOS first, then what Linux desktops carry.
+    let family = [
+        "Helvetica",
+        "Helvetica Neue",
+        "Arial",
+        "DejaVu Sans",
+        "Liberation Sans",
+        "Noto Sans",
+        "FreeSans",
+    ]
+    .into_iter()
+    .find(|n| has(n))
+    .map(str::to_owned)
+    .or_else(|| {
+        db.faces()
+            .find_map(|f| f.families.first().map(|(n, _)| n.clone()))
+    });
+    let Some(family) = family else {
+        return Err(CoreError::InvalidInput(
+            "no font was found to write the chart's labels into a PNG: install one (Debian/Ubuntu: \
+             `sudo apt install fonts-dejavu-core`) or export SVG, which needs none"
+                .into(),
+        ));
+    };
+    db.set_sans_serif_family(family);
+    Ok(DB.get_or_init(|| std::sync::Arc::new(db)).clone())
+}
+
+/// A PNG of one of these SVG charts, `scale` times its size in pixels (2 for a sharp picture on
+/// a high-density screen), on white.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_precision_loss
+)]
+pub fn png_from_svg(svg: &str, scale: f32) -> Result<Vec<u8>, CoreError> {
+    use resvg::{tiny_skia, usvg};
+    let options = usvg::Options {
+        fontdb: font_db()?,
+        ..usvg::Options::default()
+    };
+    let tree = usvg::Tree::from_str(svg, &options).map_err(plot_err)?;
+    let size = tree.size();
+    let (w, h) = (
+        (size.width() * scale).ceil() as u32,
+        (size.height() * scale).ceil() as u32,
+    );
+    let mut pixmap = tiny_skia::Pixmap::new(w, h)
+        .ok_or_else(|| plot_err(format!("a {w}×{h} picture cannot be made")))?;
+    pixmap.fill(tiny_skia::Color::WHITE);
+    resvg::render(
+        &tree,
+        tiny_skia::Transform::from_scale(scale, scale),
+        &mut pixmap.as_mut(),
+    );
+    pixmap.encode_png().map_err(plot_err)
+}
+
+/// Memory per epoch: live tensors, allocator cache and footprint, with the leak threshold drawn
+/// from the first value of the measure the verdict judges (live tensors where the device has
+/// them, else the footprint).
+pub fn epochs_svg(
+    samples: &[crate::epochs::EpochSample],
+    t: &crate::epochs::EpochThresholds,
+    width: u32,
+    height: u32,
+) -> Result<String, CoreError> {
+    let pick = |f: &dyn Fn(&crate::epochs::EpochSample) -> Option<u64>| -> Vec<(f64, u64)> {
+        samples
+            .iter()
+            .filter_map(|e| Some((f64::from(e.epoch), f(e)?)))
+            .collect()
+    };
+    let live = pick(&|e| e.live_bytes);
+    let cache = pick(&|e| e.cache_bytes);
+    let footprint = pick(&|e| e.footprint_bytes);
+    let judged = if live.first().is_some_and(|p| p.1 > 0) {
+        &live
+    } else {
+        &footprint
+    };
+    let line = threshold_line(judged, t.leak_growth, t.over_epochs);
+    let series: Vec<Series<'_>> = [
+        ("live tensors", &live),
+        ("allocator cache", &cache),
+        ("footprint", &footprint),
+    ]
+    .into_iter()
+    .filter(|(_, p)| !p.is_empty())
+    .map(|(name, points)| Series { name, points })
+    .collect();
+    memory_svg(
+        &series,
+        "epoch",
+        Some((&line, "leak threshold")),
+        width,
+        height,
+    )
+}
+
+/// A watched process tree's memory over seconds, with the growth that would be judged a leak
+/// (`leak_growth` over the first reading) as a flat line.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_precision_loss
+)]
+pub fn readings_svg(
+    readings: &[crate::monitor::MemoryReading],
+    leak_growth: f64,
+    width: u32,
+    height: u32,
+) -> Result<String, CoreError> {
+    let tree: Vec<(f64, u64)> = readings.iter().map(|r| (r.t, r.tree_bytes)).collect();
+    let limit: Vec<(f64, u64)> = match (tree.first(), tree.last()) {
+        (Some(a), Some(b)) => {
+            let y = (a.1 as f64 * (1.0 + leak_growth)) as u64;
+            vec![(a.0, y), (b.0, y)]
+        }
+        _ => Vec::new(),
+    };
+    memory_svg(
+        &[Series {
+            name: "process tree",
+            points: &tree,
+        }],
+        "seconds",
+        Some((&limit, "leak threshold")),
+        width,
+        height,
+    )
+}
+
+/// One run drawn beside others.
+#[derive(Debug, Clone, Copy)]
+pub struct Overlay<'a> {
+    /// What the legend calls it: "run 12 · local · cpu".
+    pub label: &'a str,
+    pub points: &'a [Point],
+}
+
+const OVERLAY_COLOURS: [RGBColor; 4] = [BLUE, RGBColor(234, 88, 12), GREEN_MARK, PURPLE];
+
+/// Runs side by side (one against another, local against remote): throughput over batch above,
+/// peak memory over batch below, one colour per run, the same log₂ batch axis for all. Failed
+/// points are left out of the lines and marked with a cross in the run's colour on the axis.
+#[allow(clippy::cast_precision_loss, clippy::too_many_lines)]
+pub fn overlay_svg(runs: &[Overlay<'_>], width: u32, height: u32) -> Result<String, CoreError> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let all = || runs.iter().flat_map(|r| r.points.iter());
+        let (lo, hi) = all()
+            .map(|p| bx(p.batch))
+            .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+        let (lo, hi) = if lo > hi {
+            (0.0, 4.0)
+        } else {
+            (lo.floor() - 0.4, hi.ceil() + 0.4)
+        };
+        let ticks = ((hi - lo).round() as usize + 1).min(12);
+        let label = ("sans-serif", 17).into_font().color(&INK);
+        let small = ("sans-serif", 15).into_font().color(&INK);
+        // The legend gets its own strip above the charts, so it never covers a line.
+        let strip = 12 + 22 * u32::try_from(runs.len()).unwrap_or(4);
+        let (legend, charts) = root.split_vertically(strip);
+        for (i, r) in runs.iter().enumerate() {
+            let c = OVERLAY_COLOURS[i % OVERLAY_COLOURS.len()];
+            let y = 14 + 22 * i32::try_from(i).unwrap_or(0);
+            legend
+                .draw(&PathElement::new([(70, y), (94, y)], c.stroke_width(3)))
+                .map_err(plot_err)?;
+            legend
+                .draw(&Text::new(
+                    r.label.to_owned(),
+                    (102, y),
+                    small.clone().pos(Pos::new(HPos::Left, VPos::Center)),
+                ))
+                .map_err(plot_err)?;
+        }
+        let (top, bottom) = charts.split_vertically((height - strip) / 2);
+        let max_sps = all()
+            .filter_map(|p| p.samples_per_s)
+            .fold(0.0_f64, f64::max)
+            .max(1.0);
+        let max_peak = all().filter_map(|p| p.peak_bytes).max().unwrap_or(1 << 30);
+        let (unit, unit_name) = memory_unit(max_peak);
+        type Pick = fn(&Point, f64) -> Option<f64>;
+        let panels: [(&DrawingArea<SVGBackend<'_>, _>, &str, &str, f64, Pick); 2] = [
+            (&top, "throughput", "samples/s", max_sps, |p, _| {
+                p.samples_per_s
+            }),
+            (
+                &bottom,
+                "peak memory",
+                unit_name,
+                max_peak as f64 / unit,
+                |p, unit| p.peak_bytes.map(|b| b as f64 / unit),
+            ),
+        ];
+        for (area, caption, y_desc, y_top, pick) in panels {
+            let mut chart = ChartBuilder::on(area)
+                .margin(8)
+                .caption(caption, label.clone())
+                .x_label_area_size(36)
+                .y_label_area_size(58)
+                .build_cartesian_2d(lo..hi, 0.0..y_top * 1.15)
+                .map_err(plot_err)?;
+            chart
+                .configure_mesh()
+                .light_line_style(WHITE)
+                .bold_line_style(GRID)
+                .x_desc("batch size")
+                .y_desc(y_desc)
+                .x_labels(ticks)
+                .y_labels(6)
+                .x_label_formatter(&batch_label)
+                .y_label_formatter(&|y| {
+                    if y_top < 10.0 {
+                        format!("{y:.1}")
+                    } else {
+                        human(*y)
+                    }
+                })
+                .label_style(small.clone())
+                .axis_desc_style(small.clone())
+                .draw()
+                .map_err(plot_err)?;
+            for (i, r) in runs.iter().enumerate() {
+                let c = OVERLAY_COLOURS[i % OVERLAY_COLOURS.len()];
+                let pts: Vec<(f64, f64)> = r
+                    .points
+                    .iter()
+                    .filter(|p| p.status == PointStatus::Ok)
+                    .filter_map(|p| Some((bx(p.batch), pick(p, unit)?)))
+                    .collect();
+                chart
+                    .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
+                    .map_err(plot_err)?;
+                chart
+                    .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
+                    .map_err(plot_err)?;
+                chart
+                    .draw_series(
+                        r.points
+                            .iter()
+                            .filter(|p| p.status != PointStatus::Ok)
+                            .map(|p| Cross::new((bx(p.batch), 0.0), 5, c.stroke_width(2))),
+                    )
+                    .map_err(plot_err)?;
+            }
+        }
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
 }

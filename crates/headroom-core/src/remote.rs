@@ -4,6 +4,7 @@
 //! `ssh`. Everything reaches `ssh` as an argument vector; nothing is ever given to a local shell.
 
 pub mod check;
+pub mod rtt;
 pub mod sshconfig;
 pub mod vnc;
 
@@ -42,6 +43,11 @@ pub struct HostProfile {
     pub headroom_path: Option<String>,
     #[serde(default)]
     pub notes: String,
+    /// Where checkpoints and data live (`host:port` or a URL): runs on this host record the
+    /// round trip to it, measured from the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub artifact_store: Option<String>,
 }
 
 fn default_vnc_port() -> u16 {
@@ -169,6 +175,9 @@ impl HostProfile {
         }
         if let Some(p) = &self.headroom_path {
             check_path("the remote headroom path", p)?;
+        }
+        if let Some(a) = &self.artifact_store {
+            rtt::parse_target(a)?;
         }
         if self.notes.chars().any(|c| c == '\n' || c == '\r') {
             return Err(bad("the notes", &self.notes, "one line"));
@@ -313,6 +322,7 @@ mod tests {
             vnc_port: 5900,
             headroom_path: None,
             notes: String::new(),
+            artifact_store: None,
         }
     }
 

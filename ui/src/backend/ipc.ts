@@ -461,7 +461,12 @@ vnc_port: number,
 /**
  * Where `headroom` is on the remote, when it is not on the login shell's PATH.
  */
-headroom_path: string | null, notes: string, };
+headroom_path: string | null, notes: string, 
+/**
+ * Where checkpoints and data live (`host:port` or a URL): runs on this host record the
+ * round trip to it, measured from the host.
+ */
+artifact_store?: string, };
 
 export type CheckReport = { name: string, target: string, ok: boolean, failure: Failure | null, 
 /**

@@ -34,6 +34,8 @@ pub struct EpochsArgs {
     /// Intra-op CPU threads [default: libtorch's].
     #[arg(long)]
     threads: Option<u32>,
+    #[command(flatten)]
+    record: super::record::RecordArgs,
     /// Print one JSON document.
     #[arg(long)]
     json: bool,
@@ -81,6 +83,7 @@ pub fn run(a: &EpochsArgs) -> Result<ExitCode> {
         ..EpochThresholds::default()
     };
     let ledger = super::open_ledger()?;
+    a.record.attach(&ledger, None, a.json)?;
     let exe = jobs::worker_binary()?;
     let cancel = CancelToken::new("interrupted");
     let quiet = a.json;

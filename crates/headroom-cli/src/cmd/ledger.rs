@@ -23,8 +23,9 @@ pub enum LedgerCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Reports of runs: md (with its chart as SVG beside it), html (one standalone file), csv
-    /// (the points) or json.
+    /// Reports of runs: md (its charts as SVG and PNG beside it), html (one standalone file),
+    /// csv (the points), json, or the charts alone as svg or png. With several runs that have
+    /// points, also `compare-A-B….svg/.png` with their curves side by side.
     Export {
         #[arg(required = true)]
         runs: Vec<i64>,
@@ -36,7 +37,13 @@ pub enum LedgerCommand {
     },
     /// What differs between two runs: the figures at the batches both measured, and the facts
     /// that could explain a difference.
-    Compare { a: i64, b: i64 },
+    Compare {
+        a: i64,
+        b: i64,
+        /// Also draw both runs' curves side by side into this file (`.svg` or `.png`).
+        #[arg(long)]
+        chart: Option<std::path::PathBuf>,
+    },
 }
 
 pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
@@ -62,7 +69,7 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
                     r.status.as_str(),
                     r.kind,
                     r.device,
-                    r.workload,
+                    one_line(&r.workload, 40),
                     r.dtype,
                     r.chosen_batch.map_or_else(|| "-".into(), |b| b.to_string()),
                     r.peak_bytes.map_or_else(|| "-".into(), format_bytes),
@@ -77,16 +84,22 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
                     println!("{}", f.display());
                 }
             }
+            // Several runs with curves: also one picture with them side by side.
+            if runs.len() > 1 {
+                if let Some(files) = headroom_core::report::export_overlay(&ledger, runs, out)? {
+                    for f in files {
+                        println!("{}", f.display());
+                    }
+                }
+            }
         }
-        LedgerCommand::Compare { a, b } => {
-            let (ra, pa) = ledger.get_run(*a)?;
-            let (rb, pb) = ledger.get_run(*b)?;
-            let ca = headroom_core::report::conditions(&ledger, *a)?;
-            let cb = headroom_core::report::conditions(&ledger, *b)?;
-            let xa = headroom_core::report::context(&ledger, *a)?;
-            let xb = headroom_core::report::context(&ledger, *b)?;
-            for line in compare_lines((&ra, ca.as_ref(), &pa), (&rb, cb.as_ref(), &pb), (xa, xb)) {
+        LedgerCommand::Compare { a, b, chart } => {
+            for line in headroom_core::report::compare(&ledger, *a, *b)? {
                 println!("{line}");
+            }
+            if let Some(path) = chart {
+                headroom_core::report::write_overlay(&ledger, &[*a, *b], path)?;
+                println!("chart: {}", path.display());
             }
         }
         LedgerCommand::Show { run, json } => {
@@ -166,86 +179,12 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `ledger compare`: the figures at the batches both runs measured, then every fact that differs.
-type Side<'a> = (
-    &'a headroom_core::ledger::RunRecord,
-    Option<&'a headroom_core::readiness::Conditions>,
-    &'a [headroom_core::protocol::Point],
-);
-
-fn compare_lines(
-    (ra, ca, pa): Side<'_>,
-    (rb, cb, pb): Side<'_>,
-    (xa, xb): (
-        Option<headroom_core::ledger::RunContext>,
-        Option<headroom_core::ledger::RunContext>,
-    ),
-) -> Vec<String> {
-    let mut out = vec![format!(
-        "run {} ({} of {} on {}) vs run {} ({} of {} on {})",
-        ra.id, ra.kind, ra.workload, ra.device, rb.id, rb.kind, rb.workload, rb.device
-    )];
-    let mut common = 0;
-    for p in pa {
-        let Some(q) = pb.iter().find(|q| q.batch == p.batch) else {
-            continue;
-        };
-        if let (Some(x), Some(y)) = (p.samples_per_s, q.samples_per_s) {
-            common += 1;
-            let mem = match (p.peak_bytes, q.peak_bytes) {
-                (Some(m), Some(n)) => format!(", peak {} vs {}", format_bytes(m), format_bytes(n)),
-                _ => String::new(),
-            };
-            out.push(format!(
-                "  batch {}: {x:.1} vs {y:.1} samples/s ({:+.1} %){mem}",
-                p.batch,
-                (y / x - 1.0) * 100.0
-            ));
-        }
-    }
-    if common == 0 {
-        out.push("  no batch measured in both runs".into());
-    }
-    // The mount of Headroom's folder counts; the apps' memory moves every minute and does not.
-    let mount = |x: Option<&headroom_core::ledger::RunContext>| {
-        headroom_core::report::context_facts(x).into_iter().take(1)
-    };
-    let fa: Vec<_> = headroom_core::report::facts(ra, ca)
-        .into_iter()
-        .chain(mount(xa.as_ref()))
-        .collect();
-    let fb: Vec<_> = headroom_core::report::facts(rb, cb)
-        .into_iter()
-        .chain(mount(xb.as_ref()))
-        .collect();
-    let skip = [
-        "status",
-        "started",
-        "finished",
-        "note",
-        "chosen batch",
-        "peak memory",
-    ];
-    let differ: Vec<String> = fa
-        .iter()
-        .zip(&fb)
-        .filter(|((k, x), (_, y))| x != y && !skip.contains(k))
-        .map(|((k, x), (_, y))| format!("  {k}: {x} vs {y}"))
-        .collect();
-    if differ.is_empty() {
-        out.push("facts that could explain a difference: none differ among those recorded".into());
+/// `s` on one line (a `run` command may hold newlines), cut to `max` characters.
+fn one_line(s: &str, max: usize) -> String {
+    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        format!("{}…", flat.chars().take(max - 1).collect::<String>())
     } else {
-        out.push("facts that differ and could explain it:".into());
-        out.extend(differ);
+        flat
     }
-    for (r, c) in [(ra, ca), (rb, cb)] {
-        if c.is_none() {
-            out.push(format!(
-                "run {} has no conditions recorded (power, battery, Low Power Mode, thermal): \
-                 it predates them",
-                r.id
-            ));
-        }
-    }
-    out
 }

@@ -20,6 +20,8 @@ pub struct ProfileArgs {
     /// Intra-op CPU threads [default: libtorch's].
     #[arg(long)]
     threads: Option<u32>,
+    #[command(flatten)]
+    record: super::record::RecordArgs,
     /// Print one JSON document.
     #[arg(long)]
     json: bool,
@@ -44,6 +46,7 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
     };
     let config = headroom_core::config::load()?;
     let ledger = super::open_ledger()?;
+    a.record.attach(&ledger, None, a.json)?;
     let exe = jobs::worker_binary()?;
     let cancel = CancelToken::new("interrupted");
     let out =

@@ -33,6 +33,10 @@ pub enum RemoteCommand {
         headroom_path: Option<String>,
         #[arg(long, default_value = "")]
         notes: String,
+        /// Where checkpoints and data live (host:port or a URL): sweeps on this host record the
+        /// round trip to it, measured from the host.
+        #[arg(long, value_name = "HOST:PORT|URL")]
+        artifact_store: Option<String>,
         /// Replace a profile of the same name.
         #[arg(long)]
         replace: bool,
@@ -77,6 +81,21 @@ pub enum RemoteCommand {
         #[arg(long, default_value_t = 15)]
         timeout: u64,
     },
+    /// The round trip to an artifact store (host:port or a URL): TCP connects timed from here, or
+    /// from a remote host with --from.
+    Rtt {
+        target: String,
+        /// Measure from this remote host (its headroom, over ssh) instead of here.
+        #[arg(long, value_name = "NAME")]
+        from: Option<String>,
+        /// How this machine is named in the result [default: its hostname].
+        #[arg(long, hide = true)]
+        from_name: Option<String>,
+        #[arg(long, default_value_t = 5)]
+        count: u32,
+        #[arg(long)]
+        json: bool,
+    },
     /// Reachable? Authenticated? Host key? RTT, OS, architecture, memory, remote headroom.
     Check {
         name: String,
@@ -119,6 +138,7 @@ pub fn run(c: &RemoteCommand) -> Result<ExitCode> {
             vnc_port,
             headroom_path,
             notes,
+            artifact_store,
             replace,
         } => {
             let mut hosts = Hosts::load()?;
@@ -133,6 +153,7 @@ pub fn run(c: &RemoteCommand) -> Result<ExitCode> {
                     vnc_port: *vnc_port,
                     headroom_path: headroom_path.clone(),
                     notes: notes.clone(),
+                    artifact_store: artifact_store.clone(),
                 },
                 *replace,
             )?;
@@ -187,6 +208,39 @@ pub fn run(c: &RemoteCommand) -> Result<ExitCode> {
                         .map(|h| format!(", headroom at {h}"))
                         .unwrap_or_default()
                 );
+            }
+        }
+        RemoteCommand::Rtt {
+            target,
+            from,
+            from_name,
+            count,
+            json,
+        } => {
+            headroom_core::remote::rtt::parse_target(target)?;
+            let r = match from {
+                Some(name) => {
+                    let hosts = Hosts::load()?;
+                    let p = hosts.get(name)?;
+                    sync(&hosts)?;
+                    super::record::measure_from(p, target)
+                }
+                None => headroom_core::remote::rtt::measure(
+                    target,
+                    &from_name
+                        .clone()
+                        .unwrap_or_else(headroom_core::jobs::hostname),
+                    (*count).clamp(1, 100),
+                    Duration::from_secs(3),
+                ),
+            };
+            if *json {
+                println!("{}", serde_json::to_string(&r)?);
+            } else {
+                println!("{}", r.describe());
+            }
+            if r.median_ms.is_none() {
+                return Ok(ExitCode::from(1));
             }
         }
         RemoteCommand::Rm { name } => {

@@ -58,6 +58,8 @@ pub struct RunArgs {
     /// over batch, as a built-in sweep's) to this SVG file.
     #[arg(long, value_name = "FILE.svg")]
     chart: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    record: super::record::RecordArgs,
     /// The command, after `--`.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     command: Vec<String>,
@@ -320,6 +322,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         bail!("--max-seconds and --steps must be 1 or more");
     }
     let ledger = super::open_ledger()?;
+    a.record.attach(&ledger, None, a.json)?;
     if !a.sweep.is_empty() {
         return sweep_command(a, &matcher, &opts, &ledger);
     }

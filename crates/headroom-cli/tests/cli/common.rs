@@ -23,8 +23,10 @@ impl Home {
 
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_headroom"));
+        // The user's Python each run records beside Headroom's libtorch: this venv's.
         c.args(args)
             .env("HEADROOM_HOME", self.path())
+            .env("HEADROOM_PYTHON", python())
             .current_dir(self.path());
         c
     }

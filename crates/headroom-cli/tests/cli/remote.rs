@@ -302,6 +302,10 @@ fn a_remote_sweep_lands_in_the_local_ledger_and_a_dropped_link_keeps_its_points(
     let sshd = Sshd::start();
     let (home, ssh) = home_with_ssh();
     add(&home, &ssh, "box", sshd.port, &sshd.userkey());
+    // An artifact store the remote can reach: its round trip is measured there, by the
+    // remote's headroom, and lands in this ledger with the run.
+    let store = std::net::TcpListener::bind("127.0.0.1:0").expect("store listener");
+    let store_at = format!("127.0.0.1:{}", store.local_addr().expect("addr").port());
     let args = [
         "sweep",
         "box",
@@ -315,6 +319,8 @@ fn a_remote_sweep_lands_in_the_local_ledger_and_a_dropped_link_keeps_its_points(
         "5",
         "--threads",
         "1",
+        "--artifact-store",
+        &store_at,
         "--json",
     ];
     let out = remote(&home, &ssh, &args);
@@ -333,6 +339,33 @@ fn a_remote_sweep_lands_in_the_local_ledger_and_a_dropped_link_keeps_its_points(
         runs[0]
     );
     assert_eq!(runs[0]["points"], 3);
+    let dir = home.path().join("export");
+    let id = runs[0]["id"].to_string();
+    let out = home.run(&[
+        "ledger",
+        "export",
+        &id,
+        "--format",
+        "json",
+        "--out",
+        dir.to_str().expect("utf-8"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(format!("run-{id}.json"))).expect("json"),
+    )
+    .expect("json parses");
+    let rtt = &doc["recorded"]["artifact_rtt"];
+    assert_eq!(rtt["from"], "box", "measured on the remote: {rtt}");
+    assert_eq!(rtt["target"], store_at.as_str());
+    assert_eq!(rtt["samples_ms"].as_array().map(Vec::len), Some(5), "{rtt}");
+    assert!(rtt["median_ms"].as_f64().is_some_and(|m| m >= 0.0), "{rtt}");
+    // The user's Python is this machine's; a remote run does not claim it.
+    assert!(doc["recorded"]["context"]["python"].is_null(), "{doc}");
 
     // A long sweep whose connection drops after its first point: the points received stay,
     // the run is interrupted, and the note says the link dropped.
@@ -486,4 +519,30 @@ fn vnc_opens_a_real_tunnel_to_the_screen_port_and_closes_it_when_the_viewer_is_d
     assert!(out.status.success());
     assert!(t.elapsed() >= Duration::from_secs(2) && t.elapsed() < Duration::from_secs(20));
     assert!(String::from_utf8_lossy(&out.stdout).contains("tunnel closed after 2 s"));
+}
+
+#[test]
+fn rtt_to_an_artifact_store_here_and_a_closed_port_says_unknown() {
+    let home = Home::new();
+    let store = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+    let at = format!("127.0.0.1:{}", store.local_addr().expect("addr").port());
+    let (out, v) = home.json(&["remote", "rtt", &at, "--count", "3", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(v["samples_ms"].as_array().map(Vec::len), Some(3), "{v}");
+    drop(store);
+    let out = home.run(&["remote", "rtt", &at]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("unknown") && text.contains("refused"),
+        "{text}"
+    );
+    // Not a target: refused before any connection, with what to give.
+    let out = home.run(&["remote", "rtt", "no-port-here"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("host:port"));
 }

@@ -198,3 +198,248 @@ fn a_run_on_ac_against_one_on_battery_names_the_power_state() {
     let html = std::fs::read_to_string(dir.join(format!("run-{}.html", ids[1]))).expect("html");
     assert!(html.contains("<th>power</th><td>battery</td>"), "{html}");
 }
+
+/// Decodes the PNG at `path` to its last pixel; its size, and how many of its pixels are dark
+/// (text and axes drawn with a real font, not a blank picture).
+fn decode_png(path: &std::path::Path) -> ((u32, u32), usize) {
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
+        .read_info()
+        .expect("a PNG header");
+    let mut buf = vec![0; reader.output_buffer_size().expect("size")];
+    let info = reader.next_frame(&mut buf).expect("the whole PNG decodes");
+    let channels = info.color_type.samples();
+    let dark = buf[..info.buffer_size()]
+        .chunks(channels)
+        .filter(|px| px[..3].iter().all(|&c| c < 110))
+        .count();
+    ((info.width, info.height), dark)
+}
+
+/// The width and height an SVG file declares.
+fn svg_size(path: &std::path::Path) -> (u32, u32) {
+    let text = std::fs::read_to_string(path).expect("svg");
+    let doc = roxmltree::Document::parse(&text).expect("the SVG parses");
+    let root = doc.root_element();
+    let n = |a: &str| root.attribute(a).and_then(|v| v.parse().ok()).expect(a);
+    (n("width"), n("height"))
+}
+
+#[test]
+fn sweeps_epochs_and_runs_side_by_side_come_as_svg_and_png() {
+    let home = Home::new();
+    let a = sweep(&home, "80%");
+    let b = sweep(&home, "60%");
+    let e = crate::epochs::epochs(&home, &["--leak-demo", "16"])["run_id"]
+        .as_i64()
+        .expect("epochs run id");
+    let out = home.path().join("pictures");
+    let o = out.to_str().expect("utf-8");
+    let ids = [a.to_string(), b.to_string(), e.to_string()];
+    let r = home.run(&[
+        "ledger", "export", &ids[0], &ids[1], &ids[2], "--format", "md", "--out", o,
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let listed = String::from_utf8_lossy(&r.stdout).to_string();
+    for base in [
+        format!("run-{a}"),
+        format!("run-{b}"),
+        format!("run-{e}-memory"),
+        format!("compare-{a}-{b}"),
+    ] {
+        let svg = out.join(format!("{base}.svg"));
+        let png = out.join(format!("{base}.png"));
+        assert!(listed.contains(&format!("{base}.png")), "{listed}");
+        let (w, h) = svg_size(&svg);
+        let (size, dark) = decode_png(&png);
+        assert_eq!(
+            size,
+            (2 * w, 2 * h),
+            "{base}: the PNG is the SVG at twice the size"
+        );
+        assert!(
+            dark > 2_000,
+            "{base}: {dark} dark pixels, the labels are missing"
+        );
+    }
+    // The side-by-side picture names both runs; the epochs run's has the threshold line.
+    let both = std::fs::read_to_string(out.join(format!("compare-{a}-{b}.svg"))).expect("svg");
+    assert!(both.contains(&format!("run {a} · ")) && both.contains(&format!("run {b} · ")));
+    let mem = std::fs::read_to_string(out.join(format!("run-{e}-memory.svg"))).expect("svg");
+    assert!(mem.contains("leak threshold") && mem.contains("memory per epoch"));
+    let md = std::fs::read_to_string(out.join(format!("run-{e}.md"))).expect("md");
+    assert!(
+        md.contains(&format!(
+            "](run-{e}-memory.svg) ([PNG](run-{e}-memory.png))"
+        )),
+        "{md}"
+    );
+    // The pictures alone, and a compare chart drawn into a file of either kind.
+    let r = home.run(&[
+        "ledger",
+        "export",
+        &ids[2],
+        "--format",
+        "png",
+        "--out",
+        &format!("{o}/only"),
+    ]);
+    assert!(r.status.success());
+    assert!(out.join(format!("only/run-{e}-memory.png")).is_file());
+    let chart = out.join("ab.png");
+    let r = home.run(&[
+        "ledger",
+        "compare",
+        &ids[0],
+        &ids[1],
+        "--chart",
+        chart.to_str().expect("utf-8"),
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(decode_png(&chart).0, (1440, 1120));
+    // A run without points cannot be drawn against another, and a chart needs a known kind.
+    let r = home.run(&[
+        "ledger",
+        "compare",
+        &ids[0],
+        &ids[2],
+        "--chart",
+        chart.to_str().expect("utf-8"),
+    ]);
+    assert!(!r.status.success());
+    assert!(String::from_utf8_lossy(&r.stderr).contains("has no points to draw"));
+    let r = home.run(&[
+        "ledger",
+        "compare",
+        &ids[0],
+        &ids[1],
+        "--chart",
+        &format!("{o}/x.gif"),
+    ]);
+    assert!(String::from_utf8_lossy(&r.stderr).contains(".svg or .png"));
+}
+
+#[test]
+fn dataset_checksums_are_recorded_cached_and_compared() {
+    let home = Home::new();
+    let data = home.path().join("data");
+    std::fs::create_dir_all(data.join("train")).expect("data dir");
+    std::fs::write(data.join("abc.txt"), b"abc").expect("file");
+    let shard = data.join("train/shard-0.bin");
+    std::fs::write(&shard, vec![7u8; 3 << 20]).expect("shard");
+    let d = data.to_str().expect("utf-8");
+    let recorded = |extra: &[&str]| -> (i64, Value) {
+        let mut args = vec!["--batches", "1,4", "--steps", "3", "--data", d];
+        args.extend_from_slice(extra);
+        let id = home.cpu_sweep(&args)["run_id"].as_i64().expect("run id");
+        let dir = home.path().join(format!("export-{id}"));
+        let r = home.run(&[
+            "ledger",
+            "export",
+            &id.to_string(),
+            "--format",
+            "json",
+            "--out",
+            dir.to_str().expect("utf-8"),
+        ]);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        let doc: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(format!("run-{id}.json"))).expect("json"),
+        )
+        .expect("json parses");
+        (id, doc["recorded"].clone())
+    };
+    let (first, rec) = recorded(&[]);
+    let shards = rec["data"].as_array().expect("data recorded");
+    assert_eq!(shards.len(), 2, "{rec}");
+    // FIPS 180-2's "abc", and a fresh read the first time.
+    assert_eq!(
+        shards[0]["sha256"],
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+    assert!(shards.iter().all(|s| s["cached"] == false));
+    assert_eq!(shards[1]["bytes"], 3 << 20);
+    // The Python a researcher would use, with its torch (this venv's, found by discovery).
+    assert!(
+        rec["context"]["python"]["torch"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("2.")),
+        "{}",
+        rec["context"]
+    );
+    // Unchanged files come from the cache.
+    let (second, rec) = recorded(&[]);
+    assert!(
+        rec["data"]
+            .as_array()
+            .expect("data")
+            .iter()
+            .all(|s| s["cached"] == true),
+        "{rec}"
+    );
+    // A changed shard is read again and the comparison names the data.
+    std::fs::write(&shard, vec![8u8; 3 << 20]).expect("shard");
+    let future = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+    std::fs::File::options()
+        .write(true)
+        .open(&shard)
+        .expect("open")
+        .set_modified(future)
+        .expect("mtime");
+    let (third, rec) = recorded(&[]);
+    let shards = rec["data"].as_array().expect("data");
+    assert_eq!(shards[1]["cached"], false);
+    assert_eq!(shards[0]["cached"], true);
+    let text = |a: i64, b: i64| {
+        String::from_utf8_lossy(
+            &home
+                .run(&["ledger", "compare", &a.to_string(), &b.to_string()])
+                .stdout,
+        )
+        .to_string()
+    };
+    assert!(!text(first, second).contains("  data: "), "same data");
+    let diff = text(second, third);
+    assert!(
+        diff.contains("  data: 2 files, 3.0 MiB, set sha256 "),
+        "{diff}"
+    );
+    // The report lists every file with its checksum.
+    let dir = home.path().join("md");
+    let r = home.run(&[
+        "ledger",
+        "export",
+        &third.to_string(),
+        "--format",
+        "md",
+        "--out",
+        dir.to_str().expect("utf-8"),
+    ]);
+    assert!(r.status.success());
+    let md = std::fs::read_to_string(dir.join(format!("run-{third}.md"))).expect("md");
+    assert!(md.contains("| data file | size | sha256 |"), "{md}");
+    assert!(
+        md.contains(
+            "abc.txt | 3 B | ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad |"
+        ),
+        "{md}"
+    );
+    // A path that is not there: refused before anything runs, naming it.
+    let before = home.runs().len();
+    let out = home.run(&[
+        "sweep",
+        "--device",
+        "cpu",
+        "--batches",
+        "1",
+        "--data",
+        "/no/such/shard",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("/no/such/shard") && err.contains("--data"),
+        "{err}"
+    );
+    assert_eq!(home.runs().len(), before, "nothing recorded");
+}

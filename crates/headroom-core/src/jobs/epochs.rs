@@ -58,6 +58,14 @@ pub fn run_epochs(
                     req.dtype.as_str(),
                     serde_json::to_string(req)?,
                 )?);
+                if let Some(id) = out.run_id {
+                    ledger.add_sample(
+                        id,
+                        crate::ledger::THRESHOLDS_SEQ,
+                        "thresholds",
+                        thresholds,
+                    )?;
+                }
                 out.hello = Some(h);
             }
             Event::Epoch(s) => {

@@ -194,6 +194,11 @@ impl Launcher {
         }
     }
 
+    /// The remote host's profile, for a sweep over ssh.
+    pub fn profile(&self) -> Option<&crate::remote::HostProfile> {
+        self.remote()
+    }
+
     fn remote(&self) -> Option<&crate::remote::HostProfile> {
         match self {
             Self::Local(_) => None,
@@ -335,6 +340,8 @@ impl Session<'_> {
             request_json: serde_json::to_string(self.req)?,
             owner_pid: Some(std::process::id()),
         })?;
+        self.ledger
+            .add_sample(id, crate::ledger::HELLO_SEQ, "hello", &h)?;
         self.out.run_id = Some(id);
         (self.on)(&Update::Started {
             run_id: id,

@@ -223,27 +223,37 @@ fn begin(
     opts: &WatchOptions,
 ) -> Result<i64, CoreError> {
     let git = git_state(&std::env::current_dir().unwrap_or_default());
-    ledger.begin_run(&NewRun {
-        kind: what.into(),
-        host: super::hostname(),
-        device: "process".into(),
-        device_name: command.chars().take(120).collect(),
-        workload: command.chars().take(200).collect(),
-        dtype: "-".into(),
-        mode: "-".into(),
-        libtorch: opts
-            .torch_version
-            .clone()
-            .unwrap_or_else(|| "unknown".into()),
-        git_commit: git.commit,
-        git_dirty: git.dirty,
-        budget_bytes: None,
-        fallback: None,
-        request_json: serde_json::to_string(
-            &serde_json::json!({ "command": command, "batch": opts.batch }),
-        )?,
-        owner_pid: Some(std::process::id()),
-    })
+    ledger
+        .begin_run(&NewRun {
+            kind: what.into(),
+            host: super::hostname(),
+            device: "process".into(),
+            device_name: command.chars().take(120).collect(),
+            workload: command.chars().take(200).collect(),
+            dtype: "-".into(),
+            mode: "-".into(),
+            libtorch: opts
+                .torch_version
+                .clone()
+                .unwrap_or_else(|| "unknown".into()),
+            git_commit: git.commit,
+            git_dirty: git.dirty,
+            budget_bytes: None,
+            fallback: None,
+            request_json: serde_json::to_string(
+                &serde_json::json!({ "command": command, "batch": opts.batch }),
+            )?,
+            owner_pid: Some(std::process::id()),
+        })
+        .and_then(|id| {
+            ledger.add_sample(
+                id,
+                crate::ledger::THRESHOLDS_SEQ,
+                "thresholds",
+                &opts.thresholds,
+            )?;
+            Ok(id)
+        })
 }
 
 /// Samples `pid` every `interval` until it is gone or `stop` is set, sending readings.

@@ -56,6 +56,13 @@ const MIGRATIONS: &[&str] = &[
         recorded_at TEXT NOT NULL,
         PRIMARY KEY (run_id, seq)
     );",
+    // 4: checksums of dataset files, reused while a file's size and mtime are unchanged.
+    "CREATE TABLE data_checksums (
+        path     TEXT PRIMARY KEY,
+        bytes    INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        sha256   TEXT NOT NULL
+    );",
 ];
 
 /// The schema version this binary writes.

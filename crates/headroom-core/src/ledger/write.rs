@@ -47,12 +47,73 @@ impl Ledger {
             "conditions",
             &crate::readiness::system::conditions(),
         )?;
-        self.add_sample(id, super::CONDITIONS_SEQ + 1, "context", &self.context())?;
+        let local = run.host == crate::jobs::hostname();
+        self.add_sample(
+            id,
+            super::CONDITIONS_SEQ + 1,
+            "context",
+            &self.context(local),
+        )?;
+        for (seq, kind, value) in self.attached.borrow().iter() {
+            self.add_sample(id, *seq, kind, value)?;
+        }
         Ok(id)
     }
 
+    /// Makes every run begun from now on through this handle record `value` as its sample `kind`
+    /// at `seq` (the facts gathered before a job starts: dataset checksums, the artifact store's
+    /// round trip), so they are in the ledger from the run's first moment.
+    pub fn attach<T: serde::Serialize>(
+        &self,
+        seq: u32,
+        kind: &str,
+        value: &T,
+    ) -> Result<(), CoreError> {
+        let value = serde_json::to_value(value)?;
+        let mut list = self.attached.borrow_mut();
+        list.retain(|(s, _, _)| *s != seq);
+        list.push((seq, kind.to_owned(), value));
+        Ok(())
+    }
+
+    /// Remembers the checksum of the file at `path` with its size and mtime.
+    pub fn cache_checksum(
+        &self,
+        path: &str,
+        bytes: u64,
+        mtime_ns: i64,
+        sha256: &str,
+    ) -> Result<(), CoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO data_checksums (path, bytes, mtime_ns, sha256) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(path) DO UPDATE SET bytes = ?2, mtime_ns = ?3, sha256 = ?4",
+                params![path, opt_i64(Some(bytes)), mtime_ns, sha256],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// The checksum remembered for `path` when its size and mtime are still these.
+    pub fn cached_checksum(
+        &self,
+        path: &str,
+        bytes: u64,
+        mtime_ns: i64,
+    ) -> Result<Option<String>, CoreError> {
+        use rusqlite::OptionalExtension;
+        self.conn
+            .query_row(
+                "SELECT sha256 FROM data_checksums WHERE path = ?1 AND bytes = ?2 AND mtime_ns = ?3",
+                params![path, opt_i64(Some(bytes)), mtime_ns],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
     /// Where the ledger lives and who holds memory, at a run's start.
-    fn context(&self) -> super::RunContext {
+    fn context(&self, local: bool) -> super::RunContext {
         let cfg = crate::config::load()
             .map(|c| c.contention)
             .unwrap_or_default();
@@ -73,6 +134,9 @@ impl Ledger {
         super::RunContext {
             data_mount: crate::mounts::mount_of(self.path()),
             apps,
+            python: local
+                .then(|| crate::readiness::python::users_torch(std::time::Duration::from_secs(10)))
+                .flatten(),
         }
     }
 

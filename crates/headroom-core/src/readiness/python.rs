@@ -462,3 +462,54 @@ pub fn probe_all(
     }
     reports
 }
+
+/// The torch installed in the Python a researcher would run their script with, read from its
+/// package metadata (no `import torch`, so it answers in tens of milliseconds).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PythonTorch {
+    pub python: String,
+    /// `None`: that Python has no torch installed.
+    pub torch: Option<String>,
+}
+
+const TORCH_VERSION_SCRIPT: &str = "import importlib.metadata as m\n\
+try:\n    print('headroom-torch=' + m.version('torch'))\n\
+except m.PackageNotFoundError:\n    print('headroom-torch=')\n";
+
+/// The torch version line of [`TORCH_VERSION_SCRIPT`]'s output: `Some(None)` when it says none
+/// is installed, `None` when the line is missing.
+pub fn parse_torch_version_line(stdout: &str) -> Option<Option<String>> {
+    stdout.lines().find_map(|l| {
+        let v = l.trim().strip_prefix("headroom-torch=")?;
+        Some((!v.is_empty()).then(|| v.to_owned()))
+    })
+}
+
+/// The Python a run of the user's code would use: `HEADROOM_PYTHON`, else the first interpreter
+/// discovery finds (the active virtualenv or conda env, the project's `.venv`, PATH, …).
+pub fn users_python() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("HEADROOM_PYTHON").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    discover(&DiscoveryEnv::from_process(Vec::new()))
+        .into_iter()
+        .map(|c| c.path)
+        .find(|p| p.is_file())
+}
+
+/// The torch of [`users_python`]; `None` (unknown) when there is no Python or it did not answer
+/// within `timeout`.
+pub fn users_torch(timeout: Duration) -> Option<PythonTorch> {
+    let python = users_python()?;
+    let mut cmd = Command::new(&python);
+    cmd.args(["-c", TORCH_VERSION_SCRIPT]);
+    let (status, out, _) = run_captured(&mut cmd, timeout).ok()?;
+    if !status.success() {
+        return None;
+    }
+    Some(PythonTorch {
+        python: python.display().to_string(),
+        torch: parse_torch_version_line(&out)?,
+    })
+}

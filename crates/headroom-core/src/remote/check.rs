@@ -512,6 +512,7 @@ mod tests {
             vnc_port: 5900,
             headroom_path: None,
             notes: String::new(),
+            artifact_store: None,
         }
     }
 

@@ -55,6 +55,8 @@ pub struct SweepArgs {
     /// The Python whose MLX `--compare mlx` runs [default: the first one doctor finds with mlx].
     #[arg(long, value_name = "PATH")]
     mlx_python: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    record: super::record::RecordArgs,
     /// Print one JSON document instead of a table.
     #[arg(long)]
     json: bool,
@@ -205,6 +207,11 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
 pub fn run_on(args: &SweepArgs, remote: Option<Launcher>) -> Result<ExitCode> {
     let req = request(args)?;
     let ledger = super::open_ledger()?;
+    args.record.attach(
+        &ledger,
+        remote.as_ref().and_then(Launcher::profile),
+        args.json,
+    )?;
     let exe = match remote {
         Some(l) => l,
         None => Launcher::Local(jobs::worker_binary()?),
