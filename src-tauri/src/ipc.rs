@@ -71,6 +71,9 @@ pub fn typescript() -> String {
         headroom_core::remote::check::FailureKind::decl(),
         crate::remote::KeyInfo::decl(),
         crate::remote::MigrationCommands::decl(),
+        crate::ledger::Fact::decl(),
+        crate::ledger::RunReport::decl(),
+        crate::ledger::Comparison::decl(),
     ];
     let mut out = String::from(
         "// Generated from the Rust types by src-tauri/src/ipc.rs (ts-rs). Do not edit:\n\

@@ -11,6 +11,7 @@ mod commands;
 mod error;
 #[cfg(test)]
 mod ipc;
+mod ledger;
 mod memory;
 mod notify;
 mod overview;
@@ -66,6 +67,9 @@ fn main() {
             commands::sweep_snapshot,
             commands::list_runs,
             commands::chart_for_run,
+            ledger::run_report,
+            ledger::export_runs,
+            ledger::compare_runs,
             memory::start_epochs,
             memory::list_processes,
             memory::start_watch,

@@ -27,7 +27,7 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
   };
   const nav = el("nav", "tabs");
   const buttons = new Map<Tab, HTMLButtonElement>();
-  const titles: Record<Tab, string> = { overview: "Overview", readiness: "Readiness", sweep: "Sweep", memory: "Memory", runs: "Runs", remote: "Remote" };
+  const titles: Record<Tab, string> = { overview: "Overview", readiness: "Readiness", sweep: "Sweep", memory: "Memory", runs: "Ledger", remote: "Remote" };
   const main = el("main");
   for (const tab of Object.keys(panels) as Tab[]) {
     const b = el("button", "tab", titles[tab]);

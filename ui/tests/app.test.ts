@@ -31,8 +31,8 @@ describe("popover", () => {
     const rows = root.querySelectorAll('[data-testid="run-row"]');
     expect(rows).toHaveLength(1);
     expect(rows[0].textContent).toContain("mlp · cpu");
-    (rows[0] as HTMLElement).click();
+    (rows[0].querySelectorAll("td")[1] as HTMLElement).click();
     await flush();
-    expect(b.calls).toContain("chartForRun 3");
+    expect(b.calls).toContain("runReport 3");
   });
 });

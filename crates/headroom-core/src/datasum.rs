@@ -24,6 +24,28 @@ pub struct Shard {
     pub cached: bool,
 }
 
+/// What a run records of its dataset (sample `data`): every file with its checksum, and the
+/// mounts the named paths are on (a local disk, a network share, an external drive).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataRecord {
+    pub shards: Vec<Shard>,
+    pub mounts: Vec<crate::mounts::MountFacts>,
+}
+
+/// The mounts `paths` are on, each once.
+pub fn mounts_of(paths: &[PathBuf]) -> Vec<crate::mounts::MountFacts> {
+    let mut out: Vec<crate::mounts::MountFacts> = Vec::new();
+    for p in paths {
+        let abs = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+        if let Some(m) = crate::mounts::mount_of(&abs) {
+            if !out.iter().any(|x| x.mount_point == m.mount_point) {
+                out.push(m);
+            }
+        }
+    }
+    out
+}
+
 /// Progress of a checksum pass.
 #[derive(Debug, Clone, Copy)]
 pub struct Progress<'a> {

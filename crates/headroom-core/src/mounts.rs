@@ -1,6 +1,7 @@
 //! Where Headroom's folder (the ledger, caches) lives: a local disk, a network share or an
 //! external drive — a figure read from a network mount is not a local figure. Parsed from
-//! `/proc/self/mountinfo` on Linux; unknown elsewhere for now.
+//! `/proc/self/mountinfo` on Linux; on macOS from `statfs(2)` (its file system name and
+//! `MNT_LOCAL` flag) through [`classify_statfs`].
 
 use std::path::Path;
 
@@ -28,7 +29,7 @@ pub struct MountFacts {
 }
 
 /// File systems whose data lives on another machine.
-const NETWORK: [&str; 14] = [
+const NETWORK: [&str; 16] = [
     "nfs",
     "nfs4",
     "cifs",
@@ -43,6 +44,8 @@ const NETWORK: [&str; 14] = [
     "lustre",
     "davfs",
     "fuse.rclone",
+    "afpfs",
+    "webdav",
 ];
 
 /// Local, network or unknown from the file system type alone (a removable disk needs sysfs).
@@ -53,6 +56,19 @@ pub fn classify(fs_type: &str) -> MountClass {
         MountClass::Unknown
     } else {
         MountClass::Local
+    }
+}
+
+/// macOS: a mount from what `statfs(2)` says of it — its file system name, where it is mounted,
+/// and whether the kernel calls it local (`MNT_LOCAL`). Disks other than the boot volume are
+/// mounted under `/Volumes`, which is how an external drive shows.
+pub fn classify_statfs(fs_type: &str, mounted_on: &str, local: bool) -> MountClass {
+    match classify(fs_type) {
+        MountClass::Network => MountClass::Network,
+        _ if !local => MountClass::Network,
+        MountClass::Unknown => MountClass::Unknown,
+        _ if mounted_on.starts_with("/Volumes/") => MountClass::External,
+        other => other,
     }
 }
 
@@ -124,7 +140,34 @@ pub fn mount_of(path: &Path) -> Option<MountFacts> {
         }
         Some(m)
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(target_os = "macos")]
+    {
+        use std::ffi::{CStr, CString};
+        use std::os::unix::ffi::OsStrExt;
+        let c = CString::new(path.as_os_str().as_bytes()).ok()?;
+        // SAFETY: statfs fills the zeroed struct for a NUL-terminated path; the name arrays it
+        // fills are NUL-terminated within their length.
+        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+            return None;
+        }
+        let text = |a: &[libc::c_char]| {
+            // SAFETY: as above.
+            unsafe { CStr::from_ptr(a.as_ptr()) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        let fs_type = text(&st.f_fstypename);
+        let mount_point = text(&st.f_mntonname);
+        let local = st.f_flags & (libc::MNT_LOCAL as u32) != 0;
+        Some(MountFacts {
+            class: classify_statfs(&fs_type, &mount_point, local),
+            source: text(&st.f_mntfromname),
+            fs_type,
+            mount_point,
+        })
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     {
         let _ = path;
         None
@@ -134,6 +177,34 @@ pub fn mount_of(path: &Path) -> Option<MountFacts> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn macos_statfs_answers_are_classified() {
+        // What statfs says on a Mac: the boot volume, an external SSD, an SMB share, NFS, and
+        // a network file system the kernel does not call local.
+        assert_eq!(
+            classify_statfs("apfs", "/System/Volumes/Data", true),
+            MountClass::Local
+        );
+        assert_eq!(classify_statfs("apfs", "/", true), MountClass::Local);
+        assert_eq!(
+            classify_statfs("exfat", "/Volumes/T7", true),
+            MountClass::External
+        );
+        assert_eq!(
+            classify_statfs("smbfs", "/Volumes/lab", false),
+            MountClass::Network
+        );
+        assert_eq!(
+            classify_statfs("nfs", "/Users/me/data", false),
+            MountClass::Network
+        );
+        assert_eq!(
+            classify_statfs("macfuse", "/Users/me/bucket", false),
+            MountClass::Network
+        );
+        assert_eq!(classify_statfs("", "/", true), MountClass::Unknown);
+    }
 
     #[test]
     fn the_longest_mount_point_holding_the_path() {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::datasum::Shard;
+use crate::datasum::DataRecord;
 use crate::epochs::{EpochSample, EpochThresholds};
 use crate::ledger::{Ledger, RunContext, RunRecord};
 use crate::monitor::MemoryReading;
@@ -125,8 +125,8 @@ pub struct Recorded {
     pub context: Option<RunContext>,
     /// What the worker reported when it started (threads, memory it saw).
     pub hello: Option<Hello>,
-    /// Checksums of the dataset files named with `--data`.
-    pub data: Option<Vec<Shard>>,
+    /// Checksums of the dataset files named with `--data`, and the mounts they are on.
+    pub data: Option<DataRecord>,
     /// The round trip to the artifact store, measured where the run ran.
     pub artifact_rtt: Option<ArtifactRtt>,
 }
@@ -150,21 +150,24 @@ pub fn recorded(ledger: &Ledger, id: i64) -> Result<Recorded, CoreError> {
     })
 }
 
+/// A mount for people: "network: nfs4 nas:/export at /mnt/data".
+fn mount_text(m: &crate::mounts::MountFacts) -> String {
+    let class = match m.class {
+        MountClass::Local => "local",
+        MountClass::Network => "network",
+        MountClass::External => "external drive",
+        MountClass::Unknown => "unknown kind",
+    };
+    format!("{class}: {} {} at {}", m.fs_type, m.source, m.mount_point)
+}
+
 /// The context's rows: the user's Python, the mount of Headroom's folder and the apps holding
 /// memory.
 fn context_facts(x: Option<&RunContext>) -> Vec<(&'static str, String)> {
     let unknown = || "unknown".to_owned();
     let mount = x
         .and_then(|x| x.data_mount.as_ref())
-        .map_or_else(unknown, |m| {
-            let class = match m.class {
-                MountClass::Local => "local",
-                MountClass::Network => "network",
-                MountClass::External => "external drive",
-                MountClass::Unknown => "unknown kind",
-            };
-            format!("{class}: {} {} at {}", m.fs_type, m.source, m.mount_point)
-        });
+        .map_or_else(unknown, mount_text);
     let apps = x.map_or_else(unknown, |x| {
         let held: Vec<String> = x
             .apps
@@ -294,7 +297,24 @@ pub fn facts(r: &RunRecord, rec: &Recorded) -> Vec<(&'static str, String)> {
                 .as_ref()
                 .map_or_else(unknown, |h| h.threads.to_string()),
         ),
-        ("data", data_fact(rec.data.as_deref())),
+        ("data", data_fact(rec.data.as_ref())),
+        (
+            "data on",
+            rec.data.as_ref().map_or_else(
+                || "not named (--data)".into(),
+                |d| {
+                    if d.mounts.is_empty() {
+                        unknown()
+                    } else {
+                        d.mounts
+                            .iter()
+                            .map(mount_text)
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    }
+                },
+            ),
+        ),
         (
             "artifact store",
             rec.artifact_rtt
@@ -307,8 +327,8 @@ pub fn facts(r: &RunRecord, rec: &Recorded) -> Vec<(&'static str, String)> {
 }
 
 /// The data row: how many files, how large, and one checksum for the set.
-fn data_fact(shards: Option<&[Shard]>) -> String {
-    match shards {
+fn data_fact(data: Option<&DataRecord>) -> String {
+    match data.map(|d| d.shards.as_slice()) {
         None => "not named (--data)".into(),
         Some([]) => "no files".into(),
         Some(s) => format!(
@@ -353,6 +373,17 @@ fn thresholds(ledger: &Ledger, id: i64) -> Result<EpochThresholds, CoreError> {
 /// The run's pictures: throughput and peak memory against batch when it has points, memory per
 /// epoch when it has epochs, else the watched tree's memory over time when it has readings.
 pub fn charts(ledger: &Ledger, r: &RunRecord, points: &[Point]) -> Result<Vec<Chart>, CoreError> {
+    charts_at(ledger, r, points, REPORT_CHART, REPORT_MEMORY_CHART)
+}
+
+/// [`charts`] drawn at other sizes (the app's popover draws them smaller, so text stays legible).
+pub fn charts_at(
+    ledger: &Ledger,
+    r: &RunRecord,
+    points: &[Point],
+    (bw, bh): (u32, u32),
+    (w, h): (u32, u32),
+) -> Result<Vec<Chart>, CoreError> {
     let mut out = Vec::new();
     if !points.is_empty() {
         out.push(Chart {
@@ -362,13 +393,12 @@ pub fn charts(ledger: &Ledger, r: &RunRecord, points: &[Point]) -> Result<Vec<Ch
                 points,
                 summary: r.summary.as_ref(),
                 budget_bytes: r.budget_bytes,
-                width: REPORT_CHART.0,
-                height: REPORT_CHART.1,
+                width: bw,
+                height: bh,
             })?,
         });
     }
     let epochs: Vec<EpochSample> = ledger.samples(r.id, "epoch")?;
-    let (w, h) = REPORT_MEMORY_CHART;
     if !epochs.is_empty() {
         out.push(Chart {
             suffix: "-memory",
@@ -466,7 +496,12 @@ fn tables(points: &[Point], rec: &Recorded) -> Vec<(Vec<&'static str>, Vec<Vec<S
             points_rows(points).into_iter().map(Vec::from).collect(),
         ));
     }
-    if let Some(data) = rec.data.as_ref().filter(|d| !d.is_empty()) {
+    if let Some(data) = rec
+        .data
+        .as_ref()
+        .map(|d| &d.shards)
+        .filter(|d| !d.is_empty())
+    {
         out.push((
             vec!["data file", "size", "sha256"],
             data.iter()
@@ -640,11 +675,19 @@ pub fn export_overlay(
 
 /// The side-by-side chart of (label, id, points) runs.
 pub fn overlay_chart(runs: &[(String, i64, Vec<Point>)]) -> Result<String, CoreError> {
+    overlay_chart_at(runs, REPORT_CHART)
+}
+
+/// [`overlay_chart`] at another size.
+pub fn overlay_chart_at(
+    runs: &[(String, i64, Vec<Point>)],
+    (w, h): (u32, u32),
+) -> Result<String, CoreError> {
     let overlays: Vec<crate::plot::Overlay<'_>> = runs
         .iter()
         .map(|(label, _, points)| crate::plot::Overlay { label, points })
         .collect();
-    crate::plot::overlay_svg(&overlays, REPORT_CHART.0, REPORT_CHART.1)
+    crate::plot::overlay_svg(&overlays, w, h)
 }
 
 /// Draws runs `ids` side by side into `path`, SVG or PNG by its extension.

@@ -500,6 +500,50 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
     );
     s.wait(r#"[data-testid="run-row"][data-kind="doctor"]"#, 5);
     s.screenshot(&out.join("runs.png"));
+    // The Ledger panel: a click opens the complete sweep's report (chart and facts), two
+    // ticked sweeps are compared with their curves side by side, and an export writes the
+    // standalone HTML report into Headroom's folder.
+    let sweeps = s.find_all(r#"[data-testid="run-row"][data-kind="sweep"] td:nth-child(3)"#);
+    s.click(&sweeps[1]);
+    s.wait(r#"[data-testid="report-chart"]"#, 15);
+    let facts = s.text(&s.wait(r#"[data-testid="report-facts"]"#, 5));
+    assert!(
+        facts.contains("libtorch") && facts.contains("2.11.0") && facts.contains("threads"),
+        "{facts}"
+    );
+    s.screenshot(&out.join("ledger_report.png"));
+    for tick in s.find_all(r#"[data-testid="run-row"][data-kind="sweep"] [data-testid="run-tick"]"#)
+    {
+        s.click(&tick);
+    }
+    s.click(&s.wait(r#"[data-testid="ledger-compare"]"#, 5));
+    let lines = s.text(&s.wait(r#"[data-testid="compare-lines"]"#, 15));
+    assert!(
+        lines.contains(" vs run ") && lines.contains("samples/s"),
+        "{lines}"
+    );
+    s.wait(r#"[data-testid="compare-chart"]"#, 5);
+    s.screenshot(&out.join("ledger_compare.png"));
+    s.click(&s.wait(r#"[data-testid="ledger-export"]"#, 5));
+    s.wait(r#"[data-testid="export-files"] li"#, 20);
+    let files: Vec<String> = s
+        .find_all(r#"[data-testid="export-files"] li"#)
+        .iter()
+        .map(|li| s.text(li))
+        .collect();
+    let html: Vec<&String> = files.iter().filter(|l| l.ends_with(".html")).collect();
+    assert_eq!(html.len(), 2, "{files:?}");
+    for f in html {
+        let text = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert!(
+            text.starts_with("<!DOCTYPE html>") && text.contains("<svg"),
+            "{f}"
+        );
+    }
+    assert!(
+        files.iter().any(|f| f.contains("compare-")),
+        "the side-by-side picture too: {files:?}"
+    );
 
     // Memory: epochs with the leak demo on the CPU, judged a leak, with its chart.
     s.click(&s.wait(r#"[data-testid="tab-memory"]"#, 5));

@@ -2,6 +2,7 @@
 // `Backend` and never know whether it is the real app or the mock their tests use.
 import type {
   AppError,
+  Comparison,
   EpochsForm,
   CheckReport,
   HostProfile,
@@ -12,6 +13,7 @@ import type {
   ProcessInfo,
   Report,
   RunRecord,
+  RunReport,
   SweepForm,
   SweepSnapshot,
 } from "./ipc";
@@ -29,6 +31,12 @@ export interface Backend {
   sweepSnapshot(): Promise<SweepSnapshot | null>;
   listRuns(limit?: number): Promise<RunRecord[]>;
   chartForRun(runId: number): Promise<string>;
+  /** A run's facts and pictures, as `headroom ledger export` writes them. */
+  runReport(runId: number): Promise<RunReport>;
+  /** Writes the runs' reports into Headroom's `reports` folder; returns the files. */
+  exportRuns(runIds: number[], format: string): Promise<string[]>;
+  /** Two runs compared, as `headroom ledger compare`, with their curves side by side. */
+  compareRuns(a: number, b: number): Promise<Comparison>;
   /** Trains one batch for several epochs and judges memory growth. */
   startEpochs(form: EpochsForm, onUpdate: (s: MemorySnapshot) => void): Promise<MemorySnapshot>;
   /** Python processes that may be watched, largest first. */

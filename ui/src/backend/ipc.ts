@@ -501,3 +501,21 @@ export type MigrationCommands = { project: string, rsync: string,
  * Present when the project is a git checkout with an `origin`.
  */
 git: string | null, venv: string, };
+
+export type Fact = { label: string, value: string, };
+
+export type RunReport = { run_id: number, title: string, facts: Array<Fact>, 
+/**
+ * The run's pictures as SVG: throughput and memory against batch, memory per epoch.
+ */
+charts: Array<string>, recommendation: string | null, };
+
+export type Comparison = { 
+/**
+ * `ledger compare`'s lines: figures at common batches, then the facts that differ.
+ */
+lines: Array<string>, 
+/**
+ * Both runs' curves in one picture, when both have points.
+ */
+chart_svg: string | null, };

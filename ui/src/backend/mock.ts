@@ -3,6 +3,7 @@
 import type { Backend } from "./index";
 import type {
   CheckReport,
+  Comparison,
   EpochsForm,
   HostProfile,
   KeyInfo,
@@ -11,6 +12,7 @@ import type {
   ProcessInfo,
   Report,
   RunRecord,
+  RunReport,
   SweepForm,
   SweepSnapshot,
 } from "./ipc";
@@ -39,6 +41,7 @@ export function mockBackend(opts: {
   hosts?: HostProfile[];
   keys?: KeyInfo[];
   check?: CheckReport;
+  comparison?: Comparison;
 }): MockBackend {
   const hosts: HostProfile[] = [...(opts.hosts ?? [])];
   let overviewListener: ((s: OverviewSnapshot) => void) | null = null;
@@ -128,6 +131,30 @@ export function mockBackend(opts: {
     async chartForRun(id) {
       m.calls.push(`chartForRun ${id}`);
       return "<svg xmlns='http://www.w3.org/2000/svg'></svg>";
+    },
+    async runReport(id) {
+      m.calls.push(`runReport ${id}`);
+      const r = (opts.runs ?? []).find((x) => x.id === id);
+      if (!r) throw { code: "not_found", message: `no run ${id} in the ledger` };
+      const report: RunReport = {
+        run_id: id,
+        title: `run ${id}: ${r.kind} of ${r.workload} on ${r.device}`,
+        facts: [
+          { label: "libtorch", value: r.libtorch },
+          { label: "host", value: r.host },
+        ],
+        charts: r.points > 0 ? ["<svg xmlns='http://www.w3.org/2000/svg'></svg>"] : [],
+        recommendation: r.summary?.reason ?? null,
+      };
+      return report;
+    },
+    async exportRuns(ids, format) {
+      m.calls.push(`exportRuns ${ids.join(",")} ${format}`);
+      return ids.map((id) => `/reports/run-${id}.${format}`);
+    },
+    async compareRuns(a, b) {
+      m.calls.push(`compareRuns ${a} ${b}`);
+      return opts.comparison ?? { lines: [`run ${a} vs run ${b}`], chart_svg: null };
     },
     async overview() {
       m.calls.push("overview");

@@ -5,6 +5,7 @@ import { listen } from "@tauri-apps/api/event";
 import type { Backend } from "./index";
 import type {
   CheckReport,
+  Comparison,
   EpochsForm,
   HostProfile,
   KeyInfo,
@@ -14,6 +15,7 @@ import type {
   ProcessInfo,
   Report,
   RunRecord,
+  RunReport,
   SweepForm,
   SweepSnapshot,
 } from "./ipc";
@@ -31,6 +33,9 @@ export function tauriBackend(): Backend {
     sweepSnapshot: () => invoke<SweepSnapshot | null>("sweep_snapshot"),
     listRuns: (limit?: number) => invoke<RunRecord[]>("list_runs", { limit: limit ?? null }),
     chartForRun: (runId: number) => invoke<string>("chart_for_run", { runId }),
+    runReport: (runId: number) => invoke<RunReport>("run_report", { runId }),
+    exportRuns: (runIds: number[], format: string) => invoke<string[]>("export_runs", { runIds, format }),
+    compareRuns: (a: number, b: number) => invoke<Comparison>("compare_runs", { a, b }),
     startEpochs(form: EpochsForm, onUpdate: (s: MemorySnapshot) => void) {
       const channel = new Channel<MemorySnapshot>();
       channel.onmessage = onUpdate;

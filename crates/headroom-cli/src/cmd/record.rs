@@ -35,7 +35,11 @@ impl RecordArgs {
     pub fn attach(&self, ledger: &Ledger, remote: Option<&HostProfile>, quiet: bool) -> Result<()> {
         if !self.data.is_empty() {
             let shards = checksum(ledger, &self.data, quiet)?;
-            ledger.attach(DATA_SEQ, "data", &shards)?;
+            let record = headroom_core::datasum::DataRecord {
+                shards,
+                mounts: headroom_core::datasum::mounts_of(&self.data),
+            };
+            ledger.attach(DATA_SEQ, "data", &record)?;
         }
         let store = self
             .artifact_store

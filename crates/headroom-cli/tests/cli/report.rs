@@ -350,7 +350,7 @@ fn dataset_checksums_are_recorded_cached_and_compared() {
         (id, doc["recorded"].clone())
     };
     let (first, rec) = recorded(&[]);
-    let shards = rec["data"].as_array().expect("data recorded");
+    let shards = rec["data"]["shards"].as_array().expect("data recorded");
     assert_eq!(shards.len(), 2, "{rec}");
     // FIPS 180-2's "abc", and a fresh read the first time.
     assert_eq!(
@@ -359,6 +359,8 @@ fn dataset_checksums_are_recorded_cached_and_compared() {
     );
     assert!(shards.iter().all(|s| s["cached"] == false));
     assert_eq!(shards[1]["bytes"], 3 << 20);
+    // The mount the data is on (the temp folder's: a local disk or tmpfs here).
+    assert_eq!(rec["data"]["mounts"][0]["class"], "local", "{rec}");
     // The Python a researcher would use, with its torch (this venv's, found by discovery).
     assert!(
         rec["context"]["python"]["torch"]
@@ -370,7 +372,7 @@ fn dataset_checksums_are_recorded_cached_and_compared() {
     // Unchanged files come from the cache.
     let (second, rec) = recorded(&[]);
     assert!(
-        rec["data"]
+        rec["data"]["shards"]
             .as_array()
             .expect("data")
             .iter()
@@ -387,7 +389,7 @@ fn dataset_checksums_are_recorded_cached_and_compared() {
         .set_modified(future)
         .expect("mtime");
     let (third, rec) = recorded(&[]);
-    let shards = rec["data"].as_array().expect("data");
+    let shards = rec["data"]["shards"].as_array().expect("data");
     assert_eq!(shards[1]["cached"], false);
     assert_eq!(shards[0]["cached"], true);
     let text = |a: i64, b: i64| {
