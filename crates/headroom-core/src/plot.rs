@@ -175,7 +175,13 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
             .x_labels(ticks)
             .y_labels(6)
             .x_label_formatter(&batch_label)
-            .y_label_formatter(&|y| format!("{y:.1}"))
+            .y_label_formatter(&|y| {
+                if unit_name == "MiB" {
+                    format!("{y:.0}")
+                } else {
+                    format!("{y:.1}")
+                }
+            })
             .label_style(small.clone())
             .axis_desc_style(small.clone())
             .draw()

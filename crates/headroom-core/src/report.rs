@@ -274,7 +274,21 @@ pub fn facts(r: &RunRecord, rec: &Recorded) -> Vec<(&'static str, String)> {
         (
             "CPU fallback",
             match r.fallback {
-                Some(true) => "yes".into(),
+                Some(true) => {
+                    // A wrapped run keeps the operators PyTorch named in its report.
+                    let ops: Vec<&str> = r
+                        .report
+                        .as_ref()
+                        .and_then(|x| x.get("fallback_ops"))
+                        .and_then(serde_json::Value::as_array)
+                        .map(|a| a.iter().filter_map(serde_json::Value::as_str).collect())
+                        .unwrap_or_default();
+                    if ops.is_empty() {
+                        "yes".into()
+                    } else {
+                        format!("yes: {}", ops.join(", "))
+                    }
+                }
                 Some(false) => "no".into(),
                 None => unknown(),
             },

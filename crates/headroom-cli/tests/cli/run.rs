@@ -80,6 +80,25 @@ fn a_script_that_retains_memory_per_epoch_is_flagged_and_its_output_passes_throu
         Some(5),
         "epoch samples"
     );
+    // Its report names the fallback operator and draws memory per epoch.
+    let dir = home.path().join("report");
+    let r = home.run(&[
+        "ledger",
+        "export",
+        &id,
+        "--format",
+        "md",
+        "--out",
+        dir.to_str().expect("utf-8"),
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let md = std::fs::read_to_string(dir.join(format!("run-{id}.md"))).expect("md");
+    assert!(
+        md.contains("| CPU fallback | yes: aten::_upsample_bilinear2d_aa.out |"),
+        "{md}"
+    );
+    assert!(md.contains(&format!("(run-{id}-memory.png)")), "{md}");
+    assert!(dir.join(format!("run-{id}-memory.png")).is_file());
 }
 
 #[test]

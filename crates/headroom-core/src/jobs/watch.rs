@@ -344,18 +344,21 @@ impl Tally {
         if let Some(n) = matcher.epoch(line).filter(|n| fresh(*n)) {
             // The epoch line marks a boundary: memory now is that epoch's end.
             let now = started.elapsed().as_secs_f64();
-            if let Some(r) = read_memory(pid, now).or_else(|| t.last.clone()) {
-                let s = EpochSample {
-                    epoch: n,
-                    live_bytes: None,
-                    cache_bytes: None,
-                    footprint_bytes: Some(r.tree_bytes),
-                    seconds: now - t.last_epoch_at,
-                    samples_per_s: None,
-                };
-                t.last_epoch_at = now;
-                ledger.add_sample(run_id, 100_000 + n, "epoch", &s)?;
-                t.epochs.push(s);
+            // The boundary counts even when no memory could be read (a command that printed it
+            // and exited before its first reading): its memory is then unknown, not zero.
+            let reading = read_memory(pid, now).or_else(|| t.last.clone());
+            let s = EpochSample {
+                epoch: n,
+                live_bytes: None,
+                cache_bytes: None,
+                footprint_bytes: reading.as_ref().map(|r| r.tree_bytes),
+                seconds: now - t.last_epoch_at,
+                samples_per_s: None,
+            };
+            t.last_epoch_at = now;
+            ledger.add_sample(run_id, 100_000 + n, "epoch", &s)?;
+            t.epochs.push(s);
+            if let Some(r) = reading {
                 t.reading(ledger, r)?;
             }
         }
