@@ -1,5 +1,5 @@
 //! `headroom-app`: Headroom in the menu bar. A tray icon whose colour is the readiness verdict, a
-//! popover with the Readiness, Sweep and Runs panels, and thin async commands over
+//! popover with the Overview, Readiness, Sweep, Memory, Ledger and Remote panels, and thin async commands over
 //! `headroom_core`; sweeps and libtorch run in `headroom worker` child processes, never here.
 //!
 //! `headroom-app --open` (or `HEADROOM_APP_OPEN=1`) shows the popover at start, for machines
@@ -18,6 +18,8 @@ mod overview;
 mod remote;
 mod single;
 mod state;
+#[cfg(test)]
+mod surface;
 mod tray;
 
 use tauri::{AppHandle, Manager, Rect, Runtime, WindowEvent};

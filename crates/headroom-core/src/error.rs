@@ -8,7 +8,7 @@ pub enum CoreError {
     #[error("{0}")]
     InvalidInput(String),
     /// The ledger database failed.
-    #[error("ledger {path}: {source}")]
+    #[error("ledger {path}: {source}{}", ledger_advice(source))]
     Ledger {
         path: String,
         #[source]
@@ -41,4 +41,59 @@ pub enum CoreError {
     /// A stored JSON document could not be decoded.
     #[error("stored JSON is malformed: {0}")]
     Json(#[from] serde_json::Error),
+}
+
+/// What to do about a ledger failure, after its message.
+pub fn ledger_advice(e: &rusqlite::Error) -> &'static str {
+    use rusqlite::ErrorCode as C;
+    let rusqlite::Error::SqliteFailure(f, _) = e else {
+        return "";
+    };
+    match f.code {
+        C::NotADatabase | C::DatabaseCorrupt => {
+            "; the file is damaged or is not a Headroom ledger: move it aside (keep it for \
+             recovery) and Headroom starts a new, empty ledger in its place"
+        }
+        C::ReadOnly | C::CannotOpen | C::PermissionDenied => {
+            "; Headroom cannot write there: check the folder's permissions and free space, or \
+             set HEADROOM_HOME to a writable folder"
+        }
+        C::DiskFull => {
+            "; the disk is full: free some space and run again (what was recorded stays)"
+        }
+        C::DatabaseBusy | C::DatabaseLocked => {
+            "; another Headroom process holds the ledger: try again in a moment"
+        }
+        _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(code: i32) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None)
+    }
+
+    #[test]
+    fn ledger_failures_say_what_to_do() {
+        let e = |code| {
+            CoreError::Ledger {
+                path: "/h/ledger.sqlite3".into(),
+                source: failure(code),
+            }
+            .to_string()
+        };
+        assert!(e(rusqlite::ffi::SQLITE_NOTADB).contains("move it aside"));
+        assert!(e(rusqlite::ffi::SQLITE_CORRUPT).contains("move it aside"));
+        assert!(e(rusqlite::ffi::SQLITE_READONLY).contains("HEADROOM_HOME"));
+        assert!(e(rusqlite::ffi::SQLITE_CANTOPEN).contains("permissions"));
+        assert!(e(rusqlite::ffi::SQLITE_FULL).contains("disk is full"));
+        assert!(e(rusqlite::ffi::SQLITE_BUSY).contains("try again"));
+        assert_eq!(
+            ledger_advice(&failure(rusqlite::ffi::SQLITE_CONSTRAINT)),
+            ""
+        );
+    }
 }

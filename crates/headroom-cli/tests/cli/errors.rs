@@ -201,3 +201,37 @@ fn a_missing_run() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no run 42 in the ledger"));
 }
+
+#[test]
+fn a_corrupt_ledger_is_named_with_what_to_do_and_left_as_it_was() {
+    let home = Home::new();
+    let ledger = home.path().join("ledger.sqlite3");
+    let garbage =
+        b"not a database: a file that was half-copied, or something else entirely\n".repeat(40);
+    std::fs::write(&ledger, &garbage).expect("garbage ledger");
+    for args in [
+        &["ledger", "list"][..],
+        &["sweep", "--device", "cpu", "--batches", "1", "--steps", "3"][..],
+    ] {
+        let out = home.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(ledger.to_str().expect("utf-8")) && err.contains("move it aside"),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(&ledger).expect("still there"),
+        garbage,
+        "nothing overwritten"
+    );
+    // Moved aside, the next run starts a new ledger.
+    std::fs::rename(&ledger, home.path().join("ledger.broken")).expect("move aside");
+    let out = home.run(&["ledger", "list"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

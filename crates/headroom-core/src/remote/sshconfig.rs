@@ -285,5 +285,15 @@ mod tests {
             std::fs::read_to_string(managed_path(&ssh)).expect("managed"),
             HEADER
         );
+        // Everything made under a fresh ~/.ssh is private: folders 0700, files 0600.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: &Path| std::fs::metadata(p).expect("made").permissions().mode() & 0o777;
+            assert_eq!(mode(&ssh), 0o700);
+            assert_eq!(mode(&ssh.join("config.d")), 0o700);
+            assert_eq!(mode(&ssh.join("config")), 0o600);
+            assert_eq!(mode(&managed_path(&ssh)), 0o600);
+        }
     }
 }
