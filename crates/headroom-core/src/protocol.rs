@@ -494,7 +494,13 @@ pub enum Event {
         code: String,
         message: String,
     },
+    /// "Still here": written every [`HEARTBEAT`] from the worker's own thread, so a parent can
+    /// tell a long step from a hung process.
+    Heartbeat,
 }
+
+/// How often a worker writes its heartbeat.
+pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Event {
     /// One JSON line, without the newline.

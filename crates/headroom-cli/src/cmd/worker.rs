@@ -10,9 +10,10 @@ pub fn run() -> ExitCode {
     // tch's infallible ops panic on libtorch errors; the step loop catches them, so keep the
     // default hook from printing them as crashes.
     std::panic::set_hook(Box::new(|_| {}));
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let mut emit = |e: Event| {
+    // Each line is written under stdout's lock, so the heartbeat thread's lines never split an
+    // event's.
+    let send = |e: &Event| {
+        let mut out = std::io::stdout().lock();
         // A parent that went away cannot be told anything; stop quietly.
         if writeln!(out, "{}", e.to_line())
             .and_then(|()| out.flush())
@@ -21,6 +22,11 @@ pub fn run() -> ExitCode {
             std::process::exit(141);
         }
     };
+    std::thread::spawn(move || loop {
+        std::thread::sleep(headroom_core::protocol::HEARTBEAT);
+        send(&Event::Heartbeat);
+    });
+    let mut emit = |e: Event| send(&e);
     let mut line = String::new();
     if let Err(e) = std::io::stdin().lock().read_line(&mut line) {
         emit(Event::Error {

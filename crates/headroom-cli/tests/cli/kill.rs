@@ -138,3 +138,92 @@ fn a_run_whose_headroom_process_was_killed_is_closed_as_interrupted() {
         .contains("ended without closing the run"));
     assert!(runs[0]["points"].as_u64().unwrap_or(0) >= 1);
 }
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_worker_that_stops_answering_is_ended_and_its_points_kept() {
+    // SIGSTOP freezes the worker whole (its heartbeat thread too): the parent hears nothing
+    // for the silence limit (3 s here, 60 s by default), ends it, and keeps what it measured.
+    let home = Home::new();
+    let args = [
+        "sweep",
+        "--device",
+        "cpu",
+        "--workload",
+        "mlp",
+        "--batches",
+        "1,2,3,4,5,6,7,8,9,10,11,12",
+        "--steps",
+        "150",
+        "--json",
+    ];
+    let parent = home
+        .cmd(&args)
+        .env("HEADROOM_WORKER_SILENCE_S", "3")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start sweep");
+    let started = Instant::now();
+    while home
+        .runs()
+        .first()
+        .and_then(|r| r["points"].as_u64())
+        .unwrap_or(0)
+        < 1
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no point after two minutes"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let workers = children_of(parent.id());
+    assert_eq!(workers.len(), 1, "{workers:?}");
+    // SAFETY: plain kill(2) on a child pid we just read.
+    assert_eq!(unsafe { libc::kill(workers[0] as i32, libc::SIGSTOP) }, 0);
+    let stopped = Instant::now();
+    let out = parent.wait_with_output().expect("wait for sweep");
+    let waited = stopped.elapsed();
+    assert!(
+        waited < Duration::from_secs(15),
+        "ended {waited:?} after the worker froze"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["status"], "interrupted", "{v}");
+    let note = v["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        note.contains("no output for 3 s, not even its heartbeat"),
+        "{note}"
+    );
+    let runs = home.runs();
+    assert_eq!(runs[0]["status"], "interrupted");
+    assert!(runs[0]["points"].as_u64().is_some_and(|n| n >= 1));
+    // A healthy worker whose steps are longer than the limit is not ended: its heartbeat keeps
+    // it alive (cnn at batch 256 on one thread: about 4 s a step here, against 3 s).
+    let out = home
+        .cmd(&[
+            "sweep",
+            "--device",
+            "cpu",
+            "--workload",
+            "cnn",
+            "--batches",
+            "256",
+            "--steps",
+            "1",
+            "--threads",
+            "1",
+            "--json",
+        ])
+        .env("HEADROOM_WORKER_SILENCE_S", "3")
+        .output()
+        .expect("sweep");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["status"], "complete", "{v}");
+    let step = v["points"][0]["step_ms_p50"].as_f64().unwrap_or(0.0);
+    assert!(
+        step > 3000.0,
+        "the steps must outlast the limit for this to prove anything: {step} ms"
+    );
+}

@@ -281,7 +281,7 @@ impl Session<'_> {
                 }
                 Event::Warning { message } => self.warn(message),
                 Event::Result(s) => self.out.summary = Some(s),
-                Event::Epoch(_) | Event::Profile(_) => {}
+                Event::Epoch(_) | Event::Profile(_) | Event::Heartbeat => {}
                 Event::Error { code, message } => self.out.error = Some(JobError { code, message }),
             }
         }

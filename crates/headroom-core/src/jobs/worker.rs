@@ -4,11 +4,11 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::protocol::{Event, Job};
 use crate::CoreError;
@@ -20,13 +20,31 @@ fn worker_err(what: &str, e: impl std::fmt::Display) -> CoreError {
 /// Lines of the worker's stderr kept for error messages.
 const STDERR_TAIL: usize = 20;
 
+/// How long a worker may stay silent — no event, not even the heartbeat it writes every
+/// [`crate::protocol::HEARTBEAT`] — before it is taken for hung and ended. Generous: the
+/// heartbeat comes from its own thread, so only a stopped or wedged process misses it.
+pub const DEFAULT_SILENCE: Duration = Duration::from_secs(60);
+
+/// Overrides [`DEFAULT_SILENCE`], in seconds (tests use a few).
+pub const SILENCE_ENV: &str = "HEADROOM_WORKER_SILENCE_S";
+
+fn silence_limit() -> Duration {
+    std::env::var(SILENCE_ENV)
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|v| *v > 0.0)
+        .map_or(DEFAULT_SILENCE, Duration::from_secs_f64)
+}
+
 /// A running worker.
 #[derive(Debug)]
 pub struct Worker {
     child: Child,
-    lines: std::io::Lines<BufReader<ChildStdout>>,
+    lines: mpsc::Receiver<String>,
     stderr_tail: Arc<Mutex<Vec<String>>>,
     stderr_thread: Option<JoinHandle<()>>,
+    /// Set once the child is being reaped: the watchdog must not signal a reused pid.
+    reaped: Arc<AtomicBool>,
 }
 
 /// What came out of the worker's stdout.
@@ -87,11 +105,57 @@ impl Worker {
                 }
             }
         });
+        // Lines are read as the worker writes them (so a parent busy elsewhere never makes a
+        // healthy worker look silent, nor blocks it on a full pipe); the watchdog ends a worker
+        // that writes nothing for longer than the silence limit.
+        let started = Instant::now();
+        let last = Arc::new(AtomicU64::new(0));
+        let (tx, lines) = mpsc::channel();
+        {
+            let last = Arc::clone(&last);
+            std::thread::spawn(move || {
+                for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+                    last.store(elapsed_ms(started), Ordering::SeqCst);
+                    if tx.send(l).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        let reaped = Arc::new(AtomicBool::new(false));
+        {
+            let (reaped, tail) = (Arc::clone(&reaped), Arc::clone(&stderr_tail));
+            let pid = child.id();
+            let limit = silence_limit();
+            let tick = (limit / 4).min(Duration::from_secs(1));
+            std::thread::spawn(move || loop {
+                std::thread::sleep(tick);
+                if reaped.load(Ordering::SeqCst) {
+                    return;
+                }
+                let quiet = elapsed_ms(started).saturating_sub(last.load(Ordering::SeqCst));
+                if u128::from(quiet) > limit.as_millis() {
+                    if let Ok(mut t) = tail.lock() {
+                        t.push(format!(
+                            "Headroom ended the worker: no output for {:.0} s, not even its heartbeat (hung or stopped)",
+                            limit.as_secs_f64()
+                        ));
+                    }
+                    #[cfg(unix)]
+                    // SAFETY: kill(2) on our own child, not yet reaped (checked above).
+                    unsafe {
+                        libc::kill(i32::try_from(pid).unwrap_or(i32::MAX), libc::SIGKILL);
+                    }
+                    return;
+                }
+            });
+        }
         Ok(Self {
             child,
-            lines: BufReader::new(stdout).lines(),
+            lines,
             stderr_tail,
             stderr_thread: Some(stderr_thread),
+            reaped,
         })
     }
 
@@ -135,7 +199,7 @@ impl Worker {
 
     /// The next line of output, or `None` once the worker closed its stdout.
     pub fn next_output(&mut self) -> Option<Output> {
-        let line = self.lines.next()?.ok()?;
+        let line = self.lines.recv().ok()?;
         Some(match Event::from_line(&line) {
             Ok(e) => Output::Event(Box::new(e)),
             Err(_) => Output::Garbage(line),
@@ -144,6 +208,7 @@ impl Worker {
 
     /// Waits for the worker to exit; returns its status and the tail of its stderr.
     pub fn wait(mut self) -> Result<(ExitStatus, Vec<String>), CoreError> {
+        self.reaped.store(true, Ordering::SeqCst);
         let status = self
             .child
             .wait()
@@ -160,8 +225,13 @@ impl Worker {
     }
 }
 
+fn elapsed_ms(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
 impl Drop for Worker {
     fn drop(&mut self) {
+        self.reaped.store(true, Ordering::SeqCst);
         if matches!(self.child.try_wait(), Ok(None)) {
             let _ = self.child.kill();
             let _ = self.child.wait();
