@@ -227,3 +227,141 @@ fn a_worker_that_stops_answering_is_ended_and_its_points_kept() {
         "the steps must outlast the limit for this to prove anything: {step} ms"
     );
 }
+
+/// Counts and checks rows of the ledger with Python's sqlite3 (another SQLite than Headroom's):
+/// the integrity check, and per run the epoch numbers recorded.
+fn ledger_rows(home: &Home) -> serde_json::Value {
+    let script = r#"
+import json, sqlite3, sys
+try:
+    db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+    check = db.execute("PRAGMA integrity_check").fetchone()[0]
+    db.execute("SELECT 1 FROM samples LIMIT 1").fetchall()
+except sqlite3.OperationalError as e:
+    print(json.dumps({"check": str(e), "epochs": {}, "status": {}}))
+    sys.exit(0)
+runs = {}
+for run_id, seq in db.execute("SELECT run_id, seq FROM samples WHERE kind = 'epoch' ORDER BY run_id, seq"):
+    runs.setdefault(str(run_id), []).append(seq - 100000)
+status = {str(i): s for i, s in db.execute("SELECT id, status FROM runs")}
+print(json.dumps({"check": check, "epochs": runs, "status": status}))
+"#;
+    let out = std::process::Command::new(crate::common::python())
+        .args(["-c", script])
+        .arg(home.path().join("ledger.sqlite3"))
+        .output()
+        .expect("python sqlite3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("rows JSON")
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn two_writers_at_once_and_one_killed_mid_write_lose_no_row() {
+    // Two `headroom run`s write to one ledger at once, each an epoch sample per line as fast as
+    // Python prints them; one is killed with SIGKILL mid-stream. The other's 3000 rows are all
+    // there, the killed one's rows are 1..k without a gap, the file passes SQLite's integrity
+    // check, and neither saw "database is locked".
+    let home = Home::new();
+    let lines = |n: u32| {
+        format!(
+            "for i in range(1, {}):\n    print(f'epoch {{i}}', flush=True)\n",
+            n + 1
+        )
+    };
+    let py = crate::common::python();
+    let py = py.to_str().expect("utf-8");
+    let killed_script = lines(1_000_000);
+    let steady_script = lines(3000);
+    let killed = home
+        .cmd(&["run", "--interval-ms", "20", "--", py, "-c", &killed_script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("first writer");
+    let steady = home
+        .cmd(&[
+            "run",
+            "--interval-ms",
+            "20",
+            "--json",
+            "--",
+            py,
+            "-c",
+            &steady_script,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("second writer");
+    // Once both are writing (each has epochs in the ledger), kill the first mid-stream.
+    let started = Instant::now();
+    loop {
+        let v = ledger_rows(&home);
+        let writing = v["epochs"].as_object().map_or(0, |m| m.len());
+        if writing == 2 {
+            // Both mid-stream: let them contend a little longer.
+            std::thread::sleep(Duration::from_millis(300));
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "both never wrote: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: plain kill(2) on our child's pid.
+    assert_eq!(unsafe { libc::kill(killed.id() as i32, libc::SIGKILL) }, 0);
+    let killed_out = killed.wait_with_output().expect("first writer");
+    let steady_out = steady.wait_with_output().expect("second writer");
+    for err in [&killed_out.stderr, &steady_out.stderr] {
+        let err = String::from_utf8_lossy(err);
+        assert!(!err.contains("locked") && !err.contains("busy"), "{err}");
+    }
+    assert!(
+        steady_out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&steady_out.stderr)
+    );
+    let v = ledger_rows(&home);
+    assert_eq!(v["check"], "ok", "{v}");
+    let epochs = v["epochs"].as_object().expect("epochs by run");
+    let mut counts: Vec<(String, Vec<u64>)> = epochs
+        .iter()
+        .map(|(k, e)| {
+            (
+                k.clone(),
+                e.as_array()
+                    .expect("list")
+                    .iter()
+                    .filter_map(serde_json::Value::as_u64)
+                    .collect(),
+            )
+        })
+        .collect();
+    counts.sort_by_key(|(_, e)| e.len());
+    assert_eq!(counts.len(), 2, "{v}");
+    for (_, e) in &counts {
+        let want: Vec<u64> = (1..=e.len() as u64).collect();
+        assert_eq!(e, &want, "epochs 1..k without a gap");
+    }
+    let (killed_id, killed_rows) = &counts[0];
+    let (_, steady_rows) = &counts[1];
+    assert_eq!(steady_rows.len(), 3000);
+    assert!(
+        !killed_rows.is_empty(),
+        "the killed writer wrote {} rows",
+        killed_rows.len()
+    );
+    // Its run is closed as interrupted the next time the ledger is opened.
+    let runs = home.runs();
+    let killed_run = runs
+        .iter()
+        .find(|r| r["id"].to_string() == *killed_id)
+        .expect("killed run");
+    assert_eq!(killed_run["status"], "interrupted", "{killed_run}");
+}
