@@ -361,7 +361,7 @@ fn two_writers_at_once_and_one_killed_mid_write_lose_no_row() {
     let runs = home.runs();
     let killed_run = runs
         .iter()
-        .find(|r| r["id"].to_string() == *killed_id)
+        .find(|r| r["id"].as_i64().map(|i| i.to_string()).as_deref() == Some(killed_id.as_str()))
         .expect("killed run");
     assert_eq!(killed_run["status"], "interrupted", "{killed_run}");
 }
