@@ -9,6 +9,7 @@ mod decide;
 mod doctor;
 mod epochs;
 mod errors;
+mod injection;
 mod kill;
 mod mlx;
 mod profile;
