@@ -366,6 +366,51 @@ fn a_remote_sweep_lands_in_the_local_ledger_and_a_dropped_link_keeps_its_points(
     assert!(rtt["median_ms"].as_f64().is_some_and(|m| m >= 0.0), "{rtt}");
     // The user's Python is this machine's; a remote run does not claim it.
     assert!(doc["recorded"]["context"]["python"].is_null(), "{doc}");
+    // Local against remote: the same sweep here, both drawn side by side, each named by host.
+    let local = home.cpu_sweep(&[
+        "--workload",
+        "mlp",
+        "--batches",
+        "1,2,4",
+        "--steps",
+        "5",
+        "--threads",
+        "1",
+    ]);
+    let local_id = local["run_id"].to_string();
+    let out = home.run(&[
+        "ledger",
+        "export",
+        &local_id,
+        &id,
+        "--format",
+        "svg",
+        "--out",
+        dir.to_str().expect("utf-8"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let both = std::fs::read_to_string(dir.join(format!("compare-{local_id}-{id}.svg")))
+        .expect("side by side");
+    let host = String::from_utf8_lossy(
+        &std::process::Command::new("hostname")
+            .output()
+            .expect("hostname")
+            .stdout,
+    )
+    .trim()
+    .to_owned();
+    assert!(
+        both.contains(&format!("run {id} · box · cpu")),
+        "the remote run by its host"
+    );
+    assert!(
+        both.contains(&format!("run {local_id} · {host} · cpu")),
+        "the local run by this machine's name"
+    );
 
     // A long sweep whose connection drops after its first point: the points received stay,
     // the run is interrupted, and the note says the link dropped.
