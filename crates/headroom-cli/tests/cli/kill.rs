@@ -15,9 +15,15 @@ fn children_of(pid: u32) -> Vec<u32> {
         .collect()
 }
 
-/// Starts a slow CPU sweep over `batches` (its output captured or discarded) and returns once
-/// `n` of its points are in the ledger.
-fn sweep_until_points(home: &Home, batches: &str, n: u64, capture: bool) -> Child {
+/// Starts a slow CPU sweep over `batches` (its output captured or discarded; `env` set for it)
+/// and returns once `n` of its points are in the ledger.
+fn sweep_until_points(
+    home: &Home,
+    batches: &str,
+    n: u64,
+    capture: bool,
+    env: &[(&str, &str)],
+) -> Child {
     let args = [
         "sweep",
         "--device",
@@ -39,6 +45,7 @@ fn sweep_until_points(home: &Home, batches: &str, n: u64, capture: bool) -> Chil
     };
     let child = home
         .cmd(&args)
+        .envs(env.iter().copied())
         .stdout(io())
         .stderr(io())
         .spawn()
@@ -64,7 +71,7 @@ fn sweep_until_points(home: &Home, batches: &str, n: u64, capture: bool) -> Chil
 #[cfg(target_os = "linux")]
 fn a_worker_killed_mid_sweep_leaves_its_points_in_the_ledger() {
     let home = Home::new();
-    let parent = sweep_until_points(&home, "1,2,3,4,5,6,7,8,9,10,11,12", 2, true);
+    let parent = sweep_until_points(&home, "1,2,3,4,5,6,7,8,9,10,11,12", 2, true, &[]);
     let workers = children_of(parent.id());
     assert_eq!(
         workers.len(),
@@ -114,7 +121,7 @@ fn a_worker_killed_mid_sweep_leaves_its_points_in_the_ledger() {
 #[cfg(target_os = "linux")]
 fn a_run_whose_headroom_process_was_killed_is_closed_as_interrupted() {
     let home = Home::new();
-    let mut parent = sweep_until_points(&home, "1,2,3,4,5,6,7,8", 1, false);
+    let mut parent = sweep_until_points(&home, "1,2,3,4,5,6,7,8", 1, false, &[]);
     let worker = children_of(parent.id());
     parent.kill().expect("SIGKILL the parent");
     parent.wait().expect("reap the parent");
@@ -145,39 +152,13 @@ fn a_worker_that_stops_answering_is_ended_and_its_points_kept() {
     // SIGSTOP freezes the worker whole (its heartbeat thread too): the parent hears nothing
     // for the silence limit (3 s here, 60 s by default), ends it, and keeps what it measured.
     let home = Home::new();
-    let args = [
-        "sweep",
-        "--device",
-        "cpu",
-        "--workload",
-        "mlp",
-        "--batches",
+    let parent = sweep_until_points(
+        &home,
         "1,2,3,4,5,6,7,8,9,10,11,12",
-        "--steps",
-        "150",
-        "--json",
-    ];
-    let parent = home
-        .cmd(&args)
-        .env("HEADROOM_WORKER_SILENCE_S", "3")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start sweep");
-    let started = Instant::now();
-    while home
-        .runs()
-        .first()
-        .and_then(|r| r["points"].as_u64())
-        .unwrap_or(0)
-        < 1
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "no point after two minutes"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        1,
+        true,
+        &[("HEADROOM_WORKER_SILENCE_S", "3")],
+    );
     let workers = children_of(parent.id());
     assert_eq!(workers.len(), 1, "{workers:?}");
     // SAFETY: plain kill(2) on a child pid we just read.
