@@ -346,3 +346,185 @@ fn two_writers_at_once_and_one_killed_mid_write_lose_no_row() {
         .expect("killed run");
     assert_eq!(killed_run["status"], "interrupted", "{killed_run}");
 }
+
+/// Every process below `pid`, children first.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        for c in children_of(p) {
+            out.push(c);
+            todo.push(c);
+        }
+    }
+    out
+}
+
+/// Whether process `pid` is a `headroom worker`.
+fn is_worker(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| c.split(|b| *b == 0).any(|a| a == b"worker"))
+        .unwrap_or(false)
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_hundred_workers_killed_at_random_moments_lose_no_recorded_point() {
+    // 100 trials: sweeps, epochs runs and remote sweeps (over a real sshd), each worker killed
+    // with SIGKILL at a random moment (a fixed seed, so a failure can be replayed). Every time
+    // the parent survives and says how the run ended, every point or epoch it reported is in
+    // the ledger, and the next trial starts cleanly on the same ledger.
+    let sshd = crate::sshd::Sshd::start();
+    let home = Home::new();
+    let ssh = home.path().join("ssh");
+    let key = sshd.userkey();
+    let add = home
+        .cmd(&[
+            "remote",
+            "add",
+            "box",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &sshd.port.to_string(),
+            "--user",
+            &crate::sshd::whoami(),
+            "--identity",
+            key.to_str().expect("utf-8"),
+            "--headroom-path",
+            env!("CARGO_BIN_EXE_headroom"),
+        ])
+        .env("HEADROOM_SSH_DIR", &ssh)
+        .output()
+        .expect("remote add");
+    assert!(
+        add.status.success(),
+        "{}",
+        String::from_utf8_lossy(&add.stderr)
+    );
+    let sweep = [
+        "--device",
+        "cpu",
+        "--workload",
+        "mlp",
+        "--batches",
+        "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16",
+        "--steps",
+        "40",
+        "--threads",
+        "1",
+        "--json",
+    ];
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        seed >> 33
+    };
+    let (mut killed, mut finished_first, mut rows, mut before_hello) = (0, 0, 0, 0);
+    let started = Instant::now();
+    for trial in 0..100 {
+        let kind = ["sweep", "sweep", "epochs", "sweep", "remote"][trial % 5];
+        let args: Vec<&str> = match kind {
+            "sweep" => [&["sweep"][..], &sweep].concat(),
+            "remote" => [&["remote", "sweep", "box"][..], &sweep].concat(),
+            _ => vec![
+                "epochs",
+                "--device",
+                "cpu",
+                "--workload",
+                "mlp",
+                "--batch",
+                "16",
+                "--epochs",
+                "30",
+                "--steps-per-epoch",
+                "20",
+                "--threads",
+                "1",
+                "--json",
+            ],
+        };
+        let parent = home
+            .cmd(&args)
+            .env("HEADROOM_SSH_DIR", &ssh)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start");
+        let delay = Duration::from_millis(300 + next() % 2200);
+        let t0 = Instant::now();
+        let mut done = false;
+        while t0.elapsed() < delay + Duration::from_secs(20) {
+            let workers: Vec<u32> = if kind == "remote" {
+                sshd.pid().map(descendants).unwrap_or_default()
+            } else {
+                descendants(parent.id())
+            }
+            .into_iter()
+            .filter(|p| is_worker(*p))
+            .collect();
+            if t0.elapsed() >= delay && !workers.is_empty() {
+                for w in workers {
+                    // SAFETY: kill(2) on a worker of this trial.
+                    unsafe { libc::kill(w as i32, libc::SIGKILL) };
+                }
+                killed += 1;
+                done = true;
+                break;
+            }
+            if !std::path::Path::new(&format!("/proc/{}", parent.id())).exists()
+                || std::fs::read_to_string(format!("/proc/{}/stat", parent.id()))
+                    .is_ok_and(|s| s.contains(") Z "))
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = parent.wait_with_output().expect("the parent ends");
+        if !done {
+            finished_first += 1;
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("trial {trial} ({kind}): no JSON ({e}); stderr: {err}"));
+        let status = v["status"].as_str().unwrap_or("");
+        assert!(
+            ["complete", "interrupted"].contains(&status)
+                || (status == "error" && v["run_id"].is_null()),
+            "trial {trial} ({kind}): {status}: {err}"
+        );
+        let Some(id) = v["run_id"].as_i64() else {
+            before_hello += 1;
+            continue;
+        };
+        let (_, shown) = home.json(&["ledger", "show", &id.to_string(), "--json"]);
+        assert_eq!(shown["run"]["status"], status, "trial {trial} ({kind})");
+        let (reported, recorded) = if kind == "epochs" {
+            (
+                v["samples"].as_array().map(Vec::len),
+                shown["samples"].as_array().map(Vec::len),
+            )
+        } else {
+            (
+                v["points"].as_array().map(Vec::len),
+                shown["points"].as_array().map(Vec::len),
+            )
+        };
+        assert_eq!(
+            reported, recorded,
+            "trial {trial} ({kind}): reported vs in the ledger"
+        );
+        rows += recorded.unwrap_or(0);
+    }
+    assert!(
+        killed >= 60,
+        "only {killed} kills landed ({finished_first} finished first)"
+    );
+    eprintln!(
+        "{killed} workers killed ({before_hello} before their hello), {finished_first} trials \
+         finished first, {rows} points/epochs kept, in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+}
