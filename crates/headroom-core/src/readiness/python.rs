@@ -477,7 +477,7 @@ const TORCH_VERSION_SCRIPT: &str = "import importlib.metadata as m\n\
 try:\n    print('headroom-torch=' + m.version('torch'))\n\
 except m.PackageNotFoundError:\n    print('headroom-torch=')\n";
 
-/// The torch version line of [`TORCH_VERSION_SCRIPT`]'s output: `Some(None)` when it says none
+/// The torch version line of the version script's output: `Some(None)` when it says none
 /// is installed, `None` when the line is missing.
 pub fn parse_torch_version_line(stdout: &str) -> Option<Option<String>> {
     stdout.lines().find_map(|l| {
