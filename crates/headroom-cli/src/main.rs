@@ -6,7 +6,7 @@ mod cmd;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Is this machine ready for PyTorch work, and which batch runs best — measured here.
 #[derive(Debug, Parser)]
@@ -58,8 +58,26 @@ enum Command {
     },
 }
 
+/// `headroom --version`: Headroom's version, the commit it was built from, and the libtorch it
+/// runs with.
+fn version() -> String {
+    format!(
+        "{} (commit {}, libtorch {})",
+        env!("CARGO_PKG_VERSION"),
+        env!("HEADROOM_COMMIT"),
+        headroom_torch::alloc::libtorch_version()
+    )
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // clap keeps a &'static str; this string lives as long as the process anyway.
+    let matches = Cli::command()
+        .version(&*Box::leak(version().into_boxed_str()))
+        .get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     let result = match cli.command {
         Command::Sweep(args) => cmd::sweep::run(&args),
         Command::Ledger { command } => cmd::ledger::run(&command),

@@ -235,3 +235,25 @@ fn a_corrupt_ledger_is_named_with_what_to_do_and_left_as_it_was() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn version_names_the_commit_and_the_libtorch() {
+    let home = Home::new();
+    let out = home.run(&["--version"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("git");
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+    assert!(
+        text.starts_with(&format!(
+            "headroom {} (commit {head}",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{text}"
+    );
+    assert!(text.contains(", libtorch 2.11.0)"), "{text}");
+}
