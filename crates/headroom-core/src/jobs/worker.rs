@@ -90,7 +90,15 @@ impl Worker {
             .take()
             .ok_or_else(|| worker_err("worker stderr", "missing"))?;
         let line = serde_json::to_string(job)?;
-        writeln!(stdin, "{line}").map_err(|e| worker_err("send the request to the worker", e))?;
+        // A worker that died before reading its request (killed, crashed while loading
+        // libtorch) closed the pipe: that is not our error; its exit status, read like any
+        // other worker's end, says what happened.
+        match writeln!(stdin, "{line}") {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                return Err(worker_err("send the request to the worker", e));
+            }
+            _ => {}
+        }
         drop(stdin);
         let stderr_tail = Arc::new(Mutex::new(Vec::new()));
         let tail = Arc::clone(&stderr_tail);
