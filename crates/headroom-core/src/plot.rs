@@ -56,10 +56,8 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
         } else {
             (lo.floor() - 0.4, hi.ceil() + 0.4)
         };
-        let ticks = ((hi - lo).round() as usize + 1).min(12);
         let (top, bottom) = root.split_vertically(spec.height / 2);
         // plotters writes SVG font sizes at 0.8× the size asked: 17 and 15 come out near 13.5 and 12 px.
-        let label = ("sans-serif", 17).into_font().color(&INK);
         let small = ("sans-serif", 15).into_font().color(&INK);
 
         // Throughput.
@@ -69,27 +67,14 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
             .filter_map(|p| Some((bx(p.batch), p.samples_per_s?)))
             .collect();
         let max_sps = ok.iter().map(|x| x.1).fold(0.0_f64, f64::max).max(1.0);
-        let mut chart = ChartBuilder::on(&top)
-            .margin(8)
-            .caption("throughput", label.clone())
-            .x_label_area_size(36)
-            .y_label_area_size(58)
-            .build_cartesian_2d(lo..hi, 0.0..max_sps * 1.15)
-            .map_err(plot_err)?;
-        chart
-            .configure_mesh()
-            .light_line_style(WHITE)
-            .bold_line_style(GRID)
-            .x_desc("batch size")
-            .y_desc("samples/s")
-            .x_labels(ticks)
-            .y_labels(6)
-            .x_label_formatter(&batch_label)
-            .y_label_formatter(&|y| human(*y))
-            .label_style(small.clone())
-            .axis_desc_style(small.clone())
-            .draw()
-            .map_err(plot_err)?;
+        let mut chart = batch_panel(
+            &top,
+            "throughput",
+            (lo, hi),
+            max_sps * 1.15,
+            "samples/s",
+            &|y| human(*y),
+        )?;
         chart
             .draw_series(LineSeries::new(ok.iter().copied(), BLUE.stroke_width(2)))
             .map_err(plot_err)?;
@@ -159,33 +144,13 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
             .unwrap_or(1 << 30);
         let (unit, unit_name) = memory_unit(max_bytes);
         let y_max = max_bytes as f64 / unit * 1.15;
-        let mut chart = ChartBuilder::on(&bottom)
-            .margin(8)
-            .caption("peak memory", label)
-            .x_label_area_size(36)
-            .y_label_area_size(58)
-            .build_cartesian_2d(lo..hi, 0.0..y_max)
-            .map_err(plot_err)?;
-        chart
-            .configure_mesh()
-            .light_line_style(WHITE)
-            .bold_line_style(GRID)
-            .x_desc("batch size")
-            .y_desc(unit_name)
-            .x_labels(ticks)
-            .y_labels(6)
-            .x_label_formatter(&batch_label)
-            .y_label_formatter(&|y| {
-                if unit_name == "MiB" {
-                    format!("{y:.0}")
-                } else {
-                    format!("{y:.1}")
-                }
-            })
-            .label_style(small.clone())
-            .axis_desc_style(small.clone())
-            .draw()
-            .map_err(plot_err)?;
+        let mut chart = batch_panel(&bottom, "peak memory", (lo, hi), y_max, unit_name, &|y| {
+            if unit_name == "MiB" {
+                format!("{y:.0}")
+            } else {
+                format!("{y:.1}")
+            }
+        })?;
         if let Some(b) = spec.budget_bytes.filter(|_| !budget_on_scale) {
             chart
                 .draw_series(std::iter::once(Text::new(
@@ -269,6 +234,51 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
         root.present().map_err(plot_err)?;
     }
     Ok(svg)
+}
+
+/// A chart of one panel over the log₂ batch axis (`lo..hi`) and `0..y_top`.
+type BatchChart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// One panel of a chart against batch size: its caption, grid, axis names and tick labels, styled
+/// alike in the sweep chart and the side-by-side one (ticks at the powers of two, at most 12).
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn batch_panel<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    caption: &str,
+    (lo, hi): (f64, f64),
+    y_top: f64,
+    y_desc: &str,
+    y_fmt: &dyn Fn(&f64) -> String,
+) -> Result<BatchChart<'a, 'b>, CoreError> {
+    let label = ("sans-serif", 17).into_font().color(&INK);
+    let small = ("sans-serif", 15).into_font().color(&INK);
+    let ticks = ((hi - lo).round() as usize + 1).min(12);
+    let mut chart = ChartBuilder::on(area)
+        .margin(8)
+        .caption(caption, label)
+        .x_label_area_size(36)
+        .y_label_area_size(58)
+        .build_cartesian_2d(lo..hi, 0.0..y_top)
+        .map_err(plot_err)?;
+    chart
+        .configure_mesh()
+        .light_line_style(WHITE)
+        .bold_line_style(GRID)
+        .x_desc("batch size")
+        .y_desc(y_desc)
+        .x_labels(ticks)
+        .y_labels(6)
+        .x_label_formatter(&batch_label)
+        .y_label_formatter(y_fmt)
+        .label_style(small.clone())
+        .axis_desc_style(small)
+        .draw()
+        .map_err(plot_err)?;
+    Ok(chart)
 }
 
 /// The x coordinate of a batch size.
@@ -617,8 +627,6 @@ pub fn overlay_svg(runs: &[Overlay<'_>], width: u32, height: u32) -> Result<Stri
         } else {
             (lo.floor() - 0.4, hi.ceil() + 0.4)
         };
-        let ticks = ((hi - lo).round() as usize + 1).min(12);
-        let label = ("sans-serif", 17).into_font().color(&INK);
         let small = ("sans-serif", 15).into_font().color(&INK);
         // The legend gets its own strip above the charts, so it never covers a line.
         let strip = 12 + 22 * u32::try_from(runs.len()).unwrap_or(4);
@@ -658,33 +666,13 @@ pub fn overlay_svg(runs: &[Overlay<'_>], width: u32, height: u32) -> Result<Stri
             ),
         ];
         for (area, caption, y_desc, y_top, pick) in panels {
-            let mut chart = ChartBuilder::on(area)
-                .margin(8)
-                .caption(caption, label.clone())
-                .x_label_area_size(36)
-                .y_label_area_size(58)
-                .build_cartesian_2d(lo..hi, 0.0..y_top * 1.15)
-                .map_err(plot_err)?;
-            chart
-                .configure_mesh()
-                .light_line_style(WHITE)
-                .bold_line_style(GRID)
-                .x_desc("batch size")
-                .y_desc(y_desc)
-                .x_labels(ticks)
-                .y_labels(6)
-                .x_label_formatter(&batch_label)
-                .y_label_formatter(&|y| {
-                    if y_top < 10.0 {
-                        format!("{y:.1}")
-                    } else {
-                        human(*y)
-                    }
-                })
-                .label_style(small.clone())
-                .axis_desc_style(small.clone())
-                .draw()
-                .map_err(plot_err)?;
+            let mut chart = batch_panel(area, caption, (lo, hi), y_top * 1.15, y_desc, &|y| {
+                if y_top < 10.0 {
+                    format!("{y:.1}")
+                } else {
+                    human(*y)
+                }
+            })?;
             for (i, r) in runs.iter().enumerate() {
                 let c = OVERLAY_COLOURS[i % OVERLAY_COLOURS.len()];
                 let pts: Vec<(f64, f64)> = r

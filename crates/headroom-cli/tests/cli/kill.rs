@@ -377,31 +377,7 @@ fn a_hundred_workers_killed_at_random_moments_lose_no_recorded_point() {
     let sshd = crate::sshd::Sshd::start();
     let home = Home::new();
     let ssh = home.path().join("ssh");
-    let key = sshd.userkey();
-    let add = home
-        .cmd(&[
-            "remote",
-            "add",
-            "box",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            &sshd.port.to_string(),
-            "--user",
-            &crate::sshd::whoami(),
-            "--identity",
-            key.to_str().expect("utf-8"),
-            "--headroom-path",
-            env!("CARGO_BIN_EXE_headroom"),
-        ])
-        .env("HEADROOM_SSH_DIR", &ssh)
-        .output()
-        .expect("remote add");
-    assert!(
-        add.status.success(),
-        "{}",
-        String::from_utf8_lossy(&add.stderr)
-    );
+    crate::remote::add(&home, &ssh, "box", sshd.port, &sshd.userkey());
     let sweep = [
         "--device",
         "cpu",

@@ -30,7 +30,9 @@ fn remote(home: &Home, ssh: &Path, args: &[&str]) -> std::process::Output {
         .expect("headroom remote")
 }
 
-fn add(home: &Home, ssh: &Path, name: &str, port: u16, key: &Path) {
+/// Adds profile `name` for the test sshd on `port`, logging in with `key`, headroom being this
+/// build.
+pub fn add(home: &Home, ssh: &Path, name: &str, port: u16, key: &Path) {
     let out = remote(
         home,
         ssh,
