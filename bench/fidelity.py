@@ -22,6 +22,8 @@ def headroom(args, workload, batches, home):
            "--dtype", args.dtype, "--json"]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
+    if args.host_inputs:
+        cmd += ["--host-inputs"]
     env = dict(os.environ, HEADROOM_HOME=home)
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode != 0:
@@ -35,6 +37,10 @@ def pytorch(args, workload, batches):
            "--workload", workload, "--batches", batches, "--dtype", args.dtype]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
+    if args.host_inputs:
+        cmd += ["--host-inputs"]
+    if args.foreach:
+        cmd += ["--foreach"]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"torch_loop failed: {out.stderr}")
@@ -53,6 +59,8 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--out", default="")
+    ap.add_argument("--foreach", action="store_true", help="the PyTorch loop uses AdamW(foreach=True)")
+    ap.add_argument("--host-inputs", action="store_true", help="both make inputs on the host, copied every step")
     args = ap.parse_args()
     results = []
     with tempfile.TemporaryDirectory() as home:
@@ -69,7 +77,10 @@ def main():
                 if b in best_p:
                     results.append({"workload": w, "batch": b, "headroom": best_h[b], "pytorch": best_p[b],
                                     "ratio": best_h[b] / best_p[b]})
-    print(f"device {args.device}, dtype {args.dtype}, threads {args.threads or 'default'}, best of {args.rounds} rounds")
+    inputs = "host, copied every step" if args.host_inputs else "made once on the device"
+    adamw = "foreach" if args.foreach else "per parameter (as libtorch's C++ AdamW)"
+    print(f"device {args.device}, dtype {args.dtype}, threads {args.threads or 'default'}, best of {args.rounds} rounds, "
+          f"inputs {inputs}, PyTorch AdamW {adamw}")
     print("| workload | batch | Headroom samples/s | PyTorch samples/s | ratio |")
     print("|---|---:|---:|---:|---:|")
     for r in results:

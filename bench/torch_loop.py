@@ -2,7 +2,8 @@
 layer for layer, timed with torch.utils.benchmark. Prints one JSON line per batch:
 {"workload", "batch", "samples_per_s", "median_ms"}.
 
-Used by bench/fidelity.sh to compare Headroom's samples/s with PyTorch's own, side by side.
+Inputs are made once per batch size on the device (or, with --host-inputs, on the host and
+copied every step), as Headroom's sweep does. Used by bench/fidelity.py to compare Headroom's samples/s with PyTorch's own, side by side.
 """
 import argparse
 import json
@@ -147,6 +148,9 @@ def main():
     ap.add_argument("--input-shape", default="")
     ap.add_argument("--min-run-time", type=float, default=1.5)
     ap.add_argument("--foreach", action="store_true", help="AdamW(foreach=True), PyTorch's GPU default")
+    ap.add_argument("--host-inputs", action="store_true",
+                    help="make inputs on the host and copy them every step (Headroom's --host-inputs); "
+                         "default: made once on the device, as Headroom does")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -159,16 +163,18 @@ def main():
     # C++ torch::optim::AdamW (what tch uses) steps parameter by parameter, as foreach=False does.
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=args.foreach)
 
-    def host_batch(b):
+    where = torch.device("cpu") if args.host_inputs else dev
+
+    def make_batch(b):
         if xkind == "tokens":
-            x = torch.randint(vocab, [b, *shape])
+            x = torch.randint(vocab, [b, *shape], device=where)
         else:
-            x = torch.randn([b, *shape], dtype=dtype)
+            x = torch.randn([b, *shape], dtype=dtype, device=where)
         y = None
         if ykind == "class":
-            y = torch.randint(classes, [b])
+            y = torch.randint(classes, [b], device=where)
         elif ykind == "token_class":
-            y = torch.randint(classes, [b, *shape])
+            y = torch.randint(classes, [b, *shape], device=where)
         return x, y
 
     def sync():
@@ -178,12 +184,10 @@ def main():
             torch.mps.synchronize()
 
     for b in [int(v) for v in args.batches.split(",")]:
-        pool = [host_batch(b), host_batch(b)]
-        state = {"i": 0}
+        batch = make_batch(b)
 
         def step():
-            x, y = pool[state["i"] % 2]
-            state["i"] += 1
+            x, y = batch
             x = x.to(dev)
             y = y.to(dev) if y is not None else None
             opt.zero_grad()

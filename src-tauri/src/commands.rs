@@ -109,6 +109,7 @@ pub fn request(form: &SweepForm) -> Result<SweepRequest, AppError> {
         steps: None,
         threads: None,
         predict: true,
+        host_inputs: false,
         prior: Vec::new(),
     })
 }

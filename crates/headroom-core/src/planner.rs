@@ -1,7 +1,14 @@
 //! The sweep planner: which batch to run next. It doubles the batch until the device runs out of
-//! memory, the budget is reached or the maximum batch is passed, then bisects between the last
-//! batch that fitted and the first that did not. Before each point it predicts the peak memory
-//! from the points already measured (linear in the batch) and refuses points predicted over budget.
+//! memory, the budget is reached or the maximum batch is passed, then narrows the gap between the
+//! last batch that fitted and the first that did not. Before each point it predicts the peak
+//! memory from the points already measured (linear in the batch) and refuses points predicted
+//! over budget.
+//!
+//! With prediction on, it also uses the line to save time: once a doubling gains less than
+//! [`PLATEAU_GAIN`] in throughput (the knee is behind), it stops doubling and jumps straight to
+//! the largest batch the line says fits, then verifies that batch by running it; between a fitting
+//! and a failing batch it tries the line's answer instead of the midpoint. A verified point that
+//! turns out over budget is measured, so the next line goes through it and lands closer.
 //! Pure: it never runs anything, the worker feeds it outcomes.
 
 use crate::protocol::{BatchPlan, PointStatus};
@@ -9,6 +16,10 @@ use crate::protocol::{BatchPlan, PointStatus};
 /// Bisection stops when the gap between fitting and failing batches is at most this share of
 /// the fitting batch (or 1).
 pub const BISECT_TOLERANCE: f64 = 0.02;
+
+/// A doubling of the batch that gains less than this share of throughput means the knee is behind
+/// and the remaining question is only the largest batch that fits.
+pub const PLATEAU_GAIN: f64 = 0.05;
 
 /// What the planner wants done next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +65,7 @@ struct Outcome {
     batch: u32,
     status: PointStatus,
     peak: Option<u64>,
+    samples_per_s: Option<f64>,
 }
 
 /// The planner's state for one sweep.
@@ -82,38 +94,115 @@ impl Planner {
         }
     }
 
-    /// Records how the point at `batch` ended and its measured peak (if any).
-    pub fn record(&mut self, batch: u32, status: PointStatus, peak: Option<u64>) {
+    /// Records how the point at `batch` ended, its measured peak and throughput (if any).
+    pub fn record(
+        &mut self,
+        batch: u32,
+        status: PointStatus,
+        peak: Option<u64>,
+        samples_per_s: Option<f64>,
+    ) {
         self.outcomes.push(Outcome {
             batch,
             status,
             peak,
+            samples_per_s,
         });
         if status == PointStatus::Error {
             self.done = Some(Limit::Error);
         }
     }
 
-    /// Predicted peak bytes at `batch`, from the measured points: the line through the two
-    /// largest fitting points, or through the baseline and the only one.
-    pub fn predict_peak(&self, batch: u32) -> Option<u64> {
-        let mut ok: Vec<(f64, f64)> = self
+    /// The line peak memory follows over the batch, as (a point on it, slope in bytes per
+    /// sample): through the two largest measured points (fitting, or measured over budget), or
+    /// through the baseline and the only one.
+    fn line(&self) -> Option<((f64, f64), f64)> {
+        let mut measured: Vec<(f64, f64)> = self
             .outcomes
             .iter()
-            .filter(|o| o.status == PointStatus::Ok)
+            .filter(|o| matches!(o.status, PointStatus::Ok | PointStatus::OverBudget))
             .filter_map(|o| o.peak.map(|p| (f64::from(o.batch), to_f64(p))))
             .collect();
-        ok.sort_by(|a, b| a.0.total_cmp(&b.0));
-        ok.dedup_by(|a, b| a.0 == b.0);
-        let (p0, p1) = match ok.as_slice() {
+        measured.sort_by(|a, b| a.0.total_cmp(&b.0));
+        measured.dedup_by(|a, b| a.0 == b.0);
+        let (p0, p1) = match measured.as_slice() {
             [] => return None,
             [only] => ((0.0, to_f64(self.baseline?)), *only),
             [.., a, b] => (*a, *b),
         };
         let slope = ((p1.1 - p0.1) / (p1.0 - p0.0)).max(0.0);
+        Some((p1, slope))
+    }
+
+    /// Predicted peak bytes at `batch`, from the measured points (see `line`).
+    pub fn predict_peak(&self, batch: u32) -> Option<u64> {
+        let (p1, slope) = self.line()?;
         let v = p1.1 + slope * (f64::from(batch) - p1.0);
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         Some(v.max(0.0) as u64)
+    }
+
+    /// The largest batch the line predicts within the budget; `None` when memory does not grow
+    /// with the batch (or nothing is measured yet).
+    pub fn predicted_fit(&self) -> Option<u32> {
+        let (p1, slope) = self.line()?;
+        if slope <= 0.0 {
+            return None;
+        }
+        let b = p1.0 + (to_f64(self.budget) - p1.1) / slope;
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        (b >= 1.0).then(|| b.min(f64::from(u32::MAX)).floor() as u32)
+    }
+
+    /// Whether the largest fitting batch gained less than [`PLATEAU_GAIN`] in throughput over the
+    /// largest one at most half its size (the last doubling, or the doubling before a jump).
+    fn plateau(&self) -> bool {
+        let mut ok: Vec<(u32, f64)> = self
+            .outcomes
+            .iter()
+            .filter(|o| o.status == PointStatus::Ok)
+            .filter_map(|o| o.samples_per_s.map(|s| (o.batch, s)))
+            .collect();
+        ok.sort_by_key(|o| o.0);
+        let Some(&(top, at_top)) = ok.last() else {
+            return false;
+        };
+        ok.iter()
+            .rev()
+            .find(|(b, _)| b.saturating_mul(2) <= top)
+            .is_some_and(|&(_, half)| half > 0.0 && at_top < half * (1.0 + PLATEAU_GAIN))
+    }
+
+    /// The batch the memory line points to above the fitting batch `good`: the largest predicted
+    /// to fit, or — when that is within the tolerance of `good` — the first batch beyond the
+    /// tolerance (refused on prediction, which ends the search). Below a failing `bad` batch; a
+    /// device OOM (no measured peak) keeps it a quarter of the gap below, so a line that is off
+    /// near the device's limit still narrows the gap geometrically.
+    fn guided(&self, good: u32, bad: Option<u32>, max: u32) -> Option<u32> {
+        let fit = self.predicted_fit()?;
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let tol = ((f64::from(good) * BISECT_TOLERANCE).floor() as u32).max(1);
+        let c = if fit <= good.saturating_add(tol) {
+            good.saturating_add(tol)
+        } else {
+            fit
+        };
+        let hi = match bad {
+            None => max,
+            Some(b) => {
+                let measured = self
+                    .outcomes
+                    .iter()
+                    .any(|o| o.batch == b && o.peak.is_some());
+                if measured {
+                    b - 1
+                } else {
+                    b - ((b - good) / 4).max(1)
+                }
+            }
+        };
+        let c = c.min(hi);
+        (c > good && bad.is_none_or(|b| c < b)).then_some(c)
     }
 
     /// The next step of the sweep.
@@ -189,7 +278,11 @@ impl Planner {
                 if g >= max {
                     return Err(Limit::MaxBatch);
                 }
-                Ok(g.saturating_mul(2).min(max))
+                let double = g.saturating_mul(2).min(max);
+                if self.predict && self.plateau() {
+                    return Ok(self.guided(g, None, max).unwrap_or(double));
+                }
+                Ok(double)
             }
             (Some(g), Some(b)) => {
                 let gap = b.saturating_sub(g);
@@ -197,7 +290,11 @@ impl Planner {
                 if f64::from(gap) <= tolerance {
                     return Err(self.failure_limit().unwrap_or(Limit::Error));
                 }
-                Ok(g + gap / 2)
+                let mid = g + gap / 2;
+                if self.predict {
+                    return Ok(self.guided(g, Some(b), max).unwrap_or(mid));
+                }
+                Ok(mid)
             }
         }
     }
@@ -221,14 +318,33 @@ mod tests {
         capacity: u64,
         predict: bool,
     ) -> (Vec<u32>, Vec<u32>, Limit) {
-        let (base, per) = (1000_u64, 100_u64);
-        let mut p = Planner::new(plan, budget, Some(base), predict);
+        drive_model(
+            plan,
+            budget,
+            capacity,
+            predict,
+            |b| 1000 + 100 * u64::from(b),
+            |_| None,
+        )
+    }
+
+    /// `drive` against a device whose peak at a batch is `peak(batch)` (baseline 1000) and whose
+    /// throughput is `sps(batch)`.
+    fn drive_model(
+        plan: BatchPlan,
+        budget: u64,
+        capacity: u64,
+        predict: bool,
+        peak_of: impl Fn(u32) -> u64,
+        sps: impl Fn(u32) -> Option<f64>,
+    ) -> (Vec<u32>, Vec<u32>, Limit) {
+        let mut p = Planner::new(plan, budget, Some(1000), predict);
         let (mut ran, mut skipped) = (Vec::new(), Vec::new());
         for _ in 0..200 {
             match p.next_step() {
                 Next::Run { batch, .. } => {
                     ran.push(batch);
-                    let peak = base + per * u64::from(batch);
+                    let peak = peak_of(batch);
                     let status = if peak > capacity {
                         PointStatus::Oom
                     } else if peak > budget {
@@ -236,11 +352,17 @@ mod tests {
                     } else {
                         PointStatus::Ok
                     };
-                    p.record(batch, status, (status != PointStatus::Oom).then_some(peak));
+                    let ok = status == PointStatus::Ok;
+                    p.record(
+                        batch,
+                        status,
+                        (status != PointStatus::Oom).then_some(peak),
+                        if ok { sps(batch) } else { None },
+                    );
                 }
                 Next::Skip { batch, .. } => {
                     skipped.push(batch);
-                    p.record(batch, PointStatus::OverBudget, None);
+                    p.record(batch, PointStatus::OverBudget, None, None);
                 }
                 Next::Done { limit } => return (ran, skipped, limit),
             }
@@ -278,6 +400,94 @@ mod tests {
             "ran {ran:?}"
         );
         assert!(!skipped.is_empty());
+    }
+
+    /// Throughput that grows with the batch up to 256, then stays flat.
+    fn knee_at_256(b: u32) -> Option<f64> {
+        Some(f64::from(b.min(256)) * 100.0)
+    }
+
+    #[test]
+    fn a_plateau_jumps_to_the_predicted_limit_and_verifies_it() {
+        // Linear device; budget fits 990. The doubling 256 -> 512 gains nothing, so the planner
+        // goes straight to 990 (the line's answer), runs it, and stops on the prediction that
+        // the batch 2 % above does not fit.
+        let (ran, skipped, limit) = drive_model(
+            BatchPlan::Search {
+                start: 1,
+                max: 1 << 20,
+            },
+            100_000,
+            u64::MAX,
+            true,
+            |b| 1000 + 100 * u64::from(b),
+            knee_at_256,
+        );
+        assert_eq!(ran, vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 990]);
+        assert_eq!(skipped, vec![1009]);
+        assert_eq!(limit, Limit::Budget);
+    }
+
+    #[test]
+    fn a_line_that_underestimates_is_corrected_by_the_verified_point() {
+        // Memory grows faster above 600 than the small points say (true limit 898): the jump
+        // lands over budget, is measured there, and the next line through that point lands
+        // within 2 % below the limit without ever answering a batch that does not fit.
+        let peak = |b: u32| {
+            let b = u64::from(b);
+            1000 + 100 * b + if b > 600 { 10 * (b - 600) * 4 } else { 0 }
+        };
+        let limit_batch = (1..5000).filter(|b| peak(*b) <= 100_000).max().unwrap_or(0);
+        let (ran, _, limit) = drive_model(
+            BatchPlan::Search {
+                start: 1,
+                max: 1 << 20,
+            },
+            100_000,
+            u64::MAX,
+            true,
+            peak,
+            knee_at_256,
+        );
+        assert_eq!(limit, Limit::Budget);
+        let fit = ran
+            .iter()
+            .copied()
+            .filter(|b| peak(*b) <= 100_000)
+            .max()
+            .unwrap_or(0);
+        assert!(
+            fit <= limit_batch && f64::from(fit) >= f64::from(limit_batch) * 0.98,
+            "found {fit} of {limit_batch}; ran {ran:?}"
+        );
+        // Few large points: the doubling stopped at 512, then at most three verifications.
+        assert!(ran.iter().filter(|b| **b > 512).count() <= 3, "{ran:?}");
+    }
+
+    #[test]
+    fn a_device_oom_below_the_line_narrows_geometrically() {
+        // The line says 990 fits the budget, but the device fails above 700 with no peak to
+        // learn from: the planner must still end within 2 % of 700, below it.
+        let (ran, _, limit) = drive_model(
+            BatchPlan::Search {
+                start: 1,
+                max: 1 << 20,
+            },
+            100_000,
+            71_000,
+            true,
+            |b| 1000 + 100 * u64::from(b),
+            knee_at_256,
+        );
+        assert_eq!(limit, Limit::Oom);
+        let fit = ran
+            .iter()
+            .copied()
+            .filter(|b| 1000 + 100 * u64::from(*b) <= 71_000)
+            .max()
+            .unwrap_or(0);
+        assert!((686..=700).contains(&fit), "found {fit}; ran {ran:?}");
+        assert!(ran.len() <= 20, "{ran:?}");
     }
 
     #[test]
@@ -343,7 +553,7 @@ mod tests {
                 predicted: None
             }
         );
-        p.record(1, PointStatus::Error, None);
+        p.record(1, PointStatus::Error, None, None);
         assert_eq!(
             p.next_step(),
             Next::Done {

@@ -11,7 +11,7 @@ use crate::CoreError;
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Names of the built-in workloads.
-pub const BUILTIN_WORKLOADS: [&str; 5] = ["mlp", "cnn", "vit-tiny", "gpt-tiny", "matmul"];
+pub const BUILTIN_WORKLOADS: [&str; 6] = ["mlp", "cnn", "vit-tiny", "gpt-tiny", "matmul", "copy"];
 
 /// Element type of the model and its inputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -153,6 +153,11 @@ pub struct SweepRequest {
     /// them (a supervisor restarts a worker it had to stop).
     #[serde(default)]
     pub prior: Vec<Point>,
+    /// Inputs made on the host and copied to the device every step (the data phase), as a data
+    /// loader without pinned memory would; `false` (the default) makes them once on the device,
+    /// so a point measures the model and not the host's memory bandwidth.
+    #[serde(default)]
+    pub host_inputs: bool,
 }
 
 /// How one point ended.

@@ -1,6 +1,13 @@
 //! The measured step loop for one batch size: warm-up until the step time settles, timed steps
-//! with one device synchronise per step, then a few split steps (synchronised between phases) for
-//! the data / forward / backward+optimizer split, and the peaks of memory over the point.
+//! with one device synchronise per step, and the data / forward / backward+optimizer split from
+//! steps synchronised between phases; then the peaks of memory over the point.
+//!
+//! Time is spent where the figure needs it. Warm-up ends when two steps after the first agree
+//! within 10 % (or after a second), and those two count as timed steps; the timed steps aim at a
+//! quarter of a second in all. A step of 100 ms or more is its own split step (the two extra
+//! synchronisations cost under 0.2 % of it), so a large batch costs one warm-up step and one
+//! timed split step; a short one gets three extra split steps. Inputs are made once per point, on the device, unless
+//! the request asks for host inputs copied every step.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
@@ -24,6 +31,9 @@ pub struct StepPolicy {
     pub max_warmup_s: f64,
     /// Timed steps aim to last about this long in all.
     pub target_timed_s: f64,
+    /// The first point of a worker warms up for at least this long (thread pools, page faults,
+    /// the allocator and the device's clocks settle over the process's first second).
+    pub first_warmup_s: f64,
     pub min_timed: u32,
     pub max_timed: u32,
     /// Steps measured with synchronisation between phases.
@@ -34,16 +44,20 @@ impl Default for StepPolicy {
     fn default() -> Self {
         Self {
             timed_steps: None,
-            min_warmup: 2,
+            min_warmup: 1,
             max_warmup: 30,
-            max_warmup_s: 5.0,
-            target_timed_s: 1.5,
-            min_timed: 3,
+            max_warmup_s: 1.0,
+            target_timed_s: 0.25,
+            first_warmup_s: 1.0,
+            min_timed: 1,
             max_timed: 200,
             split_steps: 3,
         }
     }
 }
+
+/// A step at least this long (seconds) is timed with the split synchronisations in place.
+const SPLIT_INLINE_S: f64 = 0.1;
 
 /// A workload with its optimizer, ready to measure batches on `device`.
 pub struct Stepper {
@@ -51,6 +65,11 @@ pub struct Stepper {
     pub device: Device,
     train: bool,
     opt: Option<nn::Optimizer>,
+    /// Inputs made on the host and copied to the device every step (the data phase), instead of
+    /// made once on the device.
+    host_inputs: bool,
+    /// A point has been measured in this process already (see `StepPolicy::first_warmup_s`).
+    warmed: bool,
 }
 
 impl std::fmt::Debug for Stepper {
@@ -113,29 +132,47 @@ impl Stepper {
             device,
             train,
             opt,
+            host_inputs: false,
+            warmed: false,
         })
     }
 
-    fn host_batch(&self, batch: i64) -> Result<Batch, TorchError> {
+    /// Makes steps copy their inputs from host memory every step (`true`), as a data loader
+    /// without pinned memory would, instead of using inputs made once on the device.
+    #[must_use]
+    pub fn with_host_inputs(mut self, host_inputs: bool) -> Self {
+        self.host_inputs = host_inputs;
+        self
+    }
+
+    /// Where a point's inputs are made: the host when steps copy them, else the device.
+    fn input_device(&self) -> Device {
+        if self.host_inputs {
+            Device::Cpu
+        } else {
+            self.device
+        }
+    }
+
+    /// A batch of synthetic inputs (and targets) made on `dev`.
+    fn make_batch(&self, batch: i64, dev: Device) -> Result<Batch, TorchError> {
         let w = &self.workload;
         let mut shape = vec![batch];
         shape.extend_from_slice(&w.input_shape);
         let x = match w.input {
-            InputKind::Float => Tensor::f_randn(shape.as_slice(), (w.kind, Device::Cpu))?,
+            InputKind::Float => Tensor::f_randn(shape.as_slice(), (w.kind, dev))?,
             InputKind::Tokens { vocab } => {
-                Tensor::f_randint(vocab, shape.as_slice(), (Kind::Int64, Device::Cpu))?
+                Tensor::f_randint(vocab, shape.as_slice(), (Kind::Int64, dev))?
             }
         };
         let y = match w.target {
-            TargetKind::Class { classes } => Some(Tensor::f_randint(
-                classes,
-                [batch],
-                (Kind::Int64, Device::Cpu),
-            )?),
+            TargetKind::Class { classes } => {
+                Some(Tensor::f_randint(classes, [batch], (Kind::Int64, dev))?)
+            }
             TargetKind::TokenClass { vocab } => Some(Tensor::f_randint(
                 vocab,
                 shape.as_slice(),
-                (Kind::Int64, Device::Cpu),
+                (Kind::Int64, dev),
             )?),
             TargetKind::None => None,
         };
@@ -206,10 +243,10 @@ impl Stepper {
         }
     }
 
-    /// Runs `steps` training (or inference) steps at `batch` on one host batch made once;
-    /// returns the seconds they took (each step ends with a device synchronise).
+    /// Runs `steps` training (or inference) steps at `batch` on one batch made once; returns the
+    /// seconds they took (each step ends with a device synchronise).
     pub fn run_steps(&mut self, batch: u32, steps: u32) -> Result<f64, TorchError> {
-        let b = self.host_batch(i64::from(batch))?;
+        let b = self.make_batch(i64::from(batch), self.input_device())?;
         let t = Instant::now();
         for _ in 0..steps {
             self.step(&b, false)?;
@@ -219,17 +256,13 @@ impl Stepper {
 
     /// A batch of synthetic inputs on the device, as a step would get it.
     pub fn device_input(&self, batch: u32) -> Result<Tensor, TorchError> {
-        Ok(self
-            .host_batch(i64::from(batch))?
-            .x
-            .f_to_device(self.device)?)
+        Ok(self.make_batch(i64::from(batch), self.device)?.x)
     }
 
     /// Checks that one sample goes through the model (forward only), so a bad shape or model is
     /// reported before any run is recorded.
     pub fn probe(&mut self) -> Result<(), TorchError> {
-        let b = self.host_batch(1)?;
-        let x = b.x.f_to_device(self.device)?;
+        let x = self.make_batch(1, self.device)?.x;
         let out = guarded(|| tch::no_grad(|| self.workload.model.forward(&x, false)))?;
         if let (TargetKind::Class { classes }, Some(&last)) =
             (self.workload.target, out.size().last())
@@ -314,49 +347,106 @@ impl Stepper {
             step: 0,
             of: 0,
         });
-        let pool = [
-            self.host_batch(i64::from(batch))?,
-            self.host_batch(i64::from(batch))?,
-        ];
+        let input = self.make_batch(i64::from(batch), self.input_device())?;
         let mut throttle = Throttle::default();
         let sum = |t: [f64; 3]| t.iter().sum::<f64>();
 
-        // Warm-up until the step time settles.
-        let mut warm = Vec::new();
+        // Warm-up until two steps in a row agree within 10 % (the first step, which allocates
+        // and picks kernels, never counts), or for a second at most. Once a step after the first
+        // takes 100 ms or more, the following ones are split steps (synchronised between phases),
+        // so settled warm-up steps can count as timed ones.
+        let mut warm: Vec<([f64; 3], bool)> = Vec::new();
+        let mut splitting = false;
         let started = Instant::now();
-        while warm.len() < policy.max_warmup as usize {
+        let (min_s, max_s) = if self.warmed {
+            (0.0, policy.max_warmup_s)
+        } else {
+            self.warmed = true;
+            (
+                policy.first_warmup_s,
+                policy.max_warmup_s.max(3.0 * policy.first_warmup_s),
+            )
+        };
+        let mut settled = false;
+        loop {
             let n = warm.len();
-            warm.push(sum(self.step(&pool[n % 2], false)?));
-            throttle.emit(emit, batch, Phase::Warmup, n + 1, policy.max_warmup);
-            let enough = warm.len() >= policy.min_warmup as usize;
-            if enough
-                && (stats::settled(&warm, 3, 0.1)
-                    || started.elapsed().as_secs_f64() > policy.max_warmup_s)
-            {
+            if n >= policy.max_warmup as usize && started.elapsed().as_secs_f64() >= min_s {
+                break;
+            }
+            let t = self.step(&input, splitting)?;
+            warm.push((t, splitting));
+            let of = policy
+                .max_warmup
+                .max(u32::try_from(n + 1).unwrap_or(u32::MAX));
+            throttle.emit(emit, batch, Phase::Warmup, n + 1, of);
+            // Two steps after the first compare only when both were split or both plain.
+            settled = n >= 2
+                && warm[n - 1].1 == warm[n].1
+                && stats::settled(&[sum(warm[n - 1].0), sum(t)], 2, 0.05);
+            if n >= 1 && sum(t) >= SPLIT_INLINE_S {
+                splitting = true;
+            }
+            let elapsed = started.elapsed().as_secs_f64();
+            let enough = warm.len() >= policy.min_warmup as usize && elapsed >= min_s;
+            if enough && (settled || elapsed > max_s) {
                 break;
             }
         }
-        let typical = stats::percentile(&warm[warm.len().saturating_sub(3)..], 50.0)
-            .unwrap_or(1.0)
-            .max(1e-6);
+        let last: Vec<f64> = warm[warm.len().saturating_sub(2)..]
+            .iter()
+            .map(|(t, _)| sum(*t))
+            .collect();
+        let typical = stats::percentile(&last, 50.0).unwrap_or(1.0).max(1e-6);
+        let inline_split = typical >= SPLIT_INLINE_S;
 
-        // Timed steps.
         let n_timed = policy.timed_steps.unwrap_or_else(|| {
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let n = (policy.target_timed_s / typical).ceil() as u32;
             n.clamp(policy.min_timed, policy.max_timed)
         });
-        let mut times = Vec::with_capacity(n_timed as usize);
-        for i in 0..n_timed {
-            times.push(sum(self.step(&pool[i as usize % 2], false)?));
-            throttle.emit(emit, batch, Phase::Timed, i as usize + 1, n_timed);
-        }
-
-        // Split steps: synchronised between phases.
+        // The two settled warm-up steps are steady steps: they count as timed ones.
+        let moved = if settled {
+            2.min(n_timed as usize).min(warm.len() - 1)
+        } else {
+            0
+        };
+        let tail = warm.split_off(warm.len() - moved);
         let mut parts: [Vec<f64>; 3] = Default::default();
-        let n_split = if typical > 2.0 { 1 } else { policy.split_steps };
+        let mut times: Vec<f64> = Vec::with_capacity(n_timed as usize);
+        let mut keep = |t: [f64; 3], split: bool| {
+            if split {
+                for (v, x) in parts.iter_mut().zip(t) {
+                    v.push(x * 1e3);
+                }
+            }
+            times.push(sum(t));
+        };
+        for (t, split) in tail {
+            keep(t, split);
+        }
+        let mut have_split = !parts[0].is_empty();
+
+        // Timed steps; a long step carries the split itself, as the last timed step (unless a
+        // settled warm-up step already did).
+        while times.len() < n_timed as usize || (inline_split && !have_split) {
+            let i = times.len();
+            let split = inline_split && !have_split && i + 1 >= n_timed as usize;
+            let t = self.step(&input, split)?;
+            if split {
+                for (v, x) in parts.iter_mut().zip(t) {
+                    v.push(x * 1e3);
+                }
+                have_split = true;
+            }
+            times.push(sum(t));
+            throttle.emit(emit, batch, Phase::Timed, i + 1, n_timed);
+        }
+        let n_timed = u32::try_from(times.len()).unwrap_or(u32::MAX);
+
+        // Short steps: split steps of their own, synchronised between phases.
+        let n_split = if have_split { 0 } else { policy.split_steps };
         for i in 0..n_split {
-            let t = self.step(&pool[i as usize % 2], true)?;
+            let t = self.step(&input, true)?;
             for (v, x) in parts.iter_mut().zip(t) {
                 v.push(x * 1e3);
             }

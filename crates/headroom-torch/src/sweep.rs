@@ -40,7 +40,8 @@ pub fn run_sweep(req: &SweepRequest, emit: &mut dyn FnMut(Event)) -> Result<(), 
         workload.input_shape.clone(),
         parameter_count(&workload.vs),
     );
-    let mut stepper = Stepper::new(workload, dev, req.mode == Mode::Train)?;
+    let mut stepper =
+        Stepper::new(workload, dev, req.mode == Mode::Train)?.with_host_inputs(req.host_inputs);
     stepper.probe()?;
     let accel = device::accel_index(dev);
     let baseline = match accel {
@@ -65,7 +66,7 @@ pub fn run_sweep(req: &SweepRequest, emit: &mut dyn FnMut(Event)) -> Result<(), 
     let mut planner = Planner::new(plan, budget, baseline, req.predict);
     let mut points: Vec<Point> = Vec::new();
     for p in &req.prior {
-        planner.record(p.batch, p.status, p.peak_bytes);
+        planner.record(p.batch, p.status, p.peak_bytes, p.samples_per_s);
         points.push(p.clone());
     }
     loop {
@@ -103,7 +104,12 @@ pub fn run_sweep(req: &SweepRequest, emit: &mut dyn FnMut(Event)) -> Result<(), 
                 return Ok(());
             }
         };
-        planner.record(point.batch, point.status, point.peak_bytes);
+        planner.record(
+            point.batch,
+            point.status,
+            point.peak_bytes,
+            point.samples_per_s,
+        );
         emit(Event::Point(point.clone()));
         points.push(point);
     }

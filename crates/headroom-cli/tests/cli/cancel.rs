@@ -24,6 +24,7 @@ fn cancelling_a_sweep_kills_its_worker_and_keeps_its_points() {
         steps: Some(5),
         threads: Some(1),
         predict: true,
+        host_inputs: false,
         prior: Vec::new(),
     };
     let token = CancelToken::new("cancelled from the test");

@@ -33,7 +33,7 @@ fn cpu_sweep_reports_well_formed_positive_numbers_and_records_them() {
         assert!(f(p, "step_ms_p50") > 0.0 && f(p, "step_ms_p95") >= f(p, "step_ms_p50"));
         assert!(f(p, "forward_ms") > 0.0 && f(p, "backward_ms") > 0.0);
         assert_eq!(p["timed_steps"], 3);
-        assert!(p["warmup_steps"].as_u64().unwrap_or(0) >= 2);
+        assert!(p["warmup_steps"].as_u64().unwrap_or(0) >= 1);
         assert!(
             f(p, "peak_bytes") > 50e6,
             "a process holding libtorch peaks above 50 MB: {p}"

@@ -2,6 +2,7 @@
 //! backward, optimizer) and TorchScript modules the user exported.
 
 mod cnn;
+mod copy;
 mod matmul;
 mod mlp;
 mod script;
@@ -124,6 +125,7 @@ pub fn build(
             "vit-tiny" => transformer::build_vit(&root, input_shape)?,
             "gpt-tiny" => transformer::build_gpt(&root, input_shape)?,
             "matmul" => matmul::build(&root, input_shape)?,
+            "copy" => copy::build(&root, input_shape)?,
             other => {
                 return Err(TorchError::bad(
                     "bad_workload",

@@ -39,15 +39,21 @@ pub struct SweepArgs {
     /// train (forward, loss, backward, optimizer) or infer (forward only).
     #[arg(long, default_value = "train")]
     mode: String,
-    /// Timed steps per batch [default: as many as fit in about 1.5 s, 3 to 200].
+    /// Timed steps per batch [default: as many as fit in about 0.25 s, at least 1; settled
+    /// warm-up steps count].
     #[arg(long)]
     steps: Option<u32>,
     /// Intra-op CPU threads [default: libtorch's].
     #[arg(long)]
     threads: Option<u32>,
-    /// Run points even when their predicted peak is above the budget.
+    /// Run points even when their predicted peak is above the budget, and find the largest batch
+    /// by doubling and bisection alone (no jump to the predicted limit).
     #[arg(long)]
     no_predict: bool,
+    /// Make inputs on the host and copy them to the device every step, as a data loader without
+    /// pinned memory would [default: inputs made once on the device].
+    #[arg(long)]
+    host_inputs: bool,
     /// Then measure the recommended batch on another stack too: `cpu` (the speed-up baseline
     /// `headroom decide` needs) or `mlx` (the same mlp or matmul workload through a Python's MLX).
     #[arg(long, value_name = "cpu|mlx")]
@@ -114,6 +120,7 @@ pub fn request(a: &SweepArgs) -> Result<SweepRequest> {
         threads: a.threads,
         predict: !a.no_predict,
         prior: Vec::new(),
+        host_inputs: a.host_inputs,
     })
 }
 

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The benchmark suite on the GPU host (an H200 with torch 2.11.0+cu130, Lightning 2.6.6 and
+# accelerate 1.15.0 in its python3), given a `headroom` built against the same libtorch:
+#
+#     OUT=DIR bash bench/gpu_suite.sh dist/headroom [part...]
+#
+# Parts (all by default): answer (time to answer vs Lightning and accelerate), limit (matmul bf16
+# and copy vs PyTorch), start (worker start to first step), oom (real OOMs then 100 steps),
+# fidelity (samples/s vs a torch.utils.benchmark loop). Tables on stdout, raw JSON in OUT.
+set -uo pipefail
+HR=${1:-dist/headroom}; shift || true
+PARTS=${*:-answer limit start oom fidelity}
+OUT=${OUT:-gpu-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
+for part in $PARTS; do
+  echo "== $part"
+  case $part in
+    answer) python3 bench/time_to_answer.py --headroom "$HR" --python python3 --device cuda --workload vit-tiny \
+              --out "$OUT/time_to_answer.json" | tee "$OUT/time_to_answer.md" ;;
+    limit) python3 bench/close_to_limit.py --headroom "$HR" --python python3 --device cuda --dtype bf16 \
+              --matmul-n 8192 --matmul-batches 1,4,16 --copy-len 268435456 --copy-batches 1,4 \
+              --out "$OUT/close_to_limit.json" | tee "$OUT/close_to_limit.md" ;;
+    start) python3 bench/first_step.py --headroom "$HR" --device cuda --workload vit-tiny --runs 5 \
+              --out "$OUT/first_step.json" | tee "$OUT/first_step.md" ;;
+    oom) OUT="$OUT" bash bench/real_oom.sh "$HR" | tee "$OUT/real_oom.md" ;;
+    fidelity) python3 bench/fidelity.py --headroom "$HR" --python python3 --device cuda \
+              --workloads vit-tiny,gpt-tiny,cnn,mlp --batches 8,64,256 --rounds 2 \
+              --out "$OUT/fidelity.json" | tee "$OUT/fidelity.md" ;;
+    *) echo "unknown part $part" >&2 ;;
+  esac
+done
