@@ -5,7 +5,7 @@
 //! over budget.
 //!
 //! With prediction on, it also uses the line to save time: once a doubling gains less than
-//! [`PLATEAU_GAIN`] in throughput (the knee is behind), it stops doubling and jumps straight to
+//! [`PLATEAU_GAIN`] (10 %) in throughput (the knee is behind), it stops doubling and jumps straight to
 //! the largest batch the line says fits, then verifies that batch by running it; between a fitting
 //! and a failing batch it tries the line's answer instead of the midpoint. A verified point that
 //! turns out over budget is measured, so the next line goes through it and lands closer.
@@ -19,7 +19,7 @@ pub const BISECT_TOLERANCE: f64 = 0.02;
 
 /// A doubling of the batch that gains less than this share of throughput means the knee is behind
 /// and the remaining question is only the largest batch that fits.
-pub const PLATEAU_GAIN: f64 = 0.05;
+pub const PLATEAU_GAIN: f64 = 0.10;
 
 /// What the planner wants done next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 //! within 10 % (or after a second), and those two count as timed steps; the timed steps aim at a
 //! quarter of a second in all. A step of 100 ms or more is its own split step (the two extra
 //! synchronisations cost under 0.2 % of it), so a large batch costs one warm-up step and one
-//! timed split step; a short one gets three extra split steps. Inputs are made once per point, on the device, unless
+//! timed split step; a short one gets two extra split steps. Inputs are made once per point, on the device, unless
 //! the request asks for host inputs copied every step.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -31,8 +31,8 @@ pub struct StepPolicy {
     pub max_warmup_s: f64,
     /// Timed steps aim to last about this long in all.
     pub target_timed_s: f64,
-    /// The first point of a worker warms up for at least this long (thread pools, page faults,
-    /// the allocator and the device's clocks settle over the process's first second).
+    /// The first point of a worker warms up for at least this long: thread pools, page faults,
+    /// the allocator and the device's clocks take a moment to settle in a new process.
     pub first_warmup_s: f64,
     pub min_timed: u32,
     pub max_timed: u32,
@@ -48,10 +48,10 @@ impl Default for StepPolicy {
             max_warmup: 30,
             max_warmup_s: 1.0,
             target_timed_s: 0.25,
-            first_warmup_s: 1.0,
+            first_warmup_s: 0.5,
             min_timed: 1,
             max_timed: 200,
-            split_steps: 3,
+            split_steps: 2,
         }
     }
 }
@@ -383,7 +383,7 @@ impl Stepper {
             settled = n >= 2
                 && warm[n - 1].1 == warm[n].1
                 && stats::settled(&[sum(warm[n - 1].0), sum(t)], 2, 0.05);
-            if n >= 1 && sum(t) >= SPLIT_INLINE_S {
+            if sum(t) >= SPLIT_INLINE_S {
                 splitting = true;
             }
             let elapsed = started.elapsed().as_secs_f64();
@@ -404,14 +404,24 @@ impl Stepper {
             let n = (policy.target_timed_s / typical).ceil() as u32;
             n.clamp(policy.min_timed, policy.max_timed)
         });
-        // The two settled warm-up steps are steady steps: they count as timed ones.
-        let moved = if settled {
+        // The two settled warm-up steps are steady steps: they count as timed ones when they were
+        // run as timed steps of this length are (split when long, plain when short); split steps
+        // of a short step still give the split.
+        let last_kind = warm.last().is_some_and(|(_, s)| *s);
+        let moved = if settled && last_kind == inline_split {
             2.min(n_timed as usize).min(warm.len() - 1)
         } else {
             0
         };
         let tail = warm.split_off(warm.len() - moved);
         let mut parts: [Vec<f64>; 3] = Default::default();
+        for (t, split) in &warm[1..] {
+            if *split && !inline_split {
+                for (v, x) in parts.iter_mut().zip(t) {
+                    v.push(x * 1e3);
+                }
+            }
+        }
         let mut times: Vec<f64> = Vec::with_capacity(n_timed as usize);
         let mut keep = |t: [f64; 3], split: bool| {
             if split {
@@ -443,8 +453,15 @@ impl Stepper {
         }
         let n_timed = u32::try_from(times.len()).unwrap_or(u32::MAX);
 
-        // Short steps: split steps of their own, synchronised between phases.
-        let n_split = if have_split { 0 } else { policy.split_steps };
+        // Short steps: split steps of their own, synchronised between phases (fewer when split
+        // warm-up steps already gave some).
+        let n_split = if have_split && inline_split {
+            0
+        } else {
+            policy
+                .split_steps
+                .saturating_sub(u32::try_from(parts[0].len()).unwrap_or(u32::MAX))
+        };
         for i in 0..n_split {
             let t = self.step(&input, true)?;
             for (v, x) in parts.iter_mut().zip(t) {
