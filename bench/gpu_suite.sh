@@ -24,7 +24,7 @@ for part in $PARTS; do
               --out "$OUT/close_to_limit.json" | tee "$OUT/close_to_limit.md" ;;
     start) python3 bench/first_step.py --headroom "$HR" --device cuda --workload vit-tiny --runs 5 \
               --out "$OUT/first_step.json" | tee "$OUT/first_step.md" ;;
-    oom) OUT="$OUT" bash bench/real_oom.sh "$HR" | tee "$OUT/real_oom.md" ;;
+    oom) OUT="$OUT" bash bench/real_oom.sh "$HR" ;;
     fidelity) python3 bench/fidelity.py --headroom "$HR" --python python3 --device cuda \
               --workloads vit-tiny,gpt-tiny,cnn,mlp --batches 8,64,256 --rounds 2 \
               --out "$OUT/fidelity.json" | tee "$OUT/fidelity.md" ;;

@@ -11,24 +11,25 @@ OUT=${OUT:-gpu-out}
 STEPS=${STEPS:-100}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
-export HEADROOM_HOME="$OUT/home"
+export HEADROOM_HOME=$(mktemp -d)
+LOG="$OUT/real_oom.log"; : > "$LOG"
 fit() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["max_fit_batch"])' "$1"; }
-for variant in no-predict predict; do
+for variant in ${VARIANTS:-no-predict predict}; do
   extra=(); [ "$variant" = no-predict ] && extra=(--no-predict --start-batch 4096 --max-batch 8192)
   t0=$(date +%s.%N)
   "$HR" sweep --device cuda --workload vit-tiny --budget 100% "${extra[@]}" --json \
-    > "$OUT/oom-$variant.json" 2> "$OUT/oom-$variant.stderr"
+    > "$OUT/oom-$variant.json" 2>> "$LOG"
   echo "sweep ($variant) exit $? in $(python3 -c "import time; print(round(time.time() - $t0, 1))") s"
   B=$(fit "$OUT/oom-$variant.json")
   t0=$(date +%s.%N)
   "$HR" epochs --device cuda --workload vit-tiny --batch "$B" --epochs 1 --steps-per-epoch "$STEPS" --json \
-    > "$OUT/oom-$variant-train$STEPS.json" 2> "$OUT/oom-$variant-train$STEPS.stderr"
+    > "$OUT/oom-$variant-train$STEPS.json" 2>> "$LOG"
   echo "$STEPS steps at batch $B ($variant): exit $? in $(python3 -c "import time; print(round(time.time() - $t0, 1))") s"
 done
-python3 - "$OUT" "$STEPS" <<'PY'
-import json, sys
+VARIANTS="${VARIANTS:-no-predict predict}" python3 - "$OUT" "$STEPS" <<'PY'
+import json, os, sys
 out, steps = sys.argv[1], sys.argv[2]
-for v in ("no-predict", "predict"):
+for v in os.environ["VARIANTS"].split():
     d = json.load(open(f"{out}/oom-{v}.json"))
     s = d["summary"]
     print(f"[{v}] fit {s['max_fit_batch']} first failing {s['first_failing_batch']} limit {s['limit']} "
@@ -40,7 +41,7 @@ for v in ("no-predict", "predict"):
         t = json.load(open(f"{out}/oom-{v}-train{steps}.json"))
         e = (t.get("samples") or [{}])[-1]
         print(f"  train {steps} steps: status {t.get('status')}, {e.get('samples_per_s')} samples/s, "
-              f"live {e.get('live_bytes')} cache {e.get('cache_bytes')}, error {t.get('error')}")
+              f"live {e.get('live_bytes')} cache {e.get('cache_bytes')}, error {str(t.get('error'))[:300]}")
     except Exception as e:  # noqa: BLE001 - report what there is
         print(f"  train: no JSON ({e})")
 PY

@@ -20,7 +20,22 @@ pub fn run_sweep(req: &SweepRequest, emit: &mut dyn FnMut(Event)) -> Result<(), 
     }
     let dev = device::resolve(&req.device)?;
     let info = device::info(dev)?;
-    let budget = req.budget.resolve(info.capacity, info.available);
+    let mut budget = req.budget.resolve(info.capacity, info.available);
+    let ceiling = headroom_core::budget::accelerator_ceiling(info.capacity);
+    if device::accel_index(dev).is_some() && budget > ceiling {
+        emit(Event::Warning {
+            message: format!(
+                "the budget {} leaves the allocator no room to fragment over a long run; the sweep \
+                 keeps {:.0}% of {} free and uses {} (a batch that peaks in that last part fits a \
+                 few steps but can run out of memory later)",
+                format_bytes(budget),
+                headroom_core::budget::FRAGMENTATION_MARGIN * 100.0,
+                info.label,
+                format_bytes(ceiling)
+            ),
+        });
+        budget = ceiling;
+    }
     if dev == Device::Mps {
         set_mps_watermark(budget, info.capacity);
     }
