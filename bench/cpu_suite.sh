@@ -27,7 +27,9 @@ echo "$SITE" > "$BSITE/headroom-venv.pth"
 "$BVENV/bin/python" -m pip install -q --disable-pip-version-check lightning==2.6.6 accelerate==1.15.0
 BPY=$BVENV/bin/python
 
-export LIBTORCH_USE_PYTORCH=1 VIRTUAL_ENV=$ROOT/.venv PATH=$ROOT/.venv/bin:$PATH
+# LIBTORCH_USE_PYTORCH only has to be set; the same value as scripts/test.sh keeps cargo from
+# rebuilding torch-sys.
+export LIBTORCH_USE_PYTORCH=$ROOT/.venv VIRTUAL_ENV=$ROOT/.venv PATH=$ROOT/.venv/bin:$PATH
 cargo build --release -q -p headroom-cli
 HR=$ROOT/target/release/headroom
 export LD_LIBRARY_PATH=$SITE/torch/lib

@@ -13,6 +13,8 @@ pub mod epochs;
 pub mod error;
 pub mod facts;
 pub mod failure;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gitinfo;
 pub mod gpu_busy;
 pub mod jobs;

@@ -241,7 +241,13 @@ impl Hosts {
                 })
             }
         };
-        let file: HostsFile = toml::from_str(&text).map_err(|e| {
+        Self::parse(&text, path)
+    }
+
+    /// The profiles in `text` (the contents of the hosts file at `path`, named in errors), each
+    /// validated.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, CoreError> {
+        let file: HostsFile = toml::from_str(text).map_err(|e| {
             CoreError::InvalidInput(format!(
                 "host profiles {} are malformed: {}; fix the file or remove the broken entry",
                 path.display(),

@@ -141,9 +141,12 @@ pub fn parse_pmset_batt(text: &str) -> (PowerSource, Option<BatteryFacts>) {
                 continue;
             };
             let head = &line[..pct_at];
+            // After the last non-digit character (whatever its width in bytes).
             let digits_from = head
-                .rfind(|c: char| !c.is_ascii_digit())
-                .map_or(0, |i| i + 1);
+                .char_indices()
+                .rev()
+                .find(|(_, c)| !c.is_ascii_digit())
+                .map_or(0, |(i, c)| i + c.len_utf8());
             let percent = head[digits_from..].parse().ok();
             let rest = &line[pct_at + 1..];
             let rest = rest.split(" present:").next().unwrap_or_default();

@@ -2,6 +2,7 @@
 //! parsers on real captured outputs and the verdict, and the sweep chart.
 
 mod decide;
+mod fuzz;
 mod ledger;
 mod plot;
 mod readiness;

@@ -676,3 +676,13 @@ fn no_interpreter_or_a_dead_libtorch_says_what_to_do() {
     assert_eq!(state(&r, "cpu"), LightState::Yellow);
     assert!(reason(&r, "cpu").contains("--python"));
 }
+
+#[test]
+fn a_battery_line_with_a_wide_character_before_the_percent_does_not_panic() {
+    // Found by the seeded fuzz loop (tests/core/fuzz.rs, mutation 7762): a multi-byte character
+    // right before the digits made the digit search cut inside it.
+    let (_, b) = headroom_core::readiness::macos::parse_pmset_batt(
+        " -InternalBattery-0 (id=5374051)\t95\u{fffd}87%; charging",
+    );
+    assert_eq!(b.and_then(|b| b.percent), Some(87));
+}

@@ -1,0 +1,5 @@
+#![no_main]
+// cargo +nightly fuzz run linux — see fuzz/run.sh.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    headroom_core::fuzzing::run("linux", data);
+});

@@ -1,0 +1,5 @@
+#![no_main]
+// cargo +nightly fuzz run macos — see fuzz/run.sh.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    headroom_core::fuzzing::run("macos", data);
+});
