@@ -61,6 +61,13 @@ pub fn ledger_advice(e: &rusqlite::Error) -> &'static str {
         C::DiskFull => {
             "; the disk is full: free some space and run again (what was recorded stays)"
         }
+        // A full disk often surfaces as an I/O error instead (SQLite's shared-memory file cannot
+        // grow: SQLITE_IOERR_SHMSIZE, seen on a full tmpfs).
+        C::SystemIoFailure => {
+            "; the ledger's files could not be read or written, most often because the disk is \
+             full: free some space and run again (what was recorded stays), or set HEADROOM_HOME \
+             to a folder on another disk"
+        }
         C::DatabaseBusy | C::DatabaseLocked => {
             "; another Headroom process holds the ledger: try again in a moment"
         }
@@ -90,6 +97,7 @@ mod tests {
         assert!(e(rusqlite::ffi::SQLITE_READONLY).contains("HEADROOM_HOME"));
         assert!(e(rusqlite::ffi::SQLITE_CANTOPEN).contains("permissions"));
         assert!(e(rusqlite::ffi::SQLITE_FULL).contains("disk is full"));
+        assert!(e(rusqlite::ffi::SQLITE_IOERR_SHMSIZE).contains("disk is full"));
         assert!(e(rusqlite::ffi::SQLITE_BUSY).contains("try again"));
         assert_eq!(
             ledger_advice(&failure(rusqlite::ffi::SQLITE_CONSTRAINT)),

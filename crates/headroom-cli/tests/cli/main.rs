@@ -9,6 +9,7 @@ mod decide;
 mod doctor;
 mod epochs;
 mod errors;
+mod fullfs;
 mod injection;
 mod kill;
 mod mlx;

@@ -1,0 +1,158 @@
+//! A full disk and a read-only data folder, for real: Headroom's folder on a small tmpfs that is
+//! filled up, then remounted read-only. Needs mount(2) (root, or CAP_SYS_ADMIN); without it the
+//! tests say so and pass, unless HEADROOM_REQUIRE_MOUNT=1 (set by .ci/run) makes that a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::Home;
+
+/// A tmpfs of `size` mounted on a fresh folder, unmounted on drop.
+struct SmallFs {
+    _dir: tempfile::TempDir,
+    at: PathBuf,
+}
+
+impl SmallFs {
+    fn new(size: &str) -> Option<Self> {
+        let dir = tempfile::tempdir().expect("tmp");
+        let at = dir.path().join("fs");
+        std::fs::create_dir(&at).expect("mkdir");
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&at)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            assert!(
+                std::env::var("HEADROOM_REQUIRE_MOUNT").as_deref() != Ok("1"),
+                "mount(2) is refused here but HEADROOM_REQUIRE_MOUNT=1 asks for these tests"
+            );
+            eprintln!("skipped: cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN)");
+            return None;
+        }
+        Some(Self { _dir: dir, at })
+    }
+
+    fn remount(&self, mode: &str) {
+        let st = Command::new("mount")
+            .args(["-o", &format!("remount,{mode}")])
+            .arg(&self.at)
+            .status()
+            .expect("mount");
+        assert!(st.success(), "remount {mode}");
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.at).status();
+    }
+}
+
+fn run(home: &Path, args: &[&str]) -> std::process::Output {
+    let mut c = Home::new().cmd(args);
+    c.env("HEADROOM_HOME", home)
+        .current_dir(home.parent().unwrap_or(home));
+    c.output().expect("run headroom")
+}
+
+fn runs_in(home: &Path) -> usize {
+    let out = run(home, &["ledger", "list", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    v.as_array().map_or(0, Vec::len)
+}
+
+const SWEEP: [&str; 7] = [
+    "sweep",
+    "--device",
+    "cpu",
+    "--batches",
+    "1,2",
+    "--steps",
+    "2",
+];
+
+#[test]
+fn a_full_disk_is_named_with_what_to_do_and_loses_no_recorded_run() {
+    let Some(fs) = SmallFs::new("2m") else { return };
+    let home = fs.at.join("home");
+    let out = run(&home, &SWEEP);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(runs_in(&home), 1);
+    // Fill what is left.
+    let filler = fs.at.join("filler");
+    let chunk = vec![7_u8; 64 * 1024];
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&filler).expect("filler");
+        while f.write_all(&chunk).is_ok() {}
+        let _ = f.sync_all();
+    }
+    let mut last = String::new();
+    for _ in 0..3 {
+        let out = run(&home, &SWEEP);
+        last = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success(), "a sweep on a full disk succeeded");
+        assert!(
+            last.contains("disk is full") && last.contains("free some space"),
+            "no advice: {last}"
+        );
+        assert!(!last.contains("panicked"), "{last}");
+    }
+    // Space freed: the earlier run is still there and the ledger works again.
+    std::fs::remove_file(&filler).expect("free");
+    assert!(runs_in(&home) >= 1, "the recorded run was lost ({last})");
+    let out = run(&home, &SWEEP);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_read_only_folder_is_named_with_what_to_do_and_left_as_it_was() {
+    let Some(fs) = SmallFs::new("64m") else {
+        return;
+    };
+    let home = fs.at.join("home");
+    let out = run(&home, &SWEEP);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ledger = home.join("ledger.sqlite3");
+    let before = std::fs::read(&ledger).expect("ledger");
+    fs.remount("ro");
+    for args in [&SWEEP[..], &["ledger", "list"][..]] {
+        let out = run(&home, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        if args[0] == "ledger" && out.status.success() {
+            // Reading a ledger on a read-only disk is fine when SQLite can; writing is not.
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("HEADROOM_HOME") && !err.contains("panicked"),
+            "{args:?}: no advice: {err}"
+        );
+    }
+    fs.remount("rw");
+    assert_eq!(
+        std::fs::read(&ledger).expect("ledger"),
+        before,
+        "the ledger changed"
+    );
+    assert_eq!(runs_in(&home), 1);
+}
