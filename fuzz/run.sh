@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${1:-60}
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 mkdir -p target
-for t in protocol config macos linux sshconfig; do
+for t in ${TARGETS:-protocol config macos linux sshconfig}; do
   mkdir -p "fuzz/corpus/$t"
   log="target/fuzz-$t.log"
   (cd fuzz && cargo +nightly fuzz run "$t" "corpus/$t" ../crates/headroom-core/tests/fixtures -- \
@@ -22,5 +22,8 @@ for t in protocol config macos linux sshconfig; do
   runs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo "?")
   cov=$(grep -Eo 'cov: [0-9]+' "$log" | tail -1 || true)
   (cd fuzz && cargo +nightly fuzz cmin "$t" "corpus/$t" >/dev/null 2>&1) || true
-  echo "$t: $runs executions in ${SECONDS_PER_TARGET}s, $cov, corpus $(ls "fuzz/corpus/$t" | wc -l) files"
+  # The repo keeps the small inputs only (the replay in the test command reads them all); the
+  # large ones come back from the seeds in the next long run.
+  find "fuzz/corpus/$t" -type f -size +1024c ! -name 'seed-*' ! -name 'crash-*' -delete
+  echo "$t: $runs executions in ${SECONDS_PER_TARGET}s, $cov, corpus kept $(ls "fuzz/corpus/$t" | wc -l) files"
 done

@@ -413,7 +413,9 @@ pub fn parse_meminfo_swap_used(text: &str) -> Option<u64> {
             .parse()
             .ok()
     };
-    Some(kib("SwapTotal:")?.saturating_sub(kib("SwapFree:")?) * 1024)
+    kib("SwapTotal:")?
+        .saturating_sub(kib("SwapFree:")?)
+        .checked_mul(1024)
 }
 
 /// Reads swap and pressure on this OS: `(swap used, pressure, where it came from)`.

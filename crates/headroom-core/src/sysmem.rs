@@ -32,7 +32,8 @@ fn kib_fields(text: &str) -> HashMap<&str, u64> {
             let mut it = v.split_whitespace();
             let n: u64 = it.next()?.parse().ok()?;
             let mult = if it.next() == Some("kB") { 1024 } else { 1 };
-            Some((k.trim(), n * mult))
+            // A figure too large for u64 bytes is no reading at all.
+            Some((k.trim(), n.checked_mul(mult)?))
         })
         .collect()
 }
@@ -57,10 +58,10 @@ pub fn parse_vm_stat_available(text: &str) -> Option<u64> {
     };
     let free = pages("Pages free")?;
     let sum = free
-        + pages("Pages inactive").unwrap_or(0)
-        + pages("Pages speculative").unwrap_or(0)
-        + pages("Pages purgeable").unwrap_or(0);
-    Some(sum * page)
+        .checked_add(pages("Pages inactive").unwrap_or(0))?
+        .checked_add(pages("Pages speculative").unwrap_or(0))?
+        .checked_add(pages("Pages purgeable").unwrap_or(0))?;
+    sum.checked_mul(page)
 }
 
 /// Reads total and available memory of this machine.
@@ -120,7 +121,7 @@ pub fn parse_smaps_rollup_pss(text: &str) -> Option<u64> {
     text.lines().find_map(|l| {
         let rest = l.strip_prefix("Pss:")?;
         let kib: u64 = rest.trim().strip_suffix("kB")?.trim().parse().ok()?;
-        Some(kib * 1024)
+        kib.checked_mul(1024)
     })
 }
 

@@ -177,7 +177,7 @@ pub fn parse_nvidia_smi_csv(text: &str) -> Vec<GpuFacts> {
             Some(GpuFacts {
                 name,
                 cores: None,
-                memory_bytes: mib.map(|m| m * 1024 * 1024),
+                memory_bytes: mib.and_then(|m| m.checked_mul(1024 * 1024)),
                 driver,
                 source: "nvidia-smi".into(),
             })

@@ -169,7 +169,7 @@ fn the_sshconfig_target_really_checks_rendered_profiles() {
     // A valid profile passes; the check itself is live: a host carrying a newline and a directive
     // (which validation refuses, so the target never renders it) fails the block check.
     headroom_core::fuzzing::ssh_config(
-        b"m4\0203.0.113.7\x002222\0ada\0/Users/ada/.ssh/id\0ops@bastion:22",
+        b"m4\x00203.0.113.7\x002222\x00ada\x00/Users/ada/.ssh/id\x00ops@bastion:22",
     );
     let p = headroom_core::remote::HostProfile {
         name: "m4".into(),

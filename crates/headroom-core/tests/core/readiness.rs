@@ -686,3 +686,18 @@ fn a_battery_line_with_a_wide_character_before_the_percent_does_not_panic() {
     );
     assert_eq!(b.and_then(|b| b.percent), Some(87));
 }
+
+#[test]
+fn figures_too_large_for_bytes_are_unknown_not_wrapped() {
+    // Found by cargo-fuzz (fuzz/run.sh, target linux): a memory figure whose bytes overflow u64
+    // panicked in debug builds and wrapped to a wrong size in release ones.
+    let gpus = headroom_core::readiness::linux::parse_nvidia_smi_csv(
+        "NVIDIA H200, 99999999999999999, 580.159.04\n",
+    );
+    assert_eq!(gpus.len(), 1);
+    assert_eq!(gpus[0].memory_bytes, None);
+    assert_eq!(
+        headroom_core::sysmem::parse_smaps_rollup_pss("Pss: 99999999999999999 kB\n"),
+        None
+    );
+}
