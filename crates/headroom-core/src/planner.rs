@@ -21,6 +21,9 @@ pub const BISECT_TOLERANCE: f64 = 0.02;
 /// and the remaining question is only the largest batch that fits.
 pub const PLATEAU_GAIN: f64 = 0.10;
 
+/// The doubling before that one must have gained less than this (see `Planner::plateau`).
+pub const SATURATING_GAIN: f64 = 0.5;
+
 /// What the planner wants done next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
@@ -155,7 +158,10 @@ impl Planner {
     }
 
     /// Whether the largest fitting batch gained less than [`PLATEAU_GAIN`] in throughput over the
-    /// largest one at most half its size (the last doubling, or the doubling before a jump).
+    /// largest one at most half its size (the last doubling), while that one gained less than
+    /// [`SATURATING_GAIN`] over its own half: diminishing returns twice in a row, so one noisy
+    /// point in the launch-bound range (where a doubling nearly doubles throughput) is not
+    /// taken for the knee.
     fn plateau(&self) -> bool {
         let mut ok: Vec<(u32, f64)> = self
             .outcomes
@@ -167,10 +173,14 @@ impl Planner {
         let Some(&(top, at_top)) = ok.last() else {
             return false;
         };
-        ok.iter()
-            .rev()
-            .find(|(b, _)| b.saturating_mul(2) <= top)
-            .is_some_and(|&(_, half)| half > 0.0 && at_top < half * (1.0 + PLATEAU_GAIN))
+        let below = |batch: u32| ok.iter().rev().find(|(b, _)| b.saturating_mul(2) <= batch);
+        let Some(&(half, at_half)) = below(top) else {
+            return false;
+        };
+        let flat = at_half > 0.0 && at_top < at_half * (1.0 + PLATEAU_GAIN);
+        let saturating = below(half)
+            .is_none_or(|&(_, at_quarter)| at_half < at_quarter * (1.0 + SATURATING_GAIN));
+        flat && saturating
     }
 
     /// The batch the memory line points to above the fitting batch `good`: 1 % below the largest
@@ -406,9 +416,27 @@ mod tests {
         assert!(!skipped.is_empty());
     }
 
-    /// Throughput that grows with the batch up to 256, then stays flat.
+    /// Throughput that saturates: each doubling gains less, the first gain under 10 % is
+    /// 256 -> 512 (+5.9 %, after +11 %).
     fn knee_at_256(b: u32) -> Option<f64> {
-        Some(f64::from(b.min(256)) * 100.0)
+        let b = f64::from(b);
+        Some(1000.0 * b / (b + 32.0))
+    }
+
+    #[test]
+    fn one_flat_doubling_among_steep_ones_is_noise_not_the_knee() {
+        // Launch-bound: throughput doubles with the batch, except one noisy point at 8.
+        let noisy = |b: u32| Some(if b == 8 { 420.0 } else { f64::from(b) * 100.0 });
+        let (ran, _, limit) = drive_model(
+            BatchPlan::Search { start: 1, max: 64 },
+            u64::MAX,
+            u64::MAX,
+            true,
+            |b| 1000 + 100 * u64::from(b),
+            noisy,
+        );
+        assert_eq!(ran, vec![1, 2, 4, 8, 16, 32, 64]);
+        assert_eq!(limit, Limit::MaxBatch);
     }
 
     #[test]

@@ -352,9 +352,9 @@ impl Stepper {
         let sum = |t: [f64; 3]| t.iter().sum::<f64>();
 
         // Warm-up until two steps in a row agree within 10 % (the first step, which allocates
-        // and picks kernels, never counts), or for a second at most. Once a step after the first
-        // takes 100 ms or more, the following ones are split steps (synchronised between phases),
-        // so settled warm-up steps can count as timed ones.
+        // and picks kernels, never counts), or for a second at most. Once a step (the first
+        // included) takes 100 ms or more, the following ones are split steps (synchronised
+        // between phases), so settled warm-up steps can count as timed ones.
         let mut warm: Vec<([f64; 3], bool)> = Vec::new();
         let mut splitting = false;
         let started = Instant::now();
@@ -417,22 +417,15 @@ impl Stepper {
         let mut parts: [Vec<f64>; 3] = Default::default();
         for (t, split) in &warm[1..] {
             if *split && !inline_split {
-                for (v, x) in parts.iter_mut().zip(t) {
-                    v.push(x * 1e3);
-                }
+                add_split(&mut parts, *t);
             }
         }
         let mut times: Vec<f64> = Vec::with_capacity(n_timed as usize);
-        let mut keep = |t: [f64; 3], split: bool| {
+        for (t, split) in tail {
             if split {
-                for (v, x) in parts.iter_mut().zip(t) {
-                    v.push(x * 1e3);
-                }
+                add_split(&mut parts, t);
             }
             times.push(sum(t));
-        };
-        for (t, split) in tail {
-            keep(t, split);
         }
         let mut have_split = !parts[0].is_empty();
 
@@ -443,9 +436,7 @@ impl Stepper {
             let split = inline_split && !have_split && i + 1 >= n_timed as usize;
             let t = self.step(&input, split)?;
             if split {
-                for (v, x) in parts.iter_mut().zip(t) {
-                    v.push(x * 1e3);
-                }
+                add_split(&mut parts, t);
                 have_split = true;
             }
             times.push(sum(t));
@@ -464,9 +455,7 @@ impl Stepper {
         };
         for i in 0..n_split {
             let t = self.step(&input, true)?;
-            for (v, x) in parts.iter_mut().zip(t) {
-                v.push(x * 1e3);
-            }
+            add_split(&mut parts, t);
             throttle.emit(emit, batch, Phase::Split, i as usize + 1, n_split);
         }
 
@@ -491,6 +480,13 @@ impl Stepper {
             }
         });
         Ok(p)
+    }
+}
+
+/// Adds one split step's (data, forward, backward) seconds to `parts`, in ms.
+fn add_split(parts: &mut [Vec<f64>; 3], t: [f64; 3]) {
+    for (v, x) in parts.iter_mut().zip(t) {
+        v.push(x * 1e3);
     }
 }
 
