@@ -25,9 +25,9 @@ export HEADROOM_E2E_WORKER="$BIN/headroom"
 export HEADROOM_E2E_VENV="$PWD/.venv"
 export HEADROOM_E2E_OUT="${CARGO_TARGET_DIR:-$PWD/target}/e2e"
 rm -rf "$HEADROOM_E2E_OUT"
-runner=(cargo test --release --locked -p headroom-e2e --test app -- --ignored --nocapture)
+runner=(cargo test --release --locked -p headroom-e2e --test app -- --ignored --nocapture --test-threads=1)
 if cargo nextest --version >/dev/null 2>&1; then
-  runner=(cargo nextest run --release --locked -p headroom-e2e --run-ignored only --no-capture)
+  runner=(cargo nextest run --release --locked -p headroom-e2e --run-ignored only --no-capture --test-threads 1)
 fi
 xvfb-run -a -s "-screen 0 1280x1024x24" dbus-run-session -- "${runner[@]}"
 echo "e2e: passed; screenshots in $HEADROOM_E2E_OUT"

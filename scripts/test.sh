@@ -21,6 +21,13 @@ else
 fi
 (cd ui && npm test --silent)
 bash scripts/e2e.sh
+# The installable bundle: build the .deb and run it from a clean Debian root (needs root on Linux).
+if [ "$(uname -s)" = Linux ] && [ "$(id -u)" = 0 ]; then
+  HEADROOM_SKIP_BOOTSTRAP=1 bash scripts/bundle.sh
+  bash scripts/bundle_test.sh
+else
+  echo "test: the bundle install test (scripts/bundle_test.sh) needs root on Linux; skipped"
+fi
 if [ -e "$HEADROOM_HOME" ]; then
   echo "test: a test wrote to the default HEADROOM_HOME ($HEADROOM_HOME); tests must use their own temp folder" >&2
   exit 1

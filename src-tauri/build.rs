@@ -28,9 +28,13 @@ const COMMANDS: &[&str] = &[
     "migration",
     "open_vnc",
     "close_vnc",
+    "about",
 ];
 
+include!("../build-support/commit.rs");
+
 fn main() {
+    emit_commit();
     let attributes = tauri_build::Attributes::new()
         .app_manifest(tauri_build::AppManifest::new().commands(COMMANDS));
     if let Err(e) = tauri_build::try_build(attributes) {

@@ -2,28 +2,10 @@
 //! `LD_LIBRARY_PATH`) and keeps `torch_cuda` linked on Linux, using what headroom-torch found;
 //! and records the commit it is built from (`HEADROOM_COMMIT`, for `headroom --version`).
 
-use std::process::Command;
-
-fn git(args: &[&str]) -> Option<String> {
-    let out = Command::new("git").args(args).output().ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
+include!("../../build-support/commit.rs");
 
 fn main() {
-    // The commit, with `+dirty` when tracked files differ from it; `unknown` outside a checkout.
-    let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
-    let dirty =
-        git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
-    println!(
-        "cargo:rustc-env=HEADROOM_COMMIT={commit}{}",
-        if dirty { "+dirty" } else { "" }
-    );
-    if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
-        println!("cargo:rerun-if-changed={dir}/HEAD");
-        println!("cargo:rerun-if-changed={dir}/index");
-    }
+    emit_commit();
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=DEP_HEADROOM_TORCH_LIBTORCH_LIB");
 

@@ -34,9 +34,16 @@ pub async fn blocking<T: Send + 'static>(
 pub async fn readiness(app: AppHandle, state: State<'_, AppState>) -> Result<Report, AppError> {
     let report = blocking(|| {
         let exe = jobs::worker_binary()?;
-        let report = jobs::doctor::check(&exe, &DoctorOptions::default(), &mut |_| {});
-        let ledger = jobs::open_ledger()?;
-        jobs::doctor::record(&ledger, &report, r#"{"from":"app"}"#)?;
+        let mut report = jobs::doctor::check(&exe, &DoctorOptions::default(), &mut |_| {});
+        // A ledger that cannot be written (damaged, disk full) does not hide the verdict: the
+        // report says it was not recorded and why, with what to do.
+        if let Err(e) =
+            jobs::open_ledger().and_then(|l| jobs::doctor::record(&l, &report, r#"{"from":"app"}"#))
+        {
+            report
+                .notes
+                .push(format!("This check was not recorded in the ledger: {e}"));
+        }
         Ok(report)
     })
     .await?;

@@ -74,6 +74,7 @@ pub fn typescript() -> String {
         crate::ledger::Fact::decl(),
         crate::ledger::RunReport::decl(),
         crate::ledger::Comparison::decl(),
+        crate::about::About::decl(),
     ];
     let mut out = String::from(
         "// Generated from the Rust types by src-tauri/src/ipc.rs (ts-rs). Do not edit:\n\

@@ -7,6 +7,9 @@
 
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
+mod about;
+#[cfg(test)]
+mod audit;
 mod commands;
 mod error;
 #[cfg(test)]
@@ -87,6 +90,7 @@ fn main() {
             remote::migration,
             remote::open_vnc,
             remote::close_vnc,
+            about::about,
         ])
         .setup(move |app| {
             #[cfg(target_os = "macos")]

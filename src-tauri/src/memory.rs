@@ -113,21 +113,15 @@ fn install(state: &AppState, running: RunningMemory) -> Result<(), AppError> {
     Ok(())
 }
 
-/// Trains one batch for several epochs in the worker and judges memory growth.
-#[tauri::command]
-pub async fn start_epochs(
-    app: AppHandle,
-    state: State<'_, AppState>,
-    form: EpochsForm,
-    on_update: Channel<MemorySnapshot>,
-) -> Result<MemorySnapshot, AppError> {
+/// Checks the epochs form and turns it into the worker's request.
+pub fn epochs_request(form: &EpochsForm) -> Result<EpochsRequest, AppError> {
     if form.batch == 0 || form.epochs == 0 || form.steps_per_epoch == 0 {
         return Err(AppError::new(
             "invalid_input",
             "batch, epochs and steps per epoch must all be 1 or more",
         ));
     }
-    let req = EpochsRequest {
+    Ok(EpochsRequest {
         device: form.device.clone(),
         workload: form.workload.clone(),
         input_shape: None,
@@ -138,7 +132,18 @@ pub async fn start_epochs(
         release: Release::parse(&form.release)?,
         leak_mib: if form.leak_demo { LEAK_DEMO_MIB } else { 0 },
         threads: None,
-    };
+    })
+}
+
+/// Trains one batch for several epochs in the worker and judges memory growth.
+#[tauri::command]
+pub async fn start_epochs(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    form: EpochsForm,
+    on_update: Channel<MemorySnapshot>,
+) -> Result<MemorySnapshot, AppError> {
+    let req = epochs_request(&form)?;
     let exe = jobs::worker_binary()?;
     let t = EpochThresholds::default();
     let snapshot = Arc::new(Mutex::new(MemorySnapshot {

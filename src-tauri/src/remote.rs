@@ -44,6 +44,8 @@ pub async fn add_host(profile: HostProfile, replace: bool) -> Result<HostProfile
 pub async fn remove_host(name: String) -> Result<bool, AppError> {
     blocking(move || {
         let mut hosts = Hosts::load()?;
+        // An unknown name is refused as the CLI refuses it, and nothing is rewritten.
+        hosts.get(&name)?;
         let removed = hosts.remove(&name);
         save_and_sync(&hosts)?;
         Ok(removed)

@@ -134,6 +134,7 @@ pub const MENU: &[(&str, &str)] = &[
     ("readiness", "Readiness"),
     ("sweep", "Run sweep"),
     ("open", "Open Headroom"),
+    ("about", "About Headroom"),
     ("quit", "Quit"),
 ];
 
@@ -188,7 +189,7 @@ pub fn build<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
         .show_menu_on_left_click(false)
         .on_menu_event(|app, event| match event.id.as_ref() {
             "quit" => app.exit(0),
-            "readiness" | "sweep" => {
+            "readiness" | "sweep" | "about" => {
                 crate::show_popover(app, None);
                 let _ = app.emit(crate::NAVIGATE_EVENT, event.id.as_ref());
             }
@@ -385,7 +386,16 @@ mod tests {
     #[test]
     fn the_menu_and_the_icon() {
         let labels: Vec<_> = MENU.iter().map(|(_, l)| *l).collect();
-        assert_eq!(labels, ["Readiness", "Run sweep", "Open Headroom", "Quit"]);
+        assert_eq!(
+            labels,
+            [
+                "Readiness",
+                "Run sweep",
+                "Open Headroom",
+                "About Headroom",
+                "Quit"
+            ]
+        );
         let px = icon_rgba(Colour::Red, 32);
         assert_eq!(px.len(), 32 * 32 * 4);
         // The centre is the colour (lightened), the corner transparent.

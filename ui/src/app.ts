@@ -1,6 +1,8 @@
-// The popover: six tabs over one backend, opening on the Overview.
+// The popover: six tabs over one backend, opening on the Overview; About sits behind a small
+// button in the header (and the tray menu).
 import type { Backend } from "./backend";
 import { el } from "./format";
+import { aboutPanel } from "./panels/about";
 import { memoryPanel } from "./panels/memory";
 import { overviewPanel } from "./panels/overview";
 import { readinessPanel } from "./panels/readiness";
@@ -8,7 +10,8 @@ import { remotePanel } from "./panels/remote";
 import { runsPanel } from "./panels/runs";
 import { sweepPanel } from "./panels/sweep";
 
-export type Tab = "overview" | "readiness" | "sweep" | "memory" | "runs" | "remote";
+export type Tab = "overview" | "readiness" | "sweep" | "memory" | "runs" | "remote" | "about";
+const TABS: Tab[] = ["overview", "readiness", "sweep", "memory", "runs", "remote", "about"];
 
 export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): void } {
   const overview = overviewPanel(backend, () => show("remote"));
@@ -17,6 +20,7 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
   const memory = memoryPanel(backend);
   const runs = runsPanel(backend);
   const remote = remotePanel(backend, (t) => show(t));
+  const about = aboutPanel(backend);
   const panels: Record<Tab, HTMLElement> = {
     overview: overview.root,
     readiness: readiness.root,
@@ -24,22 +28,30 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
     memory: memory.root,
     runs: runs.root,
     remote: remote.root,
+    about: about.root,
   };
   const nav = el("nav", "tabs");
   const buttons = new Map<Tab, HTMLButtonElement>();
-  const titles: Record<Tab, string> = { overview: "Overview", readiness: "Readiness", sweep: "Sweep", memory: "Memory", runs: "Ledger", remote: "Remote" };
+  const titles: Record<Tab, string> = { overview: "Overview", readiness: "Readiness", sweep: "Sweep", memory: "Memory", runs: "Ledger", remote: "Remote", about: "About" };
   const main = el("main");
-  for (const tab of Object.keys(panels) as Tab[]) {
-    const b = el("button", "tab", titles[tab]);
-    b.dataset.testid = `tab-${tab}`;
-    b.addEventListener("click", () => show(tab));
+  const aboutButton = el("button", "about-link", "About");
+  aboutButton.dataset.testid = "tab-about";
+  aboutButton.addEventListener("click", () => show("about"));
+  for (const tab of TABS) {
+    const b = tab === "about" ? aboutButton : el("button", "tab", titles[tab]);
+    if (tab !== "about") {
+      b.dataset.testid = `tab-${tab}`;
+      b.addEventListener("click", () => show(tab));
+      nav.append(b);
+    }
     buttons.set(tab, b);
-    nav.append(b);
     panels[tab].hidden = true;
     main.append(panels[tab]);
   }
   const header = el("header");
-  header.append(el("h1", undefined, "Headroom"), nav);
+  const title = el("div", "title-row");
+  title.append(el("h1", undefined, "Headroom"), aboutButton);
+  header.append(title, nav);
   root.replaceChildren(header, main);
   // Readiness refreshes when shown (the popover opening) unless checked in the last minute.
   let checkedAt = 0;
@@ -60,9 +72,10 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
     if (tab === "memory") void memory.restore();
     if (tab === "runs") void runs.load();
     if (tab === "remote") void remote.load();
+    if (tab === "about") void about.load();
   }
   backend.onNavigate((p) => {
-    if (p === "overview" || p === "readiness" || p === "sweep" || p === "memory" || p === "runs" || p === "remote") show(p);
+    if ((TABS as string[]).includes(p)) show(p as Tab);
   });
   document.addEventListener("visibilitychange", () => {
     if (document.visibilityState === "visible") show(current);

@@ -35,4 +35,42 @@ describe("popover", () => {
     await flush();
     expect(b.calls).toContain("runReport 3");
   });
+
+  it("shows About from the header button and the tray, with the worker's libtorch and errors said plainly", async () => {
+    const about = {
+      version: "0.1.0", commit: "0123abcd4567", worker: "/usr/bin/headroom",
+      worker_version: "headroom 0.1.0 (commit 0123abcd4567, libtorch 2.11.0)", libtorch: "2.11.0", worker_error: null,
+    };
+    const b = mockBackend({ report: h200Report(), about });
+    const root = document.createElement("div");
+    mount(root, b);
+    await flush();
+    const tabs = Array.from(root.querySelectorAll(".tabs button")).map((x) => x.textContent);
+    expect(tabs).not.toContain("About");
+    root.querySelector<HTMLElement>('[data-testid="tab-about"]')!.click();
+    await flush();
+    const panel = root.querySelector<HTMLElement>('[data-testid="panel-about"]')!;
+    expect(panel.hidden).toBe(false);
+    const cell = (id: string) => panel.querySelector(`[data-testid="${id}"]`)?.textContent;
+    expect(cell("about-version")).toBe("0.1.0");
+    expect(cell("about-commit")).toBe("0123abcd4567");
+    expect(cell("about-libtorch")).toBe("2.11.0");
+    expect(cell("about-worker")).toBe("/usr/bin/headroom");
+    b.navigate("overview");
+    expect(panel.hidden).toBe(true);
+    b.navigate("about");
+    expect(panel.hidden).toBe(false);
+
+    const broken = mockBackend({
+      report: h200Report(),
+      about: { ...about, worker: null, worker_version: null, libtorch: null, worker_error: "cannot find the `headroom` binary" },
+    });
+    const root2 = document.createElement("div");
+    mount(root2, broken).show("about");
+    await flush();
+    expect(root2.querySelector('[data-testid="about-libtorch"]')?.textContent).toBe("unknown");
+    const status = root2.querySelector<HTMLElement>('[data-testid="about-status"]')!;
+    expect(status.textContent).toContain("cannot find the `headroom` binary");
+    expect(status.classList.contains("error")).toBe(true);
+  });
 });

@@ -760,3 +760,90 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
         "{rec_text} vs {chosen}"
     );
 }
+
+/// The app on a damaged ledger file starts, keeps the file as it was, and says in each panel that
+/// reads the ledger what is wrong and what to do, while the readiness verdict (which needs no
+/// ledger) still shows. Then About: the app's commit and the worker's libtorch, in the window.
+#[test]
+#[ignore = "needs Xvfb, tauri-driver and WebKitWebDriver: run scripts/e2e.sh"]
+fn a_damaged_ledger_is_said_plainly_and_about_names_the_libtorch() {
+    let app = env_path("HEADROOM_E2E_APP");
+    let out = env_path("HEADROOM_E2E_OUT");
+    std::fs::create_dir_all(&out).expect("output dir");
+    let home = tempfile::tempdir().expect("temp HEADROOM_HOME");
+    let ledger = home.path().join("ledger.sqlite3");
+    let garbage: Vec<u8> = (0..64 * 1024u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(&ledger, &garbage).expect("write a damaged ledger");
+    let driver = start_driver(home.path());
+    let s = Session::new(&driver, &app);
+
+    // Overview: the decision table still comes, with the ledger's problem under it.
+    s.wait(r#"[data-testid="verdict-headline"]"#, 60);
+    let note = s.wait(r#".panel.overview .note"#, 30);
+    let text = s.text(&note);
+    assert!(
+        text.contains("ledger.sqlite3") && text.contains("move it aside"),
+        "{text}"
+    );
+
+    // Readiness: the lights, and a note that this check was not recorded and why.
+    s.click(&s.wait(r#"[data-testid="tab-readiness"]"#, 5));
+    let cpu = s.wait(r#"[data-testid="light-cpu"]"#, 120);
+    assert_eq!(s.attr(&cpu, "data-state").as_deref(), Some("green"));
+    let notes: Vec<String> = s
+        .find_all(r#".panel.readiness .note"#)
+        .iter()
+        .map(|e| s.text(e))
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("not recorded in the ledger") && n.contains("move it aside")),
+        "{notes:?}"
+    );
+
+    // Ledger: the message with the file and what to do.
+    s.click(&s.wait(r#"[data-testid="tab-runs"]"#, 5));
+    let until = Instant::now() + Duration::from_secs(20);
+    let status = s.wait(r#"[data-testid="ledger-status"]"#, 5);
+    while !s.text(&status).contains("cannot read the ledger") {
+        assert!(Instant::now() < until, "{}", s.text(&status));
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let said = s.text(&status);
+    assert!(said.contains("move it aside"), "{said}");
+    s.screenshot(&out.join("damaged_ledger.png"));
+    assert_eq!(
+        std::fs::read(&ledger).expect("the ledger file"),
+        garbage,
+        "the damaged ledger must be left as it was"
+    );
+
+    // About: this build's commit, and the worker's own version line with its libtorch.
+    s.click(&s.wait(r#"[data-testid="tab-about"]"#, 5));
+    let lt = s.wait(r#"[data-testid="about-libtorch"]"#, 30);
+    assert_eq!(s.text(&lt), "2.11.0");
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .expect("git rev-parse");
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+    let commit = s.text(&s.wait(r#"[data-testid="about-commit"]"#, 5));
+    assert!(commit.starts_with(&head), "{commit} vs {head}");
+    let says = s.text(&s.wait(r#"[data-testid="about-worker-version"]"#, 5));
+    assert!(
+        says.starts_with("headroom ") && says.contains(&head) && says.contains("libtorch 2.11.0"),
+        "{says}"
+    );
+    let worker = s.text(&s.wait(r#"[data-testid="about-worker"]"#, 5));
+    assert_eq!(
+        PathBuf::from(worker),
+        env_path("HEADROOM_E2E_WORKER"),
+        "the worker the app runs"
+    );
+    s.screenshot(&out.join("about.png"));
+    s.close();
+    drop(driver);
+}

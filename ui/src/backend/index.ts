@@ -1,6 +1,7 @@
 // The one door to the app's backend. Only this folder imports @tauri-apps; panels get a
 // `Backend` and never know whether it is the real app or the mock their tests use.
 import type {
+  About,
   AppError,
   Comparison,
   EpochsForm,
@@ -60,6 +61,8 @@ export interface Backend {
   /** Opens the SSH tunnel to the host's screen and the OS viewer; returns the vnc:// URL. */
   openVnc(name: string): Promise<string>;
   closeVnc(): Promise<boolean>;
+  /** The app's version and commit, and the `headroom` it runs (its version and libtorch). */
+  about(): Promise<About>;
   /** Calls `f` with a panel name when the tray asks for one. */
   onNavigate(f: (panel: string) => void): void;
 }

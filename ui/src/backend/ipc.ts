@@ -519,3 +519,29 @@ lines: Array<string>,
  * Both runs' curves in one picture, when both have points.
  */
 chart_svg: string | null, };
+
+export type About = { 
+/**
+ * The app's version (Cargo's, the same as the bundle's).
+ */
+version: string, 
+/**
+ * The commit the app was built from (`+dirty` when built from changed files).
+ */
+commit: string, 
+/**
+ * The `headroom` binary workers run from.
+ */
+worker: string | null, 
+/**
+ * Its `--version` line, as it printed it.
+ */
+worker_version: string | null, 
+/**
+ * The libtorch version that binary runs with.
+ */
+libtorch: string | null, 
+/**
+ * Why the binary could not be found or asked, with what to do.
+ */
+worker_error: string | null, };

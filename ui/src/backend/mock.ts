@@ -2,6 +2,7 @@
 // it records calls and replays what a test gives it.
 import type { Backend } from "./index";
 import type {
+  About,
   CheckReport,
   Comparison,
   EpochsForm,
@@ -42,6 +43,7 @@ export function mockBackend(opts: {
   keys?: KeyInfo[];
   check?: CheckReport;
   comparison?: Comparison;
+  about?: About;
 }): MockBackend {
   const hosts: HostProfile[] = [...(opts.hosts ?? [])];
   let overviewListener: ((s: OverviewSnapshot) => void) | null = null;
@@ -199,6 +201,11 @@ export function mockBackend(opts: {
     async closeVnc() {
       m.calls.push("closeVnc");
       return true;
+    },
+    async about() {
+      m.calls.push("about");
+      if (!opts.about) throw { code: "internal", message: "no about in this mock" };
+      return opts.about;
     },
     onOverview(f) {
       overviewListener = f;

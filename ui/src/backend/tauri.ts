@@ -4,6 +4,7 @@ import { listen } from "@tauri-apps/api/event";
 
 import type { Backend } from "./index";
 import type {
+  About,
   CheckReport,
   Comparison,
   EpochsForm,
@@ -59,6 +60,7 @@ export function tauriBackend(): Backend {
     migration: (name: string) => invoke<MigrationCommands>("migration", { name, project: null }),
     openVnc: (name: string) => invoke<string>("open_vnc", { name }),
     closeVnc: () => invoke<boolean>("close_vnc"),
+    about: () => invoke<About>("about"),
     onOverview(f: (s: OverviewSnapshot) => void) {
       void listen<OverviewSnapshot>("headroom://overview", (e) => f(e.payload));
     },

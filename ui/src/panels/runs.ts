@@ -223,6 +223,7 @@ export function runsPanel(backend: Backend): { root: HTMLElement; load(): Promis
   async function load(): Promise<void> {
     try {
       runs = await backend.listRuns(200);
+      status.classList.remove("error");
       const present = new Set(runs.map((r) => r.id));
       for (const id of Array.from(ticked)) if (!present.has(id)) ticked.delete(id);
       options(selects.kind, runs.map((r) => r.kind), filters.kind);
@@ -233,6 +234,7 @@ export function runsPanel(backend: Backend): { root: HTMLElement; load(): Promis
       render();
     } catch (e) {
       status.textContent = `cannot read the ledger: ${asAppError(e).message}`;
+      status.classList.add("error");
     }
   }
   return { root, load };

@@ -245,9 +245,8 @@ pub fn run(c: &RemoteCommand) -> Result<ExitCode> {
         }
         RemoteCommand::Rm { name } => {
             let mut hosts = Hosts::load()?;
-            if !hosts.remove(name) {
-                anyhow::bail!("no remote host named {name:?}; `headroom remote list` shows them");
-            }
+            hosts.get(name)?;
+            hosts.remove(name);
             hosts.save()?;
             sync(&hosts)?;
             println!("removed {name}");

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Builds Headroom's installable bundle, libtorch inside, so that neither the app nor `headroom`
+# needs a checkout or a Python venv:
+#   Linux: dist/Headroom_<version>_<arch>[_cuda].deb — /usr/bin/headroom-app, /usr/bin/headroom
+#          (Tauri's sidecar), the icons and desktop entry, and the libtorch libraries `headroom`
+#          links in /usr/lib/headroom, found through an rpath of $ORIGIN/../lib/headroom.
+#   macOS: Headroom.app and a .dmg — `headroom` in Contents/MacOS beside the app, the libtorch
+#          dylibs in Contents/Frameworks, found through @rpath = @executable_path/../Frameworks.
+# HEADROOM_BUNDLE_FLAVOUR=cpu (default: libtorch's CPU libraries only, no libtorch_cuda) or cuda
+# (Linux: also libtorch_cuda and the CUDA, cuDNN, NCCL… libraries it needs; several GB).
+# HEADROOM_SKIP_BOOTSTRAP=1 when bootstrap.sh has just run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "${HEADROOM_SKIP_BOOTSTRAP:-}" = 1 ] || bash scripts/bootstrap.sh
+TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+flavour=${HEADROOM_BUNDLE_FLAVOUR:-cpu}
+case "$flavour" in cpu|cuda) ;; *) echo "bundle: HEADROOM_BUNDLE_FLAVOUR must be cpu or cuda, not '$flavour'" >&2; exit 2 ;; esac
+TORCH_LIB=$(.venv/bin/python -c 'import importlib.util, os; print(os.path.join(importlib.util.find_spec("torch").submodule_search_locations[0], "lib"))')
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+triple=$(rustc -vV | sed -n 's/^host: //p')
+stage=dist/bundle
+rm -rf "$stage"
+mkdir -p "$stage/sidecar" "$stage/lib"
+sidecar="$stage/sidecar/headroom-$triple"
+cp "$TARGET_DIR/release/headroom" "$sidecar"
+chmod 755 "$sidecar"
+export CARGO_TARGET_DIR="$TARGET_DIR"
+tauri=ui/node_modules/.bin/tauri
+
+case "$(uname -s)" in
+Linux)
+  if ! command -v patchelf >/dev/null; then
+    if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq patchelf >/dev/null
+    else
+      echo "bundle: patchelf is missing: sudo apt-get install patchelf" >&2; exit 1
+    fi
+  fi
+  strip "$sidecar"
+  # The build links libtorch_cuda on purpose (so CUDA works from a venv); the CPU bundle drops
+  # it: headroom calls nothing in it directly, it only registers the CUDA backend.
+  if [ "$flavour" = cpu ]; then patchelf --remove-needed libtorch_cuda.so "$sidecar"; fi
+  # The only rpath: the bundle's own library folder (the build's points into .venv).
+  patchelf --set-rpath '$ORIGIN/../lib/headroom' "$sidecar"
+  python3 scripts/bundle_libs.py "$sidecar" "$TORCH_LIB" "$stage/lib" --flavour "$flavour"
+  for f in "$stage"/lib/*; do patchelf --set-rpath '$ORIGIN' "$f"; done
+  echo "bundle: building the .deb (tauri build; recompiles headroom-app with the bundle's configuration)"
+  "$tauri" build --no-bundle --config src-tauri/bundle/linux.conf.json
+  # The release profile keeps line tables for backtraces (170 MB); the package does not need them.
+  strip "$TARGET_DIR/release/headroom-app"
+  "$tauri" bundle --bundles deb --config src-tauri/bundle/linux.conf.json
+  deb=$(ls -t "$TARGET_DIR"/release/bundle/deb/*.deb | head -1)
+  suffix=""; [ "$flavour" = cuda ] && suffix="_cuda"
+  out="dist/Headroom_${version}_$(dpkg --print-architecture 2>/dev/null || uname -m)${suffix}.deb"
+  cp "$deb" "$out"
+  echo "bundle: $out ($(du -h "$out" | cut -f1); installed: $(du -sh "$stage/lib" | cut -f1) of libraries, see $stage/LIBRARIES)"
+  ;;
+Darwin)
+  # Untested here (no Mac in this project's machines); see README "Bundles".
+  build_rpath=$(otool -l "$sidecar" | awk '/LC_RPATH/ {getline; getline; print $2}' | grep -F "$TORCH_LIB" || true)
+  for r in $build_rpath; do install_name_tool -delete_rpath "$r" "$sidecar"; done
+  install_name_tool -add_rpath @executable_path/../Frameworks "$sidecar"
+  codesign --force --sign - "$sidecar"
+  for name in libtorch.dylib libtorch_cpu.dylib libc10.dylib libomp.dylib; do
+    cp "$TORCH_LIB/$name" "$stage/lib/$name"
+    chmod 644 "$stage/lib/$name"
+    install_name_tool -id "@rpath/$name" "$stage/lib/$name"
+    # Each finds its siblings in Contents/Frameworks through @loader_path.
+    otool -l "$stage/lib/$name" | grep -q "path @loader_path " || install_name_tool -add_rpath @loader_path "$stage/lib/$name"
+    codesign --force --sign - "$stage/lib/$name"
+  done
+  "$tauri" build --bundles app,dmg --config src-tauri/bundle/macos.conf.json
+  echo "bundle: $(ls -d "$TARGET_DIR"/release/bundle/macos/*.app "$TARGET_DIR"/release/bundle/dmg/*.dmg)"
+  ;;
+*) echo "bundle: no bundle for $(uname -s)" >&2; exit 1 ;;
+esac

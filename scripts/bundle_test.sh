@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Installs the .deb that scripts/bundle.sh built into a clean Debian root (debootstrap, minbase,
+# no container) and runs Headroom from the installed files alone: `headroom --version`,
+# `headroom doctor --json` and a small CPU sweep, with nothing of the build tree or its venv
+# reachable (the chroot holds only Debian's minbase, the .deb and what apt installs for it).
+# Linux, as root. The Debian root is cached as a tarball (~/.cache/headroom) and copied afresh
+# for every run.
+#   bash scripts/bundle_test.sh [DEB]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fail() { echo "bundle_test: FAIL: $*" >&2; exit 1; }
+[ "$(uname -s)" = Linux ] && [ "$(id -u)" = 0 ] || fail "needs Linux and root (debootstrap, chroot, mounts)"
+deb=${1:-$(ls -t dist/Headroom_*.deb 2>/dev/null | head -1)}
+[ -f "$deb" ] || fail "no .deb: run scripts/bundle.sh first"
+commit=$(git rev-parse --short=12 HEAD)
+export DEBIAN_FRONTEND=noninteractive
+command -v debootstrap >/dev/null || apt-get install -y -qq debootstrap >/dev/null
+cache=${HEADROOM_CHROOT_CACHE:-$HOME/.cache/headroom/bookworm-minbase.tar}
+if [ ! -s "$cache" ]; then
+  echo "bundle_test: making a clean Debian 12 root with debootstrap (minbase; once per machine)"
+  tmp=$(mktemp -d /tmp/headroom-debootstrap.XXXXXX)
+  debootstrap --variant=minbase bookworm "$tmp" http://deb.debian.org/debian >"$tmp.log" 2>&1 \
+    || { tail -20 "$tmp.log" >&2; fail "debootstrap failed"; }
+  mkdir -p "$(dirname "$cache")"
+  tar -C "$tmp" -cf "$cache.part" . && mv "$cache.part" "$cache"
+  rm -rf "$tmp" "$tmp.log"
+fi
+root=$(mktemp -d /tmp/headroom-root.XXXXXX)
+xvfb=""
+cleanup() {
+  [ -z "$xvfb" ] || kill "$xvfb" 2>/dev/null || true
+  for m in tmp/.X11-unix dev/pts dev sys proc; do umount -l "$root/$m" 2>/dev/null || true; done
+  rm -rf --one-file-system "$root"
+}
+trap cleanup EXIT
+tar -C "$root" -xf "$cache"
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+mount -t proc proc "$root/proc"
+mount -t sysfs sys "$root/sys"
+mount --bind /dev "$root/dev"
+mount --bind /dev/pts "$root/dev/pts"
+in_root() { chroot "$root" env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 "$@"; }
+
+# Nothing of the build is there to be found by accident.
+[ ! -e "$root$PWD" ] || fail "the checkout is visible inside the root"
+in_root sh -c 'command -v python3' >/dev/null && fail "the clean root has a python3 before the install"
+
+cp "$deb" "$root/tmp/headroom.deb"
+echo "bundle_test: apt-get install ./$(basename "$deb") in the clean root (pulls WebKitGTK & co.)"
+t0=$(date +%s)
+in_root apt-get update -qq
+in_root apt-get install -y -qq --no-install-recommends /tmp/headroom.deb >"$root/tmp/apt.log" 2>&1 \
+  || { tail -30 "$root/tmp/apt.log" >&2; fail "apt-get install of the .deb failed"; }
+echo "bundle_test: installed in $(( $(date +%s) - t0 )) s"
+
+# The package's files: both binaries, the desktop entry, icons, libtorch beside them.
+files=$(in_root dpkg -L headroom)
+for want in /usr/bin/headroom /usr/bin/headroom-app /usr/lib/headroom/libtorch_cpu.so \
+            /usr/lib/headroom/libc10.so /usr/share/doc/headroom/LIBRARIES; do
+  grep -qx "$want" <<<"$files" || fail "the package has no $want"
+done
+grep -q '^/usr/share/applications/.*\.desktop$' <<<"$files" || fail "no desktop entry"
+grep -q '^/usr/share/icons/hicolor/.*/apps/.*\.png$' <<<"$files" || fail "no icons"
+
+# rpath: only $ORIGIN-relative, nothing from the build machine.
+rp=$(readelf -dW "$root/usr/bin/headroom" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p;s/.*(RPATH).*\[\(.*\)\]/\1/p')
+[ "$rp" = '$ORIGIN/../lib/headroom' ] || fail "headroom's rpath is '$rp'"
+for lib in "$root"/usr/lib/headroom/*.so*; do
+  r=$(readelf -dW "$lib" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p;s/.*(RPATH).*\[\(.*\)\]/\1/p')
+  [ -z "$r" ] || [ "$r" = '$ORIGIN' ] || fail "$(basename "$lib") has rpath '$r'"
+done
+for bin in /usr/bin/headroom /usr/bin/headroom-app; do
+  missing=$(in_root ldd "$bin" | grep "not found" || true)
+  [ -z "$missing" ] || fail "$bin: $missing"
+  in_root ldd "$bin" | grep -E "=> /(work|root|tmp)/" && fail "$bin resolves a library outside the system and the bundle"
+done
+for lib in libtorch_cpu.so libc10.so; do
+  in_root ldd /usr/bin/headroom | grep -Eq "$lib => /usr/(bin/\.\./)?lib/headroom/$lib " \
+    || fail "headroom does not load the bundled $lib: $(in_root ldd /usr/bin/headroom)"
+done
+
+# Run it from the installed files alone.
+v=$(in_root headroom --version)
+echo "bundle_test: $v"
+grep -q "libtorch 2.11.0" <<<"$v" || fail "--version does not name libtorch 2.11.0: $v"
+grep -q "commit $commit" <<<"$v" || fail "--version does not name the commit $commit: $v"
+in_root sh -c 'HEADROOM_HOME=/root/hr headroom doctor --json > /tmp/doctor.json' \
+  || fail "headroom doctor failed"
+in_root sh -c 'HEADROOM_HOME=/root/hr headroom sweep --device cpu --workload mlp --batches 1,4,16 --steps 3 --json > /tmp/sweep.json' \
+  || fail "the CPU sweep failed"
+python3 - "$root/tmp/doctor.json" "$root/tmp/sweep.json" <<'PY' || fail "the installed headroom's answers are wrong"
+import json, sys
+doctor = json.load(open(sys.argv[1]))
+lt = doctor.get("libtorch") or {}
+assert str(lt.get("version", "")).startswith("2.11.0"), f"libtorch facts: {lt}"
+cpu = [d for d in lt.get("devices", []) if d.get("device") == "cpu"]
+assert cpu and cpu[0].get("matmul_ok"), f"the CPU device check: {lt.get('devices')}"
+sweep = json.load(open(sys.argv[2]))
+pts = [p for p in sweep["points"] if p["status"] == "ok"]
+assert [p["batch"] for p in pts] == [1, 4, 16], sweep["points"]
+assert all(p["samples_per_s"] > 0 for p in pts)
+print(f"bundle_test: doctor: libtorch {lt['version']}; sweep: "
+      + ", ".join(f"{p['batch']}: {p['samples_per_s']:.0f}/s" for p in pts))
+PY
+# The app from the installed files: it starts (on the host's Xvfb, whose socket alone is shared),
+# finds its worker beside itself and keeps running.
+if command -v Xvfb >/dev/null; then
+  n=77; while [ -e "/tmp/.X11-unix/X$n" ] || [ -e "/tmp/.X$n-lock" ]; do n=$((n + 1)); done
+  Xvfb ":$n" -screen 0 1024x768x24 -nolisten tcp >/dev/null 2>&1 &
+  xvfb=$!
+  for _ in $(seq 50); do [ -e "/tmp/.X11-unix/X$n" ] && break; sleep 0.1; done
+  mkdir -p "$root/tmp/.X11-unix"
+  mount --bind /tmp/.X11-unix "$root/tmp/.X11-unix"
+  set +e
+  in_root sh -c "DISPLAY=:$n HEADROOM_HOME=/root/hr timeout 10 headroom-app --open > /tmp/app.log 2>&1"
+  rc=$?
+  set -e
+  [ "$rc" = 124 ] || { cat "$root/tmp/app.log" >&2; fail "headroom-app exited ($rc) instead of running"; }
+  grep -q "workers from /usr/bin/headroom$" "$root/tmp/app.log" \
+    || { cat "$root/tmp/app.log" >&2; fail "headroom-app did not find its worker beside itself"; }
+  echo "bundle_test: headroom-app ran 10 s from the package, workers from /usr/bin/headroom"
+else
+  echo "bundle_test: no Xvfb here; the app's start was not tried"
+fi
+in_root test -s /root/hr/ledger.sqlite3 || in_root sh -c 'ls /root/hr/*.sqlite* >/dev/null 2>&1' || fail "no ledger written"
+echo "bundle_test: passed ($(du -h "$deb" | cut -f1) .deb; $(du -sh "$root/usr/lib/headroom" | cut -f1) of libraries installed)"

@@ -1,0 +1,159 @@
+//! The About panel: this app's version and commit, and the `headroom` it starts workers from, in
+//! that binary's own words (`headroom --version`: its version, its commit and the libtorch it
+//! carries). In an installed bundle both sit side by side, so this is also how a user sees which
+//! libtorch came with the app.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use headroom_core::jobs;
+use serde::Serialize;
+
+use crate::error::AppError;
+
+/// What the About panel shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ts_rs::TS)]
+pub struct About {
+    /// The app's version (Cargo's, the same as the bundle's).
+    pub version: String,
+    /// The commit the app was built from (`+dirty` when built from changed files).
+    pub commit: String,
+    /// The `headroom` binary workers run from.
+    pub worker: Option<String>,
+    /// Its `--version` line, as it printed it.
+    pub worker_version: Option<String>,
+    /// The libtorch version that binary runs with.
+    pub libtorch: Option<String>,
+    /// Why the binary could not be found or asked, with what to do.
+    pub worker_error: Option<String>,
+}
+
+/// The libtorch version in a `headroom --version` line
+/// (`headroom 0.1.0 (commit 0123abcd4567, libtorch 2.11.0)`).
+pub fn libtorch_of(version_line: &str) -> Option<String> {
+    let rest = &version_line[version_line.find("libtorch ")? + "libtorch ".len()..];
+    let v: String = rest
+        .chars()
+        .take_while(|c| !matches!(c, ')' | ',') && !c.is_whitespace())
+        .collect();
+    (!v.is_empty()).then_some(v)
+}
+
+/// Runs `exe --version`, ending it after `limit`.
+fn ask_version(exe: &Path, limit: Duration) -> Result<String, String> {
+    let mut child = Command::new(exe)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if started.elapsed() < limit => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "{} --version gave no answer in {} s",
+                    exe.display(),
+                    limit.as_secs()
+                ));
+            }
+            Err(e) => return Err(format!("waiting for {}: {e}", exe.display())),
+        }
+    };
+    let mut out = String::new();
+    let mut err = String::new();
+    if let Some(mut s) = child.stdout.take() {
+        let _ = s.read_to_string(&mut out);
+    }
+    if let Some(mut s) = child.stderr.take() {
+        let _ = s.read_to_string(&mut err);
+    }
+    if status.success() {
+        Ok(out.trim().to_owned())
+    } else {
+        Err(format!(
+            "{} --version failed ({status}): {}. Reinstall Headroom, or build it with scripts/bootstrap.sh.",
+            exe.display(),
+            err.trim()
+        ))
+    }
+}
+
+/// Gathers the About facts (blocking: starts `headroom --version`).
+pub fn gather() -> About {
+    let mut about = About {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        commit: env!("HEADROOM_COMMIT").to_owned(),
+        worker: None,
+        worker_version: None,
+        libtorch: None,
+        worker_error: None,
+    };
+    match jobs::worker_binary() {
+        Err(e) => about.worker_error = Some(e.to_string()),
+        Ok(exe) => {
+            about.worker = Some(exe.display().to_string());
+            match ask_version(&exe, Duration::from_secs(20)) {
+                Ok(line) => {
+                    about.libtorch = libtorch_of(&line);
+                    about.worker_version = Some(line);
+                }
+                Err(e) => about.worker_error = Some(e),
+            }
+        }
+    }
+    about
+}
+
+/// The About panel's facts.
+#[tauri::command]
+pub async fn about() -> Result<About, AppError> {
+    crate::commands::blocking(|| Ok(gather())).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_libtorch_version_is_read_off_the_version_line() {
+        assert_eq!(
+            libtorch_of("headroom 0.1.0 (commit 0123abcd4567+dirty, libtorch 2.11.0)").as_deref(),
+            Some("2.11.0")
+        );
+        assert_eq!(
+            libtorch_of("headroom 0.2.0 (commit unknown, libtorch 2.13.0+cu130)").as_deref(),
+            Some("2.13.0+cu130")
+        );
+        assert_eq!(libtorch_of("headroom 0.1.0"), None);
+        assert_eq!(libtorch_of("headroom (libtorch )"), None);
+    }
+
+    /// A binary that is missing, fails or hangs is named with what went wrong (the real one is
+    /// asked in the e2e test, through the window).
+    #[test]
+    fn a_missing_or_broken_binary_gives_a_clear_error() {
+        let e = ask_version(Path::new("/nonexistent/headroom"), Duration::from_secs(2))
+            .expect_err("no such file");
+        assert!(e.contains("cannot start /nonexistent/headroom"), "{e}");
+        let e = ask_version(Path::new("/bin/false"), Duration::from_secs(5)).expect_err("fails");
+        assert!(e.contains("failed") && e.contains("Reinstall"), "{e}");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let slow = dir.path().join("slow");
+        std::fs::write(&slow, "#!/bin/sh\nsleep 30\n").expect("write");
+        let mut p = std::fs::metadata(&slow).expect("meta").permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
+        std::fs::set_permissions(&slow, p).expect("chmod");
+        let t = Instant::now();
+        let e = ask_version(&slow, Duration::from_secs(1)).expect_err("hangs");
+        assert!(e.contains("no answer in 1 s"), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(10));
+    }
+}
