@@ -6,7 +6,8 @@
 #
 # Parts (all by default): answer (time to answer vs Lightning and accelerate), limit (matmul bf16
 # and copy vs PyTorch), start (worker start to first step), oom (real OOMs then 100 steps),
-# fidelity (samples/s vs a torch.utils.benchmark loop). Tables on stdout, raw JSON in OUT.
+# fidelity (samples/s vs a torch.utils.benchmark loop), timeline (where one sweep's wall time goes,
+# point by point). Tables on stdout, raw JSON in OUT.
 set -uo pipefail
 HR=${1:-dist/headroom}; shift || true
 PARTS=${*:-answer limit start oom fidelity}
@@ -28,6 +29,8 @@ for part in $PARTS; do
     fidelity) python3 bench/fidelity.py --headroom "$HR" --python python3 --device cuda \
               --workloads vit-tiny,gpt-tiny,cnn,mlp --batches 8,64,256 --rounds 2 \
               --out "$OUT/fidelity.json" | tee "$OUT/fidelity.md" ;;
+    timeline) python3 bench/answer_timeline.py --headroom "$HR" --device cuda --workload vit-tiny \
+              --out "$OUT/timeline.json" | tee "$OUT/timeline.md" ;;
     *) echo "unknown part $part" >&2 ;;
   esac
 done

@@ -8,7 +8,10 @@
 //! [`PLATEAU_GAIN`] (10 %) in throughput (the knee is behind), it stops doubling and jumps straight to
 //! the largest batch the line says fits, then verifies that batch by running it; between a fitting
 //! and a failing batch it tries the line's answer instead of the midpoint. A verified point that
-//! turns out over budget is measured, so the next line goes through it and lands closer.
+//! turns out over budget is measured, so the next line goes through it and lands closer. In the
+//! launch-bound range, where throughput has grown in proportion to the batch twice in a row (the
+//! step time is flat: the device waits on kernel launches, not arithmetic), it strides ×4
+//! instead of ×2 ([`LINEAR_SCALING`]): the points it skips would only repeat the same step time.
 //! Pure: it never runs anything, the worker feeds it outcomes.
 
 use crate::protocol::{BatchPlan, PointStatus};
@@ -23,6 +26,10 @@ pub const PLATEAU_GAIN: f64 = 0.10;
 
 /// The doubling before that one must have gained less than this (see `Planner::plateau`).
 pub const SATURATING_GAIN: f64 = 0.5;
+
+/// Throughput that grew at least this share of the batch's growth (×1.8 for a doubling) counts as
+/// proportional to the batch: the step time is flat, the range is launch-bound.
+pub const LINEAR_SCALING: f64 = 0.9;
 
 /// What the planner wants done next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +190,27 @@ impl Planner {
         flat && saturating
     }
 
+    /// Whether the last two steps between fitting points (ascending) each grew throughput in
+    /// proportion to the batch, within [`LINEAR_SCALING`]: a flat step time.
+    fn launch_bound(&self) -> bool {
+        let mut ok: Vec<(u32, f64)> = self
+            .outcomes
+            .iter()
+            .filter(|o| o.status == PointStatus::Ok)
+            .filter_map(|o| o.samples_per_s.map(|s| (o.batch, s)))
+            .collect();
+        ok.sort_by_key(|o| o.0);
+        let n = ok.len();
+        if n < 3 {
+            return false;
+        }
+        ok[n - 3..].windows(2).all(|w| {
+            let (b0, s0) = w[0];
+            let (b1, s1) = w[1];
+            s0 > 0.0 && s1 / s0 >= LINEAR_SCALING * f64::from(b1) / f64::from(b0)
+        })
+    }
+
     /// The batch the memory line points to above the fitting batch `good`: 1 % below the largest
     /// predicted to fit (measured peaks step with the allocator's block sizes, so aiming at the
     /// line itself lands just over it about half the time), or — when that is within the
@@ -295,6 +323,9 @@ impl Planner {
                 let double = g.saturating_mul(2).min(max);
                 if self.predict && self.plateau() {
                     return Ok(self.guided(g, None, max).unwrap_or(double));
+                }
+                if self.predict && self.launch_bound() {
+                    return Ok(g.saturating_mul(4).min(max));
                 }
                 Ok(double)
             }
@@ -425,8 +456,9 @@ mod tests {
 
     #[test]
     fn one_flat_doubling_among_steep_ones_is_noise_not_the_knee() {
-        // Launch-bound: throughput doubles with the batch, except one noisy point at 8.
-        let noisy = |b: u32| Some(if b == 8 { 420.0 } else { f64::from(b) * 100.0 });
+        // Launch-bound: throughput grows with the batch, except one noisy point at 16 (reached
+        // by a ×4 stride from 4).
+        let noisy = |b: u32| Some(if b == 16 { 420.0 } else { f64::from(b) * 100.0 });
         let (ran, _, limit) = drive_model(
             BatchPlan::Search { start: 1, max: 64 },
             u64::MAX,
@@ -435,8 +467,52 @@ mod tests {
             |b| 1000 + 100 * u64::from(b),
             noisy,
         );
-        assert_eq!(ran, vec![1, 2, 4, 8, 16, 32, 64]);
+        assert_eq!(ran, vec![1, 2, 4, 16, 32, 64]);
         assert_eq!(limit, Limit::MaxBatch);
+    }
+
+    /// The H200's vit-tiny training step (bench/results): flat at 36 ms up to batch 64 (kernel
+    /// launches), then growing with the batch at 0.27 ms per sample.
+    fn h200_vit(b: u32) -> Option<f64> {
+        let b = f64::from(b);
+        Some(b / (0.036_f64).max(0.000_27 * b))
+    }
+
+    #[test]
+    fn the_launch_bound_range_is_crossed_in_strides_of_four() {
+        let (ran, _, limit) = drive_model(
+            BatchPlan::Search {
+                start: 1,
+                max: 1 << 20,
+            },
+            500_000,
+            u64::MAX,
+            true,
+            |b| 1000 + 100 * u64::from(b),
+            h200_vit,
+        );
+        // ×4 while the step time is flat (1 -> 2 -> 4 -> 16 -> 64 -> 256); 64 -> 256 gained less
+        // than ×3.6, so it doubles again until the plateau, then jumps to the memory line.
+        assert_eq!(&ran[..6], &[1, 2, 4, 16, 64, 256], "ran {ran:?}");
+        assert!(!ran.contains(&8) && !ran.contains(&32) && !ran.contains(&128));
+        assert_eq!(limit, Limit::Budget);
+        let fit = ran
+            .iter()
+            .copied()
+            .filter(|b| 1000 + 100 * u64::from(*b) <= 500_000)
+            .max()
+            .unwrap_or(0);
+        assert!(fit >= 4990 * 98 / 100, "ran {ran:?}");
+        // Without prediction it never strides.
+        let (plain, _, _) = drive_model(
+            BatchPlan::Search { start: 1, max: 64 },
+            u64::MAX,
+            u64::MAX,
+            false,
+            |b| 1000 + 100 * u64::from(b),
+            h200_vit,
+        );
+        assert_eq!(plain, vec![1, 2, 4, 8, 16, 32, 64]);
     }
 
     #[test]
@@ -455,7 +531,8 @@ mod tests {
             |b| 1000 + 100 * u64::from(b),
             knee_at_256,
         );
-        assert_eq!(ran, vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 980]);
+        // 1 -> 2 -> 4 nearly doubled throughput twice: a ×4 stride to 16.
+        assert_eq!(ran, vec![1, 2, 4, 16, 32, 64, 128, 256, 512, 980]);
         assert_eq!(skipped, vec![999]);
         assert_eq!(limit, Limit::Budget);
     }
