@@ -72,23 +72,31 @@ pub fn classify_statfs(fs_type: &str, mounted_on: &str, local: bool) -> MountCla
     }
 }
 
-/// mountinfo escapes spaces and a few other bytes as `\ooo`.
+/// mountinfo escapes spaces and a few other bytes as `\ooo`. Works on bytes, so a path in UTF-8
+/// (or not: the kernel prints names as they are) keeps its characters, and a `\` before a
+/// multi-byte character is left as it is.
 fn unescape(s: &str) -> String {
-    let mut out = String::new();
     let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
         if b[i] == b'\\' && i + 3 < b.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 4], 8) {
-                out.push(char::from(v));
-                i += 4;
-                continue;
+            let digits = &b[i + 1..i + 4];
+            if digits.iter().all(|d| (b'0'..=b'7').contains(d)) {
+                let v = digits
+                    .iter()
+                    .fold(0u16, |acc, d| acc * 8 + u16::from(d - b'0'));
+                if let Ok(byte) = u8::try_from(v) {
+                    out.push(byte);
+                    i += 4;
+                    continue;
+                }
             }
         }
-        out.push(char::from(b[i]));
+        out.push(b[i]);
         i += 1;
     }
-    out
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The mount of `path` in a `/proc/self/mountinfo` text: the longest mount point that contains
@@ -177,6 +185,20 @@ pub fn mount_of(path: &Path) -> Option<MountFacts> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// cargo-fuzz found a panic here: a `\` followed by a multi-byte character was sliced
+    /// inside that character; and non-ASCII mount points came out as Latin-1 mojibake.
+    #[test]
+    fn escapes_are_decoded_on_bytes_and_other_text_is_kept() {
+        assert_eq!(unescape(r"/mnt/my\040disk"), "/mnt/my disk");
+        assert_eq!(unescape("/Volumes/Données"), "/Volumes/Données");
+        assert_eq!(unescape("/x/\\é1/y"), "/x/\\é1/y");
+        assert_eq!(unescape(r"/a\777b"), r"/a\777b");
+        assert_eq!(unescape(r"/a\04"), r"/a\04");
+        assert_eq!(unescape(r"/caf\303\251"), "/café");
+        let crash = "35 31 0:32 / /c\u{fffd}\\,\u{97}x rw - cgroup c\\,\u{fffd}x rw\n";
+        let _ = parse_mountinfo(crash, Path::new("/c"));
+    }
 
     #[test]
     fn macos_statfs_answers_are_classified() {

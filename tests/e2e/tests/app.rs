@@ -847,3 +847,71 @@ fn a_damaged_ledger_is_said_plainly_and_about_names_the_libtorch() {
     s.close();
     drop(driver);
 }
+
+/// Unmounts a test's tmpfs when the test ends.
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Headroom's folder on a read-only filesystem (a tmpfs mounted `ro`: root can write through
+/// chmod, not through this): the app still starts — its one-instance lock moves to the temporary
+/// folder — and its panels say what is wrong and what to do. Needs mount(2); skipped where it is
+/// refused unless HEADROOM_REQUIRE_MOUNT=1 (set by .ci/run as root).
+#[test]
+#[ignore = "needs Xvfb, tauri-driver and WebKitWebDriver: run scripts/e2e.sh"]
+fn a_read_only_folder_still_starts_the_app_and_says_what_to_do() {
+    let app = env_path("HEADROOM_E2E_APP");
+    let out = env_path("HEADROOM_E2E_OUT");
+    std::fs::create_dir_all(&out).expect("output dir");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let home = dir.path().join("read-only-home");
+    std::fs::create_dir_all(&home).expect("mount point");
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=8m,ro", "tmpfs"])
+        .arg(&home)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        assert!(
+            std::env::var("HEADROOM_REQUIRE_MOUNT").as_deref() != Ok("1"),
+            "mount(2) is refused here but HEADROOM_REQUIRE_MOUNT=1 asks for this test"
+        );
+        eprintln!("skipped: cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN)");
+        return;
+    }
+    let _unmount = Unmount(home.clone());
+    assert!(
+        std::fs::write(home.join("probe"), b"x").is_err(),
+        "the folder must be read-only"
+    );
+    let driver = start_driver(&home);
+    let s = Session::new(&driver, &app);
+
+    s.wait(r#"[data-testid="verdict-headline"]"#, 60);
+    let note = s.wait(r#".panel.overview .note"#, 30);
+    let text = s.text(&note);
+    assert!(text.contains("HEADROOM_HOME"), "no advice: {text}");
+
+    s.click(&s.wait(r#"[data-testid="tab-readiness"]"#, 5));
+    let cpu = s.wait(r#"[data-testid="light-cpu"]"#, 120);
+    assert_eq!(s.attr(&cpu, "data-state").as_deref(), Some("green"));
+    let notes: Vec<String> = s
+        .find_all(r#".panel.readiness .note"#)
+        .iter()
+        .map(|e| s.text(e))
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("not recorded in the ledger") && n.contains("HEADROOM_HOME")),
+        "{notes:?}"
+    );
+    s.screenshot(&out.join("read_only_folder.png"));
+    s.close();
+    drop(driver);
+}
