@@ -164,12 +164,8 @@ impl Planner {
         (b >= 1.0).then(|| b.min(f64::from(u32::MAX)).floor() as u32)
     }
 
-    /// Whether the largest fitting batch gained less than [`PLATEAU_GAIN`] in throughput over the
-    /// largest one at most half its size (the last doubling), while that one gained less than
-    /// [`SATURATING_GAIN`] over its own half: diminishing returns twice in a row, so one noisy
-    /// point in the launch-bound range (where a doubling nearly doubles throughput) is not
-    /// taken for the knee.
-    fn plateau(&self) -> bool {
+    /// (batch, samples/s) of the points that ran, by batch.
+    fn throughputs(&self) -> Vec<(u32, f64)> {
         let mut ok: Vec<(u32, f64)> = self
             .outcomes
             .iter()
@@ -177,6 +173,16 @@ impl Planner {
             .filter_map(|o| o.samples_per_s.map(|s| (o.batch, s)))
             .collect();
         ok.sort_by_key(|o| o.0);
+        ok
+    }
+
+    /// Whether the largest fitting batch gained less than [`PLATEAU_GAIN`] in throughput over the
+    /// largest one at most half its size (the last doubling), while that one gained less than
+    /// [`SATURATING_GAIN`] over its own half: diminishing returns twice in a row, so one noisy
+    /// point in the launch-bound range (where a doubling nearly doubles throughput) is not
+    /// taken for the knee.
+    fn plateau(&self) -> bool {
+        let ok = self.throughputs();
         let Some(&(top, at_top)) = ok.last() else {
             return false;
         };
@@ -193,13 +199,7 @@ impl Planner {
     /// Whether the last two steps between fitting points (ascending) each grew throughput in
     /// proportion to the batch, within [`LINEAR_SCALING`]: a flat step time.
     fn launch_bound(&self) -> bool {
-        let mut ok: Vec<(u32, f64)> = self
-            .outcomes
-            .iter()
-            .filter(|o| o.status == PointStatus::Ok)
-            .filter_map(|o| o.samples_per_s.map(|s| (o.batch, s)))
-            .collect();
-        ok.sort_by_key(|o| o.0);
+        let ok = self.throughputs();
         let n = ok.len();
         if n < 3 {
             return false;

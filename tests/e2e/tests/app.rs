@@ -761,6 +761,25 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
     );
 }
 
+/// Readiness still shows its verdict (the CPU light green) when the ledger cannot take it, with a
+/// note that the check was not recorded that carries `advice`.
+fn readiness_shown_but_not_recorded(s: &Session, advice: &str) {
+    s.click(&s.wait(r#"[data-testid="tab-readiness"]"#, 5));
+    let cpu = s.wait(r#"[data-testid="light-cpu"]"#, 120);
+    assert_eq!(s.attr(&cpu, "data-state").as_deref(), Some("green"));
+    let notes: Vec<String> = s
+        .find_all(r#".panel.readiness .note"#)
+        .iter()
+        .map(|e| s.text(e))
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("not recorded in the ledger") && n.contains(advice)),
+        "{notes:?}"
+    );
+}
+
 /// The app on a damaged ledger file starts, keeps the file as it was, and says in each panel that
 /// reads the ledger what is wrong and what to do, while the readiness verdict (which needs no
 /// ledger) still shows. Then About: the app's commit and the worker's libtorch, in the window.
@@ -789,20 +808,7 @@ fn a_damaged_ledger_is_said_plainly_and_about_names_the_libtorch() {
     );
 
     // Readiness: the lights, and a note that this check was not recorded and why.
-    s.click(&s.wait(r#"[data-testid="tab-readiness"]"#, 5));
-    let cpu = s.wait(r#"[data-testid="light-cpu"]"#, 120);
-    assert_eq!(s.attr(&cpu, "data-state").as_deref(), Some("green"));
-    let notes: Vec<String> = s
-        .find_all(r#".panel.readiness .note"#)
-        .iter()
-        .map(|e| s.text(e))
-        .collect();
-    assert!(
-        notes
-            .iter()
-            .any(|n| n.contains("not recorded in the ledger") && n.contains("move it aside")),
-        "{notes:?}"
-    );
+    readiness_shown_but_not_recorded(&s, "move it aside");
 
     // Ledger: the message with the file and what to do.
     s.click(&s.wait(r#"[data-testid="tab-runs"]"#, 5));
@@ -897,20 +903,7 @@ fn a_read_only_folder_still_starts_the_app_and_says_what_to_do() {
     let text = s.text(&note);
     assert!(text.contains("HEADROOM_HOME"), "no advice: {text}");
 
-    s.click(&s.wait(r#"[data-testid="tab-readiness"]"#, 5));
-    let cpu = s.wait(r#"[data-testid="light-cpu"]"#, 120);
-    assert_eq!(s.attr(&cpu, "data-state").as_deref(), Some("green"));
-    let notes: Vec<String> = s
-        .find_all(r#".panel.readiness .note"#)
-        .iter()
-        .map(|e| s.text(e))
-        .collect();
-    assert!(
-        notes
-            .iter()
-            .any(|n| n.contains("not recorded in the ledger") && n.contains("HEADROOM_HOME")),
-        "{notes:?}"
-    );
+    readiness_shown_but_not_recorded(&s, "HEADROOM_HOME");
     s.screenshot(&out.join("read_only_folder.png"));
     s.close();
     drop(driver);
