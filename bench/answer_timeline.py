@@ -44,21 +44,27 @@ def main():
     hello = next(t for t, e in events if e["event"] == "hello")
     result = next((t for t, e in events if e["event"] == "result"), None)
     print(f"{a.workload} on {a.device}: hello {hello:.3f} s, result {result:.3f} s, stdout closed {eof:.3f} s, exit {exit_s:.3f} s")
-    print("| batch | status | s since previous | warm-up steps | timed steps | step ms p50 | timed s |")
-    print("|---:|---|---:|---:|---:|---:|---:|")
+    print("| batch | status | s since previous | in steps s | first step s | outside steps s | warm-up steps | timed steps | step ms p50 | timed s |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     prev = hello
     rows = []
     for t, e in events:
         if e["event"] != "point":
             continue
         timed = (e.get("timed_steps") or 0) * (e.get("step_ms_p50") or 0) / 1000
+        steps = e.get("steps_s") or 0.0
         rows.append({"batch": e["batch"], "status": e["status"], "at": t, "took": t - prev, "warmup": e.get("warmup_steps"),
-                     "timed_steps": e.get("timed_steps"), "p50_ms": e.get("step_ms_p50"), "timed_s": timed})
-        print(f"| {e['batch']} | {e['status']} | {t - prev:.3f} | {e.get('warmup_steps')} | {e.get('timed_steps')} | "
+                     "timed_steps": e.get("timed_steps"), "p50_ms": e.get("step_ms_p50"), "timed_s": timed,
+                     "steps_s": e.get("steps_s"), "first_step_s": e.get("first_step_s")})
+        print(f"| {e['batch']} | {e['status']} | {t - prev:.3f} | {steps:.3f} | {(e.get('first_step_s') or 0):.3f} | "
+              f"{t - prev - steps:.3f} | {e.get('warmup_steps')} | {e.get('timed_steps')} | "
               f"{(e.get('step_ms_p50') or 0):.1f} | {timed:.3f} |")
         prev = t
     total_timed = sum(r["timed_s"] for r in rows)
-    print(f"sum of timed steps {total_timed:.2f} s; wall {exit_s:.2f} s; overhead {exit_s / total_timed:.2f}")
+    total_steps = sum(r["steps_s"] or 0 for r in rows)
+    print(f"sum of timed steps {total_timed:.2f} s, of all steps {total_steps:.2f} s; wall {exit_s:.2f} s; "
+          f"overhead over timed {exit_s / total_timed:.2f}, over steps {exit_s / max(total_steps, 1e-9):.2f}; "
+          f"start (spawn to hello) {hello:.2f} s, tail (result to exit) {exit_s - result:.2f} s")
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"args": vars(a), "hello": hello, "result": result, "eof": eof, "exit": exit_s, "points": rows,

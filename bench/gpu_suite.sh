@@ -7,7 +7,9 @@
 # Parts (all by default): answer (time to answer vs Lightning and accelerate), limit (matmul bf16
 # and copy vs PyTorch), start (worker start to first step), oom (real OOMs then 100 steps),
 # fidelity (samples/s vs a torch.utils.benchmark loop), timeline (where one sweep's wall time goes,
-# point by point). Tables on stdout, raw JSON in OUT.
+# point by point). Tables on stdout, raw JSON in OUT. `headroom-worker` must sit beside the
+# `headroom` given. BEFORE=PATH (an older `headroom`, in a folder of its own) and ROUNDS=N make
+# `answer` run both builds N times, interleaved.
 set -uo pipefail
 HR=${1:-dist/headroom}; shift || true
 PARTS=${*:-answer limit start oom fidelity}
@@ -19,6 +21,7 @@ for part in $PARTS; do
   echo "== $part"
   case $part in
     answer) python3 bench/time_to_answer.py --headroom "$HR" --python python3 --device cuda --workload vit-tiny \
+              ${BEFORE:+--before "$BEFORE"} --rounds "${ROUNDS:-1}" \
               --out "$OUT/time_to_answer.json" | tee "$OUT/time_to_answer.md" ;;
     limit) python3 bench/close_to_limit.py --headroom "$HR" --python python3 --device cuda --dtype bf16 \
               --matmul-n 8192 --matmul-batches 1,4,16 --copy-len 268435456 --copy-batches 1,4 \

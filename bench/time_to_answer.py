@@ -9,7 +9,14 @@ device, one after the other in one run:
 
 Each tool runs in a fresh process; the wall time includes starting it (Python imports, libtorch
 and device initialisation) and is also given for the search alone where the tool can tell.
-Headroom's sweep overhead is its wall time over the sum of the timed steps it reports.
+Headroom's sweep overhead is given two ways: its wall time over the sum of the timed steps its
+figures come from ("over timed"), and over the seconds of every step it ran, warm-up and each
+point's first step included ("over steps": what is left is the tool's own cost — starting,
+planning, making inputs, freeing memory between points).
+
+`--before PATH` runs a second `headroom` (an older build) right after each Headroom run, and
+`--rounds N` repeats the Headroom runs N times, interleaved, so the two are compared side by side
+on the same machine state.
 
     python bench/time_to_answer.py --headroom target/release/headroom --device cuda \
         --workload vit-tiny --out results/time_to_answer.json
@@ -28,8 +35,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_headroom(args, budget, home):
-    cmd = [args.headroom, "sweep", "--device", args.device, "--workload", args.workload, "--json"]
+def run_headroom(args, budget, home, binary=None, label="headroom"):
+    cmd = [binary or args.headroom, "sweep", "--device", args.device, "--workload", args.workload, "--json"]
     if budget:
         cmd += ["--budget", budget]
     if args.max_batch:
@@ -46,12 +53,15 @@ def run_headroom(args, budget, home):
     ok = [p for p in pts if p["status"] == "ok"]
     # The timed steps' own seconds: timed steps x batch / samples per second.
     timed = sum(p["timed_steps"] * p["batch"] / p["samples_per_s"] for p in ok if p.get("samples_per_s"))
+    # Every step the points ran (older builds do not report it).
+    steps = sum(p["steps_s"] for p in ok if p.get("steps_s") is not None) if all(
+        p.get("steps_s") is not None for p in ok) else None
     s = doc["summary"]
     budget_bytes = doc["hello"]["budget_bytes"]
     fit = max((p["batch"] for p in ok), default=None)
     fit_pt = next((p for p in ok if p["batch"] == fit), None)
     return {
-        "tool": f"headroom --budget {budget or 'default (90% of free)'}",
+        "tool": f"{label} --budget {budget or 'default (90% of free)'}",
         "wall_s": wall,
         "search_s": None,
         "largest_fit": s.get("max_fit_batch"),
@@ -65,11 +75,15 @@ def run_headroom(args, budget, home):
         "ooms": len([p for p in pts if p["status"] == "oom"]),
         "timed_s": timed,
         "overhead": wall / timed if timed else None,
+        "steps_s": steps,
+        "overhead_steps": wall / steps if steps else None,
+        "points_batches": [p["batch"] for p in pts],
         "budget_bytes": budget_bytes,
         "peak_at_fit": fit_pt and fit_pt.get("peak_bytes"),
         "fits": bool(fit_pt and fit_pt.get("peak_bytes") is not None and fit_pt["peak_bytes"] <= budget_bytes),
         "points": [{k: p.get(k) for k in ("batch", "status", "samples_per_s", "peak_bytes", "predicted_peak_bytes",
-                                          "warmup_steps", "timed_steps")} for p in pts],
+                                          "warmup_steps", "timed_steps", "steps_s", "first_step_s")}
+                   for p in pts],
     }
 
 
@@ -195,33 +209,51 @@ def main():
     ap.add_argument("--max-batch", type=int, default=0, help="ceiling for every tool (0: each tool's own)")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--tools", default="headroom,headroom-100,lightning,accelerate")
+    ap.add_argument("--before", default="", help="an older headroom binary, run after each Headroom run")
+    ap.add_argument("--rounds", type=int, default=1, help="Headroom runs repeated this many times, interleaved")
     ap.add_argument("--out", default="")
     ap.add_argument("--inner", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.inner:
         return inner(args)
     rows = []
+    tools = args.tools.split(",")
+    hr_tools = [t for t in tools if t.startswith("headroom")]
     with tempfile.TemporaryDirectory() as home:
-        for tool in args.tools.split(","):
-            if tool == "headroom":
-                rows.append(run_headroom(args, "", home))
-            elif tool == "headroom-100":
-                rows.append(run_headroom(args, "100%", home))
-            else:
+        for r in range(args.rounds):
+            for tool in hr_tools:
+                budget = "100%" if tool == "headroom-100" else ""
+                runs = [(args.headroom, "headroom")] + ([(args.before, "before")] if args.before else [])
+                for binary, label in runs:
+                    with tempfile.TemporaryDirectory(dir=home) as h:
+                        rows.append(run_headroom(args, budget, h, binary, label))
+                    rows[-1]["round"] = r
+                    print(json.dumps({k: v for k, v in rows[-1].items() if k != "points"}), file=sys.stderr, flush=True)
+        for tool in tools:
+            if not tool.startswith("headroom"):
                 rows.append(run_python(args, tool))
-            print(json.dumps({k: v for k, v in rows[-1].items() if k != "points"}), file=sys.stderr, flush=True)
+                print(json.dumps({k: v for k, v in rows[-1].items() if k != "points"}), file=sys.stderr, flush=True)
     print(f"time to answer: {args.workload} on {args.device} (fp32, training step)")
-    print("| tool | wall s | search s | largest batch that fits | best / knee | points run | overhead |")
-    print("|---|---:|---:|---:|---|---:|---:|")
+    print("| tool | wall s | search s | largest batch that fits | best / knee | points run | over timed | over steps |")
+    print("|---|---:|---:|---:|---|---:|---:|---:|")
     for r in rows:
         if "error" in r:
-            print(f"| {r['tool']} | {r['wall_s']:.1f} | - | failed: {r['error'].strip().splitlines()[-1][:80]} | | | |")
+            print(f"| {r['tool']} | {r['wall_s']:.1f} | - | failed: {r['error'].strip().splitlines()[-1][:80]} | | | | |")
             continue
         best = f"{r.get('best_batch')} / {r.get('knee_batch')}" if "best_batch" in r else "not answered"
         search = f"{r['search_s']:.1f}" if r.get("search_s") is not None else "-"
         over = f"{r['overhead']:.2f}" if r.get("overhead") else "-"
-        print(f"| {r['tool']} | {r['wall_s']:.1f} | {search} | {r.get('largest_fit')} | {best} | "
-              f"{r.get('points_run')} | {over} |")
+        over_steps = f"{r['overhead_steps']:.2f}" if r.get("overhead_steps") else "-"
+        print(f"| {r['tool']} | {r['wall_s']:.2f} | {search} | {r.get('largest_fit')} | {best} | "
+              f"{r.get('points_run')} | {over} | {over_steps} |")
+    by_tool = {}
+    for r in rows:
+        if "error" not in r:
+            by_tool.setdefault(r["tool"], []).append(r["wall_s"])
+    for tool, walls in by_tool.items():
+        if len(walls) > 1:
+            w = sorted(walls)
+            print(f"{tool}: median {w[len(w) // 2]:.2f} s of {len(w)} ({', '.join(f'{x:.2f}' for x in walls)})")
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"args": vars(args), "rows": rows}, f, indent=1)

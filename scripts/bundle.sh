@@ -2,10 +2,12 @@
 # Builds Headroom's installable bundle, libtorch inside, so that neither the app nor `headroom`
 # needs a checkout or a Python venv:
 #   Linux: dist/Headroom_<version>_<arch>[_cuda].deb — /usr/bin/headroom-app, /usr/bin/headroom
-#          (Tauri's sidecar), the icons and desktop entry, and the libtorch libraries `headroom`
-#          links in /usr/lib/headroom, found through an rpath of $ORIGIN/../lib/headroom.
-#   macOS: Headroom.app and a .dmg — `headroom` in Contents/MacOS beside the app, the libtorch
-#          dylibs in Contents/Frameworks, found through @rpath = @executable_path/../Frameworks.
+#          and /usr/bin/headroom-worker (Tauri sidecars), the icons and desktop entry, and the
+#          libtorch libraries `headroom-worker` links (it is the only binary that does) in
+#          /usr/lib/headroom, found through an rpath of $ORIGIN/../lib/headroom.
+#   macOS: Headroom.app and a .dmg — `headroom` and `headroom-worker` in Contents/MacOS beside
+#          the app, the libtorch dylibs in Contents/Frameworks, found through
+#          @rpath = @executable_path/../Frameworks.
 # HEADROOM_BUNDLE_FLAVOUR=cpu (default: libtorch's CPU libraries only, no libtorch_cuda) or cuda
 # (Linux: also libtorch_cuda and the CUDA, cuDNN, NCCL… libraries it needs; several GB).
 # HEADROOM_SKIP_BOOTSTRAP=1 when bootstrap.sh has just run.
@@ -21,9 +23,11 @@ triple=$(rustc -vV | sed -n 's/^host: //p')
 stage=dist/bundle
 rm -rf "$stage"
 mkdir -p "$stage/sidecar" "$stage/lib"
-sidecar="$stage/sidecar/headroom-$triple"
-cp "$TARGET_DIR/release/headroom" "$sidecar"
-chmod 755 "$sidecar"
+cli="$stage/sidecar/headroom-$triple"
+sidecar="$stage/sidecar/headroom-worker-$triple"
+cp "$TARGET_DIR/release/headroom" "$cli"
+cp "$TARGET_DIR/release/headroom-worker" "$sidecar"
+chmod 755 "$cli" "$sidecar"
 export CARGO_TARGET_DIR="$TARGET_DIR"
 tauri=ui/node_modules/.bin/tauri
 
@@ -36,9 +40,9 @@ Linux)
       echo "bundle: patchelf is missing: sudo apt-get install patchelf" >&2; exit 1
     fi
   fi
-  strip "$sidecar"
+  strip "$cli" "$sidecar"
   # The build links libtorch_cuda on purpose (so CUDA works from a venv); the CPU bundle drops
-  # it: headroom calls nothing in it directly, it only registers the CUDA backend.
+  # it: the worker calls nothing in it directly, it only registers the CUDA backend.
   if [ "$flavour" = cpu ]; then patchelf --remove-needed libtorch_cuda.so "$sidecar"; fi
   # The only rpath: the bundle's own library folder (the build's points into .venv).
   patchelf --set-rpath '$ORIGIN/../lib/headroom' "$sidecar"
@@ -60,7 +64,7 @@ Darwin)
   build_rpath=$(otool -l "$sidecar" | awk '/LC_RPATH/ {getline; getline; print $2}' | grep -F "$TORCH_LIB" || true)
   for r in $build_rpath; do install_name_tool -delete_rpath "$r" "$sidecar"; done
   install_name_tool -add_rpath @executable_path/../Frameworks "$sidecar"
-  codesign --force --sign - "$sidecar"
+  codesign --force --sign - "$sidecar" "$cli"
   for name in libtorch.dylib libtorch_cpu.dylib libc10.dylib libomp.dylib; do
     cp "$TORCH_LIB/$name" "$stage/lib/$name"
     chmod 644 "$stage/lib/$name"

@@ -1,4 +1,4 @@
-"""Collects the libtorch libraries a `headroom` binary needs, for a bundle.
+"""Collects the libtorch libraries the `headroom-worker` binary needs, for a bundle.
 
 Linux: follows the ELF NEEDED entries of the binary through the libraries of the venv's torch
 (torch/lib and the nvidia/* packages beside it), copies every one it reaches into LIBDIR (flat,
@@ -86,7 +86,7 @@ def main() -> int:
         rows.append((os.path.getsize(dst), name, os.path.relpath(src, os.path.dirname(os.path.dirname(a.torch_lib)))))
     total = sum(r[0] for r in rows)
     with open(os.path.join(os.path.dirname(os.path.normpath(a.libdir)), "LIBRARIES"), "w") as f:
-        f.write(f"Libraries carried beside headroom ({a.flavour} flavour), from the PyPI torch wheel:\n")
+        f.write(f"Libraries carried beside headroom-worker ({a.flavour} flavour), from the PyPI torch wheel:\n")
         for size, name, src in sorted(rows, reverse=True):
             f.write(f"{size / 2**20:9.1f} MiB  {name}  (site-packages/{src})\n")
         f.write(f"{total / 2**20:9.1f} MiB  in all\n")

@@ -53,9 +53,9 @@ in_root apt-get install -y -qq --no-install-recommends /tmp/headroom.deb >"$root
   || { tail -30 "$root/tmp/apt.log" >&2; fail "apt-get install of the .deb failed"; }
 echo "bundle_test: installed in $(( $(date +%s) - t0 )) s"
 
-# The package's files: both binaries, the desktop entry, icons, libtorch beside them.
+# The package's files: the three binaries, the desktop entry, icons, libtorch beside them.
 files=$(in_root dpkg -L headroom)
-for want in /usr/bin/headroom /usr/bin/headroom-app /usr/lib/headroom/libtorch_cpu.so \
+for want in /usr/bin/headroom /usr/bin/headroom-worker /usr/bin/headroom-app /usr/lib/headroom/libtorch_cpu.so \
             /usr/lib/headroom/libc10.so /usr/share/doc/headroom/LIBRARIES; do
   grep -qx "$want" <<<"$files" || fail "the package has no $want"
 done
@@ -63,20 +63,22 @@ grep -q '^/usr/share/applications/.*\.desktop$' <<<"$files" || fail "no desktop 
 grep -q '^/usr/share/icons/hicolor/.*/apps/.*\.png$' <<<"$files" || fail "no icons"
 
 # rpath: only $ORIGIN-relative, nothing from the build machine.
-rp=$(readelf -dW "$root/usr/bin/headroom" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p;s/.*(RPATH).*\[\(.*\)\]/\1/p')
-[ "$rp" = '$ORIGIN/../lib/headroom' ] || fail "headroom's rpath is '$rp'"
+rp=$(readelf -dW "$root/usr/bin/headroom-worker" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p;s/.*(RPATH).*\[\(.*\)\]/\1/p')
+[ "$rp" = '$ORIGIN/../lib/headroom' ] || fail "headroom-worker's rpath is '$rp'"
+# `headroom` itself links no libtorch (it starts in milliseconds; the worker loads it).
+readelf -dW "$root/usr/bin/headroom" | grep -q "NEEDED.*libtorch\|NEEDED.*libc10" && fail "headroom links libtorch"
 for lib in "$root"/usr/lib/headroom/*.so*; do
   r=$(readelf -dW "$lib" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p;s/.*(RPATH).*\[\(.*\)\]/\1/p')
   [ -z "$r" ] || [ "$r" = '$ORIGIN' ] || fail "$(basename "$lib") has rpath '$r'"
 done
-for bin in /usr/bin/headroom /usr/bin/headroom-app; do
+for bin in /usr/bin/headroom /usr/bin/headroom-worker /usr/bin/headroom-app; do
   missing=$(in_root ldd "$bin" | grep "not found" || true)
   [ -z "$missing" ] || fail "$bin: $missing"
   in_root ldd "$bin" | grep -E "=> /(work|root|tmp)/" && fail "$bin resolves a library outside the system and the bundle"
 done
 for lib in libtorch_cpu.so libc10.so; do
-  in_root ldd /usr/bin/headroom | grep -Eq "$lib => /usr/(bin/\.\./)?lib/headroom/$lib " \
-    || fail "headroom does not load the bundled $lib: $(in_root ldd /usr/bin/headroom)"
+  in_root ldd /usr/bin/headroom-worker | grep -Eq "$lib => /usr/(bin/\.\./)?lib/headroom/$lib " \
+    || fail "headroom-worker does not load the bundled $lib: $(in_root ldd /usr/bin/headroom-worker)"
 done
 
 # Run it from the installed files alone.

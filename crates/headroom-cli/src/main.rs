@@ -1,6 +1,8 @@
 //! `headroom`: every Headroom capability as a command (sweep, ledger, doctor), plus the hidden
-//! `worker` that owns libtorch for one run and speaks the JSON-lines protocol on stdout.
-//! Commands parse and check their input here, then call `headroom-core` and the worker.
+//! `worker`, which hands over to `headroom-worker` (the binary beside this one that owns libtorch
+//! for one run and speaks the JSON-lines protocol on stdout). Commands parse and check their
+//! input here, then call `headroom-core` and the worker. This binary does not link libtorch, so
+//! it starts in milliseconds.
 
 mod cmd;
 
@@ -58,22 +60,26 @@ enum Command {
     },
 }
 
-/// `headroom --version`: Headroom's version, the commit it was built from, and the libtorch it
-/// runs with.
+/// `headroom --version`: Headroom's version, the commit it was built from, and the libtorch its
+/// worker runs with (asked of `headroom-worker`, which loads it).
 fn version() -> String {
     format!(
-        "{} (commit {}, libtorch {})",
+        "headroom {} (commit {}, libtorch {})",
         env!("CARGO_PKG_VERSION"),
         env!("HEADROOM_COMMIT"),
-        headroom_torch::alloc::libtorch_version()
+        cmd::worker::libtorch_version()
     )
 }
 
 fn main() -> ExitCode {
-    // clap keeps a &'static str; this string lives as long as the process anyway.
-    let matches = Cli::command()
-        .version(&*Box::leak(version().into_boxed_str()))
-        .get_matches();
+    // Only `--version` asks the worker for its libtorch; every other command starts without it.
+    if let [flag] = &std::env::args().skip(1).collect::<Vec<_>>()[..] {
+        if flag == "--version" || flag == "-V" {
+            println!("{}", version());
+            return ExitCode::SUCCESS;
+        }
+    }
+    let matches = Cli::command().get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
         Err(e) => e.exit(),
@@ -90,8 +96,7 @@ fn main() -> ExitCode {
         Command::Profile(args) => cmd::profile::run(&args),
         Command::Run(args) => cmd::watch::run(&args),
         Command::Watch(args) => cmd::watch::watch(&args),
-        Command::Worker { doctor: false } => return cmd::worker::run(),
-        Command::Worker { doctor: true } => return cmd::worker::run_doctor(),
+        Command::Worker { doctor } => return cmd::worker::exec(doctor),
     };
     match result {
         Ok(code) => code,

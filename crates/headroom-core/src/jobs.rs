@@ -10,7 +10,7 @@ pub mod sweep;
 pub mod watch;
 pub mod worker;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::ledger::Ledger;
 use crate::CoreError;
@@ -44,6 +44,26 @@ pub fn open_ledger() -> Result<Ledger, CoreError> {
     let ledger = Ledger::open_default()?;
     ledger.close_orphans(&hostname(), process_alive)?;
     Ok(ledger)
+}
+
+/// The binary that links libtorch and runs jobs, installed beside `headroom` (which starts it for
+/// `headroom worker`).
+pub const TORCH_WORKER: &str = "headroom-worker";
+
+/// `headroom-worker` beside the `headroom` binary at `headroom`, or what to do when it is missing.
+pub fn torch_worker_beside(headroom: &Path) -> Result<PathBuf, CoreError> {
+    let dir = headroom.parent().unwrap_or_else(|| Path::new("."));
+    let p = dir.join(TORCH_WORKER);
+    if p.is_file() {
+        Ok(p)
+    } else {
+        Err(CoreError::Worker(format!(
+            "{TORCH_WORKER} is missing from {} (it is the part of Headroom that carries libtorch and runs \
+             every measurement, installed beside `headroom`): reinstall Headroom, or build both with \
+             `cargo build --release -p headroom-cli` (scripts/bootstrap.sh does)",
+            dir.display()
+        )))
+    }
 }
 
 /// The `headroom` binary that runs workers: `$HEADROOM_BIN` when set, else `headroom` next to

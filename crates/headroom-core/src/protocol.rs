@@ -236,6 +236,15 @@ pub struct Point {
     /// not sampled (CPU runs, older ledgers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_busy: Option<f64>,
+    /// Seconds spent in every step the point ran: its first step at the new shape, warm-up,
+    /// timed and split steps. The rest of a sweep's wall time is the tool's own cost (start,
+    /// planning, making inputs, freeing memory between points). `None` from older workers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps_s: Option<f64>,
+    /// Seconds of the point's first step, which allocates memory and picks kernels for the new
+    /// shape and is never timed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_step_s: Option<f64>,
 }
 
 impl Point {
@@ -260,6 +269,8 @@ impl Point {
             flops_per_sample: None,
             message: Some(message.into()),
             gpu_busy: None,
+            steps_s: None,
+            first_step_s: None,
         }
     }
 }

@@ -368,12 +368,17 @@ impl Stepper {
             )
         };
         let mut settled = false;
+        // Seconds in all steps of this point, and its first step alone.
+        let mut stepped = 0.0;
+        let mut first_step: Option<f64> = None;
         loop {
             let n = warm.len();
             if n >= policy.max_warmup as usize && started.elapsed().as_secs_f64() >= min_s {
                 break;
             }
             let t = self.step(&input, splitting)?;
+            stepped += sum(t);
+            first_step.get_or_insert(sum(t));
             warm.push((t, splitting));
             let of = policy
                 .max_warmup
@@ -435,6 +440,7 @@ impl Stepper {
             let i = times.len();
             let split = inline_split && !have_split && i + 1 >= n_timed as usize;
             let t = self.step(&input, split)?;
+            stepped += sum(t);
             if split {
                 add_split(&mut parts, t);
                 have_split = true;
@@ -455,6 +461,7 @@ impl Stepper {
         };
         for i in 0..n_split {
             let t = self.step(&input, true)?;
+            stepped += sum(t);
             add_split(&mut parts, t);
             throttle.emit(emit, batch, Phase::Split, i as usize + 1, n_split);
         }
@@ -471,6 +478,8 @@ impl Stepper {
         p.backward_ms = stats::percentile(&parts[2], 50.0);
         p.warmup_steps = u32::try_from(warm.len()).unwrap_or(u32::MAX);
         p.timed_steps = n_timed;
+        p.steps_s = Some(stepped);
+        p.first_step_s = first_step;
         let w = &self.workload;
         p.flops_per_sample = w.forward_flops.map(|f| {
             if self.train {

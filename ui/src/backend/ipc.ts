@@ -181,7 +181,18 @@ message: string | null,
  * (NVML through `nvidia-smi`, macOS IOAccelerator "Device Utilization %"); `None` when
  * not sampled (CPU runs, older ledgers).
  */
-gpu_busy?: number | null, };
+gpu_busy?: number | null, 
+/**
+ * Seconds spent in every step the point ran: its first step at the new shape, warm-up,
+ * timed and split steps. The rest of a sweep's wall time is the tool's own cost (start,
+ * planning, making inputs, freeing memory between points). `None` from older workers.
+ */
+steps_s?: number | null, 
+/**
+ * Seconds of the point's first step, which allocates memory and picks kernels for the new
+ * shape and is never timed.
+ */
+first_step_s?: number | null, };
 
 export type PointStatus = "ok" | "oom" | "over_budget" | "error";
 

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use headroom_core::budget::format_bytes;
 use headroom_core::jobs::{self, doctor::DoctorOptions};
 use headroom_core::readiness::python::ProbeStatus;
-use headroom_core::readiness::{DeviceCheck, LibtorchFacts, LightState, Report};
+use headroom_core::readiness::{LightState, Report};
 use serde::Serialize;
 
 /// Arguments of `headroom doctor`.
@@ -33,66 +33,6 @@ pub struct DoctorArgs {
     /// Do not record this run in the ledger.
     #[arg(long)]
     no_ledger: bool,
-}
-
-/// `headroom worker --doctor`: Headroom's libtorch, a matmul on every device it can use.
-pub fn libtorch_facts() -> LibtorchFacts {
-    let cuda = tch::Cuda::device_count();
-    let mps = tch::utils::has_mps();
-    let mut specs = vec!["cpu".to_owned()];
-    specs.extend((0..cuda).map(|i| format!("cuda:{i}")));
-    if mps {
-        specs.push("mps".into());
-    }
-    LibtorchFacts {
-        version: headroom_torch::alloc::libtorch_version(),
-        cuda_devices: cuda,
-        has_mps: mps,
-        threads: tch::get_num_threads(),
-        devices: specs.iter().map(|s| check(s)).collect(),
-    }
-}
-
-fn check(spec: &str) -> DeviceCheck {
-    use headroom_torch::{device, measure::guarded};
-    let mut out = DeviceCheck {
-        device: spec.into(),
-        name: String::new(),
-        memory_total_bytes: 0,
-        matmul_ok: false,
-        matmul_ms: None,
-        result_device: None,
-        error: None,
-    };
-    let r = guarded(|| {
-        let dev = device::resolve(spec)?;
-        let info = device::info(dev)?;
-        out.name = info.name;
-        out.memory_total_bytes = info.capacity;
-        let opts = (tch::Kind::Float, dev);
-        let a = tch::Tensor::f_ones([512, 512], opts)?;
-        let b = tch::Tensor::f_ones([512, 512], opts)?;
-        let _warm = a.f_matmul(&b)?;
-        device::synchronize(dev)?;
-        let t = Instant::now();
-        let c = a.f_matmul(&b)?;
-        device::synchronize(dev)?;
-        out.matmul_ms = Some(t.elapsed().as_secs_f64() * 1e3);
-        out.result_device = Some(device::label(c.device()));
-        // Every element of ones·ones is 512: a wrong answer is a broken device, not a fast one.
-        let corner = c.f_double_value(&[0, 0])?;
-        if (corner - 512.0).abs() > 1e-3 {
-            return Err(headroom_torch::TorchError::Torch(tch::TchError::Torch(
-                format!("the matmul returned {corner} instead of 512"),
-            )));
-        }
-        Ok(())
-    });
-    match r {
-        Ok(()) => out.matmul_ok = true,
-        Err(e) => out.error = Some(e.to_string()),
-    }
-    out
 }
 
 pub fn run(args: &DoctorArgs) -> Result<ExitCode> {

@@ -1,85 +1,80 @@
-//! `headroom worker`: reads one [`Job`] JSON line on stdin (a sweep or an epochs run) and runs it, writing one event
-//! per line to stdout. Everything else (the ledger, people) is the parent's job.
+//! `headroom worker [--doctor]`: hands the process over to `headroom-worker` beside this binary,
+//! the one that links libtorch, with the same stdin and stdout. Every caller (sweeps here, the
+//! app, a remote host's `headroom worker` over ssh) keeps starting `headroom worker`; only the
+//! process that measures loads libtorch.
 
-use std::io::{BufRead, Write};
-use std::process::ExitCode;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
 
-use headroom_core::protocol::{Event, Job};
+use headroom_core::jobs;
+use headroom_core::protocol::Event;
 
-pub fn run() -> ExitCode {
-    // tch's infallible ops panic on libtorch errors; the step loop catches them, so keep the
-    // default hook from printing them as crashes.
-    std::panic::set_hook(Box::new(|_| {}));
-    // Each line is written under stdout's lock, so the heartbeat thread's lines never split an
-    // event's.
-    let send = |e: &Event| {
-        let mut out = std::io::stdout().lock();
-        // A parent that went away cannot be told anything; stop quietly.
-        if writeln!(out, "{}", e.to_line())
-            .and_then(|()| out.flush())
-            .is_err()
-        {
-            std::process::exit(141);
-        }
+/// The libtorch worker beside this `headroom`.
+fn torch_worker() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    jobs::torch_worker_beside(&exe).map_err(|e| e.to_string())
+}
+
+pub fn exec(doctor: bool) -> ExitCode {
+    let worker = match torch_worker() {
+        Ok(w) => w,
+        Err(message) => return refuse(doctor, &message),
     };
-    std::thread::spawn(move || loop {
-        std::thread::sleep(headroom_core::protocol::HEARTBEAT);
-        send(&Event::Heartbeat);
-    });
-    let mut emit = |e: Event| send(&e);
-    let mut line = String::new();
-    if let Err(e) = std::io::stdin().lock().read_line(&mut line) {
-        emit(Event::Error {
-            code: "bad_request".into(),
-            message: format!("cannot read the request: {e}"),
-        });
-        return ExitCode::from(2);
+    let mut cmd = Command::new(&worker);
+    if doctor {
+        cmd.arg("--doctor");
     }
-    let job = match Job::from_line(&line) {
-        Ok(j) => j,
-        Err(e) => {
-            emit(Event::Error {
-                code: "bad_request".into(),
-                message: e.to_string(),
-            });
-            return ExitCode::from(2);
-        }
-    };
-    let result = match &job {
-        Job::Sweep(req) => headroom_torch::sweep::run_sweep(req, &mut emit),
-        Job::Epochs(req) => headroom_torch::epochs::run_epochs(req, &mut emit),
-        Job::Profile(req) => headroom_torch::profile::run_profile(req, &mut emit),
-    };
-    match result {
-        Ok(()) => {
-            // Everything is said (every event was flushed as it was written). Skip the teardown:
-            // dropping the model, libtorch's static destructors and, on a GPU, the allocator's
-            // cache take a few hundred milliseconds the parent would spend waiting for the exit.
-            // SAFETY: `_exit` ends the process at once; no Rust state is observed after it.
-            unsafe { libc::_exit(0) }
-        }
-        Err(e) => {
-            emit(Event::Error {
-                code: e.code().into(),
-                message: e.to_string(),
-            });
-            ExitCode::from(2)
-        }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // Only returns on failure.
+        let e = cmd.exec();
+        refuse(doctor, &format!("cannot start {}: {e}", worker.display()))
+    }
+    #[cfg(not(unix))]
+    match cmd.status() {
+        Ok(s) => ExitCode::from(u8::try_from(s.code().unwrap_or(2)).unwrap_or(2)),
+        Err(e) => refuse(doctor, &format!("cannot start {}: {e}", worker.display())),
     }
 }
 
-/// `headroom worker --doctor`: one JSON line describing Headroom's libtorch and its devices.
-pub fn run_doctor() -> ExitCode {
-    std::panic::set_hook(Box::new(|_| {}));
-    let facts = super::doctor::libtorch_facts();
-    match serde_json::to_string(&facts) {
-        Ok(line) => {
-            println!("{line}");
-            ExitCode::SUCCESS
+/// Says why no worker runs: as a protocol error event for a job (the parent shows it), on
+/// stderr for `--doctor`.
+fn refuse(doctor: bool, message: &str) -> ExitCode {
+    if doctor {
+        eprintln!("headroom worker: {message}");
+    } else {
+        println!(
+            "{}",
+            Event::Error {
+                code: "no_worker".into(),
+                message: message.to_owned(),
+            }
+            .to_line()
+        );
+    }
+    ExitCode::from(2)
+}
+
+/// The libtorch `headroom-worker --version` reports, or why it cannot be known.
+pub fn libtorch_version() -> String {
+    let worker = match torch_worker() {
+        Ok(w) => w,
+        Err(e) => return format!("unknown: {e}"),
+    };
+    match Command::new(&worker).arg("--version").output() {
+        Ok(o) if o.status.success() => {
+            let line = String::from_utf8_lossy(&o.stdout);
+            line.split_once("libtorch ")
+                .map(|(_, v)| v.trim().trim_end_matches(')').to_owned())
+                .unwrap_or_else(|| format!("unknown: {} said {:?}", worker.display(), line.trim()))
         }
-        Err(e) => {
-            eprintln!("headroom worker: cannot encode the report: {e}");
-            ExitCode::from(2)
-        }
+        Ok(o) => format!(
+            "unknown: {} --version failed ({}): {}",
+            worker.display(),
+            o.status,
+            String::from_utf8_lossy(&o.stderr).trim()
+        ),
+        Err(e) => format!("unknown: cannot start {}: {e}", worker.display()),
     }
 }

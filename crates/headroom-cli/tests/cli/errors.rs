@@ -257,3 +257,59 @@ fn version_names_the_commit_and_the_libtorch() {
     );
     assert!(text.contains(", libtorch 2.11.0)"), "{text}");
 }
+
+/// `headroom` copied somewhere without `headroom-worker` beside it (a half-done install): a sweep
+/// says which file is missing and what to do, `--version` says the libtorch is unknown and why,
+/// and nothing is recorded.
+#[test]
+fn a_missing_worker_binary_is_named() {
+    let home = Home::new();
+    let bin = tempfile::tempdir().expect("temp dir");
+    let lone = bin.path().join("headroom");
+    std::fs::copy(env!("CARGO_BIN_EXE_headroom"), &lone).expect("copy headroom");
+    let out = std::process::Command::new(&lone)
+        .args([
+            "sweep",
+            "--device",
+            "cpu",
+            "--workload",
+            "mlp",
+            "--batches",
+            "1",
+        ])
+        .env("HEADROOM_HOME", home.path())
+        .output()
+        .expect("run headroom");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("headroom-worker is missing from")
+            && err.contains("reinstall Headroom, or build both"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        home.runs().is_empty(),
+        "a run was recorded without a worker"
+    );
+
+    let v = std::process::Command::new(&lone)
+        .arg("--version")
+        .output()
+        .expect("run headroom --version");
+    let line = String::from_utf8_lossy(&v.stdout);
+    assert!(v.status.success(), "{line}");
+    assert!(
+        line.starts_with("headroom ")
+            && line.contains("libtorch unknown: headroom-worker is missing"),
+        "{line}"
+    );
+
+    // Beside its worker (the build's), the same copy answers.
+    let real = std::process::Command::new(env!("CARGO_BIN_EXE_headroom"))
+        .arg("--version")
+        .output()
+        .expect("run headroom --version");
+    let line = String::from_utf8_lossy(&real.stdout);
+    assert!(line.contains("libtorch 2."), "{line}");
+}

@@ -147,7 +147,8 @@ pub fn hard_limit(budget: u64) -> u64 {
 
 enum WorkerEnd {
     Exited {
-        status: ExitStatus,
+        /// `None`: the worker sent its result and was still tearing down when the sweep ended.
+        status: Option<ExitStatus>,
         stderr_tail: Vec<String>,
         garbage: Vec<String>,
     },
@@ -287,7 +288,14 @@ impl Session<'_> {
         }
         let tripped = watch.and_then(MemoryWatch::finish);
         self.cancel.set_pid(None);
-        let (status, stderr_tail) = worker.wait()?;
+        // A worker that sent its result has nothing more to say; its teardown (the GPU's memory
+        // released) goes on without holding up the answer.
+        let (status, stderr_tail) = if self.out.summary.is_some() && self.out.error.is_none() {
+            worker.finish_after_result()
+        } else {
+            let (s, t) = worker.wait()?;
+            (Some(s), t)
+        };
         Ok(match tripped {
             Some(rss) if !self.cancel.is_cancelled() => WorkerEnd::OverBudget {
                 batch: current,
@@ -406,13 +414,15 @@ pub fn run_sweep_on(
         },
     };
     let mut restarts = 0;
-    let (status, stderr_tail, garbage) = loop {
+    // `ended`: the last worker ended on its own (status `None`: still tearing down after its
+    // result); not when the supervisor gave up on it.
+    let (status, stderr_tail, garbage, ended) = loop {
         match session.run_worker()? {
             WorkerEnd::Exited {
                 status,
                 stderr_tail,
                 garbage,
-            } => break (Some(status), stderr_tail, garbage),
+            } => break (status, stderr_tail, garbage, true),
             WorkerEnd::OverBudget { batch, rss } => {
                 let budget = session.out.hello.as_ref().map_or(0, |h| h.budget_bytes);
                 let during = batch.map_or_else(
@@ -433,7 +443,7 @@ pub fn run_sweep_on(
                             "{message}; gave up after {MAX_RESTARTS} restarts — raise the budget"
                         ),
                     });
-                    break (None, Vec::new(), Vec::new());
+                    break (None, Vec::new(), Vec::new(), false);
                 }
                 restarts += 1;
                 match batch {
@@ -453,7 +463,7 @@ pub fn run_sweep_on(
     let mut out = session.out;
     out.worker_exit = status.as_ref().map(describe_exit);
     out.stderr_tail = stderr_tail.clone();
-    let succeeded = status.is_some_and(|s| s.success());
+    let succeeded = status.map_or(ended, |s| s.success());
     let (run_status, note) = if out.summary.is_some() && succeeded && !cancel.is_cancelled() {
         (RunStatus::Complete, None)
     } else if out.error.is_some() && !cancel.is_cancelled() {

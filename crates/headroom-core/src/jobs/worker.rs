@@ -39,7 +39,9 @@ fn silence_limit() -> Duration {
 /// A running worker.
 #[derive(Debug)]
 pub struct Worker {
-    child: Child,
+    /// `None` once handed to a reaper thread (see [`Worker::finish_after_result`]).
+    child: Option<Child>,
+    pid: u32,
     lines: mpsc::Receiver<String>,
     stderr_tail: Arc<Mutex<Vec<String>>>,
     stderr_thread: Option<JoinHandle<()>>,
@@ -159,7 +161,8 @@ impl Worker {
             });
         }
         Ok(Self {
-            child,
+            pid: child.id(),
+            child: Some(child),
             lines,
             stderr_tail,
             stderr_thread: Some(stderr_thread),
@@ -169,7 +172,7 @@ impl Worker {
 
     /// The worker's process id.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.pid
     }
 
     /// Watches the worker's resident memory and kills it (SIGKILL) the moment it passes `limit`
@@ -219,6 +222,8 @@ impl Worker {
         self.reaped.store(true, Ordering::SeqCst);
         let status = self
             .child
+            .as_mut()
+            .ok_or_else(|| worker_err("wait for the worker", "already reaped"))?
             .wait()
             .map_err(|e| worker_err("wait for the worker", e))?;
         if let Some(t) = self.stderr_thread.take() {
@@ -233,6 +238,40 @@ impl Worker {
     }
 }
 
+impl Worker {
+    /// For a worker that has sent its result and closed its stdout, so is only tearing down (on a
+    /// GPU the driver releases the device's memory, 0.1–0.2 s): its status when it is already
+    /// gone; else `None`, and a thread reaps it, so the answer is not held up by the teardown.
+    /// Returns the tail of its stderr so far.
+    pub fn finish_after_result(mut self) -> (Option<ExitStatus>, Vec<String>) {
+        self.reaped.store(true, Ordering::SeqCst);
+        let tail = || {
+            self.stderr_tail
+                .lock()
+                .map(|t| t.clone())
+                .unwrap_or_default()
+        };
+        let Some(mut child) = self.child.take() else {
+            return (None, tail());
+        };
+        if let Ok(Some(status)) = child.try_wait() {
+            if let Some(t) = self.stderr_thread.take() {
+                let _ = t.join();
+            }
+            return (Some(status), tail());
+        }
+        let stderr = self.stderr_thread.take();
+        let snapshot = tail();
+        std::thread::spawn(move || {
+            let _ = child.wait();
+            if let Some(t) = stderr {
+                let _ = t.join();
+            }
+        });
+        (None, snapshot)
+    }
+}
+
 fn elapsed_ms(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
@@ -240,9 +279,11 @@ fn elapsed_ms(since: Instant) -> u64 {
 impl Drop for Worker {
     fn drop(&mut self) {
         self.reaped.store(true, Ordering::SeqCst);
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        if let Some(child) = self.child.as_mut() {
+            if matches!(child.try_wait(), Ok(None)) {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
         }
     }
 }
