@@ -21,11 +21,12 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--workload", default="mlp")
     ap.add_argument("--max-batch", type=int, default=0)
+    ap.add_argument("--budget-percent", type=float, default=0, help="as `sweep --budget P%%` (0: the default budget)")
     ap.add_argument("--out", default="")
     a = ap.parse_args()
     req = {"job": "sweep", "device": a.device, "workload": a.workload, "input_shape": None, "dtype": "f32",
            "mode": "train", "plan": {"kind": "search", "start": 1, "max": a.max_batch},
-           "budget": {"kind": "default"}, "steps": None, "threads": None, "predict": True}
+           "budget": {"kind": "percent", "value": a.budget_percent} if a.budget_percent else {"kind": "default"}, "steps": None, "threads": None, "predict": True}
     events = []
     with tempfile.TemporaryDirectory() as home:
         t0 = time.perf_counter()

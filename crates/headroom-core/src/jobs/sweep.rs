@@ -281,7 +281,13 @@ impl Session<'_> {
                     self.add_point(p)?;
                 }
                 Event::Warning { message } => self.warn(message),
-                Event::Result(s) => self.out.summary = Some(s),
+                Event::Result(s) => {
+                    self.out.summary = Some(s);
+                    // The result is a worker's last word; its stdout closes only once the
+                    // process has let go of its memory (on a GPU, 0.05–0.1 s of the driver's
+                    // teardown), which the answer need not wait for.
+                    break;
+                }
                 Event::Epoch(_) | Event::Profile(_) | Event::Heartbeat => {}
                 Event::Error { code, message } => self.out.error = Some(JobError { code, message }),
             }
