@@ -237,6 +237,7 @@ fn every_command_with_arguments_refuses_bad_values_as_the_cli_does() {
         max_batch: Some(8),
         mode: "train".into(),
         host: None,
+        every_doubling: None,
     };
     for (form, cli_flag, value) in [
         (

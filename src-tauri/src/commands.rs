@@ -75,6 +75,12 @@ pub struct SweepForm {
     #[serde(default)]
     #[ts(optional)]
     pub host: Option<String>,
+    /// Every doubling, each point run (no memory prediction, no ×4 strides, no jump to the
+    /// predicted limit): slower, for comparing with an older sweep or a model whose memory does
+    /// not grow in a line (`sweep --no-predict`).
+    #[serde(default)]
+    #[ts(optional)]
+    pub every_doubling: Option<bool>,
 }
 
 /// Checks the form and turns it into the worker's request.
@@ -115,7 +121,7 @@ pub fn request(form: &SweepForm) -> Result<SweepRequest, AppError> {
         })?,
         steps: None,
         threads: None,
-        predict: true,
+        predict: !form.every_doubling.unwrap_or(false),
         host_inputs: false,
         prior: Vec::new(),
     })
@@ -324,6 +330,7 @@ mod tests {
             max_batch: Some(64),
             mode: "train".into(),
             host: None,
+            every_doubling: None,
         }
     }
 
@@ -331,6 +338,13 @@ mod tests {
     fn the_form_becomes_a_request_or_a_clear_error() {
         let req = request(&form()).expect("valid");
         assert_eq!(req.plan, BatchPlan::Search { start: 1, max: 64 });
+        assert!(req.predict, "the default sweep predicts and strides");
+        let every = request(&SweepForm {
+            every_doubling: Some(true),
+            ..form()
+        })
+        .expect("valid");
+        assert!(!every.predict, "'every doubling' is `sweep --no-predict`");
         let ts = request(&SweepForm {
             workload: "/m/model.pt".into(),
             input_shape: Some("3x32x32".into()),

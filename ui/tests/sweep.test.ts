@@ -15,6 +15,8 @@ describe("sweep form", () => {
     expect(readForm({ ...base, maxBatch: "64" })).toEqual({
       form: { workload: "mlp", input_shape: null, device: "cpu", dtype: "f32", mode: "train", budget: "default", max_batch: 64 },
     });
+    expect(readForm({ ...base, everyDoubling: true })).toMatchObject({ form: { every_doubling: true } });
+    expect(readForm({ ...base, everyDoubling: false })).not.toHaveProperty("form.every_doubling");
     const ts = readForm({ ...base, workload: "torchscript", path: "/m/model.pt", shape: "3x32x32" });
     expect(ts).toMatchObject({ form: { workload: "/m/model.pt", input_shape: "3x32x32" } });
   });
@@ -27,6 +29,17 @@ describe("sweep form", () => {
 });
 
 describe("sweep panel", () => {
+  it("asks for every doubling when the box is ticked", async () => {
+    const b = mockBackend({});
+    const panel = sweepPanel(b);
+    document.body.append(panel.root);
+    get<HTMLInputElement>(panel.root, "sweep-every-doubling").checked = true;
+    get<HTMLButtonElement>(panel.root, "run-sweep").click();
+    await flush();
+    expect(b.forms).toHaveLength(1);
+    expect(b.forms[0]).toMatchObject({ workload: "mlp", every_doubling: true });
+    panel.root.remove();
+  });
   it("runs, fills the table and chart point by point, and ends with the recommendation", async () => {
     const b = mockBackend({});
     const panel = sweepPanel(b);

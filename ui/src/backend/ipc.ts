@@ -296,7 +296,13 @@ budget: string, max_batch: number | null, mode: string,
 /**
  * A remote host profile to run the worker on (over ssh); this machine when absent.
  */
-host?: string, };
+host?: string, 
+/**
+ * Every doubling, each point run (no memory prediction, no ×4 strides, no jump to the
+ * predicted limit): slower, for comparing with an older sweep or a model whose memory does
+ * not grow in a line (`sweep --no-predict`).
+ */
+every_doubling?: boolean, };
 
 export type AppError = { 
 /**

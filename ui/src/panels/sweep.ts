@@ -29,6 +29,8 @@ export function readForm(f: {
   mode: string;
   budget: string;
   maxBatch: string;
+  /** Run every doubling, no prediction (`sweep --no-predict`). */
+  everyDoubling?: boolean;
 }): { form: SweepForm } | { error: string } {
   const custom = f.workload === TORCHSCRIPT;
   if (custom && !f.path.trim()) return { error: "give the path of a TorchScript file (.pt)" };
@@ -48,6 +50,7 @@ export function readForm(f: {
       mode: f.mode,
       budget: f.budget.trim() || "default",
       max_batch: maxBatch,
+      ...(f.everyDoubling ? { every_doubling: true } : {}),
     },
   };
 }
@@ -115,6 +118,15 @@ export function sweepPanel(backend: Backend, followMs = 500): { root: HTMLElemen
   const mode = select("sweep-mode", ["train", "infer"], "train");
   const budget = input("budget", "default (90% available), 12GiB or 80%");
   const maxBatch = input("max-batch", "default");
+  const everyDoubling = el("input");
+  everyDoubling.type = "checkbox";
+  everyDoubling.dataset.testid = "sweep-every-doubling";
+  const everyLabel = el("label", "check");
+  everyLabel.title =
+    "Run every doubling and find the limit by running it: no memory prediction, no ×4 strides " +
+    "through the launch-bound range, no jump to the predicted limit. Slower; for comparing with " +
+    "an older sweep or a model whose memory does not grow in a line.";
+  everyLabel.append(everyDoubling, el("span", undefined, " Every doubling (no prediction)"));
   const custom = el("div", "custom-model");
   custom.append(field("Model file", path), field("Input shape", shape));
   custom.hidden = true;
@@ -137,7 +149,7 @@ export function sweepPanel(backend: Backend, followMs = 500): { root: HTMLElemen
   );
   const buttons = el("div", "buttons");
   buttons.append(run, cancel);
-  form.append(grid, custom, buttons);
+  form.append(grid, custom, everyLabel, buttons);
 
   const status = el("div", "status");
   status.dataset.testid = "sweep-status";
@@ -179,6 +191,7 @@ export function sweepPanel(backend: Backend, followMs = 500): { root: HTMLElemen
       mode: mode.value,
       budget: budget.value,
       maxBatch: maxBatch.value,
+      everyDoubling: everyDoubling.checked,
     });
     if ("error" in read) {
       status.textContent = read.error;
