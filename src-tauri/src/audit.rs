@@ -43,18 +43,7 @@ fn run_cli(home: &Path, args: &[&str]) -> (Option<i32>, String) {
 }
 
 fn profile(name: &str) -> HostProfile {
-    HostProfile {
-        name: name.into(),
-        host: "127.0.0.1".into(),
-        port: None,
-        user: None,
-        identity: None,
-        jump: None,
-        vnc_port: 5900,
-        headroom_path: None,
-        notes: String::new(),
-        artifact_store: None,
-    }
+    HostProfile::new(name, "127.0.0.1")
 }
 
 /// Both refuse: the app with `code`, the CLI with exit 2 and the app's message in its stderr.

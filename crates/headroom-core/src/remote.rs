@@ -154,6 +154,23 @@ pub fn check_path(what: &str, path: &str) -> Result<(), CoreError> {
 }
 
 impl HostProfile {
+    /// A profile for `host` under `name` with every other field at its default (the login
+    /// user, port 22, no jump, VNC on 5900); not yet validated.
+    pub fn new(name: impl Into<String>, host: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            host: host.into(),
+            port: None,
+            user: None,
+            identity: None,
+            jump: None,
+            vnc_port: default_vnc_port(),
+            headroom_path: None,
+            notes: String::new(),
+            artifact_store: None,
+        }
+    }
+
     /// Checks every field; the first problem is the error.
     pub fn validate(&self) -> Result<(), CoreError> {
         check_name(&self.name)?;
@@ -319,16 +336,10 @@ mod tests {
 
     fn profile(name: &str, host: &str) -> HostProfile {
         HostProfile {
-            name: name.into(),
-            host: host.into(),
             port: Some(2222),
             user: Some("ada".into()),
             identity: Some("~/.ssh/id_ed25519".into()),
-            jump: None,
-            vnc_port: 5900,
-            headroom_path: None,
-            notes: String::new(),
-            artifact_store: None,
+            ..HostProfile::new(name, host)
         }
     }
 

@@ -503,16 +503,9 @@ mod tests {
 
     fn p() -> HostProfile {
         HostProfile {
-            name: "m4".into(),
-            host: "m4.example.com".into(),
             port: Some(2222),
             user: Some("ada".into()),
-            identity: None,
-            jump: None,
-            vnc_port: 5900,
-            headroom_path: None,
-            notes: String::new(),
-            artifact_store: None,
+            ..HostProfile::new("m4", "m4.example.com")
         }
     }
 

@@ -165,16 +165,11 @@ mod tests {
 
     fn profile(name: &str) -> HostProfile {
         HostProfile {
-            name: name.into(),
-            host: "203.0.113.7".into(),
             port: Some(2222),
             user: Some("ada".into()),
             identity: Some("/Users/ada/.ssh/id ed25519".into()),
             jump: Some("ops@bastion.example.com:22".into()),
-            vnc_port: 5900,
-            headroom_path: None,
-            notes: String::new(),
-            artifact_store: None,
+            ..HostProfile::new(name, "203.0.113.7")
         }
     }
 

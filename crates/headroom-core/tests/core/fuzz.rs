@@ -171,18 +171,7 @@ fn the_sshconfig_target_really_checks_rendered_profiles() {
     headroom_core::fuzzing::ssh_config(
         b"m4\x00203.0.113.7\x002222\x00ada\x00/Users/ada/.ssh/id\x00ops@bastion:22",
     );
-    let p = headroom_core::remote::HostProfile {
-        name: "m4".into(),
-        host: "h\n    ProxyCommand sh".into(),
-        port: None,
-        user: None,
-        identity: None,
-        jump: None,
-        vnc_port: 5900,
-        headroom_path: None,
-        notes: String::new(),
-        artifact_store: None,
-    };
+    let p = headroom_core::remote::HostProfile::new("m4", "h\n    ProxyCommand sh");
     assert!(p.validate().is_err());
     let caught = catch_unwind(AssertUnwindSafe(|| headroom_core::fuzzing::one_block(&p)));
     assert!(
