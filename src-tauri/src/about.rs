@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
-use headroom_core::jobs;
+use headroom_core::jobs::{self, libtorch_in_version as libtorch_of};
 use serde::Serialize;
 
 use crate::error::AppError;
@@ -30,18 +30,6 @@ pub struct About {
     pub libtorch: Option<String>,
     /// Why the binary could not be found or asked, with what to do.
     pub worker_error: Option<String>,
-}
-
-/// The libtorch version in a `headroom --version` line
-/// (`headroom 0.1.0 (commit 0123abcd4567, libtorch 2.11.0)`); `None` when the line has none or
-/// says it is unknown.
-pub fn libtorch_of(version_line: &str) -> Option<String> {
-    let rest = &version_line[version_line.find("libtorch ")? + "libtorch ".len()..];
-    let v: String = rest
-        .chars()
-        .take_while(|c| !matches!(c, ')' | ',') && !c.is_whitespace())
-        .collect();
-    (!v.is_empty() && !v.starts_with("unknown")).then_some(v)
 }
 
 /// Why a `headroom --version` line has no libtorch (`libtorch unknown: <why>`), if it says.

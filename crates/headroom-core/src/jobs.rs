@@ -46,6 +46,18 @@ pub fn open_ledger() -> Result<Ledger, CoreError> {
     Ok(ledger)
 }
 
+/// The libtorch version in a `--version` line of `headroom` or `headroom-worker`
+/// (`headroom 0.1.0 (commit 0123abcd4567, libtorch 2.11.0)`); `None` when the line has none or
+/// says it is unknown.
+pub fn libtorch_in_version(version_line: &str) -> Option<String> {
+    let rest = &version_line[version_line.find("libtorch ")? + "libtorch ".len()..];
+    let v: String = rest
+        .chars()
+        .take_while(|c| !matches!(c, ')' | ',') && !c.is_whitespace())
+        .collect();
+    (!v.is_empty() && !v.starts_with("unknown")).then_some(v)
+}
+
 /// The binary that links libtorch and runs jobs, installed beside `headroom` (which starts it for
 /// `headroom worker`).
 pub const TORCH_WORKER: &str = "headroom-worker";

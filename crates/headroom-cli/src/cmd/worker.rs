@@ -65,8 +65,7 @@ pub fn libtorch_version() -> String {
     match Command::new(&worker).arg("--version").output() {
         Ok(o) if o.status.success() => {
             let line = String::from_utf8_lossy(&o.stdout);
-            line.split_once("libtorch ")
-                .map(|(_, v)| v.trim().trim_end_matches(')').to_owned())
+            jobs::libtorch_in_version(&line)
                 .unwrap_or_else(|| format!("unknown: {} said {:?}", worker.display(), line.trim()))
         }
         Ok(o) => format!(
