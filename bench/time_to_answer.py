@@ -54,8 +54,7 @@ def run_headroom(args, budget, home, binary=None, label="headroom"):
     # The timed steps' own seconds: timed steps x batch / samples per second.
     timed = sum(p["timed_steps"] * p["batch"] / p["samples_per_s"] for p in ok if p.get("samples_per_s"))
     # Every step the points ran (older builds do not report it).
-    steps = sum(p["steps_s"] for p in ok if p.get("steps_s") is not None) if all(
-        p.get("steps_s") is not None for p in ok) else None
+    steps = sum(p["steps_s"] for p in ok) if all(p.get("steps_s") is not None for p in ok) else None
     s = doc["summary"]
     budget_bytes = doc["hello"]["budget_bytes"]
     fit = max((p["batch"] for p in ok), default=None)
