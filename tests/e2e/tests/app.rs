@@ -16,6 +16,8 @@ const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 #[path = "../../support/sshd.rs"]
 mod sshd;
+#[path = "../../support/tmpfs.rs"]
+mod tmpfs;
 use sshd::{whoami, Sshd};
 
 fn env_path(key: &str) -> PathBuf {
@@ -854,15 +856,6 @@ fn a_damaged_ledger_is_said_plainly_and_about_names_the_libtorch() {
     drop(driver);
 }
 
-/// Unmounts a test's tmpfs when the test ends.
-struct Unmount(PathBuf);
-
-impl Drop for Unmount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
-
 /// Headroom's folder on a read-only filesystem (a tmpfs mounted `ro`: root can write through
 /// chmod, not through this): the app still starts — its one-instance lock moves to the temporary
 /// folder — and its panels say what is wrong and what to do. Needs mount(2); skipped where it is
@@ -873,24 +866,10 @@ fn a_read_only_folder_still_starts_the_app_and_says_what_to_do() {
     let app = env_path("HEADROOM_E2E_APP");
     let out = env_path("HEADROOM_E2E_OUT");
     std::fs::create_dir_all(&out).expect("output dir");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let home = dir.path().join("read-only-home");
-    std::fs::create_dir_all(&home).expect("mount point");
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=8m,ro", "tmpfs"])
-        .arg(&home)
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
-        assert!(
-            std::env::var("HEADROOM_REQUIRE_MOUNT").as_deref() != Ok("1"),
-            "mount(2) is refused here but HEADROOM_REQUIRE_MOUNT=1 asks for this test"
-        );
-        eprintln!("skipped: cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN)");
+    let Some(fs) = tmpfs::Tmpfs::mount("size=8m,ro") else {
         return;
-    }
-    let _unmount = Unmount(home.clone());
+    };
+    let home = fs.at.clone();
     assert!(
         std::fs::write(home.join("probe"), b"x").is_err(),
         "the folder must be read-only"

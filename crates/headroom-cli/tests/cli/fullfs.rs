@@ -2,53 +2,10 @@
 //! filled up, then remounted read-only. Needs mount(2) (root, or CAP_SYS_ADMIN); without it the
 //! tests say so and pass, unless HEADROOM_REQUIRE_MOUNT=1 (set by .ci/run) makes that a failure.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use crate::common::Home;
-
-/// A tmpfs of `size` mounted on a fresh folder, unmounted on drop.
-struct SmallFs {
-    _dir: tempfile::TempDir,
-    at: PathBuf,
-}
-
-impl SmallFs {
-    fn new(size: &str) -> Option<Self> {
-        let dir = tempfile::tempdir().expect("tmp");
-        let at = dir.path().join("fs");
-        std::fs::create_dir(&at).expect("mkdir");
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(&at)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            assert!(
-                std::env::var("HEADROOM_REQUIRE_MOUNT").as_deref() != Ok("1"),
-                "mount(2) is refused here but HEADROOM_REQUIRE_MOUNT=1 asks for these tests"
-            );
-            eprintln!("skipped: cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN)");
-            return None;
-        }
-        Some(Self { _dir: dir, at })
-    }
-
-    fn remount(&self, mode: &str) {
-        let st = Command::new("mount")
-            .args(["-o", &format!("remount,{mode}")])
-            .arg(&self.at)
-            .status()
-            .expect("mount");
-        assert!(st.success(), "remount {mode}");
-    }
-}
-
-impl Drop for SmallFs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.at).status();
-    }
-}
+use crate::tmpfs::Tmpfs;
 
 fn run(home: &Path, args: &[&str]) -> std::process::Output {
     let mut c = Home::new().cmd(args);
@@ -80,7 +37,9 @@ const SWEEP: [&str; 7] = [
 
 #[test]
 fn a_full_disk_is_named_with_what_to_do_and_loses_no_recorded_run() {
-    let Some(fs) = SmallFs::new("2m") else { return };
+    let Some(fs) = Tmpfs::mount("size=2m") else {
+        return;
+    };
     let home = fs.at.join("home");
     let out = run(&home, &SWEEP);
     assert!(
@@ -122,7 +81,7 @@ fn a_full_disk_is_named_with_what_to_do_and_loses_no_recorded_run() {
 
 #[test]
 fn a_read_only_folder_is_named_with_what_to_do_and_left_as_it_was() {
-    let Some(fs) = SmallFs::new("64m") else {
+    let Some(fs) = Tmpfs::mount("size=64m") else {
         return;
     };
     let home = fs.at.join("home");

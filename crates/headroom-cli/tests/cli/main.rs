@@ -20,4 +20,6 @@ mod run;
 #[path = "../../../../tests/support/sshd.rs"]
 mod sshd;
 mod sweep;
+#[path = "../../../../tests/support/tmpfs.rs"]
+mod tmpfs;
 mod torchscript;
