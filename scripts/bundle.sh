@@ -10,7 +10,9 @@
 #          @rpath = @executable_path/../Frameworks.
 # HEADROOM_BUNDLE_FLAVOUR=cpu (default: libtorch's CPU libraries only, no libtorch_cuda) or cuda
 # (Linux: also libtorch_cuda and the CUDA, cuDNN, NCCL… libraries it needs; several GB).
-# HEADROOM_SKIP_BOOTSTRAP=1 when bootstrap.sh has just run.
+# HEADROOM_SKIP_BOOTSTRAP=1 when bootstrap.sh has just run. The app is built for the bundle in
+# its own target folder (HEADROOM_BUNDLE_TARGET_DIR, default <target>/headroom-bundle), so the
+# checkout's target/release binaries are never touched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "${HEADROOM_SKIP_BOOTSTRAP:-}" = 1 ] || bash scripts/bootstrap.sh
@@ -28,7 +30,12 @@ sidecar="$stage/sidecar/headroom-worker-$triple"
 cp "$TARGET_DIR/release/headroom" "$cli"
 cp "$TARGET_DIR/release/headroom-worker" "$sidecar"
 chmod 755 "$cli" "$sidecar"
-export CARGO_TARGET_DIR="$TARGET_DIR"
+# The bundle's build has a target folder of its own: `tauri build` copies the sidecars (the
+# patched headroom-worker, RUNPATH $ORIGIN/../lib/headroom) beside the app it builds, which in
+# the development target folder would replace the worker every `headroom sweep` of the checkout
+# runs; and the bundle's configuration would recompile the development build's crates and back.
+BUNDLE_TARGET_DIR=${HEADROOM_BUNDLE_TARGET_DIR:-$TARGET_DIR/headroom-bundle}
+export CARGO_TARGET_DIR="$BUNDLE_TARGET_DIR"
 tauri=ui/node_modules/.bin/tauri
 
 case "$(uname -s)" in
@@ -51,9 +58,9 @@ Linux)
   echo "bundle: building the .deb (tauri build; recompiles headroom-app with the bundle's configuration)"
   "$tauri" build --no-bundle --config src-tauri/bundle/linux.conf.json
   # The release profile keeps line tables for backtraces (170 MB); the package does not need them.
-  strip "$TARGET_DIR/release/headroom-app"
+  strip "$BUNDLE_TARGET_DIR/release/headroom-app"
   "$tauri" bundle --bundles deb --config src-tauri/bundle/linux.conf.json
-  deb=$(ls -t "$TARGET_DIR"/release/bundle/deb/*.deb | head -1)
+  deb=$(ls -t "$BUNDLE_TARGET_DIR"/release/bundle/deb/*.deb | head -1)
   suffix=""; [ "$flavour" = cuda ] && suffix="_cuda"
   out="dist/Headroom_${version}_$(dpkg --print-architecture 2>/dev/null || uname -m)${suffix}.deb"
   cp "$deb" "$out"
@@ -74,7 +81,7 @@ Darwin)
     codesign --force --sign - "$stage/lib/$name"
   done
   "$tauri" build --bundles app,dmg --config src-tauri/bundle/macos.conf.json
-  echo "bundle: $(ls -d "$TARGET_DIR"/release/bundle/macos/*.app "$TARGET_DIR"/release/bundle/dmg/*.dmg)"
+  echo "bundle: $(ls -d "$BUNDLE_TARGET_DIR"/release/bundle/macos/*.app "$BUNDLE_TARGET_DIR"/release/bundle/dmg/*.dmg)"
   ;;
 *) echo "bundle: no bundle for $(uname -s)" >&2; exit 1 ;;
 esac

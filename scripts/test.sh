@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every check and test of the project from a fresh checkout: set up, format, lints, docs, the
+# Every check and test of the project from a fresh checkout: set up, format, lints (also for
+# macOS, type-checked from Linux by scripts/check-macos.sh), docs, the
 # Rust tests, the UI's unit tests (vitest) and the app end to end in its real window (Xvfb).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,11 @@ export HEADROOM_TEST_PYTHON="$PWD/.venv/bin/python"
 export HEADROOM_HOME="$(mktemp -d)/must-not-be-used"
 cargo fmt --all --check
 cargo clippy --release --locked --workspace --all-targets -- -D warnings
+# The macOS code (cfg(target_os = "macos")) type-checked and linted for aarch64-apple-darwin; on
+# a Mac the clippy above already is that check.
+if [ "$(uname -s)" = Linux ]; then
+  bash scripts/check-macos.sh
+fi
 RUSTDOCFLAGS="-D warnings" cargo doc --release --locked --workspace --no-deps --quiet
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --release --locked --workspace --no-fail-fast
@@ -23,7 +29,14 @@ fi
 bash scripts/e2e.sh
 # The installable bundle: build the .deb and run it from a clean Debian root (needs root on Linux).
 if [ "$(uname -s)" = Linux ] && [ "$(id -u)" = 0 ]; then
+  # The bundle builds in a target folder of its own: the checkout's worker stays as it was.
+  worker="${CARGO_TARGET_DIR:-$PWD/target}/release/headroom-worker"
+  before=$(sha256sum "$worker")
   HEADROOM_SKIP_BOOTSTRAP=1 bash scripts/bundle.sh
+  if [ "$(sha256sum "$worker")" != "$before" ]; then
+    echo "test: scripts/bundle.sh changed the checkout's $worker (it must build in its own target folder)" >&2
+    exit 1
+  fi
   bash scripts/bundle_test.sh
 else
   echo "test: the bundle install test (scripts/bundle_test.sh) needs root on Linux; skipped"

@@ -4,11 +4,10 @@
 //! so this is also how a user sees which libtorch came with the app. The answer is kept while
 //! neither binary changes: asking loads libtorch (~0.4 s).
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use headroom_core::jobs::{self, libtorch_in_version as libtorch_of};
 use serde::Serialize;
@@ -77,46 +76,20 @@ fn version_of(exe: &Path, ask: impl FnOnce() -> Result<String, String>) -> Resul
 
 /// Runs `exe --version`, ending it after `limit`.
 fn ask_version(exe: &Path, limit: Duration) -> Result<String, String> {
-    let mut child = Command::new(exe)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+    let ran = headroom_core::child::run_within(Command::new(exe).arg("--version"), limit)
         .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) if started.elapsed() < limit => std::thread::sleep(Duration::from_millis(20)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "{} --version gave no answer in {} s",
-                    exe.display(),
-                    limit.as_secs()
-                ));
-            }
-            Err(e) => return Err(format!("waiting for {}: {e}", exe.display())),
-        }
-    };
-    let mut out = String::new();
-    let mut err = String::new();
-    if let Some(mut s) = child.stdout.take() {
-        let _ = s.read_to_string(&mut out);
-    }
-    if let Some(mut s) = child.stderr.take() {
-        let _ = s.read_to_string(&mut err);
-    }
-    if status.success() {
-        Ok(out.trim().to_owned())
-    } else {
-        Err(format!(
+    match ran.status {
+        None => Err(format!(
+            "{} --version gave no answer in {} s",
+            exe.display(),
+            limit.as_secs()
+        )),
+        Some(status) if status.success() => Ok(ran.stdout.trim().to_owned()),
+        Some(status) => Err(format!(
             "{} --version failed ({status}): {}. Reinstall Headroom, or build it with scripts/bootstrap.sh.",
             exe.display(),
-            err.trim()
-        ))
+            ran.stderr.trim()
+        )),
     }
 }
 
@@ -155,6 +128,8 @@ pub async fn about() -> Result<About, AppError> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Instant;
+
     use super::*;
 
     #[test]

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use headroom_core::epochs::EpochThresholds;
 use headroom_core::remote::HostProfile;
 use tauri::async_runtime::block_on;
 
@@ -296,15 +297,66 @@ fn every_command_with_arguments_refuses_bad_values_as_the_cli_does() {
     };
     same_refusal(
         &home,
-        epochs_request(&EpochsForm {
-            release: "all; rm".into(),
-            ..epochs.clone()
-        }),
+        epochs_request(
+            &EpochsForm {
+                release: "all; rm".into(),
+                ..epochs.clone()
+            },
+            &EpochThresholds::default(),
+        ),
         "invalid_input",
         &["epochs", "--device", "cpu", "--release", "all; rm"],
     );
-    let e = epochs_request(&EpochsForm { batch: 0, ..epochs }).expect_err("batch 0");
-    assert_eq!(e.code, "invalid_input");
+    same_refusal(
+        &home,
+        epochs_request(
+            &EpochsForm {
+                batch: 0,
+                ..epochs.clone()
+            },
+            &EpochThresholds::default(),
+        ),
+        "invalid_input",
+        &["epochs", "--device", "cpu", "--batch", "0"],
+    );
+    // The same check refuses the same empty workload and largest batch of 0 in both shells.
+    same_refusal(
+        &home,
+        epochs_request(
+            &EpochsForm {
+                workload: " ".into(),
+                ..epochs
+            },
+            &EpochThresholds::default(),
+        ),
+        "invalid_input",
+        &["epochs", "--device", "cpu", "--workload", " "],
+    );
+    for (form, flag, value) in [
+        (
+            SweepForm {
+                max_batch: Some(0),
+                ..form.clone()
+            },
+            "--max-batch",
+            "0",
+        ),
+        (
+            SweepForm {
+                workload: "".into(),
+                ..form.clone()
+            },
+            "--workload",
+            "",
+        ),
+    ] {
+        same_refusal(
+            &home,
+            request(&form),
+            "invalid_input",
+            &["sweep", "--device", "cpu", flag, value],
+        );
+    }
 
     // Nothing of the above wrote a profile, an ssh config or a report, or ran the sentinel.
     assert!(!sentinel.exists(), "a shell ran an injected command");

@@ -4,17 +4,18 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use headroom_core::budget::BudgetSpec;
+use headroom_core::jobs::JobStatus;
 use headroom_core::jobs::{self, doctor::DoctorOptions, sweep::CancelToken, sweep::Update};
 use headroom_core::ledger::RunRecord;
 use headroom_core::plot::{sweep_svg, ChartSpec};
-use headroom_core::protocol::{parse_shape, progress_line, BatchPlan, Dtype, Mode, SweepRequest};
+use headroom_core::protocol::{progress_line, SweepRequest};
 use headroom_core::readiness::Report;
+use headroom_core::requests::SweepInput;
 use serde::Deserialize;
 use tauri::ipc::Channel;
 use tauri::{AppHandle, State};
 
-use crate::error::AppError;
+use crate::error::{AppError, ErrorCode};
 use crate::state::{lock, AppState, RunningSweep, SweepSnapshot};
 
 /// Chart size in the popover (CSS pixels).
@@ -24,9 +25,12 @@ const CHART: (u32, u32) = (360, 420);
 pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, AppError> + Send + 'static,
 ) -> Result<T, AppError> {
-    tauri::async_runtime::spawn_blocking(f)
-        .await
-        .map_err(|e| AppError::new("internal", format!("the background task failed: {e}")))?
+    tauri::async_runtime::spawn_blocking(f).await.map_err(|e| {
+        AppError::new(
+            ErrorCode::Internal,
+            format!("the background task failed: {e}"),
+        )
+    })?
 }
 
 /// Runs doctor (as `headroom doctor` does), records it, and repaints the tray.
@@ -66,10 +70,14 @@ pub struct SweepForm {
     /// One sample's shape without the batch (`3x224x224`), for a TorchScript file.
     pub input_shape: Option<String>,
     pub device: String,
+    /// Typed as the enum for the UI; checked by the core's one parser (the same message as the
+    /// CLI's for a value the UI could not have sent).
+    #[ts(as = "headroom_core::protocol::Dtype")]
     pub dtype: String,
     /// A size (`12GiB`), a share (`80%`), or `default`.
     pub budget: String,
     pub max_batch: Option<u32>,
+    #[ts(as = "headroom_core::protocol::Mode")]
     pub mode: String,
     /// A remote host profile to run the worker on (over ssh); this machine when absent.
     #[serde(default)]
@@ -83,48 +91,21 @@ pub struct SweepForm {
     pub every_doubling: Option<bool>,
 }
 
-/// Checks the form and turns it into the worker's request.
+/// Checks the form and turns it into the worker's request: the core's sweep input, the one
+/// check `headroom sweep` uses too.
 pub fn request(form: &SweepForm) -> Result<SweepRequest, AppError> {
-    if form.workload.trim().is_empty() {
-        return Err(AppError::new(
-            "invalid_input",
-            "pick a workload or a TorchScript file",
-        ));
-    }
-    if form.max_batch == Some(0) {
-        return Err(AppError::new(
-            "invalid_input",
-            "the largest batch must be 1 or more",
-        ));
-    }
-    let shape = form
-        .input_shape
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(parse_shape)
-        .transpose()?;
-    Ok(SweepRequest {
+    let input = SweepInput {
+        workload: form.workload.clone(),
+        input_shape: form.input_shape.clone(),
         device: form.device.clone(),
-        workload: form.workload.trim().to_owned(),
-        input_shape: shape,
-        dtype: Dtype::parse(&form.dtype)?,
-        mode: Mode::parse(&form.mode)?,
-        plan: BatchPlan::Search {
-            start: 1,
-            max: form.max_batch.unwrap_or(0),
-        },
-        budget: BudgetSpec::parse(if form.budget.trim().is_empty() {
-            "default"
-        } else {
-            form.budget.trim()
-        })?,
-        steps: None,
-        threads: None,
+        dtype: form.dtype.clone(),
+        budget: form.budget.clone(),
+        mode: form.mode.clone(),
+        max_batch: form.max_batch,
         predict: !form.every_doubling.unwrap_or(false),
-        host_inputs: false,
-        prior: Vec::new(),
-    })
+        ..SweepInput::default()
+    };
+    Ok(input.request()?)
 }
 
 fn redraw(s: &mut SweepSnapshot) {
@@ -194,7 +175,7 @@ pub async fn start_sweep(
     let mut slot = lock(&state.sweep);
     if slot.as_ref().is_some_and(RunningSweep::is_running) {
         return Err(AppError::new(
-            "busy",
+            ErrorCode::Busy,
             "a sweep is already running; cancel it or wait for it to finish",
         ));
     }
@@ -204,7 +185,7 @@ pub async fn start_sweep(
         device: req.device.clone(),
         host: form.host.clone().filter(|h| !h.is_empty()),
         message: "starting the worker".into(),
-        status: "running".into(),
+        status: JobStatus::Running,
         ..SweepSnapshot::default()
     }));
     redraw(&mut lock(&snapshot));
@@ -233,7 +214,7 @@ pub async fn start_sweep(
             s.running = false;
             match outcome {
                 Ok(o) => {
-                    s.status.clone_from(&o.status);
+                    s.status = o.status;
                     s.summary.clone_from(&o.summary);
                     s.points.clone_from(&o.points);
                     s.error.clone_from(&o.error);
@@ -244,10 +225,10 @@ pub async fn start_sweep(
                     };
                 }
                 Err(e) => {
-                    s.status = "error".into();
+                    s.status = JobStatus::Error;
                     s.message = e.to_string();
                     s.error = Some(headroom_core::jobs::sweep::JobError {
-                        code: AppError::from(e).code,
+                        code: AppError::from(e).code.to_string(),
                         message: s.message.clone(),
                     });
                 }
@@ -316,7 +297,7 @@ pub fn describe_worker() -> String {
 
 #[cfg(test)]
 mod tests {
-    use headroom_core::protocol::{Hello, Phase, Point, PointStatus, PROTOCOL_VERSION};
+    use headroom_core::protocol::{BatchPlan, Hello, Phase, Point, PointStatus, PROTOCOL_VERSION};
 
     use super::*;
 

@@ -1,5 +1,6 @@
 //! The one error the UI receives: a `code` to branch on and a `message` for people.
 
+pub use headroom_core::error::ErrorCode;
 use headroom_core::CoreError;
 use serde::Serialize;
 
@@ -7,15 +8,14 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error, ts_rs::TS)]
 #[error("{message}")]
 pub struct AppError {
-    /// `invalid_input`, `ledger`, `worker`, `busy`, `not_found`, `internal`.
-    pub code: String,
+    pub code: ErrorCode,
     pub message: String,
 }
 
 impl AppError {
-    pub fn new(code: &str, message: impl Into<String>) -> Self {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
-            code: code.into(),
+            code,
             message: message.into(),
         }
     }
@@ -23,19 +23,12 @@ impl AppError {
 
 impl From<CoreError> for AppError {
     fn from(e: CoreError) -> Self {
-        let code = match &e {
-            CoreError::InvalidInput(_) => "invalid_input",
-            CoreError::Ledger { .. } | CoreError::LedgerTooNew { .. } => "ledger",
-            CoreError::NoSuchRun(_) => "not_found",
-            CoreError::Worker(_) => "worker",
-            _ => "internal",
-        };
-        Self::new(code, e.to_string())
+        Self::new(e.code(), e.to_string())
     }
 }
 
 impl From<tauri::Error> for AppError {
     fn from(e: tauri::Error) -> Self {
-        Self::new("internal", e.to_string())
+        Self::new(ErrorCode::Internal, e.to_string())
     }
 }

@@ -39,9 +39,14 @@ pub fn typescript() -> String {
         JobError::decl(),
         RunRecord::decl(),
         RunStatus::decl(),
+        headroom_core::jobs::JobStatus::decl(),
         crate::state::SweepSnapshot::decl(),
         crate::commands::SweepForm::decl(),
         crate::error::AppError::decl(),
+        crate::error::ErrorCode::decl(),
+        headroom_core::protocol::Dtype::decl(),
+        headroom_core::protocol::Mode::decl(),
+        headroom_core::protocol::Release::decl(),
         crate::memory::MemorySnapshot::decl(),
         crate::memory::EpochsForm::decl(),
         crate::memory::ProcessInfo::decl(),
@@ -86,6 +91,31 @@ pub fn typescript() -> String {
         out.push_str(&d.replace("bigint", "number"));
         out.push_str("\n\n");
     }
+    // The enums' values, for the forms' option lists and for branching on error codes.
+    let list = |name: &str, ty: &str, values: Vec<&str>| {
+        let quoted: Vec<String> = values.iter().map(|v| format!("\"{v}\"")).collect();
+        format!(
+            "export const {name}: readonly {ty}[] = [{}];\n\n",
+            quoted.join(", ")
+        )
+    };
+    use headroom_core::protocol::{Dtype, Mode, Release};
+    out.push_str(&list(
+        "DTYPES",
+        "Dtype",
+        Dtype::ALL.map(Dtype::as_str).to_vec(),
+    ));
+    out.push_str(&list("MODES", "Mode", Mode::ALL.map(Mode::as_str).to_vec()));
+    out.push_str(&list(
+        "RELEASES",
+        "Release",
+        Release::ALL.map(Release::name).to_vec(),
+    ));
+    out.push_str(&list(
+        "ERROR_CODES",
+        "ErrorCode",
+        crate::error::ErrorCode::ALL.map(|c| c.as_str()).to_vec(),
+    ));
     out.truncate(out.trim_end().len());
     out.push('\n');
     out
@@ -94,6 +124,24 @@ pub fn typescript() -> String {
 #[cfg(test)]
 mod tests {
     use std::path::Path;
+
+    #[test]
+    fn the_option_lists_are_the_wire_names() {
+        use headroom_core::protocol::{Dtype, Mode, Release};
+        let wire = |v: serde_json::Value| v.as_str().map(str::to_owned).expect("a string");
+        for d in Dtype::ALL {
+            assert_eq!(wire(serde_json::json!(d)), d.as_str());
+        }
+        for m in Mode::ALL {
+            assert_eq!(wire(serde_json::json!(m)), m.as_str());
+        }
+        for r in Release::ALL {
+            assert_eq!(wire(serde_json::json!(r)), r.name());
+        }
+        for c in crate::error::ErrorCode::ALL {
+            assert_eq!(wire(serde_json::json!(c)), c.as_str());
+        }
+    }
 
     #[test]
     fn the_committed_typescript_matches_the_rust_types() {

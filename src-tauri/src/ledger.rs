@@ -6,7 +6,7 @@ use headroom_core::report::{self, Format};
 use serde::{Deserialize, Serialize};
 
 use crate::commands::blocking;
-use crate::error::AppError;
+use crate::error::{AppError, ErrorCode};
 
 /// Chart sizes in the popover (CSS pixels), as the Sweep and Memory panels draw theirs.
 const CHART: (u32, u32) = (360, 420);
@@ -78,7 +78,7 @@ const MAX_RUNS: usize = 20;
 pub async fn export_runs(run_ids: Vec<i64>, format: String) -> Result<Vec<String>, AppError> {
     if run_ids.is_empty() || run_ids.len() > MAX_RUNS {
         return Err(AppError::new(
-            "invalid_input",
+            ErrorCode::InvalidInput,
             format!("pick 1 to {MAX_RUNS} runs to export"),
         ));
     }
@@ -103,7 +103,7 @@ pub async fn export_runs(run_ids: Vec<i64>, format: String) -> Result<Vec<String
 pub async fn compare_runs(a: i64, b: i64) -> Result<Comparison, AppError> {
     if a == b {
         return Err(AppError::new(
-            "invalid_input",
+            ErrorCode::InvalidInput,
             "pick two different runs to compare",
         ));
     }

@@ -11,6 +11,7 @@ mod about;
 #[cfg(test)]
 mod audit;
 mod commands;
+mod contract;
 mod error;
 #[cfg(test)]
 mod ipc;
@@ -64,34 +65,7 @@ fn main() {
     let result = tauri::Builder::default()
         .manage(state::AppState::default())
         .plugin(tauri_plugin_notification::init())
-        .invoke_handler(tauri::generate_handler![
-            commands::readiness,
-            commands::last_readiness,
-            commands::start_sweep,
-            commands::cancel_sweep,
-            commands::sweep_snapshot,
-            commands::list_runs,
-            commands::chart_for_run,
-            ledger::run_report,
-            ledger::export_runs,
-            ledger::compare_runs,
-            memory::start_epochs,
-            memory::list_processes,
-            memory::start_watch,
-            memory::stop_memory,
-            memory::memory_snapshot,
-            overview::overview,
-            remote::list_hosts,
-            remote::add_host,
-            remote::remove_host,
-            remote::list_keys,
-            remote::make_key,
-            remote::check_host,
-            remote::migration,
-            remote::open_vnc,
-            remote::close_vnc,
-            about::about,
-        ])
+        .invoke_handler(contract::handler())
         .setup(move |app| {
             #[cfg(target_os = "macos")]
             app.set_activation_policy(tauri::ActivationPolicy::Accessory);

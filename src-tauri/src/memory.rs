@@ -6,15 +6,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use headroom_core::epochs::{EpochSample, EpochThresholds, EpochVerdict, EpochVerdictKind};
+use headroom_core::jobs::JobStatus;
 use headroom_core::jobs::{self, sweep::CancelToken, sweep::JobError, watch::WatchOptions};
 use headroom_core::monitor::MemoryReading;
 use headroom_core::plot::{epochs_svg, readings_svg};
-use headroom_core::protocol::{Dtype, EpochsRequest, Release};
+use headroom_core::protocol::EpochsRequest;
+use headroom_core::requests::EpochsInput;
 use serde::{Deserialize, Serialize};
 use tauri::ipc::Channel;
 use tauri::{AppHandle, State};
 
-use crate::error::AppError;
+use crate::error::{AppError, ErrorCode};
 use crate::state::{lock, AppState};
 
 /// Where the memory job stands.
@@ -33,7 +35,8 @@ pub struct MemorySnapshot {
     /// The watched process crossed the leak threshold.
     pub crossed: bool,
     pub message: String,
-    pub status: String,
+    /// `running`, then how the job ended (`error` when it could not start).
+    pub status: JobStatus,
     pub error: Option<JobError>,
     pub chart_svg: String,
 }
@@ -73,6 +76,8 @@ pub struct EpochsForm {
     pub batch: u32,
     pub epochs: u32,
     pub steps_per_epoch: u32,
+    /// Typed as the enum for the UI; checked by the core's one parser.
+    #[ts(as = "headroom_core::protocol::Release")]
     pub release: String,
     pub leak_demo: bool,
 }
@@ -105,7 +110,7 @@ fn install(state: &AppState, running: RunningMemory) -> Result<(), AppError> {
     let mut slot = lock(&state.memory);
     if slot.as_ref().is_some_and(RunningMemory::is_running) {
         return Err(AppError::new(
-            "busy",
+            ErrorCode::Busy,
             "a memory run is already going; stop it first",
         ));
     }
@@ -113,26 +118,31 @@ fn install(state: &AppState, running: RunningMemory) -> Result<(), AppError> {
     Ok(())
 }
 
-/// Checks the epochs form and turns it into the worker's request.
-pub fn epochs_request(form: &EpochsForm) -> Result<EpochsRequest, AppError> {
-    if form.batch == 0 || form.epochs == 0 || form.steps_per_epoch == 0 {
-        return Err(AppError::new(
-            "invalid_input",
-            "batch, epochs and steps per epoch must all be 1 or more",
-        ));
-    }
-    Ok(EpochsRequest {
-        device: form.device.clone(),
+/// The configuration's `[epochs]` thresholds; its defaults when the file cannot be read (the
+/// Overview says why).
+fn configured_thresholds() -> EpochThresholds {
+    headroom_core::config::load()
+        .map(|c| c.epochs)
+        .unwrap_or_default()
+}
+
+/// Checks the epochs form and turns it into the worker's request and the thresholds of its
+/// verdict: the core's epochs input, the one check `headroom epochs` uses too.
+pub fn epochs_request(
+    form: &EpochsForm,
+    config: &EpochThresholds,
+) -> Result<(EpochsRequest, EpochThresholds), AppError> {
+    let input = EpochsInput {
         workload: form.workload.clone(),
-        input_shape: None,
-        dtype: Dtype::F32,
+        device: form.device.clone(),
         batch: form.batch,
         epochs: form.epochs,
         steps_per_epoch: form.steps_per_epoch,
-        release: Release::parse(&form.release)?,
+        release: form.release.clone(),
         leak_mib: if form.leak_demo { LEAK_DEMO_MIB } else { 0 },
-        threads: None,
-    })
+        ..EpochsInput::default()
+    };
+    Ok(input.request(config)?)
 }
 
 /// Trains one batch for several epochs in the worker and judges memory growth.
@@ -143,15 +153,14 @@ pub async fn start_epochs(
     form: EpochsForm,
     on_update: Channel<MemorySnapshot>,
 ) -> Result<MemorySnapshot, AppError> {
-    let req = epochs_request(&form)?;
+    let (req, t) = epochs_request(&form, &configured_thresholds())?;
     let exe = jobs::worker_binary()?;
-    let t = EpochThresholds::default();
     let snapshot = Arc::new(Mutex::new(MemorySnapshot {
         running: true,
         kind: "epochs".into(),
         title: format!("{} batch {} on {}", req.workload, req.batch, req.device),
         message: "starting the worker".into(),
-        status: "running".into(),
+        status: JobStatus::Running,
         ..MemorySnapshot::default()
     }));
     redraw(&mut lock(&snapshot), &t);
@@ -204,7 +213,7 @@ pub async fn start_epochs(
                     s.verdict = o.verdict;
                 }
                 Err(e) => {
-                    s.status = "error".into();
+                    s.status = JobStatus::Error;
                     s.message = e.to_string();
                 }
             }
@@ -222,7 +231,7 @@ pub async fn start_epochs(
 pub async fn list_processes() -> Result<Vec<ProcessInfo>, AppError> {
     tauri::async_runtime::spawn_blocking(processes)
         .await
-        .map_err(|e| AppError::new("internal", e.to_string()))
+        .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))
 }
 
 fn processes() -> Vec<ProcessInfo> {
@@ -266,17 +275,17 @@ pub async fn start_watch(
 ) -> Result<MemorySnapshot, AppError> {
     if headroom_core::monitor::read_memory(pid, 0.0).is_none() {
         return Err(AppError::new(
-            "not_found",
+            ErrorCode::NotFound,
             format!("process {pid} is gone (or its memory cannot be read); refresh the list"),
         ));
     }
-    let t = EpochThresholds::default();
+    let t = configured_thresholds();
     let snapshot = Arc::new(Mutex::new(MemorySnapshot {
         running: true,
         kind: "watch".into(),
         title: format!("process {pid}"),
         message: "watching".into(),
-        status: "running".into(),
+        status: JobStatus::Running,
         ..MemorySnapshot::default()
     }));
     let first = lock(&snapshot).clone();
@@ -289,16 +298,7 @@ pub async fn start_watch(
     install(&state, running)?;
     let handle = app.clone();
     std::thread::spawn(move || {
-        let opts = WatchOptions {
-            interval: Duration::from_millis(500),
-            thresholds: t,
-            batch: None,
-            torch_version: None,
-            profile_ops: false,
-            max_time: None,
-            max_steps: None,
-            budget_bytes: None,
-        };
+        let opts = WatchOptions::for_pid(Duration::from_millis(500), t);
         let outcome = jobs::open_ledger().and_then(|ledger| {
             jobs::watch::watch_pid(pid, &opts, &ledger, &stop, &mut |r| {
                 let (copy, newly) = {
@@ -336,10 +336,10 @@ pub async fn start_watch(
                 Ok(o) => {
                     s.run_id = Some(o.run_id);
                     s.title.clone_from(&o.command);
-                    s.status = "complete".into();
+                    s.status = JobStatus::Complete;
                 }
                 Err(e) => {
-                    s.status = "error".into();
+                    s.status = JobStatus::Error;
                     s.message = e.to_string();
                 }
             }

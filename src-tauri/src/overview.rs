@@ -5,13 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use headroom_core::config::Config;
 use headroom_core::contention::{ContentionReport, Sampler};
-use headroom_core::decide::{decide, Column, Decision, Rule};
+use headroom_core::decide::{Column, Decision, Rule};
 use serde::Serialize;
 use tauri::{AppHandle, Emitter, Manager, Runtime, State};
 
-use crate::error::AppError;
+use crate::error::{AppError, ErrorCode};
 use crate::notify::Kind;
 use crate::state::{lock, AppState};
 
@@ -62,38 +61,13 @@ pub fn change_notice(prev: Option<&Decision>, next: &Decision) -> Option<(Kind, 
 
 /// One recomputation from the ledger, the configuration and `sampler`.
 fn compute(sampler: &mut Sampler) -> OverviewSnapshot {
-    let mut problem = None;
-    let config = headroom_core::config::load().unwrap_or_else(|e| {
-        problem = Some(e.to_string());
-        Config::default()
-    });
-    let ledger = headroom_core::jobs::open_ledger();
-    let (need, training) = match &ledger {
-        Ok(l) => (
-            headroom_core::facts::measured_need(l).ok().flatten(),
-            headroom_core::facts::training_pids(l).unwrap_or_default(),
-        ),
-        Err(e) => {
-            problem.get_or_insert_with(|| e.to_string());
-            (None, Vec::new())
-        }
-    };
-    let contention = sampler.sample(&config.contention, &training, need);
-    let facts = ledger
-        .and_then(|l| headroom_core::facts::gather(&l, &config, Some(&contention)))
-        .unwrap_or_else(|e| {
-            problem.get_or_insert_with(|| e.to_string());
-            headroom_core::decide::Facts {
-                contention: contention.reasons.clone(),
-                ..Default::default()
-            }
-        });
+    let (now, problem) = headroom_core::jobs::decision::now(sampler);
     OverviewSnapshot {
-        decision: decide(&facts, &config.decide),
-        contention,
+        decision: now.decision,
+        contention: now.contention,
         taken_at: headroom_core::time::now_rfc3339(),
-        problem,
-        interval_s: config.contention.interval_s,
+        problem: problem.map(|e| e.to_string()),
+        interval_s: now.interval_s,
     }
 }
 
@@ -126,13 +100,13 @@ pub async fn overview(state: State<'_, AppState>) -> Result<OverviewSnapshot, Ap
     }
     tauri::async_runtime::spawn_blocking(|| compute(&mut Sampler::new()))
         .await
-        .map_err(|e| AppError::new("internal", e.to_string()))
+        .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))
 }
 
 #[cfg(test)]
 mod tests {
     use headroom_core::config::DecideThresholds;
-    use headroom_core::decide::Facts;
+    use headroom_core::decide::{decide, Facts};
 
     use super::*;
 

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use tauri::State;
 
 use crate::commands::blocking;
-use crate::error::AppError;
+use crate::error::{AppError, ErrorCode};
 use crate::state::{lock, AppState};
 
 fn save_and_sync(hosts: &Hosts) -> Result<(), AppError> {
@@ -100,21 +100,25 @@ pub async fn make_key() -> Result<KeyInfo, AppError> {
 pub fn make_key_in(dir: &Path) -> Result<KeyInfo, AppError> {
     let path = dir.join("headroom_ed25519");
     if !path.exists() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| AppError::new("io", format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(|e| {
+            AppError::new(
+                ErrorCode::Io,
+                format!("cannot create {}: {e}", dir.display()),
+            )
+        })?;
         let out = std::process::Command::new("ssh-keygen")
             .args(["-q", "-t", "ed25519", "-N", "", "-C", "headroom", "-f"])
             .arg(&path)
             .output()
             .map_err(|e| {
                 AppError::new(
-                    "no_ssh",
+                    ErrorCode::NoSsh,
                     format!("cannot run ssh-keygen: {e}; install OpenSSH"),
                 )
             })?;
         if !out.status.success() {
             return Err(AppError::new(
-                "keygen",
+                ErrorCode::Keygen,
                 format!(
                     "ssh-keygen could not make {}: {}",
                     path.display(),
@@ -128,7 +132,7 @@ pub fn make_key_in(dir: &Path) -> Result<KeyInfo, AppError> {
         .find(|k| Path::new(&k.path) == path)
         .ok_or_else(|| {
             AppError::new(
-                "keygen",
+                ErrorCode::Keygen,
                 format!(
                     "{} exists but its public half {}.pub cannot be read; remove both or \
                      restore the .pub file",
@@ -242,12 +246,12 @@ pub async fn open_vnc(state: State<'_, AppState>, name: String) -> Result<String
         let p = hosts.get(&name)?.clone();
         sshconfig::sync(&ssh_dir()?, hosts.list())?;
         let t = open_tunnel(&p, None, Duration::from_secs(15))?
-            .map_err(|f| AppError::new("tunnel", format!("{} — {}", f.message, f.fix)))?;
+            .map_err(|f| AppError::new(ErrorCode::Tunnel, format!("{} — {}", f.message, f.fix)))?;
         let url = t.url();
         let (mut cmd, _) = opener(&url);
         // The viewer runs on its own; the tunnel stays until closed from the panel or the app quits.
         cmd.spawn()
-            .map_err(|e| AppError::new("opener", format!("cannot open {url}: {e}")))?;
+            .map_err(|e| AppError::new(ErrorCode::Opener, format!("cannot open {url}: {e}")))?;
         Ok((url, (name, t)))
     })
     .await?;

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use headroom_core::jobs::sweep::{CancelToken, JobError};
+use headroom_core::jobs::JobStatus;
 use headroom_core::protocol::{Point, SweepSummary};
 use headroom_core::readiness::Report;
 use serde::{Deserialize, Serialize};
@@ -25,8 +26,8 @@ pub struct SweepSnapshot {
     pub message: String,
     pub points: Vec<Point>,
     pub summary: Option<SweepSummary>,
-    /// `running`, `complete`, `interrupted`, `failed`, `error`.
-    pub status: String,
+    /// `running`, then how the run ended (`error` when it could not start).
+    pub status: JobStatus,
     pub error: Option<JobError>,
     /// The throughput and memory chart (SVG), redrawn at every point.
     pub chart_svg: String,

@@ -5,35 +5,37 @@
 
 use std::collections::BTreeSet;
 
-/// The quoted names in `text` between `start` and the next `end`.
-fn quoted_between(text: &str, start: &str, end: &str) -> Vec<String> {
-    let from = text.find(start).expect("start marker") + start.len();
-    let block = &text[from..from + text[from..].find(end).expect("end marker")];
-    block
-        .split('"')
-        .skip(1)
-        .step_by(2)
-        .map(ToOwned::to_owned)
-        .collect()
-}
-
 #[test]
 fn the_window_may_call_only_headrooms_commands_under_a_strict_csp() {
-    let commands = quoted_between(include_str!("../build.rs"), "const COMMANDS", "];");
+    // The commands build.rs had tauri-build make permissions for (it reads the contract's list;
+    // the generated manifest is committed and rewritten by every build).
+    let manifests: serde_json::Value =
+        serde_json::from_str(include_str!("../gen/schemas/acl-manifests.json"))
+            .expect("acl-manifests.json");
+    let commands: Vec<String> = manifests["__app-acl__"]["permissions"]
+        .as_object()
+        .expect("the app's permissions")
+        .values()
+        .flat_map(|p| {
+            p["commands"]["allow"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|c| c.as_str().map(str::to_owned))
+        .collect();
     assert!(commands.len() >= 20, "{commands:?}");
 
-    // Every command the UI may call is registered with the handler, and nothing else is.
-    let main = include_str!("main.rs");
-    let from = main.find("generate_handler![").expect("handler") + "generate_handler![".len();
-    let registered: BTreeSet<String> = main[from..from + main[from..].find(']').expect("end")]
-        .split(',')
-        .filter_map(|s| s.trim().rsplit("::").next().map(str::to_owned))
-        .filter(|s| !s.is_empty())
+    // Every command the UI may call is registered with the handler (the contract's list, which
+    // also generates the UI's command table), and nothing else is.
+    let registered: BTreeSet<String> = crate::contract::specs()
+        .iter()
+        .map(|s| s.name.to_owned())
         .collect();
     let listed: BTreeSet<String> = commands.iter().cloned().collect();
     assert_eq!(
         registered, listed,
-        "build.rs COMMANDS and generate_handler! differ"
+        "the permissions tauri-build made and the contract (the handler) differ"
     );
 
     // The capability: the popover window only, our commands and the event listener, nothing else.

@@ -24,4 +24,16 @@ describe("the one door", () => {
     const door = readFileSync(join(src, "backend", "tauri.ts"), "utf8");
     expect(door).toMatch(/from "@tauri-apps\/api\/core"/);
   });
+
+  it("no command name is typed by hand: only the generated table calls invoke", () => {
+    const src = resolve(process.cwd(), "src");
+    const generated = join(src, "backend", "commands.ts");
+    const table = readFileSync(generated, "utf8");
+    expect([...table.matchAll(/invoke<[^>]*>\("([a-z_]+)"/g)].length).toBeGreaterThan(20);
+    const offenders = files(src)
+      .filter((f) => f !== generated)
+      .filter((f) => /\binvoke\b/.test(readFileSync(f, "utf8")))
+      .map((f) => relative(src, f));
+    expect(offenders).toEqual([]);
+  });
 });

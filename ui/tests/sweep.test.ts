@@ -126,6 +126,18 @@ describe("sweep panel", () => {
     panel.root.remove();
   });
 
+  it("a start refused as busy offers Cancel; any other refusal does not", async () => {
+    for (const [code, cancellable] of [["busy", true], ["invalid_input", false]] as const) {
+      const b = mockBackend({ startError: { code, message: "refused" } });
+      const panel = sweepPanel(b);
+      document.body.append(panel.root);
+      get<HTMLButtonElement>(panel.root, "run-sweep").click();
+      await flush();
+      expect(get<HTMLButtonElement>(panel.root, "cancel-sweep").disabled).toBe(!cancellable);
+      panel.root.remove();
+    }
+  });
+
   it("a popover opened mid-run draws the sweep from the snapshot", async () => {
     const b = mockBackend({ snapshot: snapshot({ points: [point(1, 900, 2 ** 20)] }) });
     const panel = sweepPanel(b, 60_000);

@@ -27,7 +27,7 @@ enum Command {
     /// Where one batch's time goes: data, forward, backward, and each layer against its FLOPs.
     Profile(cmd::profile::ProfileArgs),
     /// Run your own training command and watch its memory and epochs: `headroom run -- python train.py`.
-    Run(cmd::watch::RunArgs),
+    Run(cmd::run::RunArgs),
     /// Watch the memory of a process already running, until it exits or Ctrl-C.
     Watch(cmd::watch::WatchArgs),
     /// Show the runs recorded in the ledger.
@@ -94,7 +94,7 @@ fn main() -> ExitCode {
         Command::Config { command } => cmd::config::run(&command),
         Command::Epochs(args) => cmd::epochs::run(&args),
         Command::Profile(args) => cmd::profile::run(&args),
-        Command::Run(args) => cmd::watch::run(&args),
+        Command::Run(args) => cmd::run::run(&args),
         Command::Watch(args) => cmd::watch::watch(&args),
         Command::Worker { doctor } => return cmd::worker::exec(doctor),
     };

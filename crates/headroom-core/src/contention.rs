@@ -418,6 +418,28 @@ pub fn parse_meminfo_swap_used(text: &str) -> Option<u64> {
         .checked_mul(1024)
 }
 
+/// Swap and pressure on macOS from `sysctl -n vm.swapusage` and `sysctl -n
+/// kern.memorystatus_vm_pressure_level` (each `None` where it did not answer): `(swap used,
+/// pressure, where it came from)`.
+pub fn macos_pressure(
+    swapusage: Option<&str>,
+    level: Option<&str>,
+) -> (Option<u64>, Option<Pressure>, String) {
+    let swap = swapusage.and_then(parse_swapusage_used);
+    match level.and_then(parse_vm_pressure_level) {
+        Some((p, n)) => (
+            swap,
+            Some(p),
+            format!("kern.memorystatus_vm_pressure_level {n}"),
+        ),
+        None => (
+            swap,
+            None,
+            "kern.memorystatus_vm_pressure_level unreadable".into(),
+        ),
+    }
+}
+
 /// Reads swap and pressure on this OS: `(swap used, pressure, where it came from)`.
 fn system_pressure(cfg: &ContentionConfig) -> (Option<u64>, Option<Pressure>, String) {
     #[cfg(target_os = "linux")]
@@ -443,29 +465,11 @@ fn system_pressure(cfg: &ContentionConfig) -> (Option<u64>, Option<Pressure>, St
     #[cfg(target_os = "macos")]
     {
         let _ = cfg;
-        let sysctl = |name: &str| {
-            std::process::Command::new("/usr/sbin/sysctl")
-                .args(["-n", name])
-                .output()
-                .ok()
-                .filter(|o| o.status.success())
-                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        };
-        let swap = sysctl("vm.swapusage").and_then(|t| parse_swapusage_used(&t));
-        match sysctl("kern.memorystatus_vm_pressure_level")
-            .and_then(|t| parse_vm_pressure_level(&t))
-        {
-            Some((p, n)) => (
-                swap,
-                Some(p),
-                format!("kern.memorystatus_vm_pressure_level {n}"),
-            ),
-            None => (
-                swap,
-                None,
-                "kern.memorystatus_vm_pressure_level unreadable".into(),
-            ),
-        }
+        let sysctl = |name: &str| crate::child::tool_stdout("/usr/sbin/sysctl", &["-n", name]);
+        macos_pressure(
+            sysctl("vm.swapusage").as_deref(),
+            sysctl("kern.memorystatus_vm_pressure_level").as_deref(),
+        )
     }
     #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     {

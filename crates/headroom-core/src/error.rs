@@ -1,4 +1,82 @@
-//! The one error type of `headroom-core`.
+//! The one error type of `headroom-core`, and the one code a UI branches on.
+
+use serde::{Deserialize, Serialize};
+
+/// What kind of failure an error is: what the app's UI receives beside the message (the CLI
+/// prints the message alone). Every error the app returns carries one of these.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// A value the user gave was refused; the message says which and what to give instead.
+    InvalidInput,
+    /// A run, host or process that is not there.
+    NotFound,
+    /// A job of the same kind is already running.
+    Busy,
+    /// The ledger could not be read or written.
+    Ledger,
+    /// A worker (or another child process) could not be started or spoken to.
+    Worker,
+    /// A file could not be read or written.
+    Io,
+    /// `ssh-keygen` failed.
+    Keygen,
+    /// OpenSSH's client is missing.
+    NoSsh,
+    /// The OS could not open a URL or a file.
+    Opener,
+    /// An SSH tunnel could not be opened.
+    Tunnel,
+    /// Anything else (a bug: the message says what).
+    Internal,
+}
+
+impl ErrorCode {
+    /// Every code, in the order the UI documents them.
+    pub const ALL: [Self; 11] = [
+        Self::InvalidInput,
+        Self::NotFound,
+        Self::Busy,
+        Self::Ledger,
+        Self::Worker,
+        Self::Io,
+        Self::Keygen,
+        Self::NoSsh,
+        Self::Opener,
+        Self::Tunnel,
+        Self::Internal,
+    ];
+
+    /// The wire name (`invalid_input`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidInput => "invalid_input",
+            Self::NotFound => "not_found",
+            Self::Busy => "busy",
+            Self::Ledger => "ledger",
+            Self::Worker => "worker",
+            Self::Io => "io",
+            Self::Keygen => "keygen",
+            Self::NoSsh => "no_ssh",
+            Self::Opener => "opener",
+            Self::Tunnel => "tunnel",
+            Self::Internal => "internal",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for ErrorCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
 
 /// What can go wrong inside the domain crate. Each message says what was wrong and what to do.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +119,20 @@ pub enum CoreError {
     /// A stored JSON document could not be decoded.
     #[error("stored JSON is malformed: {0}")]
     Json(#[from] serde_json::Error),
+}
+
+impl CoreError {
+    /// The code a UI branches on.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::InvalidInput(_) => ErrorCode::InvalidInput,
+            Self::Ledger { .. } | Self::LedgerTooNew { .. } => ErrorCode::Ledger,
+            Self::NoSuchRun(_) => ErrorCode::NotFound,
+            Self::Worker(_) => ErrorCode::Worker,
+            Self::Io { .. } => ErrorCode::Io,
+            Self::Json(_) => ErrorCode::Internal,
+        }
+    }
 }
 
 /// What to do about a ledger failure, after its message.

@@ -139,11 +139,10 @@ impl BusySampler {
         let (acc, stop) = (Arc::clone(&s.acc), Arc::clone(&s.stop));
         std::thread::spawn(move || {
             while !stop.load(Ordering::SeqCst) {
-                let text = Command::new("/usr/sbin/ioreg")
-                    .args(["-r", "-d", "1", "-w", "0", "-c", "IOAccelerator"])
-                    .output()
-                    .ok()
-                    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+                let text = crate::child::tool_stdout(
+                    "/usr/sbin/ioreg",
+                    &["-r", "-d", "1", "-w", "0", "-c", "IOAccelerator"],
+                );
                 if let Some(v) = text.as_deref().and_then(parse_ioreg_device_utilization) {
                     Self::add(&acc, v);
                 }

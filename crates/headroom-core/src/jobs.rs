@@ -1,19 +1,72 @@
 //! Jobs that run in `headroom worker` child processes, shared by the CLI and the app: starting and
-//! supervising a worker ([`worker`]), a whole sweep recorded point by point in the ledger with
-//! restarts and cancellation ([`sweep`]), and a readiness check ([`doctor`]). Nothing here links
-//! libtorch; the worker binary does.
+//! supervising a worker ([`supervisor`]), a whole sweep recorded point by point in the ledger with
+//! restarts and cancellation ([`sweep`]), and a readiness check ([`doctor`]); and the decision
+//! table now ([`decision`]). Nothing here links libtorch; the worker binary does.
 
+pub mod decision;
 pub mod doctor;
 pub mod epochs;
 pub mod profile;
+pub mod supervisor;
 pub mod sweep;
 pub mod watch;
-pub mod worker;
 
 use std::path::{Path, PathBuf};
 
 use crate::ledger::Ledger;
 use crate::CoreError;
+
+/// How a job stands or ended: a run's ledger status, or `error` when it failed before anything
+/// was recorded (no run).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    #[default]
+    Running,
+    Complete,
+    Interrupted,
+    Failed,
+    /// It failed before a run was recorded.
+    Error,
+}
+
+impl JobStatus {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Complete => "complete",
+            Self::Interrupted => "interrupted",
+            Self::Failed => "failed",
+            Self::Error => "error",
+        }
+    }
+}
+
+impl From<crate::ledger::RunStatus> for JobStatus {
+    fn from(s: crate::ledger::RunStatus) -> Self {
+        use crate::ledger::RunStatus as R;
+        match s {
+            R::Running => Self::Running,
+            R::Complete => Self::Complete,
+            R::Interrupted => Self::Interrupted,
+            R::Failed => Self::Failed,
+        }
+    }
+}
+
+impl std::fmt::Display for JobStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for JobStatus {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
 
 /// Whether process `pid` exists (a process we may not signal still exists).
 pub fn process_alive(pid: u32) -> bool {
@@ -164,12 +217,12 @@ pub(crate) fn close_worker_run(
     status: crate::ledger::RunStatus,
     report: &serde_json::Value,
     note: Option<&str>,
-) -> Result<String, CoreError> {
+) -> Result<JobStatus, CoreError> {
     match run_id {
         Some(id) => {
             ledger.finish_report(id, status, report, note)?;
-            Ok(status.as_str().into())
+            Ok(status.into())
         }
-        None => Ok("error".into()),
+        None => Ok(JobStatus::Error),
     }
 }

@@ -5,6 +5,7 @@
 //! the user's own Python interpreters as child processes to ask them what their torch can do).
 
 pub mod budget;
+pub mod child;
 pub mod config;
 pub mod contention;
 pub mod datasum;
@@ -30,6 +31,7 @@ pub mod protocol;
 pub mod readiness;
 pub mod remote;
 pub mod report;
+pub mod requests;
 pub mod scriptsweep;
 pub mod stats;
 pub mod summary;

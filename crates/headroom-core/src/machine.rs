@@ -17,6 +17,12 @@ pub fn parse_nvidia_information(text: &str) -> Option<String> {
     })
 }
 
+/// The value `sysctl -n NAME` printed, trimmed; `None` when it printed nothing.
+pub fn parse_sysctl_value(text: &str) -> Option<String> {
+    let v = text.trim();
+    (!v.is_empty()).then(|| v.to_owned())
+}
+
 /// The CPU's brand string.
 pub fn cpu_brand() -> Option<String> {
     #[cfg(target_os = "linux")]
@@ -25,12 +31,9 @@ pub fn cpu_brand() -> Option<String> {
     }
     #[cfg(target_os = "macos")]
     {
-        let out = std::process::Command::new("/usr/sbin/sysctl")
-            .args(["-n", "machdep.cpu.brand_string"])
-            .output()
-            .ok()?;
-        let s = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        (!s.is_empty()).then_some(s)
+        crate::child::tool_stdout("/usr/sbin/sysctl", &["-n", "machdep.cpu.brand_string"])
+            .as_deref()
+            .and_then(parse_sysctl_value)
     }
     #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     {

@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::child::{run_captured, Captured};
 use crate::ledger::{Ledger, NewRun, RunStatus};
 use crate::protocol::{Point, PointStatus};
-use crate::readiness::python::{discover, probe_all, run_captured, Captured, DiscoveryEnv};
+use crate::readiness::python::{discover, probe_all, DiscoveryEnv};
 use crate::CoreError;
 
 /// The script MLX runs (argv: workload, batch, warm-up steps, timed steps; one JSON line out).

@@ -14,6 +14,7 @@ pub const PROTOCOL_VERSION: u32 = 1;
 pub const BUILTIN_WORKLOADS: [&str; 6] = ["mlp", "cnn", "vit-tiny", "gpt-tiny", "matmul", "copy"];
 
 /// Element type of the model and its inputs.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Dtype {
@@ -23,6 +24,9 @@ pub enum Dtype {
 }
 
 impl Dtype {
+    /// Every dtype, as a form offers them.
+    pub const ALL: [Self; 3] = [Self::F32, Self::F16, Self::Bf16];
+
     /// Parses `f32`, `f16`/`fp16`/`half`, `bf16`.
     pub fn parse(text: &str) -> Result<Self, CoreError> {
         match text.trim().to_ascii_lowercase().as_str() {
@@ -46,6 +50,7 @@ impl Dtype {
 }
 
 /// Whether a step is a full training step or a forward pass only.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
@@ -56,6 +61,9 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Every mode, as a form offers them.
+    pub const ALL: [Self; 2] = [Self::Train, Self::Infer];
+
     /// Parses `train` or `infer`.
     pub fn parse(text: &str) -> Result<Self, CoreError> {
         match text.trim().to_ascii_lowercase().as_str() {
@@ -355,6 +363,7 @@ pub fn progress_line(batch: u32, phase: Phase, step: u32, of: u32) -> String {
 }
 
 /// What to release at each epoch boundary.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Release {
@@ -368,6 +377,9 @@ pub enum Release {
 }
 
 impl Release {
+    /// Every policy, as a form offers them.
+    pub const ALL: [Self; 4] = [Self::None, Self::Gc, Self::EmptyCache, Self::Both];
+
     /// Parses `none`, `gc`, `empty-cache`, `both`.
     pub fn parse(text: &str) -> Result<Self, CoreError> {
         match text.trim().to_ascii_lowercase().replace('_', "-").as_str() {
@@ -410,6 +422,19 @@ pub struct EpochsRequest {
     /// Retain this many MiB of device tensors per epoch, a true leak to prove the detector.
     pub leak_mib: u32,
     pub threads: Option<u32>,
+}
+
+impl EpochsRequest {
+    /// The counts a run needs, checked once for every caller (the CLI's and the app's inputs,
+    /// and the worker for a request from anywhere else).
+    pub fn check(&self) -> Result<(), CoreError> {
+        if self.batch == 0 || self.epochs == 0 || self.steps_per_epoch == 0 {
+            return Err(CoreError::InvalidInput(
+                "--batch, --epochs and --steps-per-epoch must all be 1 or more".into(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// A job for the worker: one JSON line on its stdin. A bare [`SweepRequest`] (protocol 1's

@@ -186,14 +186,7 @@ pub fn reset_process_peak() -> bool {
 mod macos {
     //! The thin macOS layer: runs `sysctl`/`vm_stat` and asks the kernel for rusage.
     use super::{parse_vm_stat_available, SystemMemory};
-    use std::process::Command;
-
-    fn run(cmd: &str, args: &[&str]) -> Option<String> {
-        let out = Command::new(cmd).args(args).output().ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-    }
+    use crate::child::tool_stdout as run;
 
     pub(super) fn system_memory() -> Option<SystemMemory> {
         let total = run("/usr/sbin/sysctl", &["-n", "hw.memsize"])?

@@ -13,11 +13,8 @@ use crate::{alloc, device, TorchError};
 
 /// Runs `req`, emitting `hello`, progress and one `epoch` event per epoch.
 pub fn run_epochs(req: &EpochsRequest, emit: &mut dyn FnMut(Event)) -> Result<(), TorchError> {
-    if req.batch == 0 || req.epochs == 0 || req.steps_per_epoch == 0 {
-        return Err(TorchError::bad(
-            "bad_request",
-            "batch, epochs and steps per epoch must all be 1 or more",
-        ));
+    if let Err(e) = req.check() {
+        return Err(TorchError::bad("bad_request", e.to_string()));
     }
     let (mut stepper, dev) = start_training_job(
         &req.device,

@@ -10,8 +10,8 @@ pub mod device;
 pub mod epochs;
 pub mod measure;
 pub mod profile;
+pub mod serve;
 pub mod sweep;
-pub mod worker;
 pub mod workloads;
 
 /// Errors of the libtorch side. Each message says what was wrong and what to do.

@@ -1,8 +1,10 @@
 // The one door to the app's backend. Only this folder imports @tauri-apps; panels get a
 // `Backend` and never know whether it is the real app or the mock their tests use.
+import { ERROR_CODES } from "./ipc";
 import type {
   About,
   AppError,
+  ErrorCode,
   Comparison,
   EpochsForm,
   CheckReport,
@@ -20,6 +22,8 @@ import type {
 } from "./ipc";
 
 export type * from "./ipc";
+// The enums' values, generated from Rust: the forms' option lists and the error codes.
+export { DTYPES, ERROR_CODES, MODES, RELEASES } from "./ipc";
 
 export interface Backend {
   /** Runs doctor now (seconds), records it, repaints the tray. */
@@ -67,10 +71,13 @@ export interface Backend {
   onNavigate(f: (panel: string) => void): void;
 }
 
-/** Errors cross as `{code, message}`; anything else is wrapped into that shape. */
+/** Errors cross as `{code, message}`; anything else is wrapped into that shape (an unknown
+ * code becomes `internal`, so a panel may branch on every code of the union). */
 export function asAppError(e: unknown): AppError {
   if (e && typeof e === "object" && "code" in e && "message" in e) {
-    return { code: String((e as AppError).code), message: String((e as AppError).message) };
+    const code = String((e as AppError).code);
+    const known = (ERROR_CODES as readonly string[]).includes(code);
+    return { code: known ? (code as ErrorCode) : "internal", message: String((e as AppError).message) };
   }
   return { code: "internal", message: e instanceof Error ? e.message : String(e) };
 }

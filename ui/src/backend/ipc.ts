@@ -262,6 +262,8 @@ report?: unknown, note: string | null, };
 
 export type RunStatus = "running" | "complete" | "interrupted" | "failed";
 
+export type JobStatus = "running" | "complete" | "interrupted" | "failed" | "error";
+
 export type SweepSnapshot = { running: boolean, run_id: number | null, workload: string, device: string, 
 /**
  * The remote host profile the worker runs on; this machine when absent.
@@ -272,9 +274,9 @@ host: string | null, device_name: string | null, budget_bytes: number | null,
  */
 message: string, points: Array<Point>, summary: SweepSummary | null, 
 /**
- * `running`, `complete`, `interrupted`, `failed`, `error`.
+ * `running`, then how the run ended (`error` when it could not start).
  */
-status: string, error: JobError | null, 
+status: JobStatus, error: JobError | null, 
 /**
  * The throughput and memory chart (SVG), redrawn at every point.
  */
@@ -288,11 +290,16 @@ workload: string,
 /**
  * One sample's shape without the batch (`3x224x224`), for a TorchScript file.
  */
-input_shape: string | null, device: string, dtype: string, 
+input_shape: string | null, device: string, 
+/**
+ * Typed as the enum for the UI; checked by the core's one parser (the same message as the
+ * CLI's for a value the UI could not have sent).
+ */
+dtype: Dtype, 
 /**
  * A size (`12GiB`), a share (`80%`), or `default`.
  */
-budget: string, max_batch: number | null, mode: string, 
+budget: string, max_batch: number | null, mode: Mode, 
 /**
  * A remote host profile to run the worker on (over ssh); this machine when absent.
  */
@@ -304,11 +311,15 @@ host?: string,
  */
 every_doubling?: boolean, };
 
-export type AppError = { 
-/**
- * `invalid_input`, `ledger`, `worker`, `busy`, `not_found`, `internal`.
- */
-code: string, message: string, };
+export type AppError = { code: ErrorCode, message: string, };
+
+export type ErrorCode = "invalid_input" | "not_found" | "busy" | "ledger" | "worker" | "io" | "keygen" | "no_ssh" | "opener" | "tunnel" | "internal";
+
+export type Dtype = "f32" | "f16" | "bf16";
+
+export type Mode = "train" | "infer";
+
+export type Release = "none" | "gc" | "empty-cache" | "both";
 
 export type MemorySnapshot = { running: boolean, 
 /**
@@ -322,9 +333,17 @@ growth: number | null,
 /**
  * The watched process crossed the leak threshold.
  */
-crossed: boolean, message: string, status: string, error: JobError | null, chart_svg: string, };
+crossed: boolean, message: string, 
+/**
+ * `running`, then how the job ended (`error` when it could not start).
+ */
+status: JobStatus, error: JobError | null, chart_svg: string, };
 
-export type EpochsForm = { workload: string, device: string, batch: number, epochs: number, steps_per_epoch: number, release: string, leak_demo: boolean, };
+export type EpochsForm = { workload: string, device: string, batch: number, epochs: number, steps_per_epoch: number, 
+/**
+ * Typed as the enum for the UI; checked by the core's one parser.
+ */
+release: Release, leak_demo: boolean, };
 
 export type ProcessInfo = { pid: number, command: string, rss_bytes: number, };
 
@@ -562,3 +581,11 @@ libtorch: string | null,
  * Why the binary could not be found or asked, with what to do.
  */
 worker_error: string | null, };
+
+export const DTYPES: readonly Dtype[] = ["f32", "f16", "bf16"];
+
+export const MODES: readonly Mode[] = ["train", "infer"];
+
+export const RELEASES: readonly Release[] = ["none", "gc", "empty-cache", "both"];
+
+export const ERROR_CODES: readonly ErrorCode[] = ["invalid_input", "not_found", "busy", "ledger", "worker", "io", "keygen", "no_ssh", "opener", "tunnel", "internal"];

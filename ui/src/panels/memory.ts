@@ -1,7 +1,7 @@
 // The Memory panel: epochs on a workload, or a running Python process watched from outside; the
 // memory chart with its leak threshold line, the verdict, and the numbers per epoch.
-import type { Backend, EpochsForm, MemorySnapshot, ProcessInfo } from "../backend";
-import { asAppError } from "../backend";
+import type { Backend, EpochsForm, MemorySnapshot, ProcessInfo, Release } from "../backend";
+import { asAppError, RELEASES } from "../backend";
 import { field, select } from "../controls";
 import { el, formatBytes, formatRate, svgDataUrl } from "../format";
 import { DEVICES, WORKLOADS } from "./sweep";
@@ -30,7 +30,7 @@ export function memoryPanel(backend: Backend): { root: HTMLElement; restore(): P
   const form = el("form", "sweep-form");
   const workload = select("epochs-workload", WORKLOADS, "mlp");
   const device = select("epochs-device", DEVICES, "auto");
-  const release = select("epochs-release", ["none", "gc", "empty-cache", "both"], "none");
+  const release = select("epochs-release", [...RELEASES], "none");
   const num = (id: string, value: string) => {
     const i = el("input");
     i.dataset.testid = id;
@@ -154,7 +154,7 @@ export function memoryPanel(backend: Backend): { root: HTMLElement; restore(): P
       batch: n(batch),
       epochs: n(epochs),
       steps_per_epoch: n(steps),
-      release: release.value,
+      release: release.value as Release,
       leak_demo: leak.checked,
     };
     run.disabled = true;

@@ -1,7 +1,7 @@
 // The Sweep panel: a form, one click to run in the background worker, the chart and table
 // filling in point by point, the recommendation at the end, and Cancel.
-import type { Backend, Point, SweepForm, SweepSnapshot } from "../backend";
-import { asAppError } from "../backend";
+import type { Backend, Dtype, Mode, Point, SweepForm, SweepSnapshot } from "../backend";
+import { asAppError, DTYPES, MODES } from "../backend";
 import { field, select } from "../controls";
 import { el, formatBytes, formatMs, formatRate, svgDataUrl } from "../format";
 
@@ -46,8 +46,9 @@ export function readForm(f: {
       workload: custom ? f.path.trim() : f.workload,
       input_shape: custom ? f.shape.trim() : null,
       device: f.device,
-      dtype: f.dtype,
-      mode: f.mode,
+      // The selects offer only the generated enums' values.
+      dtype: f.dtype as Dtype,
+      mode: f.mode as Mode,
       budget: f.budget.trim() || "default",
       max_batch: maxBatch,
       ...(f.everyDoubling ? { every_doubling: true } : {}),
@@ -114,8 +115,8 @@ export function sweepPanel(backend: Backend, followMs = 500): { root: HTMLElemen
   const path = input("path", "/path/to/model.pt");
   const shape = input("shape", "3x224x224");
   const device = select("sweep-device", DEVICES, "auto");
-  const dtype = select("sweep-dtype", ["f32", "f16", "bf16"], "f32");
-  const mode = select("sweep-mode", ["train", "infer"], "train");
+  const dtype = select("sweep-dtype", [...DTYPES], "f32");
+  const mode = select("sweep-mode", [...MODES], "train");
   const budget = input("budget", "default (90% available), 12GiB or 80%");
   const maxBatch = input("max-batch", "default");
   const everyDoubling = el("input");
@@ -203,9 +204,13 @@ export function sweepPanel(backend: Backend, followMs = 500): { root: HTMLElemen
       .startSweep(read.form, show)
       .then(show)
       .catch((e) => {
-        status.textContent = `cannot start: ${asAppError(e).message}`;
+        const err = asAppError(e);
+        status.textContent = `cannot start: ${err.message}`;
         status.dataset.state = "error";
         run.disabled = false;
+        // Another sweep holds the worker (started from the Remote panel or an earlier popover):
+        // it can be cancelled from here.
+        if (err.code === "busy") cancel.disabled = false;
       });
   });
   cancel.addEventListener("click", () => {

@@ -1,6 +1,6 @@
 //! `headroom-worker`: the one Headroom process that links libtorch. `headroom` (and the app)
 //! start it through `headroom worker [--doctor]` for each job; it reads one JSON request on stdin
-//! and writes protocol events to stdout (see `headroom_torch::worker`).
+//! and writes protocol events to stdout (see `headroom_torch::serve`).
 
 use std::process::ExitCode;
 
@@ -13,8 +13,8 @@ fn main() -> ExitCode {
         .skip_while(|a| *a == "worker")
         .collect();
     match args.as_slice() {
-        [] => headroom_torch::worker::run(),
-        ["--doctor"] => headroom_torch::worker::run_doctor(),
+        [] => headroom_torch::serve::run(),
+        ["--doctor"] => headroom_torch::serve::run_doctor(),
         ["--version" | "-V"] => {
             println!(
                 "headroom-worker {} (commit {}, libtorch {})",

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use headroom_core::contention::Sampler;
-use headroom_core::decide::{decide, Status};
+use headroom_core::decide::Status;
 
 #[derive(Debug, Args)]
 pub struct DecideArgs {
@@ -16,15 +16,15 @@ pub struct DecideArgs {
 }
 
 pub fn run(a: &DecideArgs) -> anyhow::Result<ExitCode> {
-    let config = headroom_core::config::load()?;
-    let ledger = super::open_ledger()?;
-    let need = headroom_core::facts::measured_need(&ledger)?;
-    let training = headroom_core::facts::training_pids(&ledger)?;
-    let contention = Sampler::new().sample(&config.contention, &training, need);
-    let facts = headroom_core::facts::gather(&ledger, &config, Some(&contention))?;
-    let d = decide(&facts, &config.decide);
+    let (now, problem) = headroom_core::jobs::decision::now(&mut Sampler::new());
+    // The app decides on the defaults beside a broken configuration or ledger; a command fails.
+    if let Some(e) = problem {
+        return Err(e.into());
+    }
+    let d = &now.decision;
     if a.json {
-        let doc = serde_json::json!({ "decision": d, "facts": facts, "contention": contention });
+        let doc =
+            serde_json::json!({ "decision": d, "facts": now.facts, "contention": now.contention });
         println!(
             "{}",
             serde_json::to_string_pretty(&doc).context("cannot encode the decision")?

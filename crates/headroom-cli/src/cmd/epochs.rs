@@ -3,11 +3,12 @@
 
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use headroom_core::budget::format_bytes;
-use headroom_core::epochs::{EpochSample, EpochThresholds, EpochVerdictKind};
+use headroom_core::epochs::{EpochSample, EpochVerdictKind};
+use headroom_core::jobs::JobStatus;
 use headroom_core::jobs::{self, sweep::CancelToken};
-use headroom_core::protocol::{EpochsRequest, Release};
+use headroom_core::requests::EpochsInput;
 
 /// Arguments of `headroom epochs`.
 #[derive(Debug, clap::Args)]
@@ -26,11 +27,13 @@ pub struct EpochsArgs {
     /// Retain this many MiB of device tensors every epoch: a real leak, to see the detector work.
     #[arg(long, value_name = "MIB", num_args = 0..=1, default_missing_value = "64")]
     leak_demo: Option<u32>,
-    /// Growth that makes a leak suspect, in percent over --leak-over epochs.
-    #[arg(long, default_value_t = 26.0)]
-    leak_threshold: f64,
-    #[arg(long, default_value_t = 10)]
-    leak_over: u32,
+    /// Growth that makes a leak suspect, in percent over --leak-over epochs [default: the
+    /// configuration's epochs.leak_growth, +26 %].
+    #[arg(long)]
+    leak_threshold: Option<f64>,
+    /// [default: the configuration's epochs.over_epochs, 10]
+    #[arg(long)]
+    leak_over: Option<u32>,
     /// Intra-op CPU threads [default: libtorch's].
     #[arg(long)]
     threads: Option<u32>,
@@ -59,29 +62,21 @@ pub(crate) fn line(s: &EpochSample) -> String {
 }
 
 pub fn run(a: &EpochsArgs) -> Result<ExitCode> {
-    if a.batch == 0 || a.epochs == 0 || a.steps_per_epoch == 0 {
-        bail!("--batch, --epochs and --steps-per-epoch must all be 1 or more");
-    }
-    if !(a.leak_threshold > 0.0 && a.leak_threshold.is_finite()) || a.leak_over == 0 {
-        bail!("--leak-threshold must be a positive percentage and --leak-over 1 or more");
-    }
-    let req = EpochsRequest {
-        device: a.what.device.clone(),
+    let input = EpochsInput {
         workload: a.what.workload.clone(),
-        input_shape: a.what.input_shape()?,
-        dtype: a.what.dtype()?,
+        input_shape: a.what.input_shape.clone(),
+        device: a.what.device.clone(),
+        dtype: a.what.dtype.clone(),
         batch: a.batch,
         epochs: a.epochs,
         steps_per_epoch: a.steps_per_epoch,
-        release: Release::parse(&a.release)?,
+        release: a.release.clone(),
         leak_mib: a.leak_demo.unwrap_or(0),
         threads: a.threads,
+        leak_threshold_pct: a.leak_threshold,
+        leak_over: a.leak_over,
     };
-    let thresholds = EpochThresholds {
-        leak_growth: a.leak_threshold / 100.0,
-        over_epochs: a.leak_over,
-        ..EpochThresholds::default()
-    };
+    let (req, thresholds) = input.request(&headroom_core::config::load()?.epochs)?;
     let ledger = super::open_ledger()?;
     a.record.attach(&ledger, None, a.json)?;
     let exe = jobs::worker_binary()?;
@@ -111,8 +106,8 @@ pub fn run(a: &EpochsArgs) -> Result<ExitCode> {
             println!("recorded as run {id} ({})", out.status);
         }
     }
-    Ok(match (out.run_id, out.status.as_str()) {
-        (Some(_), "complete") => ExitCode::SUCCESS,
+    Ok(match (out.run_id, out.status) {
+        (Some(_), JobStatus::Complete) => ExitCode::SUCCESS,
         (None, _) => {
             if let Some(e) = &out.error {
                 if a.json {

@@ -9,6 +9,7 @@ pub mod ledger;
 pub mod profile;
 pub mod record;
 pub mod remote;
+pub mod run;
 pub mod sweep;
 pub mod watch;
 pub mod worker;
@@ -30,10 +31,10 @@ pub struct WorkloadArgs {
     pub workload: String,
     /// One sample's shape without the batch, e.g. 3x224x224 (required for a TorchScript file).
     #[arg(long)]
-    input_shape: Option<String>,
+    pub input_shape: Option<String>,
     /// f32, f16 or bf16.
     #[arg(long, default_value = "f32")]
-    dtype: String,
+    pub dtype: String,
 }
 
 impl WorkloadArgs {

@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
+use headroom_core::jobs::JobStatus;
 use headroom_core::jobs::{self, sweep::CancelToken};
 use headroom_core::protocol::ProfileRequest;
 
@@ -96,8 +97,8 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
     if let (Some(id), false) = (out.run_id, a.json) {
         println!("recorded as run {id} ({})", out.status);
     }
-    Ok(match (out.run_id, out.status.as_str()) {
-        (Some(_), "complete") => ExitCode::SUCCESS,
+    Ok(match (out.run_id, out.status) {
+        (Some(_), JobStatus::Complete) => ExitCode::SUCCESS,
         (None, _) => {
             if let (Some(e), true) = (&out.error, a.json) {
                 eprintln!("headroom: error: {}", e.message);

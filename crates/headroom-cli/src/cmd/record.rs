@@ -129,11 +129,10 @@ pub fn measure_from(p: &HostProfile, store: &str) -> ArtifactRtt {
         q(&p.name),
         q(store)
     ));
-    let out =
-        match headroom_core::readiness::python::run_captured(&mut cmd, Duration::from_secs(60)) {
-            Ok(o) => o,
-            Err(_) => return unknown(format!("ssh to {} did not answer within 60 s", p.name)),
-        };
+    let out = match headroom_core::child::run_captured(&mut cmd, Duration::from_secs(60)) {
+        Ok(o) => o,
+        Err(_) => return unknown(format!("ssh to {} did not answer within 60 s", p.name)),
+    };
     let (status, stdout, stderr) = out;
     if !status.success() {
         let last = stderr

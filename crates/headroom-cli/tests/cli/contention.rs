@@ -2,17 +2,26 @@
 //! (the venv's Python under those names) hold real memory, the IDE with a helper child, and
 //! contention attributes each to its group, summing the IDE's tree.
 
+#[cfg(target_os = "linux")]
 use std::io::{BufRead, BufReader};
+#[cfg(target_os = "linux")]
 use std::path::Path;
+#[cfg(target_os = "linux")]
 use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
-use crate::common::{python, Home};
+#[cfg(target_os = "linux")]
+use crate::common::python;
+use crate::common::Home;
+
+// The stand-ins below serve the Linux-only attribution test further down.
 
 /// A process killed when the test ends.
+#[cfg(target_os = "linux")]
 struct Killed(Child);
 
+#[cfg(target_os = "linux")]
 impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -22,6 +31,7 @@ impl Drop for Killed {
 
 /// Python holding `mib` MiB (every page touched), then `extra` code, then waiting up to a
 /// minute for its parent to go (so a killed stand-in does not leave its helper behind).
+#[cfg(target_os = "linux")]
 fn holder(mib: u32, extra: &str) -> String {
     format!(
         "import os, sys, time, subprocess\nparent = os.getppid()\nb = bytearray({mib} << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n{extra}\nprint('ready', flush=True)\nfor _ in range(300):\n    if os.getppid() != parent: break\n    time.sleep(0.2)\n"
@@ -29,6 +39,7 @@ fn holder(mib: u32, extra: &str) -> String {
 }
 
 /// Starts `exe -c code` and waits for its `ready` line.
+#[cfg(target_os = "linux")]
 fn start(exe: &Path, code: &str) -> Killed {
     let mut child = Command::new(exe)
         .args(["-c", code])
@@ -43,6 +54,7 @@ fn start(exe: &Path, code: &str) -> Killed {
     Killed(child)
 }
 
+#[cfg(target_os = "linux")]
 fn group<'a>(v: &'a Value, name: &str) -> &'a Value {
     v["groups"]
         .as_array()

@@ -68,7 +68,6 @@ fn sweep_until_points(
 }
 
 #[test]
-#[cfg(target_os = "linux")]
 fn a_worker_killed_mid_sweep_leaves_its_points_in_the_ledger() {
     let home = Home::new();
     let parent = sweep_until_points(&home, "1,2,3,4,5,6,7,8,9,10,11,12", 2, true, &[]);
@@ -118,7 +117,6 @@ fn a_worker_killed_mid_sweep_leaves_its_points_in_the_ledger() {
 }
 
 #[test]
-#[cfg(target_os = "linux")]
 fn a_run_whose_headroom_process_was_killed_is_closed_as_interrupted() {
     let home = Home::new();
     let mut parent = sweep_until_points(&home, "1,2,3,4,5,6,7,8", 1, false, &[]);
@@ -147,7 +145,6 @@ fn a_run_whose_headroom_process_was_killed_is_closed_as_interrupted() {
 }
 
 #[test]
-#[cfg(target_os = "linux")]
 fn a_worker_that_stops_answering_is_ended_and_its_points_kept() {
     // SIGSTOP freezes the worker whole (its heartbeat thread too): the parent hears nothing
     // for the silence limit (3 s here, 60 s by default), ends it, and keeps what it measured.
@@ -242,7 +239,6 @@ print(json.dumps({"check": check, "epochs": runs, "status": status}))
 }
 
 #[test]
-#[cfg(target_os = "linux")]
 fn two_writers_at_once_and_one_killed_mid_write_lose_no_row() {
     // Two `headroom run`s write to one ledger at once, each an epoch sample per line as fast as
     // Python prints them; one is killed with SIGKILL mid-stream. The other's 3000 rows are all
@@ -373,7 +369,6 @@ fn is_worker(pid: u32) -> bool {
 }
 
 #[test]
-#[cfg(target_os = "linux")]
 fn a_hundred_workers_killed_at_random_moments_lose_no_recorded_point() {
     // 100 trials: sweeps, epochs runs and remote sweeps (over a real sshd), each worker killed
     // with SIGKILL at a random moment (a fixed seed, so a failure can be replayed). Every time

@@ -11,6 +11,8 @@ mod epochs;
 mod errors;
 mod fullfs;
 mod injection;
+// Every kill test follows processes through /proc.
+#[cfg(target_os = "linux")]
 mod kill;
 mod mlx;
 mod profile;

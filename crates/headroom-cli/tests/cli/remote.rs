@@ -6,7 +6,7 @@
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -282,7 +282,9 @@ fn each_failure_ends_within_its_timeout_with_its_own_message() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("the host \"host; rm -rf ~\" is refused"));
 }
 
-/// The processes sshd started for connections (its children), to drop them mid-run.
+/// The processes sshd started for connections (its children), to drop them mid-run (from
+/// /proc: Linux only, as the test that uses it).
+#[cfg(target_os = "linux")]
 fn sessions_of(pid: u32) -> Vec<u32> {
     std::fs::read_dir(format!("/proc/{pid}/task"))
         .map(|d| {
@@ -434,8 +436,8 @@ fn a_remote_sweep_lands_in_the_local_ledger_and_a_dropped_link_keeps_its_points(
             "--json",
         ])
         .env("HEADROOM_SSH_DIR", &ssh)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("remote sweep");
     let sshd_pid = sshd.pid().expect("sshd pid");

@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use crate::child::{run_captured, Captured};
 use crate::ledger::{Ledger, NewRun, RunStatus};
-use crate::readiness::python::{self, Captured, DiscoveryEnv};
+use crate::readiness::python::{self, DiscoveryEnv};
 use crate::readiness::{LibtorchFacts, LightState, Report};
 use crate::CoreError;
 
@@ -35,14 +36,14 @@ impl Default for DoctorOptions {
 pub fn ask_libtorch(exe: &Path, timeout: Duration) -> Result<LibtorchFacts, String> {
     let mut cmd = Command::new(exe);
     cmd.args(["worker", "--doctor"]);
-    match python::run_captured(&mut cmd, timeout) {
+    match run_captured(&mut cmd, timeout) {
         Ok((status, stdout, stderr)) => {
             let line = stdout.lines().rev().find(|l| l.starts_with('{'));
             match line.map(serde_json::from_str::<LibtorchFacts>) {
                 Some(Ok(facts)) => Ok(facts),
                 _ => Err(format!(
                     "its worker {} without a report{}",
-                    super::worker::describe_exit(&status),
+                    super::supervisor::describe_exit(&status),
                     stderr
                         .lines()
                         .rev()

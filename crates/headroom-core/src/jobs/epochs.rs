@@ -5,8 +5,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::supervisor::{describe_exit, Output, Worker};
 use super::sweep::{CancelToken, JobError};
-use super::worker::{describe_exit, Output, Worker};
 use crate::epochs::{judge, EpochSample, EpochThresholds, EpochVerdict};
 use crate::ledger::{Ledger, RunStatus};
 use crate::protocol::{EpochsRequest, Event, Hello, Job};
@@ -16,8 +16,8 @@ use crate::CoreError;
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpochsOutcome {
-    /// `complete`, `interrupted`, `failed`, or `error` when nothing was recorded.
-    pub status: String,
+    /// How the run ended; `error` (and no `run_id`) when nothing was recorded.
+    pub status: super::JobStatus,
     pub run_id: Option<i64>,
     pub hello: Option<Hello>,
     pub samples: Vec<EpochSample>,
@@ -35,7 +35,7 @@ pub fn run_epochs(
     on: &mut dyn FnMut(&EpochSample),
 ) -> Result<EpochsOutcome, CoreError> {
     let mut out = EpochsOutcome {
-        status: "running".into(),
+        status: super::JobStatus::Running,
         run_id: None,
         hello: None,
         samples: Vec::new(),

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::supervisor::{describe_exit, Output, Worker};
 use super::sweep::{CancelToken, JobError};
-use super::worker::{describe_exit, Output, Worker};
 use crate::ledger::{Ledger, RunStatus};
 use crate::protocol::{Event, Hello, Job, ProfileReport, ProfileRequest};
 use crate::CoreError;
@@ -14,8 +14,8 @@ use crate::CoreError;
 /// Everything a profile produced (the CLI's `--json` document).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProfileOutcome {
-    /// `complete`, `failed`, `interrupted`, or `error` when nothing was recorded.
-    pub status: String,
+    /// How the run ended; `error` (and no `run_id`) when nothing was recorded.
+    pub status: super::JobStatus,
     pub run_id: Option<i64>,
     pub hello: Option<Hello>,
     pub report: Option<ProfileReport>,
@@ -50,7 +50,7 @@ pub fn run_profile(
     cancel: &CancelToken,
 ) -> Result<ProfileOutcome, CoreError> {
     let mut out = ProfileOutcome {
-        status: "running".into(),
+        status: super::JobStatus::Running,
         run_id: None,
         hello: None,
         report: None,

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use super::worker::{describe_exit, MemoryWatch, Output, Worker};
+use super::supervisor::{describe_exit, MemoryWatch, Output, Worker};
 use crate::budget::format_bytes;
 use crate::gitinfo::git_state;
 use crate::ledger::{Ledger, NewRun, RunStatus};
@@ -55,8 +55,9 @@ pub struct JobError {
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepOutcome {
-    /// `complete`, `interrupted`, `failed`, or `error` when nothing was recorded.
-    pub status: String,
+    /// How the run ended: `complete`, `interrupted`, `failed`, or `error` (and no `run_id`)
+    /// when nothing was recorded.
+    pub status: super::JobStatus,
     pub run_id: Option<i64>,
     pub ledger: String,
     pub hello: Option<Hello>,
@@ -76,9 +77,9 @@ impl SweepOutcome {
     /// The ledger status of the run, when one was recorded.
     pub fn run_status(&self) -> Option<RunStatus> {
         self.run_id?;
-        Some(match self.status.as_str() {
-            "complete" => RunStatus::Complete,
-            "failed" => RunStatus::Failed,
+        Some(match self.status {
+            super::JobStatus::Complete => RunStatus::Complete,
+            super::JobStatus::Failed => RunStatus::Failed,
             _ => RunStatus::Interrupted,
         })
     }
@@ -407,7 +408,7 @@ pub fn run_sweep_on(
         cancel,
         on,
         out: SweepOutcome {
-            status: "running".into(),
+            status: super::JobStatus::Running,
             run_id: None,
             ledger: ledger.path().display().to_string(),
             hello: None,
@@ -518,9 +519,9 @@ pub fn run_sweep_on(
         ledger.finish_run(id, run_status, out.summary.as_ref(), note.as_deref())?;
     }
     out.status = if out.run_id.is_some() {
-        run_status.as_str().into()
+        run_status.into()
     } else {
-        "error".into()
+        super::JobStatus::Error
     };
     Ok(out)
 }

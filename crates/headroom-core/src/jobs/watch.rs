@@ -42,6 +42,23 @@ pub struct WatchOptions {
     pub budget_bytes: Option<u64>,
 }
 
+impl WatchOptions {
+    /// For a process Headroom did not start (`headroom watch`, the app's Memory panel): only the
+    /// reading interval and the leak thresholds apply.
+    pub fn for_pid(interval: Duration, thresholds: EpochThresholds) -> Self {
+        Self {
+            interval,
+            thresholds,
+            batch: None,
+            torch_version: None,
+            profile_ops: false,
+            max_time: None,
+            max_steps: None,
+            budget_bytes: None,
+        }
+    }
+}
+
 /// The line a script prints at the end of each training step so `run` can time its steps:
 /// `headroom-step` (case ignored), alone or followed by anything.
 pub fn is_step_marker(line: &str) -> bool {

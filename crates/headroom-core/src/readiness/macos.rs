@@ -5,7 +5,68 @@
 
 use std::collections::BTreeMap;
 
-use super::{BatteryFacts, GpuFacts, PowerSource};
+use super::{BatteryFacts, Conditions, GpuFacts, MachineFacts, PowerSource};
+
+/// What the macOS tools printed for [`super::system::machine`], each `None` where the tool did
+/// not answer.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MachineOutputs<'a> {
+    /// `sw_vers`
+    pub sw_vers: Option<&'a str>,
+    /// `sysctl hw.memsize hw.optional.arm64 kern.osrelease`
+    pub sysctl: Option<&'a str>,
+    /// `sysctl sysctl.proc_translated` (stdout and stderr)
+    pub proc_translated: Option<&'a str>,
+    /// `system_profiler SPDisplaysDataType -json`
+    pub system_profiler_json: Option<&'a str>,
+}
+
+/// Fills `m` from the macOS tools' outputs: OS name and version, kernel, Apple Silicon, memory,
+/// Rosetta translation and GPUs. The only logic between the commands and [`MachineFacts`].
+pub fn apply_machine_outputs(m: &mut MachineFacts, out: MachineOutputs<'_>) {
+    if let Some(t) = out.sw_vers {
+        let kv = parse_colon_pairs(t);
+        m.os_name = kv.get("ProductName").cloned();
+        m.os_version = kv.get("ProductVersion").cloned();
+    }
+    if let Some(t) = out.sysctl {
+        let kv = parse_colon_pairs(t);
+        m.apple_silicon = kv.get("hw.optional.arm64").map(String::as_str) == Some("1");
+        m.kernel = kv.get("kern.osrelease").cloned();
+        if let Some(b) = kv.get("hw.memsize").and_then(|v| v.parse().ok()) {
+            m.memory_total_bytes = Some(b);
+        }
+    }
+    m.translated = out.proc_translated.and_then(parse_proc_translated);
+    if m.apple_silicon {
+        m.arch = "arm64".into();
+    }
+    m.gpus = out
+        .system_profiler_json
+        .map(parse_system_profiler_json)
+        .unwrap_or_default();
+}
+
+/// Power source, battery, Low Power Mode and thermal warnings from `pmset -g batt`, `pmset -g`
+/// and `pmset -g therm` (each `None` where it did not answer).
+pub fn conditions_from_pmset(
+    batt: Option<&str>,
+    settings: Option<&str>,
+    therm: Option<&str>,
+) -> Conditions {
+    let mut c = Conditions::default();
+    if let Some(t) = batt {
+        let (source, battery) = parse_pmset_batt(t);
+        c.power_source = Some(source);
+        c.battery = battery;
+    }
+    c.low_power_mode = settings.and_then(parse_pmset_low_power);
+    if let Some(t) = therm {
+        c.thermal_exposed = true;
+        c.thermal_warnings = parse_pmset_therm(t);
+    }
+    c
+}
 
 /// `key: value` lines of `sysctl NAME...` (or `sw_vers`, whose separator is also `:`), in order.
 /// Lines without a colon (errors, blank lines) are skipped.

@@ -2,12 +2,13 @@
 //! what it is: its architecture, torch and what torch can use, and MLX.
 
 use std::ffi::OsString;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+
+use crate::child::{run_captured, Captured};
 
 /// The script each interpreter runs.
 pub const PROBE_SCRIPT: &str = include_str!("probe.py");
@@ -287,59 +288,6 @@ pub struct PythonReport {
     pub binary_archs: Vec<String>,
     pub facts: Option<PythonFacts>,
     pub seconds: f64,
-}
-
-/// Why [`run_captured`] has no result.
-#[derive(Debug)]
-pub enum Captured {
-    Spawn(std::io::Error),
-    TimedOut,
-}
-
-/// Runs `cmd` with stdin closed, capturing stdout and stderr, for at most `timeout`; past it the
-/// child is killed. Used for every process doctor asks (interpreters, Headroom's own worker).
-pub fn run_captured(
-    cmd: &mut Command,
-    timeout: Duration,
-) -> Result<(std::process::ExitStatus, String, String), Captured> {
-    let started = Instant::now();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(Captured::Spawn)?;
-    fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<String> {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut buf);
-            }
-            String::from_utf8_lossy(&buf).into_owned()
-        })
-    }
-    let out = drain(child.stdout.take());
-    let err = drain(child.stderr.take());
-    let deadline = started + timeout;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                return Ok((
-                    status,
-                    out.join().unwrap_or_default(),
-                    err.join().unwrap_or_default(),
-                ))
-            }
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            // Past the deadline (or unable to wait): stop it. The reader threads end when the
-            // pipes close, which they do with the process unless it left children holding them.
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(Captured::TimedOut);
-            }
-        }
-    }
 }
 
 /// Finds the probe's line in an interpreter's stdout.

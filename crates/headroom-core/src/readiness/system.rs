@@ -2,8 +2,6 @@
 //! commands whose outputs [`super::macos`] parses. Nothing here decides anything.
 
 use std::path::Path;
-#[cfg(target_os = "macos")]
-use std::process::Command;
 
 #[cfg(target_os = "linux")]
 use super::linux;
@@ -11,14 +9,9 @@ use super::linux;
 use super::macos;
 use super::{Conditions, MachineFacts, PowerSource};
 
-/// Runs a command and returns its stdout (and stderr, which `sysctl` uses for unknown OIDs).
+/// An OS tool's stdout and stderr (`sysctl` reports unknown OIDs on stderr), within a limit.
 #[cfg(target_os = "macos")]
-fn run(cmd: &str, args: &[&str]) -> Option<String> {
-    let out = Command::new(cmd).args(args).output().ok()?;
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    Some(text)
-}
+use crate::child::tool_text as run;
 
 /// The architectures an executable's binary holds (following links): on Linux from its ELF
 /// header, on macOS from `lipo -archs` (or `file` where lipo is missing).
@@ -84,33 +77,25 @@ pub fn machine() -> MachineFacts {
     }
     #[cfg(target_os = "macos")]
     {
-        if let Some(t) = run("/usr/bin/sw_vers", &[]) {
-            let kv = macos::parse_colon_pairs(&t);
-            m.os_name = kv.get("ProductName").cloned();
-            m.os_version = kv.get("ProductVersion").cloned();
-        }
-        if let Some(t) = run(
+        let sw_vers = run("/usr/bin/sw_vers", &[]);
+        let sysctl = run(
             "/usr/sbin/sysctl",
             &["hw.memsize", "hw.optional.arm64", "kern.osrelease"],
-        ) {
-            let kv = macos::parse_colon_pairs(&t);
-            m.apple_silicon = kv.get("hw.optional.arm64").map(String::as_str) == Some("1");
-            m.kernel = kv.get("kern.osrelease").cloned();
-            if let Some(b) = kv.get("hw.memsize").and_then(|v| v.parse().ok()) {
-                m.memory_total_bytes = Some(b);
-            }
-        }
-        m.translated = run("/usr/sbin/sysctl", &["sysctl.proc_translated"])
-            .and_then(|t| macos::parse_proc_translated(&t));
-        if m.apple_silicon {
-            m.arch = "arm64".into();
-        }
-        m.gpus = run(
+        );
+        let translated = run("/usr/sbin/sysctl", &["sysctl.proc_translated"]);
+        let profiler = run(
             "/usr/sbin/system_profiler",
             &["SPDisplaysDataType", "-json"],
-        )
-        .map(|t| macos::parse_system_profiler_json(&t))
-        .unwrap_or_default();
+        );
+        macos::apply_machine_outputs(
+            &mut m,
+            macos::MachineOutputs {
+                sw_vers: sw_vers.as_deref(),
+                sysctl: sysctl.as_deref(),
+                proc_translated: translated.as_deref(),
+                system_profiler_json: profiler.as_deref(),
+            },
+        );
     }
     m
 }
@@ -144,6 +129,13 @@ fn nvidia_gpus() -> Vec<super::GpuFacts> {
 
 /// What may skew measurements now: power source, Low Power Mode, thermal state.
 pub fn conditions() -> Conditions {
+    #[cfg(target_os = "macos")]
+    let mut c = macos::conditions_from_pmset(
+        run("/usr/bin/pmset", &["-g", "batt"]).as_deref(),
+        run("/usr/bin/pmset", &["-g"]).as_deref(),
+        run("/usr/bin/pmset", &["-g", "therm"]).as_deref(),
+    );
+    #[cfg(not(target_os = "macos"))]
     let mut c = Conditions::default();
     #[cfg(target_os = "linux")]
     {
@@ -171,20 +163,6 @@ pub fn conditions() -> Conditions {
         c.low_power_mode = std::fs::read_to_string("/sys/firmware/acpi/platform_profile")
             .ok()
             .map(|p| p.trim() == "low-power");
-    }
-    #[cfg(target_os = "macos")]
-    {
-        if let Some(t) = run("/usr/bin/pmset", &["-g", "batt"]) {
-            let (source, battery) = macos::parse_pmset_batt(&t);
-            c.power_source = Some(source);
-            c.battery = battery;
-        }
-        c.low_power_mode =
-            run("/usr/bin/pmset", &["-g"]).and_then(|t| macos::parse_pmset_low_power(&t));
-        if let Some(t) = run("/usr/bin/pmset", &["-g", "therm"]) {
-            c.thermal_exposed = true;
-            c.thermal_warnings = macos::parse_pmset_therm(&t);
-        }
     }
     if c.power_source == Some(PowerSource::Unknown) && c.battery.is_none() {
         c.power_source = None;

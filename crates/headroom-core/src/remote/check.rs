@@ -4,7 +4,7 @@
 //! `headroom` is there and its version, and its doctor's lights when it is. Every failure is
 //! classified from ssh's own words into one kind with its fix.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::HostProfile;
+use crate::child::run_within;
 use crate::CoreError;
 
 /// Why a check failed.
@@ -256,57 +257,6 @@ pub fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// Runs `cmd` to completion or until `timeout`; (exit code, stdout, stderr, timed out).
-fn run_with_timeout(
-    mut cmd: Command,
-    timeout: Duration,
-) -> Result<(Option<i32>, String, String, bool), CoreError> {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            CoreError::Worker(format!("cannot start ssh: {e}; install OpenSSH's client"))
-        })?;
-    let mut out = child.stdout.take();
-    let mut err = child.stderr.take();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(o) = out.as_mut() {
-            let _ = o.read_to_string(&mut s);
-        }
-        s
-    });
-    let ereader = std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(e) = err.as_mut() {
-            let _ = e.read_to_string(&mut s);
-        }
-        s
-    });
-    let deadline = Instant::now() + timeout;
-    let mut timed_out = false;
-    let status = loop {
-        if let Some(st) = child
-            .try_wait()
-            .map_err(|e| CoreError::Worker(e.to_string()))?
-        {
-            break Some(st);
-        }
-        if Instant::now() >= deadline {
-            timed_out = true;
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let stdout = reader.join().unwrap_or_default();
-    let stderr = ereader.join().unwrap_or_default();
-    Ok((status.and_then(|s| s.code()), stdout, stderr, timed_out))
-}
-
 /// Parses the probe's four lines: OS, architecture, memory (`bytes N` or `kB N`), and
 /// `headroom --version` or `none`.
 pub fn parse_probe(text: &str) -> (Option<String>, Option<String>, Option<u64>, Option<String>) {
@@ -359,18 +309,19 @@ pub fn check(p: &HostProfile, o: &CheckOptions) -> Result<CheckReport, CoreError
     let mut cmd = ssh_command(p, o.timeout)?;
     cmd.arg(&p.name).arg("--").arg(&probe);
     let started = Instant::now();
-    let (code, stdout, stderr, timed_out) = match run_with_timeout(cmd, o.timeout) {
+    let ran = match run_within(&mut cmd, o.timeout) {
         Ok(x) => x,
         Err(e) => {
             r.failure = Some(Failure {
                 kind: FailureKind::NoSsh,
-                message: e.to_string(),
+                message: format!("cannot start ssh: {e}; install OpenSSH's client"),
                 fix: "install OpenSSH's client (`ssh`)".into(),
             });
             return Ok(r);
         }
     };
-    if timed_out || code != Some(0) {
+    let (stdout, stderr, timed_out) = (ran.stdout, ran.stderr, ran.status.is_none());
+    if !ran.status.is_some_and(|s| s.success()) {
         r.failure = Some(classify(p, &stderr, timed_out, o.timeout));
         return Ok(r);
     }
@@ -386,7 +337,11 @@ pub fn check(p: &HostProfile, o: &CheckOptions) -> Result<CheckReport, CoreError
         cmd.arg(&p.name)
             .arg("--")
             .arg(format!("{hr} doctor --json --no-ledger"));
-        let (_, out, err, timed_out) = run_with_timeout(cmd, o.timeout + Duration::from_secs(60))?;
+        let ran = run_within(&mut cmd, o.timeout + Duration::from_secs(60)).map_err(|e| {
+            CoreError::Worker(format!("cannot start ssh: {e}; install OpenSSH's client"))
+        })?;
+        let timed_out = ran.timed_out();
+        let (out, err) = (ran.stdout, ran.stderr);
         match serde_json::from_str::<serde_json::Value>(&out) {
             Ok(v) => {
                 r.doctor_lights = v["lights"]

@@ -5,16 +5,15 @@ use std::process::ExitCode;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
-use headroom_core::budget::{format_bytes, BudgetSpec};
+use anyhow::Result;
+use headroom_core::budget::format_bytes;
 use headroom_core::jobs::{
     self,
     sweep::{CancelToken, Launcher, Update},
 };
 use headroom_core::ledger::RunStatus;
-use headroom_core::protocol::{
-    parse_batches, progress_line, BatchPlan, Dtype, Mode, Point, SweepRequest,
-};
+use headroom_core::protocol::{progress_line, BatchPlan, Point, SweepRequest};
+use headroom_core::requests::SweepInput;
 use indicatif::{ProgressBar, ProgressStyle};
 
 mod output;
@@ -68,60 +67,29 @@ pub struct SweepArgs {
     json: bool,
 }
 
-/// Checks the arguments and turns them into the worker's request.
-pub fn request(a: &SweepArgs) -> Result<SweepRequest> {
-    let plan = match (&a.batches, a.max_batch) {
-        (Some(list), _) => BatchPlan::Explicit {
-            batches: parse_batches(list)?,
-        },
-        (None, Some(0)) => bail!("--max-batch 0 cannot run anything; give 1 or more"),
-        (None, max) => {
-            if a.start_batch == 0 {
-                bail!("--start-batch 0 cannot run; batches start at 1");
-            }
-            BatchPlan::Search {
-                start: a.start_batch,
-                max: max.unwrap_or(0),
-            }
-        }
-    };
-    if a.steps == Some(0) {
-        bail!("--steps 0 would time nothing; give 1 or more");
-    }
-    match a.compare.as_deref() {
-        None => {}
-        Some("cpu") if a.what.device == "cpu" => {
-            bail!("--compare cpu needs another device to compare with (--device mps, cuda or auto)")
-        }
-        Some("cpu") => {}
-        Some("mlx") => {
-            if !headroom_core::mlx::WORKLOADS.contains(&a.what.workload.as_str()) {
-                bail!(
-                    "--compare mlx runs the same workload through MLX, which Headroom has for {} only; \
-                     use --workload mlp or matmul",
-                    headroom_core::mlx::WORKLOADS.join(" and ")
-                );
-            }
-            if a.what.input_shape()?.is_some() || a.what.dtype()? != Dtype::F32 {
-                bail!("--compare mlx compares the default input shape in f32; drop --input-shape and --dtype");
-            }
-        }
-        Some(other) => bail!("--compare {other:?}: the baseline is `cpu` or `mlx`"),
-    }
-    Ok(SweepRequest {
-        device: a.what.device.clone(),
+/// The arguments as the core's sweep input (the app's Sweep form fills the same one).
+pub fn input(a: &SweepArgs) -> SweepInput {
+    SweepInput {
         workload: a.what.workload.clone(),
-        input_shape: a.what.input_shape()?,
-        dtype: a.what.dtype()?,
-        mode: Mode::parse(&a.mode)?,
-        plan,
-        budget: BudgetSpec::parse(&a.budget)?,
+        input_shape: a.what.input_shape.clone(),
+        device: a.what.device.clone(),
+        dtype: a.what.dtype.clone(),
+        budget: a.budget.clone(),
+        mode: a.mode.clone(),
+        batches: a.batches.clone(),
+        max_batch: a.max_batch,
+        start_batch: a.start_batch,
         steps: a.steps,
         threads: a.threads,
         predict: !a.no_predict,
-        prior: Vec::new(),
         host_inputs: a.host_inputs,
-    })
+        compare: a.compare.clone(),
+    }
+}
+
+/// Checks the arguments and turns them into the worker's request.
+pub fn request(a: &SweepArgs) -> Result<SweepRequest> {
+    Ok(input(a).request()?)
 }
 
 /// Cancelled by Ctrl-C: the terminal sends SIGINT to the worker too (same process group), which

@@ -1,4 +1,4 @@
-//! The worker process (`headroom-worker`): reads one [`Job`] JSON line on stdin (a sweep, an
+//! What the worker process (`headroom-worker`) does: reads one [`Job`] JSON line on stdin (a sweep, an
 //! epochs run or a profile) and runs it, writing one protocol event per line to stdout; or, with
 //! `--doctor`, reports this libtorch and a matmul on each of its devices as one JSON line.
 //! Everything else (the ledger, people) is the parent's job. It is a binary of its own so that

@@ -1,0 +1,346 @@
+//! `headroom run -- CMD ...`: a training command run and watched from outside, its memory,
+//! steps and epochs in the ledger as they happen, and the leak verdict at the end; `--sweep`
+//! runs it once per value of its placeholders.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use headroom_core::budget::{format_bytes, BudgetSpec};
+use headroom_core::jobs::watch::{is_python, run_command, WatchOptions, WatchOutcome};
+use headroom_core::monitor::{batch_from_args, EpochMatcher, DEFAULT_EPOCH_PATTERN};
+use headroom_core::readiness::python::{probe, Candidate};
+use headroom_core::requests::leak_thresholds;
+
+/// Arguments of `headroom run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// A regex whose first group is the epoch number in the command's output.
+    #[arg(long, default_value = DEFAULT_EPOCH_PATTERN)]
+    epoch_regex: String,
+    /// Milliseconds between memory readings.
+    #[arg(long, default_value_t = 500)]
+    interval_ms: u64,
+    /// The batch size, when the command line does not say it (--batch-size, --bs, -b).
+    #[arg(long)]
+    batch: Option<u32>,
+    /// Leak threshold in percent over --leak-over epochs [default: the configuration's
+    /// epochs.leak_growth, +26 %].
+    #[arg(long)]
+    leak_threshold: Option<f64>,
+    /// [default: the configuration's epochs.over_epochs, 10]
+    #[arg(long)]
+    leak_over: Option<u32>,
+    /// Print a JSON summary at the end (the command's own output still passes through).
+    #[arg(long)]
+    json: bool,
+    /// On MPS: have PyTorch log every operation with its GPU time and total them per operator
+    /// (for the "one layer is slow" rule of `headroom decide`; slows the run while it logs).
+    #[arg(long)]
+    profile_ops: bool,
+    /// Run the command once per value, with `{NAME}` in its arguments replaced:
+    /// `--sweep bs=16,32,64 -- python train.py --batch-size {bs}` (repeat for a grid).
+    #[arg(long, value_name = "NAME=V1,V2")]
+    sweep: Vec<String>,
+    /// Stop the command (each run of a sweep) after this many seconds.
+    #[arg(long)]
+    max_seconds: Option<u64>,
+    /// Stop the command after this many steps: lines it prints starting with `headroom-step`
+    /// (one per training step; they also give the step time and throughput).
+    #[arg(long)]
+    steps: Option<u32>,
+    /// Memory budget for the command's processes, a size (6GiB) or a share of RAM (50%); over
+    /// it, the command is stopped and its run recorded as over budget. A sweep defaults to 90 %
+    /// of the memory available when it starts; a single run has none unless given.
+    #[arg(long)]
+    budget: Option<String>,
+    /// With --sweep over the batch size: write the sweep's chart (throughput and peak memory
+    /// over batch, as a built-in sweep's) to this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    chart: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    record: super::record::RecordArgs,
+    /// The command, after `--`.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    command: Vec<String>,
+}
+
+/// The outcome for people, on stderr (shared with `headroom watch`).
+pub fn summary(o: &WatchOutcome) {
+    eprintln!(
+        "headroom: run {} · {:.1} s · peak {} (process tree) · {} readings · {} epoch(s) · batch {} · torch {} · fallback {}{}",
+        o.run_id,
+        o.seconds,
+        format_bytes(o.peak_tree_bytes),
+        o.readings,
+        o.epochs.len(),
+        o.batch.map_or_else(|| "unknown".into(), |b| b.to_string()),
+        o.torch_version.as_deref().unwrap_or("unknown"),
+        if o.fallback { "yes" } else { "no" },
+        if o.fallback_ops.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", o.fallback_ops.join(", "))
+        }
+    );
+    eprintln!("headroom: {}", o.verdict.reason);
+    if o.steps > 0 {
+        let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |x| format!("{x:.1}"));
+        eprintln!(
+            "headroom: {} steps · p50 {} ms · p95 {} ms{}",
+            o.steps,
+            ms(o.step_ms_p50),
+            ms(o.step_ms_p95),
+            o.samples_per_s
+                .map_or_else(String::new, |s| format!(" · {s:.1} samples/s"))
+        );
+    }
+    if let Some(v) = &o.pipeline {
+        eprintln!("headroom: {v}");
+    }
+    if let Some(b) = o.gpu_busy {
+        eprintln!("headroom: GPU busy {:.0} % on average", b * 100.0);
+    }
+    let total: f64 = o.op_times.iter().map(|t| t.gpu_ms).sum();
+    for t in o.op_times.iter().take(5) {
+        eprintln!(
+            "headroom:   {:>10.1} ms GPU ({:>4.1} %) in {:>6} calls  {}",
+            t.gpu_ms,
+            100.0 * t.gpu_ms / total.max(f64::MIN_POSITIVE),
+            t.calls,
+            t.name
+        );
+    }
+}
+
+/// `run --sweep`: the command once per combination, each its own run in the ledger, then a table.
+fn sweep_command(
+    a: &RunArgs,
+    matcher: &EpochMatcher,
+    opts: &WatchOptions,
+    ledger: &headroom_core::ledger::Ledger,
+) -> Result<ExitCode> {
+    use headroom_core::scriptsweep::{combinations, parse_axis, substitute};
+    let axes = a
+        .sweep
+        .iter()
+        .map(|s| parse_axis(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let combos = combinations(&axes);
+    // Check every substitution before running anything.
+    let commands = combos
+        .iter()
+        .map(|c| substitute(&a.command, c))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut rows = Vec::new();
+    for (i, (combo, command)) in combos.iter().zip(&commands).enumerate() {
+        let label: Vec<String> = combo.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        eprintln!("headroom: [{}/{}] {}", i + 1, combos.len(), label.join(" "));
+        let o = WatchOptions {
+            batch: a.batch.or_else(|| batch_from_args(command)),
+            ..opts.clone()
+        };
+        let out = run_command(command, matcher, &o, ledger)?;
+        rows.push((label.join(" "), out));
+    }
+    if a.json {
+        let doc: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(label, out)| serde_json::json!({ "combination": label, "run": out }))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        eprintln!(
+            "{:<28} {:>6} {:>8} {:>12} {:>6} {:>9} {:>10} {:>7} {:>6} {:>5}  run",
+            "combination",
+            "exit",
+            "seconds",
+            "peak memory",
+            "steps",
+            "p50 ms",
+            "samples/s",
+            "data %",
+            "epochs",
+            "OOM"
+        );
+        let opt = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |x| format!("{x:.1}"));
+        for (label, o) in &rows {
+            eprintln!(
+                "{:<28} {:>6} {:>8.1} {:>12} {:>6} {:>9} {:>10} {:>7} {:>6} {:>5}  {}{}",
+                label,
+                o.exit_code
+                    .map_or_else(|| "signal".into(), |c| c.to_string()),
+                o.seconds,
+                format_bytes(o.peak_tree_bytes),
+                o.steps,
+                opt(o.step_ms_p50),
+                opt(o.samples_per_s),
+                o.data_share
+                    .map_or_else(|| "-".to_owned(), |d| format!("{:.0}", d * 100.0)),
+                o.epochs.len(),
+                if o.over_budget {
+                    "budget"
+                } else if o.oom {
+                    "yes"
+                } else {
+                    "no"
+                },
+                o.run_id,
+                if o.stopped_at_limit {
+                    " (stopped at the limit)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    if let Some(path) = &a.chart {
+        write_chart(path, &rows, opts.budget_bytes)?;
+        eprintln!("headroom: chart written to {}", path.display());
+    }
+    let all_ok = rows
+        .iter()
+        .all(|(_, o)| o.exit_code == Some(0) || o.stopped_at_limit);
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
+    })
+}
+
+/// The chart of a sweep over the user's script: one point per combination at its batch.
+fn write_chart(path: &Path, rows: &[(String, WatchOutcome)], budget: Option<u64>) -> Result<()> {
+    let mut points = Vec::new();
+    for (label, o) in rows {
+        let Some(p) = o.as_point() else {
+            bail!(
+                "--chart draws throughput and memory over the batch size, and {label} has no batch: \
+                 sweep the batch (`--sweep bs=16,32 -- … --batch-size {{bs}}`) or give --batch"
+            );
+        };
+        if points
+            .iter()
+            .any(|q: &headroom_core::protocol::Point| q.batch == p.batch)
+        {
+            bail!(
+                "--chart needs one combination per batch size, and batch {} comes twice; \
+                 chart a sweep over the batch alone",
+                p.batch
+            );
+        }
+        points.push(p);
+    }
+    points.sort_by_key(|p| p.batch);
+    let summary = headroom_core::summary::summarize(
+        &points,
+        headroom_core::planner::Limit::List,
+        budget.unwrap_or(u64::MAX),
+    );
+    let svg = headroom_core::plot::sweep_svg(&headroom_core::plot::ChartSpec {
+        points: &points,
+        summary: Some(&summary),
+        budget_bytes: budget,
+        width: 720,
+        height: 560,
+    })?;
+    std::fs::write(path, svg)
+        .map_err(|e| anyhow::anyhow!("cannot write the chart to {}: {e}", path.display()))?;
+    Ok(())
+}
+
+/// The budget of `run`: `--budget` resolved against this machine's memory now; for a sweep
+/// without one, the default share of what is available.
+fn run_budget(spec: Option<&str>, sweep: bool) -> Result<Option<u64>> {
+    let spec = match (spec, sweep) {
+        (Some(s), _) => BudgetSpec::parse(s)?,
+        (None, true) => BudgetSpec::Default,
+        (None, false) => return Ok(None),
+    };
+    let Some(m) = headroom_core::sysmem::system_memory() else {
+        bail!("cannot read this machine's memory to set the budget; pass --budget with a size (e.g. 6GiB)");
+    };
+    Ok(Some(spec.resolve(m.total, m.available)))
+}
+
+pub fn run(a: &RunArgs) -> Result<ExitCode> {
+    let matcher = EpochMatcher::new(&a.epoch_regex)?;
+    let th = leak_thresholds(
+        a.leak_threshold,
+        a.leak_over,
+        &headroom_core::config::load()?.epochs,
+    )?;
+    if a.interval_ms == 0 {
+        bail!("--interval-ms must be 1 or more");
+    }
+    // torch's version in the interpreter the command runs, when it is a Python.
+    let torch_version = a
+        .command
+        .first()
+        .filter(|p| is_python(Path::new(p)))
+        .and_then(|p| {
+            let c = Candidate {
+                path: which(p),
+                source: "run".into(),
+                explicit: true,
+            };
+            probe(&c, Duration::from_secs(60))
+                .facts?
+                .torch
+                .map(|t| t.version)
+        });
+    let opts = WatchOptions {
+        interval: Duration::from_millis(a.interval_ms),
+        thresholds: th,
+        batch: a.batch.or_else(|| batch_from_args(&a.command)),
+        torch_version,
+        profile_ops: a.profile_ops,
+        max_time: a.max_seconds.map(Duration::from_secs),
+        max_steps: a.steps,
+        budget_bytes: run_budget(a.budget.as_deref(), !a.sweep.is_empty())?,
+    };
+    if a.chart.is_some() && a.sweep.is_empty() {
+        bail!("--chart draws a sweep: add --sweep NAME=V1,V2 (over the batch size)");
+    }
+    if a.max_seconds == Some(0) || a.steps == Some(0) {
+        bail!("--max-seconds and --steps must be 1 or more");
+    }
+    let ledger = super::open_ledger()?;
+    a.record.attach(&ledger, None, a.json)?;
+    if !a.sweep.is_empty() {
+        return sweep_command(a, &matcher, &opts, &ledger);
+    }
+    let out = run_command(&a.command, &matcher, &opts, &ledger)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        summary(&out);
+    }
+    // The child's exit code (a signal death → 1); stopped at its --steps/--max-seconds bound →
+    // 0; stopped over the memory budget → 3.
+    Ok(if out.over_budget {
+        ExitCode::from(3)
+    } else if out.stopped_at_limit {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(
+            out.exit_code
+                .and_then(|c| u8::try_from(c).ok())
+                .unwrap_or(1),
+        )
+    })
+}
+
+fn which(p: &str) -> std::path::PathBuf {
+    let path = Path::new(p);
+    if path.components().count() > 1 {
+        return path.to_path_buf();
+    }
+    std::env::var_os("PATH")
+        .and_then(|ps| {
+            std::env::split_paths(&ps)
+                .map(|d| d.join(p))
+                .find(|c| c.is_file())
+        })
+        .unwrap_or_else(|| path.to_path_buf())
+}

@@ -1,0 +1,222 @@
+//! Running a child process to its end within a time limit, its output captured: the one loop
+//! behind doctor's interpreter probes, the MLX side of a comparison, `ssh` checks of a remote
+//! host, the app's `--version` question and the OS tools read on macOS (`sysctl`, `pmset`,
+//! `vm_stat`, `ioreg`, `system_profiler`, `lipo`). Long-lived children that speak a protocol
+//! (the worker, `headroom run`'s command) have their own supervisors in [`crate::jobs`].
+
+use std::io::Read;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a reader may still take after its child was killed: a grandchild that kept the
+/// pipe open must not hold the caller.
+const READ_GRACE: Duration = Duration::from_secs(1);
+
+/// How long an OS tool may take (`system_profiler` takes about 1 s on a quiet Mac).
+pub const TOOL_LIMIT: Duration = Duration::from_secs(15);
+
+/// A child that ran: its status (`None` when it outlived its limit and was killed) and what it
+/// wrote, read to the end (or as far as it got before it was killed).
+#[derive(Debug)]
+pub struct Finished {
+    pub status: Option<ExitStatus>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Finished {
+    /// It outlived its limit and was killed.
+    pub fn timed_out(&self) -> bool {
+        self.status.is_none()
+    }
+
+    /// It ended by itself with exit code 0.
+    pub fn success(&self) -> bool {
+        self.status.is_some_and(|s| s.success())
+    }
+}
+
+/// Why [`run_captured`] has no result.
+#[derive(Debug)]
+pub enum Captured {
+    Spawn(std::io::Error),
+    TimedOut,
+}
+
+/// Runs `cmd` with stdin closed, capturing stdout and stderr, for at most `limit`; past it the
+/// child is killed and [`Finished::status`] is `None`. Errs only when it cannot start.
+pub fn run_within(cmd: &mut Command, limit: Duration) -> std::io::Result<Finished> {
+    let started = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let out = Drain::start(child.stdout.take());
+    let err = Drain::start(child.stderr.take());
+    let deadline = started + limit;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            // Past the deadline (or unable to wait): stop it.
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    // A process that ended by itself closed its pipes, unless a child of its own holds them.
+    let grace = if status.is_some() {
+        limit.saturating_sub(started.elapsed()).max(READ_GRACE)
+    } else {
+        READ_GRACE
+    };
+    let read_until = Instant::now() + grace;
+    Ok(Finished {
+        status,
+        stdout: out.take(read_until),
+        stderr: err.take(read_until),
+    })
+}
+
+/// A pipe read on a thread of its own into a buffer the caller can take at any time.
+struct Drain {
+    buf: Arc<Mutex<Vec<u8>>>,
+    done: mpsc::Receiver<()>,
+}
+
+impl Drain {
+    fn start<R: Read + Send + 'static>(pipe: Option<R>) -> Self {
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        let (tx, done) = mpsc::channel();
+        let sink = Arc::clone(&buf);
+        std::thread::spawn(move || {
+            if let Some(mut p) = pipe {
+                let mut chunk = [0u8; 8192];
+                while let Ok(n @ 1..) = p.read(&mut chunk) {
+                    if let Ok(mut b) = sink.lock() {
+                        b.extend_from_slice(&chunk[..n]);
+                    }
+                }
+            }
+            let _ = tx.send(());
+        });
+        Self { buf, done }
+    }
+
+    /// What was read once the pipe closed, or by `until`, whichever comes first.
+    fn take(self, until: Instant) -> String {
+        let _ = self
+            .done
+            .recv_timeout(until.saturating_duration_since(Instant::now()));
+        let bytes = self.buf.lock().map(|b| b.clone()).unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+/// [`run_within`] for callers that treat a child past its limit as no answer at all.
+pub fn run_captured(
+    cmd: &mut Command,
+    limit: Duration,
+) -> Result<(ExitStatus, String, String), Captured> {
+    let f = run_within(cmd, limit).map_err(Captured::Spawn)?;
+    match f.status {
+        Some(status) => Ok((status, f.stdout, f.stderr)),
+        None => Err(Captured::TimedOut),
+    }
+}
+
+/// The standard output of an OS tool (`/usr/sbin/sysctl -n hw.memsize`), when it ran within
+/// [`TOOL_LIMIT`] and succeeded; for parsers, so a missing or failing tool is "unknown".
+pub fn tool_stdout(program: &str, args: &[&str]) -> Option<String> {
+    let f = run_within(Command::new(program).args(args), TOOL_LIMIT).ok()?;
+    f.success().then_some(f.stdout)
+}
+
+/// An OS tool's standard output followed by its standard error, whatever its exit status, when
+/// it ran within [`TOOL_LIMIT`]: `sysctl` reports an unknown name on stderr, which its parser
+/// reads as an answer.
+pub fn tool_text(program: &str, args: &[&str]) -> Option<String> {
+    let f = run_within(Command::new(program).args(args), TOOL_LIMIT).ok()?;
+    (!f.timed_out()).then(|| f.stdout + &f.stderr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Command {
+        let mut c = Command::new("/bin/sh");
+        c.args(["-c", script]);
+        c
+    }
+
+    #[test]
+    fn output_and_status_of_a_child_that_ends() {
+        let f = run_within(&mut sh("echo out; echo err >&2; exit 3"), TOOL_LIMIT).expect("sh");
+        assert_eq!(f.status.and_then(|s| s.code()), Some(3));
+        assert_eq!((f.stdout.as_str(), f.stderr.as_str()), ("out\n", "err\n"));
+        assert!(!f.success() && !f.timed_out());
+    }
+
+    #[test]
+    fn a_child_past_its_limit_is_killed_and_what_it_wrote_is_kept() {
+        let started = Instant::now();
+        let f = run_within(
+            &mut sh("echo early; exec sleep 30"),
+            Duration::from_millis(300),
+        )
+        .expect("sh");
+        assert!(f.timed_out());
+        assert_eq!(f.stdout, "early\n");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(matches!(
+            run_captured(&mut sh("exec sleep 30"), Duration::from_millis(100)),
+            Err(Captured::TimedOut)
+        ));
+    }
+
+    #[test]
+    fn a_grandchild_holding_the_pipe_does_not_hold_the_caller() {
+        let started = Instant::now();
+        let f = run_within(&mut sh("sleep 30 & echo gone"), Duration::from_secs(2)).expect("sh");
+        assert!(f.success());
+        assert_eq!(f.stdout, "gone\n");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn tools_that_fail_or_are_missing_are_unknown() {
+        assert_eq!(
+            tool_stdout("/bin/sh", &["-c", "echo 17179869184"]).as_deref(),
+            Some("17179869184\n")
+        );
+        assert_eq!(
+            tool_stdout("/bin/sh", &["-c", "echo partial; exit 1"]),
+            None
+        );
+        assert_eq!(
+            tool_stdout("/nonexistent/sysctl", &["-n", "hw.memsize"]),
+            None
+        );
+        assert_eq!(
+            tool_text("/bin/sh", &["-c", "echo a; echo 'unknown oid' >&2; exit 1"]).as_deref(),
+            Some("a\nunknown oid\n")
+        );
+        assert!(matches!(
+            run_captured(&mut Command::new("/nonexistent/python"), TOOL_LIMIT),
+            Err(Captured::Spawn(_))
+        ));
+    }
+}

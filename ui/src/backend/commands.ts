@@ -1,0 +1,64 @@
+// Generated from the IPC contract by src-tauri/src/contract.rs. Do not edit:
+// run `HEADROOM_BLESS=1 cargo test -p headroom-app` after changing the contract.
+import { Channel, invoke } from "@tauri-apps/api/core";
+
+import type { About, CheckReport, Comparison, EpochsForm, HostProfile, KeyInfo, MemorySnapshot, MigrationCommands, OverviewSnapshot, ProcessInfo, Report, RunRecord, RunReport, SweepForm, SweepSnapshot } from "./ipc";
+
+/** The events the app emits. */
+export const EVENTS = { overview: "headroom://overview", navigate: "headroom://navigate" } as const;
+
+/** Every command the UI may call, by its Rust name in camelCase. */
+export const commands = {
+  /** `commands::readiness` */
+  readiness: (): Promise<Report> => invoke<Report>("readiness"),
+  /** `commands::last_readiness` */
+  lastReadiness: (): Promise<Report | null> => invoke<Report | null>("last_readiness"),
+  /** `commands::start_sweep` */
+  startSweep: (form: SweepForm, onUpdate: Channel<SweepSnapshot>): Promise<SweepSnapshot> => invoke<SweepSnapshot>("start_sweep", { form, onUpdate }),
+  /** `commands::cancel_sweep` */
+  cancelSweep: (): Promise<boolean> => invoke<boolean>("cancel_sweep"),
+  /** `commands::sweep_snapshot` */
+  sweepSnapshot: (): Promise<SweepSnapshot | null> => invoke<SweepSnapshot | null>("sweep_snapshot"),
+  /** `commands::list_runs` */
+  listRuns: (limit: number | null): Promise<Array<RunRecord>> => invoke<Array<RunRecord>>("list_runs", { limit }),
+  /** `commands::chart_for_run` */
+  chartForRun: (runId: number): Promise<string> => invoke<string>("chart_for_run", { runId }),
+  /** `ledger::run_report` */
+  runReport: (runId: number): Promise<RunReport> => invoke<RunReport>("run_report", { runId }),
+  /** `ledger::export_runs` */
+  exportRuns: (runIds: Array<number>, format: string): Promise<Array<string>> => invoke<Array<string>>("export_runs", { runIds, format }),
+  /** `ledger::compare_runs` */
+  compareRuns: (a: number, b: number): Promise<Comparison> => invoke<Comparison>("compare_runs", { a, b }),
+  /** `memory::start_epochs` */
+  startEpochs: (form: EpochsForm, onUpdate: Channel<MemorySnapshot>): Promise<MemorySnapshot> => invoke<MemorySnapshot>("start_epochs", { form, onUpdate }),
+  /** `memory::list_processes` */
+  listProcesses: (): Promise<Array<ProcessInfo>> => invoke<Array<ProcessInfo>>("list_processes"),
+  /** `memory::start_watch` */
+  startWatch: (pid: number, onUpdate: Channel<MemorySnapshot>): Promise<MemorySnapshot> => invoke<MemorySnapshot>("start_watch", { pid, onUpdate }),
+  /** `memory::stop_memory` */
+  stopMemory: (): Promise<boolean> => invoke<boolean>("stop_memory"),
+  /** `memory::memory_snapshot` */
+  memorySnapshot: (): Promise<MemorySnapshot | null> => invoke<MemorySnapshot | null>("memory_snapshot"),
+  /** `overview::overview` */
+  overview: (): Promise<OverviewSnapshot> => invoke<OverviewSnapshot>("overview"),
+  /** `remote::list_hosts` */
+  listHosts: (): Promise<Array<HostProfile>> => invoke<Array<HostProfile>>("list_hosts"),
+  /** `remote::add_host` */
+  addHost: (profile: HostProfile, replace: boolean): Promise<HostProfile> => invoke<HostProfile>("add_host", { profile, replace }),
+  /** `remote::remove_host` */
+  removeHost: (name: string): Promise<boolean> => invoke<boolean>("remove_host", { name }),
+  /** `remote::list_keys` */
+  listKeys: (): Promise<Array<KeyInfo>> => invoke<Array<KeyInfo>>("list_keys"),
+  /** `remote::make_key` */
+  makeKey: (): Promise<KeyInfo> => invoke<KeyInfo>("make_key"),
+  /** `remote::check_host` */
+  checkHost: (name: string): Promise<CheckReport> => invoke<CheckReport>("check_host", { name }),
+  /** `remote::migration` */
+  migration: (name: string, project: string | null): Promise<MigrationCommands> => invoke<MigrationCommands>("migration", { name, project }),
+  /** `remote::open_vnc` */
+  openVnc: (name: string): Promise<string> => invoke<string>("open_vnc", { name }),
+  /** `remote::close_vnc` */
+  closeVnc: (): Promise<boolean> => invoke<boolean>("close_vnc"),
+  /** `about::about` */
+  about: (): Promise<About> => invoke<About>("about"),
+};
