@@ -10,7 +10,7 @@ use headroom_core::ledger::RunRecord;
 use headroom_core::plot::{sweep_svg, ChartSpec};
 use headroom_core::protocol::{progress_line, SweepRequest};
 use headroom_core::readiness::Report;
-use headroom_core::requests::SweepInput;
+use headroom_core::requests::{SweepInput, WorkloadInput};
 use serde::Deserialize;
 use tauri::ipc::Channel;
 use tauri::{AppHandle, State};
@@ -95,10 +95,12 @@ pub struct SweepForm {
 /// check `headroom sweep` uses too.
 pub fn request(form: &SweepForm) -> Result<SweepRequest, AppError> {
     let input = SweepInput {
-        workload: form.workload.clone(),
-        input_shape: form.input_shape.clone(),
-        device: form.device.clone(),
-        dtype: form.dtype.clone(),
+        what: WorkloadInput {
+            workload: form.workload.clone(),
+            input_shape: form.input_shape.clone(),
+            device: form.device.clone(),
+            dtype: form.dtype.clone(),
+        },
         budget: form.budget.clone(),
         mode: form.mode.clone(),
         max_batch: form.max_batch,

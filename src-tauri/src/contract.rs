@@ -2,7 +2,7 @@
 //! and the result it gets, in the one list below. From it come the handler Tauri registers
 //! ([`handler`]) and the generated TypeScript command table `ui/src/backend/commands.ts` (typed
 //! wrappers over `invoke`, so no command name is typed by hand in the UI); the types themselves
-//! are ts-rs's, in `ui/src/backend/ipc.ts` ([`crate::ipc`]). Tests check the list against each
+//! are ts-rs's, in `ui/src/backend/ipc.ts` (from `src/ipc.rs`). Tests check the list against each
 //! command's signature in the source, build.rs's permission list and the capability, and fail
 //! when the committed TypeScript is stale.
 //!

@@ -11,7 +11,7 @@ use headroom_core::jobs::{self, sweep::CancelToken, sweep::JobError, watch::Watc
 use headroom_core::monitor::MemoryReading;
 use headroom_core::plot::{epochs_svg, readings_svg};
 use headroom_core::protocol::EpochsRequest;
-use headroom_core::requests::EpochsInput;
+use headroom_core::requests::{EpochsInput, WorkloadInput};
 use serde::{Deserialize, Serialize};
 use tauri::ipc::Channel;
 use tauri::{AppHandle, State};
@@ -133,8 +133,11 @@ pub fn epochs_request(
     config: &EpochThresholds,
 ) -> Result<(EpochsRequest, EpochThresholds), AppError> {
     let input = EpochsInput {
-        workload: form.workload.clone(),
-        device: form.device.clone(),
+        what: WorkloadInput {
+            workload: form.workload.clone(),
+            device: form.device.clone(),
+            ..WorkloadInput::default()
+        },
         batch: form.batch,
         epochs: form.epochs,
         steps_per_epoch: form.steps_per_epoch,

@@ -7,7 +7,8 @@
 use crate::budget::BudgetSpec;
 use crate::epochs::EpochThresholds;
 use crate::protocol::{
-    parse_batches, parse_shape, BatchPlan, Dtype, EpochsRequest, Mode, Release, SweepRequest,
+    parse_batches, parse_shape, BatchPlan, Dtype, EpochsRequest, Mode, ProfileRequest, Release,
+    SweepRequest,
 };
 use crate::CoreError;
 
@@ -23,9 +24,10 @@ fn shape(text: Option<&str>) -> Result<Option<Vec<i64>>, CoreError> {
         .transpose()
 }
 
-/// A sweep over batch sizes (`headroom sweep`, the app's Sweep panel).
+/// What runs and where, as every built-in job takes it (`--workload`, `--input-shape`,
+/// `--device`, `--dtype`; the app's forms).
 #[derive(Debug, Clone, PartialEq)]
-pub struct SweepInput {
+pub struct WorkloadInput {
     /// A built-in workload or the path of a TorchScript file.
     pub workload: String,
     /// One sample's shape without the batch (`3x224x224`), for a TorchScript file.
@@ -34,6 +36,48 @@ pub struct SweepInput {
     pub device: String,
     /// `f32`, `f16` or `bf16`.
     pub dtype: String,
+}
+
+impl Default for WorkloadInput {
+    fn default() -> Self {
+        Self {
+            workload: "mlp".into(),
+            input_shape: None,
+            device: "auto".into(),
+            dtype: "f32".into(),
+        }
+    }
+}
+
+/// A [`WorkloadInput`] checked: the values a worker request carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    pub workload: String,
+    pub input_shape: Option<Vec<i64>>,
+    pub device: String,
+    pub dtype: Dtype,
+}
+
+impl WorkloadInput {
+    /// Checks the workload (not blank), the shape and the dtype.
+    pub fn check(&self) -> Result<Workload, CoreError> {
+        let workload = self.workload.trim();
+        if workload.is_empty() {
+            return Err(invalid("pick a workload or a TorchScript file"));
+        }
+        Ok(Workload {
+            workload: workload.to_owned(),
+            input_shape: shape(self.input_shape.as_deref())?,
+            device: self.device.trim().to_owned(),
+            dtype: Dtype::parse(self.dtype.trim())?,
+        })
+    }
+}
+
+/// A sweep over batch sizes (`headroom sweep`, the app's Sweep panel).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepInput {
+    pub what: WorkloadInput,
     /// A size (`12GiB`), a share (`80%`), or `default` (blank is `default`).
     pub budget: String,
     /// `train` or `infer`.
@@ -59,10 +103,7 @@ pub struct SweepInput {
 impl Default for SweepInput {
     fn default() -> Self {
         Self {
-            workload: "mlp".into(),
-            input_shape: None,
-            device: "auto".into(),
-            dtype: "f32".into(),
+            what: WorkloadInput::default(),
             budget: "default".into(),
             mode: "train".into(),
             batches: None,
@@ -80,10 +121,7 @@ impl Default for SweepInput {
 impl SweepInput {
     /// Checks every value and turns the input into the worker's request.
     pub fn request(&self) -> Result<SweepRequest, CoreError> {
-        let workload = self.workload.trim();
-        if workload.is_empty() {
-            return Err(invalid("pick a workload or a TorchScript file"));
-        }
+        let what = self.what.check()?;
         let plan = match (&self.batches, self.max_batch) {
             (Some(list), _) => BatchPlan::Explicit {
                 batches: parse_batches(list)?,
@@ -109,15 +147,13 @@ impl SweepInput {
         if self.threads == Some(0) {
             return Err(invalid("--threads 0 cannot run; give 1 or more"));
         }
-        let input_shape = shape(self.input_shape.as_deref())?;
-        let dtype = Dtype::parse(self.dtype.trim())?;
-        self.check_compare(workload, input_shape.is_some(), dtype)?;
+        self.check_compare(&what)?;
         let budget = self.budget.trim();
         Ok(SweepRequest {
-            device: self.device.trim().to_owned(),
-            workload: workload.to_owned(),
-            input_shape,
-            dtype,
+            device: what.device,
+            workload: what.workload,
+            input_shape: what.input_shape,
+            dtype: what.dtype,
             mode: Mode::parse(self.mode.trim())?,
             plan,
             budget: BudgetSpec::parse(if budget.is_empty() { "default" } else { budget })?,
@@ -129,22 +165,22 @@ impl SweepInput {
         })
     }
 
-    fn check_compare(&self, workload: &str, shaped: bool, dtype: Dtype) -> Result<(), CoreError> {
+    fn check_compare(&self, what: &Workload) -> Result<(), CoreError> {
         match self.compare.as_deref() {
             None | Some("") => Ok(()),
-            Some("cpu") if self.device.trim() == "cpu" => Err(invalid(
+            Some("cpu") if what.device == "cpu" => Err(invalid(
                 "--compare cpu needs another device to compare with (--device mps, cuda or auto)",
             )),
             Some("cpu") => Ok(()),
             Some("mlx") => {
-                if !crate::mlx::WORKLOADS.contains(&workload) {
+                if !crate::mlx::WORKLOADS.contains(&what.workload.as_str()) {
                     return Err(invalid(format!(
                         "--compare mlx runs the same workload through MLX, which Headroom has for {} only; \
                          use --workload mlp or matmul",
                         crate::mlx::WORKLOADS.join(" and ")
                     )));
                 }
-                if shaped || dtype != Dtype::F32 {
+                if what.input_shape.is_some() || what.dtype != Dtype::F32 {
                     return Err(invalid(
                         "--compare mlx compares the default input shape in f32; drop --input-shape and --dtype",
                     ));
@@ -158,14 +194,40 @@ impl SweepInput {
     }
 }
 
+/// One batch profiled layer by layer (`headroom profile`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileInput {
+    pub what: WorkloadInput,
+    pub batch: u32,
+    /// Passes per layer; the median is kept.
+    pub reps: u32,
+    pub threads: Option<u32>,
+}
+
+impl ProfileInput {
+    /// Checks every value and turns the input into the worker's request.
+    pub fn request(&self) -> Result<ProfileRequest, CoreError> {
+        let what = self.what.check()?;
+        if self.batch == 0 || self.reps == 0 {
+            return Err(invalid("--batch and --reps must be 1 or more"));
+        }
+        Ok(ProfileRequest {
+            device: what.device,
+            workload: what.workload,
+            input_shape: what.input_shape,
+            dtype: what.dtype,
+            batch: self.batch,
+            reps: self.reps,
+            threads: self.threads,
+        })
+    }
+}
+
 /// Memory across epochs of one batch (`headroom epochs`, the app's Memory panel). Its leak
 /// threshold and window default to the configuration's `[epochs]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EpochsInput {
-    pub workload: String,
-    pub input_shape: Option<String>,
-    pub device: String,
-    pub dtype: String,
+    pub what: WorkloadInput,
     pub batch: u32,
     pub epochs: u32,
     pub steps_per_epoch: u32,
@@ -183,10 +245,7 @@ pub struct EpochsInput {
 impl Default for EpochsInput {
     fn default() -> Self {
         Self {
-            workload: "mlp".into(),
-            input_shape: None,
-            device: "auto".into(),
-            dtype: "f32".into(),
+            what: WorkloadInput::default(),
             batch: 32,
             epochs: 10,
             steps_per_epoch: 20,
@@ -206,16 +265,13 @@ impl EpochsInput {
         &self,
         config: &EpochThresholds,
     ) -> Result<(EpochsRequest, EpochThresholds), CoreError> {
-        let workload = self.workload.trim();
-        if workload.is_empty() {
-            return Err(invalid("pick a workload or a TorchScript file"));
-        }
+        let what = self.what.check()?;
         let thresholds = leak_thresholds(self.leak_threshold_pct, self.leak_over, config)?;
         let req = EpochsRequest {
-            device: self.device.trim().to_owned(),
-            workload: workload.to_owned(),
-            input_shape: shape(self.input_shape.as_deref())?,
-            dtype: Dtype::parse(self.dtype.trim())?,
+            device: what.device,
+            workload: what.workload,
+            input_shape: what.input_shape,
+            dtype: what.dtype,
             batch: self.batch,
             epochs: self.epochs,
             steps_per_epoch: self.steps_per_epoch,
@@ -254,7 +310,10 @@ mod tests {
     #[test]
     fn a_sweep_input_becomes_the_workers_request() {
         let r = SweepInput {
-            workload: " mlp ".into(),
+            what: WorkloadInput {
+                workload: " mlp ".into(),
+                ..WorkloadInput::default()
+            },
             budget: "".into(),
             max_batch: Some(64),
             ..SweepInput::default()
@@ -283,8 +342,13 @@ mod tests {
     fn each_bad_sweep_value_is_named() {
         let bad = |i: SweepInput| i.request().expect_err("refused").to_string();
         let base = SweepInput::default;
+        let with = |workload: &str, device: &str| WorkloadInput {
+            workload: workload.into(),
+            device: device.into(),
+            ..WorkloadInput::default()
+        };
         assert!(bad(SweepInput {
-            workload: " ".into(),
+            what: with(" ", "auto"),
             ..base()
         })
         .contains("pick a workload"));
@@ -309,13 +373,13 @@ mod tests {
         })
         .contains("--threads 0"));
         let cpu_vs_cpu = SweepInput {
-            device: "cpu".into(),
+            what: with("mlp", "cpu"),
             compare: Some("cpu".into()),
             ..base()
         };
         assert!(bad(cpu_vs_cpu).contains("needs another device"));
         let mlx_cnn = SweepInput {
-            workload: "cnn".into(),
+            what: with("cnn", "auto"),
             compare: Some("mlx".into()),
             ..base()
         };

@@ -63,10 +63,7 @@ pub(crate) fn line(s: &EpochSample) -> String {
 
 pub fn run(a: &EpochsArgs) -> Result<ExitCode> {
     let input = EpochsInput {
-        workload: a.what.workload.clone(),
-        input_shape: a.what.input_shape.clone(),
-        device: a.what.device.clone(),
-        dtype: a.what.dtype.clone(),
+        what: a.what.input(),
         batch: a.batch,
         epochs: a.epochs,
         steps_per_epoch: a.steps_per_epoch,

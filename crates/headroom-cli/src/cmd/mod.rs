@@ -31,21 +31,20 @@ pub struct WorkloadArgs {
     pub workload: String,
     /// One sample's shape without the batch, e.g. 3x224x224 (required for a TorchScript file).
     #[arg(long)]
-    pub input_shape: Option<String>,
+    input_shape: Option<String>,
     /// f32, f16 or bf16.
     #[arg(long, default_value = "f32")]
-    pub dtype: String,
+    dtype: String,
 }
 
 impl WorkloadArgs {
-    pub fn input_shape(&self) -> Result<Option<Vec<i64>>, headroom_core::CoreError> {
-        self.input_shape
-            .as_deref()
-            .map(headroom_core::protocol::parse_shape)
-            .transpose()
-    }
-
-    pub fn dtype(&self) -> Result<headroom_core::protocol::Dtype, headroom_core::CoreError> {
-        headroom_core::protocol::Dtype::parse(&self.dtype)
+    /// The arguments as the core's workload input (the app's forms fill the same one).
+    pub fn input(&self) -> headroom_core::requests::WorkloadInput {
+        headroom_core::requests::WorkloadInput {
+            workload: self.workload.clone(),
+            input_shape: self.input_shape.clone(),
+            device: self.device.clone(),
+            dtype: self.dtype.clone(),
+        }
     }
 }

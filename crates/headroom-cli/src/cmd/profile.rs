@@ -3,10 +3,10 @@
 
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use headroom_core::jobs::JobStatus;
 use headroom_core::jobs::{self, sweep::CancelToken};
-use headroom_core::protocol::ProfileRequest;
+use headroom_core::requests::ProfileInput;
 
 /// Arguments of `headroom profile`.
 #[derive(Debug, clap::Args)]
@@ -33,18 +33,13 @@ fn ms(v: Option<f64>) -> String {
 }
 
 pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
-    if a.batch == 0 || a.reps == 0 {
-        bail!("--batch and --reps must be 1 or more");
-    }
-    let req = ProfileRequest {
-        device: a.what.device.clone(),
-        workload: a.what.workload.clone(),
-        input_shape: a.what.input_shape()?,
-        dtype: a.what.dtype()?,
+    let req = ProfileInput {
+        what: a.what.input(),
         batch: a.batch,
         reps: a.reps,
         threads: a.threads,
-    };
+    }
+    .request()?;
     let config = headroom_core::config::load()?;
     let ledger = super::open_ledger()?;
     a.record.attach(&ledger, None, a.json)?;

@@ -70,10 +70,7 @@ pub struct SweepArgs {
 /// The arguments as the core's sweep input (the app's Sweep form fills the same one).
 pub fn input(a: &SweepArgs) -> SweepInput {
     SweepInput {
-        workload: a.what.workload.clone(),
-        input_shape: a.what.input_shape.clone(),
-        device: a.what.device.clone(),
-        dtype: a.what.dtype.clone(),
+        what: a.what.input(),
         budget: a.budget.clone(),
         mode: a.mode.clone(),
         batches: a.batches.clone(),
