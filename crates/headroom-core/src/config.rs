@@ -123,6 +123,9 @@ pub struct DecideThresholds {
     /// MLX at least this much faster (samples/s) than torch at the same batch makes it the
     /// recommendation where it runs (0.10 = 10 %).
     pub mlx_faster: f64,
+    /// Your run waiting on its DataLoader for at least this share of the step is bound by its
+    /// data pipeline, not the device (0.5 = half).
+    pub data_share: f64,
     /// What the main job is: `training`, `inference` or `llm-inference`.
     pub main_job: crate::decide::WorkloadKind,
     /// Results must match CUDA bit for bit.
@@ -139,6 +142,7 @@ impl Default for DecideThresholds {
             fallback_days: 14,
             max_age_days: 30,
             slow_layer_share: 0.5,
+            data_share: crate::jobs::watch::DATA_BOUND_SHARE,
             main_job: crate::decide::WorkloadKind::Training,
             cuda_parity_required: false,
         }
@@ -208,6 +212,18 @@ impl Config {
         share("decide.near_one", self.decide.near_one)?;
         share("decide.slow_layer_share", self.decide.slow_layer_share)?;
         share("decide.mlx_faster", self.decide.mlx_faster)?;
+        share("decide.data_share", self.decide.data_share)?;
+        // Pressure stall percentages: 0–100, the critical level a number too.
+        for (name, v) in [
+            ("contention.psi_warn", self.contention.psi_warn),
+            ("contention.psi_critical", self.contention.psi_critical),
+        ] {
+            if !(0.0..=100.0).contains(&v) {
+                return Err(format!(
+                    "{name} = {v} must be a percentage of time stalled, between 0 and 100"
+                ));
+            }
+        }
         if self.epochs.over_epochs == 0 {
             return Err("epochs.over_epochs must be 1 or more".into());
         }
@@ -234,6 +250,16 @@ mod tests {
         assert!((c.contention.apps_share - 0.4).abs() < f64::EPSILON);
         assert_eq!(c.contention.ides, ContentionConfig::default().ides);
         assert_eq!(c.decide, DecideThresholds::default());
+    }
+
+    #[test]
+    fn pressure_levels_outside_0_to_100_are_refused_with_their_key() {
+        for bad in ["psi_warn = -5", "psi_critical = nan", "psi_warn = 101"] {
+            let e = parse(&format!("[contention]\n{bad}\n")).expect_err(bad);
+            assert!(e.contains("contention.psi_"), "{e}");
+            assert!(e.contains("between 0 and 100"), "{e}");
+        }
+        assert!(parse("[contention]\npsi_warn = 20\n").is_ok());
     }
 
     #[test]

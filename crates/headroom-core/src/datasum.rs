@@ -82,8 +82,15 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CoreError> {
         })?;
         if meta.is_dir() {
             walk(p, &mut out)?;
-        } else {
+        } else if meta.is_file() {
             out.push(p.clone());
+        } else {
+            // A device, a pipe or a socket has no end to hash (`/dev/zero` read forever).
+            return Err(CoreError::InvalidInput(format!(
+                "--data {} is not a regular file or a folder (a device, a pipe or a socket); \
+                 name the dataset's files or its folder",
+                p.display()
+            )));
         }
         if out.len() > MAX_FILES {
             return Err(CoreError::InvalidInput(format!(
@@ -239,5 +246,18 @@ mod tests {
             sha256_file(&p, &mut |_| {}).unwrap(),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_device_or_a_pipe_is_refused_not_hashed_forever() {
+        for odd in ["/dev/zero", "/dev/null"] {
+            let e = expand(&[PathBuf::from(odd)]).expect_err(odd).to_string();
+            assert!(e.contains("is not a regular file or a folder"), "{e}");
+            assert!(e.contains(odd), "{e}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a"), b"x").unwrap();
+        assert_eq!(expand(&[dir.path().to_owned()]).unwrap().len(), 1);
     }
 }

@@ -66,6 +66,8 @@ pub enum Rule {
     RemoteDown,
     Unmeasured,
     MlxFaster,
+    /// What the user's own newest run measured (throughput, accumulation, autocast).
+    YourRun,
 }
 
 /// One reason: the rule, the column it speaks to, and the sentence with its figures.
@@ -111,6 +113,9 @@ pub struct SweepFact {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpochFact {
     pub run_id: i64,
+    /// Which run of which command, at which batch (`run 7 (`python train.py`) at batch 32`).
+    #[serde(default)]
+    pub source: String,
     pub leak: bool,
     /// Growth of the judged measure from the first to the last epoch (0.3 = +30 %).
     pub growth: f64,
@@ -120,6 +125,75 @@ pub struct EpochFact {
     pub slowing: bool,
     /// Throughput change from the first to the last epoch (−0.2 = 20 % slower).
     pub throughput_change: Option<f64>,
+}
+
+/// The user's newest training run (`headroom run -- python train.py`), as the wrapper and the
+/// observer inside it measured it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RunFact {
+    pub run_id: i64,
+    pub command: String,
+    pub batch: Option<u32>,
+    /// Where the optimizer's parameters lived (`cpu`, `mps`, `cuda:0`), when observed.
+    pub device: Option<String>,
+    pub steps: u32,
+    pub samples_per_s: Option<f64>,
+    pub step_ms: Option<f64>,
+    /// The DataLoader waits' share of step time, and the host-to-device copies' share.
+    pub data_share: Option<f64>,
+    pub copy_share: Option<f64>,
+    pub num_workers: Option<u32>,
+    pub pin_memory: Option<bool>,
+    /// Backward calls per optimizer step (gradient accumulation when above 1).
+    pub accumulation: Option<u32>,
+    /// Autocast in use, `device:dtype`.
+    pub autocast: Vec<String>,
+    pub gpu_busy: Option<f64>,
+    /// The process tree's peak, and the device allocator's peak when observed.
+    pub peak_bytes: u64,
+    pub peak_device_bytes: Option<u64>,
+    /// It ran out of memory: torch's message, or that its output said so.
+    pub oom: Option<String>,
+    /// The memory budget it went over (Headroom stopped it).
+    pub over_budget: Option<u64>,
+}
+
+impl RunFact {
+    /// `run 7 (`python train.py`) at batch 32`: how every reason cites this run.
+    pub fn source(&self) -> String {
+        let mut command: String = self.command.chars().take(60).collect();
+        if command.len() < self.command.len() {
+            command.push('…');
+        }
+        format!(
+            "run {} (`{command}`){}",
+            self.run_id,
+            self.batch
+                .map(|b| format!(" at batch {b}"))
+                .unwrap_or_default()
+        )
+    }
+
+    /// The column its device speaks to: MPS, the CPU, or elsewhere (CUDA).
+    pub fn column(&self) -> Column {
+        match self.device.as_deref() {
+            Some(d) if d.starts_with("mps") => Column::Mps,
+            Some(d) if d.starts_with("cuda") => Column::Remote,
+            _ => Column::Cpu,
+        }
+    }
+}
+
+impl EpochFact {
+    /// Its source, or `run N` where none was recorded.
+    pub fn cite(&self) -> String {
+        if self.source.is_empty() {
+            format!("run {}", self.run_id)
+        } else {
+            self.source.clone()
+        }
+    }
 }
 
 /// CPU-fallback operators seen in wrapped runs, over how many days.
@@ -177,7 +251,12 @@ pub struct Facts {
     pub cpu: Option<SweepFact>,
     /// The accelerator's sweep at the same batch as `cpu` when there is one.
     pub mps: Option<SweepFact>,
+    /// Memory over epochs: the user's newest run with three or more epochs, else the newest
+    /// `headroom epochs` run.
     pub epochs: Option<EpochFact>,
+    /// The user's newest training run.
+    #[serde(default)]
+    pub run: Option<RunFact>,
     /// A leak verdict also came from a run that released memory at every epoch end.
     pub leak_with_release: Option<EpochFact>,
     pub fallback: Option<FallbackFact>,
@@ -245,7 +324,7 @@ pub struct Symptom {
 /// The symptom and observability tables, one row per rule that points at a cause.
 pub const SYMPTOMS: &[Symptom] = &[
     Symptom { rule: Rule::Rosetta, symptom: "MPS unavailable, everything slow", hypothesis: "an x86_64 Python running under Rosetta", action: "install an arm64 Python (Miniforge, python.org universal2, uv) and reinstall torch", observe: "`headroom doctor`: the interpreter's machine and `sysctl.proc_translated`" },
-    Symptom { rule: Rule::DataPipeline, symptom: "the GPU is barely faster than the CPU and mostly idle", hypothesis: "the data pipeline starves it, not MPS", action: "profile data loading against forward: more DataLoader workers, pin memory, pre-process once", observe: "sweep's data/forward/backward split and GPU utilisation (ioreg Device Utilization %)" },
+    Symptom { rule: Rule::DataPipeline, symptom: "the GPU is barely faster than the CPU and mostly idle", hypothesis: "the data pipeline starves it, not MPS", action: "more DataLoader workers, decoding and augmentation done once ahead of training; pin_memory only where host-to-device copies were measured to take a share of the step", observe: "`headroom run`: the DataLoader wait and copy shares of your step; GPU utilisation (ioreg Device Utilization %)" },
     Symptom { rule: Rule::NearOne, symptom: "speed-up near 1×", hypothesis: "the work is not on the device, or every step synchronises", action: "check that model and batch are `.to(device)`, and look for `.item()`/`.cpu()` inside the step", observe: "step time on both devices at the same batch (`headroom sweep --compare cpu`)" },
     Symptom { rule: Rule::Leak, symptom: "memory climbs epoch after epoch", hypothesis: "a reference leak: tensors kept across epochs", action: "store `loss.item()`, not `loss`; clear caches and hooks; `gc.collect()` at epoch ends", observe: "live tensor bytes per epoch (`headroom epochs`, `headroom run`)" },
     Symptom { rule: Rule::LeakPersists, symptom: "memory still climbs with gc and empty_cache at every epoch", hypothesis: "the leak is in code you cannot change soon", action: "run it on a dedicated remote host where its growth hurts nobody", observe: "`headroom epochs --release both` growth" },
@@ -285,6 +364,77 @@ fn standing(c: Column) -> (Vec<String>, Vec<String>) {
             v(&["isolation: promises you can keep (overnight, no call in the way)"]),
             v(&["running cost", "moving code and data"]),
         ),
+    }
+}
+
+/// The reasons the user's newest run gives: what it measured, running out of memory, and a
+/// data pipeline that bounds it (with `pin_memory` only where the copies were measured to matter).
+fn your_run(
+    r: &RunFact,
+    t: &DecideThresholds,
+    say: &mut impl FnMut(Rule, Column, String),
+    set: &mut impl FnMut(Column, Status),
+) {
+    let column = r.column();
+    let src = r.source();
+    let mut measured = Vec::new();
+    if let Some(sps) = r.samples_per_s {
+        measured.push(format!("{sps:.1} samples/s"));
+    }
+    if let Some(ms) = r.step_ms {
+        measured.push(format!("{ms:.1} ms per optimizer step"));
+    }
+    if let Some(a) = r.accumulation.filter(|a| *a > 1) {
+        measured.push(format!("gradient accumulation {a}"));
+    }
+    if !r.autocast.is_empty() {
+        measured.push(format!("autocast {}", r.autocast.join(", ")));
+    }
+    if let Some(d) = &r.device {
+        measured.push(format!("on {d}"));
+    }
+    if !measured.is_empty() {
+        say(
+            Rule::YourRun,
+            column,
+            format!("{src}: {}", measured.join(", ")),
+        );
+    }
+    if let Some(budget) = r.over_budget {
+        say(Rule::Oom, column, format!("{src} went over its {} memory budget (peak {}): use a smaller batch, or give it more memory", format_bytes(budget), format_bytes(r.peak_bytes)));
+        set(column, Status::Risky);
+    } else if let Some(msg) = &r.oom {
+        say(
+            Rule::Oom,
+            column,
+            format!(
+                "{src} ran out of memory ({}): use a smaller batch and release the cache",
+                msg.lines().next().unwrap_or_default()
+            ),
+        );
+        set(column, Status::Risky);
+    }
+    if let Some(share) = r.data_share.filter(|s| *s >= t.data_share) {
+        let mut advice = match r.num_workers {
+            Some(0) => {
+                "set num_workers above 0 (loading runs in the training process now)".to_owned()
+            }
+            Some(n) => format!("raise num_workers above {n}"),
+            None => "raise num_workers".to_owned(),
+        };
+        if let Some(copy) = r
+            .copy_share
+            .filter(|c| *c >= crate::instrument::COPIES_MATTER)
+        {
+            if r.pin_memory != Some(true) {
+                advice.push_str(&format!(
+                    "; pin_memory=True with non_blocking copies (host-to-device copies take {} of the step)",
+                    pct(copy)
+                ));
+            }
+        }
+        say(Rule::DataPipeline, column, format!("{src}: waiting for the DataLoader takes {} of the step (threshold {}): the data pipeline bounds it, not the device; {advice}", pct(share), pct(t.data_share)));
+        set(column, Status::Risky);
     }
 }
 
@@ -425,19 +575,24 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
         }
     }
 
+    // The user's own run.
+    if let Some(r) = &f.run {
+        your_run(r, t, &mut say, &mut set);
+    }
+
     // Memory over epochs.
     if let Some(e) = &f.epochs {
         if e.leak {
-            say(Rule::Leak, Column::Mps, format!("memory grew {:+.0} % over {} epochs (run {}, release {}): suspect a reference leak", e.growth * 100.0, e.epochs, e.run_id, e.release));
+            say(Rule::Leak, Column::Mps, format!("memory grew {:+.0} % over {} epochs ({}, release {}): suspect a reference leak", e.growth * 100.0, e.epochs, e.cite(), e.release));
         }
         if e.slowing {
-            say(Rule::FastThenSlow, Column::Mps, format!("fast early, slow later: throughput {} from the first to the last epoch (run {}); adjust the batch and release the cache", e.throughput_change.map_or_else(|| "fell".into(), |c| format!("{:+.0} %", c * 100.0)), e.run_id));
+            say(Rule::FastThenSlow, Column::Mps, format!("fast early, slow later: throughput {} from the first to the last epoch ({}); adjust the batch and release the cache", e.throughput_change.map_or_else(|| "fell".into(), |c| format!("{:+.0} %", c * 100.0)), e.cite()));
             set(Column::Mps, Status::Risky);
         }
     }
     let leak_persists = f.leak_with_release.as_ref().filter(|e| e.leak);
     if let Some(e) = leak_persists {
-        say(Rule::LeakPersists, Column::Remote, format!("the leak persists with release `{}` (+{:.0} % over {} epochs, run {}): give it a dedicated remote host", e.release, e.growth * 100.0, e.epochs, e.run_id));
+        say(Rule::LeakPersists, Column::Remote, format!("the leak persists with release `{}` (+{:.0} % over {} epochs, {}): give it a dedicated remote host", e.release, e.growth * 100.0, e.epochs, e.cite()));
     }
     if let Some(s) = f
         .slow_layer

@@ -3,9 +3,10 @@
 
 use crate::contention::Need;
 use crate::decide::{
-    EpochFact, Facts, FallbackFact, MlxFact, RemoteFact, SlowLayerFact, SweepFact,
+    EpochFact, Facts, FallbackFact, MlxFact, RemoteFact, RunFact, SlowLayerFact, SweepFact,
 };
 use crate::epochs::{EpochVerdict, EpochVerdictKind};
+use crate::jobs::watch::WatchOutcome;
 use crate::ledger::{Ledger, RunRecord, RunStatus};
 use crate::protocol::{EpochsRequest, PointStatus};
 use crate::readiness::verdict::{under_rosetta, LightState};
@@ -93,6 +94,7 @@ pub fn gather(
     readiness_facts(&runs, &mut f);
     sweep_facts(ledger, &runs, &mut f)?;
     epoch_facts(ledger, &runs, &mut f)?;
+    user_run_facts(&runs, &mut f);
     f.fallback = fallback_fact(&runs);
     f.slow_layer = slow_layer_fact(&runs);
     f.mlx = mlx_fact(&runs);
@@ -281,10 +283,20 @@ fn epoch_fact(ledger: &Ledger, run: &RunRecord) -> Result<Option<EpochFact>, Cor
     else {
         return Ok(None);
     };
-    let release = ledger
+    let request = ledger
         .request_json(run.id)?
-        .and_then(|j| serde_json::from_str::<EpochsRequest>(&j).ok())
+        .and_then(|j| serde_json::from_str::<EpochsRequest>(&j).ok());
+    let release = request
+        .as_ref()
         .map_or_else(|| "none".to_owned(), |r| r.release.name().to_owned());
+    let source = format!(
+        "`headroom epochs` run {} of {}{}",
+        run.id,
+        run.workload,
+        request
+            .map(|r| format!(" at batch {}", r.batch))
+            .unwrap_or_default()
+    );
     let judged = v.live.as_ref().or(v.footprint.as_ref());
     let epochs = ledger
         .samples::<serde_json::Value>(run.id, "epoch")
@@ -292,6 +304,7 @@ fn epoch_fact(ledger: &Ledger, run: &RunRecord) -> Result<Option<EpochFact>, Cor
         .unwrap_or(0);
     Ok(Some(EpochFact {
         run_id: run.id,
+        source,
         leak: v.kind == EpochVerdictKind::LeakSuspected,
         growth: judged.map_or(0.0, |t| t.growth),
         epochs,
@@ -317,6 +330,68 @@ fn epoch_facts(ledger: &Ledger, runs: &[RunRecord], f: &mut Facts) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// The user's wrapped runs (`headroom run`) that finished or failed, newest first, with what
+/// they recorded.
+fn user_runs(runs: &[RunRecord]) -> impl Iterator<Item = (&RunRecord, WatchOutcome)> {
+    runs.iter()
+        .filter(|r| r.kind == "run" && matches!(r.status, RunStatus::Complete | RunStatus::Failed))
+        .filter_map(|r| Some((r, serde_json::from_value(r.report.clone()?).ok()?)))
+}
+
+fn run_fact(out: &WatchOutcome) -> RunFact {
+    let o = out.observed.as_ref();
+    let loader = o.and_then(|o| o.loader.as_ref());
+    RunFact {
+        run_id: out.run_id,
+        command: out.command.clone(),
+        batch: out.batch,
+        device: o.and_then(|o| o.device.clone()),
+        steps: out.steps,
+        samples_per_s: out.samples_per_s,
+        step_ms: out.step_ms_p50,
+        data_share: out.data_share,
+        copy_share: o.and_then(|o| o.copy_share),
+        num_workers: loader.map(|l| l.num_workers),
+        pin_memory: loader.map(|l| l.pin_memory),
+        accumulation: o.and_then(|o| o.accumulation),
+        autocast: o.map(|o| o.autocast.clone()).unwrap_or_default(),
+        gpu_busy: out.gpu_busy,
+        peak_bytes: out.peak_tree_bytes,
+        peak_device_bytes: o.and_then(|o| o.peak_device_bytes),
+        oom: o.and_then(|o| o.oom.clone()).or_else(|| {
+            out.oom
+                .then(|| "its output said it ran out of memory".to_owned())
+        }),
+        over_budget: out.budget_bytes.filter(|_| out.over_budget),
+    }
+}
+
+/// The user's runs decide where they exist: the newest that trained (or ran out of memory)
+/// is [`Facts::run`], and the newest with three or more epochs judges memory over epochs in
+/// place of a built-in `epochs` run.
+fn user_run_facts(runs: &[RunRecord], f: &mut Facts) {
+    f.run = user_runs(runs)
+        .find(|(_, o)| o.steps > 0 || o.oom || o.over_budget)
+        .map(|(_, o)| run_fact(&o));
+    let judged = user_runs(runs).find(|(_, o)| {
+        o.epochs.len() >= 3 && o.verdict.kind != crate::epochs::EpochVerdictKind::TooShort
+    });
+    if let Some((_, o)) = judged {
+        let v = &o.verdict;
+        let measure = v.live.as_ref().or(v.footprint.as_ref());
+        f.epochs = Some(EpochFact {
+            run_id: o.run_id,
+            source: run_fact(&o).source(),
+            leak: v.kind == EpochVerdictKind::LeakSuspected,
+            growth: measure.map_or(0.0, |t| t.growth),
+            epochs: u32::try_from(o.epochs.len()).unwrap_or(u32::MAX),
+            release: "none".into(),
+            slowing: v.slowing,
+            throughput_change: v.throughput.as_ref().map(|t| t.growth),
+        });
+    }
 }
 
 /// CPU-fallback operators in wrapped runs: which, in how many runs, over how many days.

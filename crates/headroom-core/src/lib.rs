@@ -18,6 +18,7 @@ pub mod failure;
 pub mod fuzzing;
 pub mod gitinfo;
 pub mod gpu_busy;
+pub mod instrument;
 pub mod jobs;
 pub mod ledger;
 pub mod machine;

@@ -13,6 +13,7 @@ pub const DEFAULT_EPOCH_PATTERN: &str = r"(?i)\bepoch\s*[:#]?\s*(\d+)";
 #[derive(Debug, Clone)]
 pub struct EpochMatcher {
     re: Regex,
+    given: bool,
 }
 
 impl EpochMatcher {
@@ -26,7 +27,22 @@ impl EpochMatcher {
                 "the epoch pattern {pattern:?} needs a group around the epoch number, e.g. epoch (\\d+)"
             )));
         }
-        Ok(Self { re })
+        Ok(Self { re, given: false })
+    }
+
+    /// The same matcher, marked as the user's own pattern (`--epoch-regex`): it then decides the
+    /// epochs even where Headroom's observer reports its own.
+    #[must_use]
+    pub fn given(self) -> Self {
+        Self {
+            given: true,
+            ..self
+        }
+    }
+
+    /// Whether the user gave the pattern.
+    pub fn is_given(&self) -> bool {
+        self.given
     }
 
     /// The epoch number a line announces, if any.

@@ -47,6 +47,26 @@ impl TorchError {
     }
 }
 
+/// Sets libtorch's intra-op thread count for a job. More threads than the machine has cores
+/// is refused: libtorch would start them all (`--threads 100000` spent minutes making threads
+/// while the sweep only sent heartbeats), and oversubscribed cores only measure contention.
+pub(crate) fn set_threads(threads: Option<u32>) -> Result<(), TorchError> {
+    let Some(t) = threads else {
+        return Ok(());
+    };
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    if t == 0 || usize::try_from(t).map_or(true, |t| t > cores) {
+        return Err(TorchError::bad(
+            "bad_request",
+            format!(
+                "--threads {t} cannot run here: this machine has {cores} core(s); give 1 to {cores}"
+            ),
+        ));
+    }
+    tch::set_num_threads(i32::try_from(t).unwrap_or(1));
+    Ok(())
+}
+
 /// The `hello` a worker sends once its workload is built: who it is and what it runs.
 pub(crate) fn hello(
     info: &device::DeviceInfo,

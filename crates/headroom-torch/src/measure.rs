@@ -96,9 +96,7 @@ pub fn start_training_job(
     threads: Option<u32>,
     emit: &mut dyn FnMut(Event),
 ) -> Result<(Stepper, Device), TorchError> {
-    if let Some(t) = threads {
-        tch::set_num_threads(i32::try_from(t.max(1)).unwrap_or(1));
-    }
+    crate::set_threads(threads)?;
     let dev = device::resolve(device_spec)?;
     let info = device::info(dev)?;
     let workload = crate::workloads::build(workload, input_shape, dtype, dev)?;

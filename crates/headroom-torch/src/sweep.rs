@@ -15,9 +15,7 @@ use crate::{alloc, device, TorchError};
 /// Runs the sweep `req`, handing every event to `emit`. Errors before the `hello` event mean
 /// nothing was measured (bad device, workload, shape or model).
 pub fn run_sweep(req: &SweepRequest, emit: &mut dyn FnMut(Event)) -> Result<(), TorchError> {
-    if let Some(t) = req.threads {
-        tch::set_num_threads(i32::try_from(t.max(1)).unwrap_or(1));
-    }
+    crate::set_threads(req.threads)?;
     let dev = device::resolve(&req.device)?;
     let info = device::info(dev)?;
     let mut budget = req.budget.resolve(info.capacity, info.available);

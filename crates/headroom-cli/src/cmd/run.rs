@@ -4,21 +4,55 @@
 
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
 use headroom_core::budget::{format_bytes, BudgetSpec};
-use headroom_core::jobs::watch::{is_python, run_command, WatchOptions, WatchOutcome};
+use headroom_core::jobs::watch::{describe_signal, run_command, WatchOptions, WatchOutcome};
 use headroom_core::monitor::{batch_from_args, EpochMatcher, DEFAULT_EPOCH_PATTERN};
-use headroom_core::readiness::python::{probe, Candidate};
 use headroom_core::requests::leak_thresholds;
+
+/// The signal the user sent `headroom run` (0: none yet).
+static SIGNALLED: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    SIGNALLED.store(sig, Ordering::SeqCst);
+}
+
+/// Ctrl-C, SIGTERM and SIGHUP are caught and handed to the run, which forwards them to the
+/// command and closes its record once the command is gone.
+fn catch_signals() -> Arc<AtomicI32> {
+    let shared = Arc::new(AtomicI32::new(0));
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::signal(sig, on_signal as *const () as libc::sighandler_t);
+        }
+    }
+    let to = Arc::clone(&shared);
+    std::thread::spawn(move || loop {
+        let sig = SIGNALLED.swap(0, Ordering::SeqCst);
+        if sig != 0 {
+            to.store(sig, Ordering::SeqCst);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    });
+    shared
+}
 
 /// Arguments of `headroom run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// A regex whose first group is the epoch number in the command's output.
-    #[arg(long, default_value = DEFAULT_EPOCH_PATTERN)]
-    epoch_regex: String,
+    /// A regex whose first group is the epoch number in the command's output [default: the
+    /// epochs Headroom's observer sees (a DataLoader's passes), else lines like `epoch 3`].
+    #[arg(long)]
+    epoch_regex: Option<String>,
+    /// Do not observe a Python program from inside (steps, DataLoader, device memory come then
+    /// only from `headroom-step`/`headroom-data` lines and the epoch regex).
+    #[arg(long)]
+    no_instrument: bool,
     /// Milliseconds between memory readings.
     #[arg(long, default_value_t = 500)]
     interval_ms: u64,
@@ -32,7 +66,8 @@ pub struct RunArgs {
     /// [default: the configuration's epochs.over_epochs, 10]
     #[arg(long)]
     leak_over: Option<u32>,
-    /// Print a JSON summary at the end (the command's own output still passes through).
+    /// Print a JSON summary at the end on stdout (the command's own output passes through on
+    /// stderr).
     #[arg(long)]
     json: bool,
     /// On MPS: have PyTorch log every operation with its GPU time and total them per operator
@@ -84,7 +119,16 @@ pub fn summary(o: &WatchOutcome) {
             format!(" ({})", o.fallback_ops.join(", "))
         }
     );
+    if let Some(sig) = o.signal.filter(|_| !o.stopped_at_limit && !o.over_budget) {
+        eprintln!("headroom: the command was {}", describe_signal(sig));
+    }
+    if o.interrupted {
+        eprintln!("headroom: stopped by you; the run is kept as interrupted");
+    }
     eprintln!("headroom: {}", o.verdict.reason);
+    if let Some(ob) = &o.observed {
+        observed_summary(ob);
+    }
     if o.steps > 0 {
         let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |x| format!("{x:.1}"));
         eprintln!(
@@ -111,6 +155,58 @@ pub fn summary(o: &WatchOutcome) {
             t.calls,
             t.name
         );
+    }
+}
+
+/// What the observer saw inside the program, for people.
+fn observed_summary(ob: &headroom_core::instrument::Observed) {
+    let mut parts = Vec::new();
+    if let Some(d) = &ob.device {
+        parts.push(format!("device {d}"));
+    }
+    if let Some(p) = ob.peak_device_bytes {
+        parts.push(format!("device peak {}", format_bytes(p)));
+    }
+    if let Some(n) = ob.accumulation.filter(|n| *n > 1) {
+        parts.push(format!("gradient accumulation ×{n}"));
+    }
+    if !ob.autocast.is_empty() {
+        parts.push(format!("autocast {}", ob.autocast.join(", ")));
+    }
+    if ob.compiled {
+        parts.push("torch.compile".into());
+    }
+    if ob.checkpointing {
+        parts.push("activation checkpointing".into());
+    }
+    if let Some(l) = &ob.loader {
+        parts.push(format!(
+            "DataLoader num_workers={} pin_memory={} persistent_workers={}{}",
+            l.num_workers,
+            l.pin_memory,
+            l.persistent_workers,
+            l.start_method
+                .as_deref()
+                .map_or_else(String::new, |m| format!(" start={m}"))
+        ));
+    }
+    if let Some(c) = ob.copy_share.filter(|c| *c >= 0.005) {
+        parts.push(format!(
+            "host-to-device copies {:.0} % of the step",
+            c * 100.0
+        ));
+    }
+    if let Some(seed) = ob.seed {
+        parts.push(format!("seed {seed}"));
+    }
+    if ob.stepping_processes > 1 {
+        parts.push(format!("{} processes stepping", ob.stepping_processes));
+    }
+    if let Some(e) = &ob.probe_error {
+        parts.push(format!("observer failed: {e}"));
+    }
+    if !parts.is_empty() {
+        eprintln!("headroom: seen inside: {}", parts.join(" · "));
     }
 }
 
@@ -264,7 +360,10 @@ fn run_budget(spec: Option<&str>, sweep: bool) -> Result<Option<u64>> {
 }
 
 pub fn run(a: &RunArgs) -> Result<ExitCode> {
-    let matcher = EpochMatcher::new(&a.epoch_regex)?;
+    let matcher = match &a.epoch_regex {
+        Some(p) => EpochMatcher::new(p)?.given(),
+        None => EpochMatcher::new(DEFAULT_EPOCH_PATTERN)?,
+    };
     let th = leak_thresholds(
         a.leak_threshold,
         a.leak_over,
@@ -273,31 +372,19 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     if a.interval_ms == 0 {
         bail!("--interval-ms must be 1 or more");
     }
-    // torch's version in the interpreter the command runs, when it is a Python.
-    let torch_version = a
-        .command
-        .first()
-        .filter(|p| is_python(Path::new(p)))
-        .and_then(|p| {
-            let c = Candidate {
-                path: which(p),
-                source: "run".into(),
-                explicit: true,
-            };
-            probe(&c, Duration::from_secs(60))
-                .facts?
-                .torch
-                .map(|t| t.version)
-        });
     let opts = WatchOptions {
         interval: Duration::from_millis(a.interval_ms),
         thresholds: th,
         batch: a.batch.or_else(|| batch_from_args(&a.command)),
-        torch_version,
+        // From the observer (no second start of the interpreter to ask it).
+        torch_version: None,
         profile_ops: a.profile_ops,
         max_time: a.max_seconds.map(Duration::from_secs),
         max_steps: a.steps,
         budget_bytes: run_budget(a.budget.as_deref(), !a.sweep.is_empty())?,
+        instrument: !a.no_instrument,
+        stdout_to_stderr: a.json,
+        interrupt: catch_signals(),
     };
     if a.chart.is_some() && a.sweep.is_empty() {
         bail!("--chart draws a sweep: add --sweep NAME=V1,V2 (over the batch size)");
@@ -316,31 +403,23 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     } else {
         summary(&out);
     }
-    // The child's exit code (a signal death → 1); stopped at its --steps/--max-seconds bound →
-    // 0; stopped over the memory budget → 3.
-    Ok(if out.over_budget {
+    Ok(exit_code(&out))
+}
+
+/// The child's exit code, or 128 + N for a death by signal N as shells say it; stopped at its
+/// --steps/--max-seconds bound → 0; stopped over the memory budget → 3.
+fn exit_code(out: &WatchOutcome) -> ExitCode {
+    if out.over_budget {
         ExitCode::from(3)
-    } else if out.stopped_at_limit {
+    } else if out.stopped_at_limit && !out.interrupted {
         ExitCode::SUCCESS
+    } else if let Some(sig) = out.signal {
+        ExitCode::from(u8::try_from(128 + sig).unwrap_or(255))
     } else {
         ExitCode::from(
             out.exit_code
                 .and_then(|c| u8::try_from(c).ok())
                 .unwrap_or(1),
         )
-    })
-}
-
-fn which(p: &str) -> std::path::PathBuf {
-    let path = Path::new(p);
-    if path.components().count() > 1 {
-        return path.to_path_buf();
     }
-    std::env::var_os("PATH")
-        .and_then(|ps| {
-            std::env::split_paths(&ps)
-                .map(|d| d.join(p))
-                .find(|c| c.is_file())
-        })
-        .unwrap_or_else(|| path.to_path_buf())
 }

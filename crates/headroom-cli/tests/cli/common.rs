@@ -97,13 +97,16 @@ pub fn f(v: &Value, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("{key} is not a number in {v}"))
 }
 
-/// The JSON document `run` prints after the command's own output passed through: the text from
-/// the first line that starts with `open` (`{` for one run, `[` for a sweep over the script).
+/// The JSON document `run --json` prints: stdout holds it alone (the command's own output went
+/// to stderr), `{` for one run and `[` for a sweep over the script.
 pub fn after_output(stdout: &[u8], open: char) -> Value {
     let text = String::from_utf8_lossy(stdout);
-    let at = text.find(&format!("\n{open}")).map_or(0, |i| i + 1);
-    serde_json::from_str(&text[at..])
-        .unwrap_or_else(|e| panic!("no JSON document after the output ({e}) in {text}"))
+    assert!(
+        text.starts_with(open),
+        "stdout must be the JSON document alone, starting with {open}: {text}"
+    );
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {text}"))
 }
 
 /// Saves the TorchScript module that `source` (a Python script taking the output path as its

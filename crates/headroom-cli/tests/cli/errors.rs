@@ -313,3 +313,24 @@ fn a_missing_worker_binary_is_named() {
     let line = String::from_utf8_lossy(&real.stdout);
     assert!(line.contains("libtorch 2."), "{line}");
 }
+
+#[test]
+fn more_threads_than_cores_is_refused_at_once() {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    refused(
+        &[
+            "sweep",
+            "--device",
+            "cpu",
+            "--workload",
+            "mlp",
+            "--batches",
+            "1",
+            "--threads",
+            "100000",
+        ],
+        &format!(
+            "--threads 100000 cannot run here: this machine has {cores} core(s); give 1 to {cores}"
+        ),
+    );
+}

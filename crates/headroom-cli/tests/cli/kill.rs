@@ -116,6 +116,38 @@ fn a_worker_killed_mid_sweep_leaves_its_points_in_the_ledger() {
     assert_eq!(v["status"], "complete");
 }
 
+/// A signal to `headroom sweep`'s own pid (`kill -INT PID`, a job runner's SIGTERM) stops its
+/// worker too, though the worker never saw it: the run ends interrupted, its points kept.
+#[test]
+fn a_signal_to_the_sweeps_own_pid_stops_its_worker() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let home = Home::new();
+        let parent = sweep_until_points(&home, "1,2,3,4,5,6,7,8,9,10,11,12", 1, true, &[]);
+        let workers = children_of(parent.id());
+        assert_eq!(workers.len(), 1, "one worker expected, found {workers:?}");
+        // SAFETY: plain kill(2) on the child we started.
+        assert_eq!(unsafe { libc::kill(parent.id() as i32, sig) }, 0);
+        let started = Instant::now();
+        let out = parent.wait_with_output().expect("wait for sweep");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "signal {sig}: the sweep took {:?} to stop",
+            started.elapsed()
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("its JSON");
+        assert_eq!(v["status"], "interrupted", "signal {sig}: {v}");
+        assert!(!points(&v).is_empty(), "{v}");
+        assert!(
+            !std::path::Path::new(&format!("/proc/{}", workers[0])).exists()
+                || std::fs::read_to_string(format!("/proc/{}/stat", workers[0]))
+                    .is_ok_and(|s| s.contains(") Z ")),
+            "signal {sig}: the worker {} still runs",
+            workers[0]
+        );
+        assert_eq!(home.runs()[0]["status"], "interrupted");
+    }
+}
+
 #[test]
 fn a_run_whose_headroom_process_was_killed_is_closed_as_interrupted() {
     let home = Home::new();
@@ -308,7 +340,7 @@ fn two_writers_at_once_and_one_killed_mid_write_lose_no_row() {
     let v = ledger_rows(&home);
     assert_eq!(v["check"], "ok", "{v}");
     let epochs = v["epochs"].as_object().expect("epochs by run");
-    let mut counts: Vec<(String, Vec<u64>)> = epochs
+    let counts: Vec<(String, Vec<u64>)> = epochs
         .iter()
         .map(|(k, e)| {
             (
@@ -321,14 +353,23 @@ fn two_writers_at_once_and_one_killed_mid_write_lose_no_row() {
             )
         })
         .collect();
-    counts.sort_by_key(|(_, e)| e.len());
     assert_eq!(counts.len(), 2, "{v}");
     for (_, e) in &counts {
         let want: Vec<u64> = (1..=e.len() as u64).collect();
         assert_eq!(e, &want, "epochs 1..k without a gap");
     }
-    let (killed_id, killed_rows) = &counts[0];
-    let (_, steady_rows) = &counts[1];
+    // Told apart by the steady run's id (either may have written more by the kill).
+    let steady: serde_json::Value =
+        serde_json::from_slice(&steady_out.stdout).expect("the steady run's JSON");
+    let steady_id = steady["run_id"].as_i64().expect("run id").to_string();
+    let (killed_id, killed_rows) = counts
+        .iter()
+        .find(|(k, _)| *k != steady_id)
+        .expect("the killed run's rows");
+    let (_, steady_rows) = counts
+        .iter()
+        .find(|(k, _)| *k == steady_id)
+        .expect("the steady run's rows");
     assert_eq!(steady_rows.len(), 3000);
     assert!(
         !killed_rows.is_empty(),

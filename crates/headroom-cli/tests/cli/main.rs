@@ -15,6 +15,7 @@ mod injection;
 #[cfg(target_os = "linux")]
 mod kill;
 mod mlx;
+mod observe;
 mod profile;
 mod remote;
 mod report;

@@ -5,8 +5,8 @@
 
 use std::path::Path;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -88,7 +88,8 @@ impl SweepOutcome {
 #[derive(Debug, Default)]
 struct CancelState {
     cancelled: AtomicBool,
-    pid: Mutex<Option<u32>>,
+    /// The running worker's pid, 0 when none: an atomic, so a signal handler may read it.
+    pid: AtomicU32,
 }
 
 /// Stops a sweep from another thread: the current worker is killed and no new one starts; the
@@ -108,17 +109,18 @@ impl CancelToken {
         }
     }
 
-    /// Marks the sweep cancelled without touching the worker. Only an atomic store, so a signal
-    /// handler may call it (Ctrl-C already reaches the worker through the process group).
+    /// Marks the sweep cancelled without touching the worker.
     pub fn mark(&self) {
         self.state.cancelled.store(true, Ordering::SeqCst);
     }
 
-    /// Cancels: marks, and kills the running worker.
+    /// Cancels: marks, and kills the running worker. Only atomics and kill(2), so a signal
+    /// handler may call it: a SIGINT or SIGTERM sent to Headroom's own pid (not the terminal's
+    /// Ctrl-C, which reaches the whole process group) stops the worker too.
     pub fn cancel(&self) {
         self.mark();
-        let pid = self.state.pid.lock().ok().and_then(|g| *g);
-        if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+        let pid = self.state.pid.load(Ordering::SeqCst);
+        if let Some(pid) = i32::try_from(pid).ok().filter(|p| *p > 0) {
             // SAFETY: kill(2) on the worker we started; the pid is cleared before it is reaped.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
@@ -129,9 +131,7 @@ impl CancelToken {
     }
 
     pub(crate) fn set_pid(&self, pid: Option<u32>) {
-        if let Ok(mut g) = self.state.pid.lock() {
-            *g = pid;
-        }
+        self.state.pid.store(pid.unwrap_or(0), Ordering::SeqCst);
     }
 }
 

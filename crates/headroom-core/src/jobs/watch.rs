@@ -3,7 +3,7 @@
 //! goes; for `run`, its output passes through while epoch lines and MPS fallback warnings are
 //! picked out, and at each epoch line the memory becomes an epoch sample for the leak verdict.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,6 +40,13 @@ pub struct WatchOptions {
     /// supervisor of a sweep over the user's script, so a combination cannot push the machine
     /// into swap.
     pub budget_bytes: Option<u64>,
+    /// Observe a Python command from inside (`crate::instrument`); `--no-instrument` turns it off.
+    pub instrument: bool,
+    /// Pass the command's stdout to stderr (`run --json`: stdout holds only the document).
+    pub stdout_to_stderr: bool,
+    /// A signal the user sent Headroom (SIGINT, SIGTERM, SIGHUP), set by the shell's handler:
+    /// `run` forwards it to the command and closes the run once the command is gone.
+    pub interrupt: Arc<std::sync::atomic::AtomicI32>,
 }
 
 impl WatchOptions {
@@ -55,6 +62,9 @@ impl WatchOptions {
             max_time: None,
             max_steps: None,
             budget_bytes: None,
+            instrument: false,
+            stdout_to_stderr: false,
+            interrupt: Arc::default(),
         }
     }
 }
@@ -146,7 +156,8 @@ pub struct WatchOutcome {
     pub step_ms_p50: Option<f64>,
     #[serde(default)]
     pub step_ms_p95: Option<f64>,
-    /// The batch over the median step time, when both are known.
+    /// Samples over the time from the first step to the last (the batch times the steps, or
+    /// the backward calls where the observer saw them).
     #[serde(default)]
     pub samples_per_s: Option<f64>,
     /// With `headroom-data` markers too: median data and compute part of a step, ms, and the
@@ -165,6 +176,16 @@ pub struct WatchOutcome {
     pub budget_bytes: Option<u64>,
     #[serde(default)]
     pub over_budget: bool,
+    /// The signal that ended the command (SIGKILL from the OOM killer, SIGSEGV), when one did.
+    #[serde(default)]
+    pub signal: Option<i32>,
+    /// The user stopped Headroom (Ctrl-C, SIGTERM) and the command with it.
+    #[serde(default)]
+    pub interrupted: bool,
+    /// What Headroom's observer saw inside the program (none: not a torch program, or
+    /// `--no-instrument`).
+    #[serde(default)]
+    pub observed: Option<crate::instrument::Observed>,
 }
 
 impl WatchOutcome {
@@ -182,7 +203,7 @@ impl WatchOutcome {
             PointStatus::OverBudget
         } else if self.oom {
             PointStatus::Oom
-        } else if self.exit_code == Some(0) || self.stopped_at_limit {
+        } else if self.exit_code == Some(0) || (self.stopped_at_limit && !self.interrupted) {
             PointStatus::Ok
         } else {
             PointStatus::Error
@@ -202,6 +223,34 @@ impl WatchOutcome {
         Some(p)
     }
 
+    /// What to change in the loading, from what the observer saw: more workers when few run,
+    /// `pin_memory` only when host-to-device copies were measured to take a share of the step
+    /// that matters ([`crate::instrument::COPIES_MATTER`]).
+    pub fn loading_advice(&self) -> String {
+        let o = self.observed.as_ref();
+        let loader = o.and_then(|o| o.loader.as_ref());
+        let mut advice = Vec::new();
+        match loader {
+            Some(l) if l.num_workers == 0 => {
+                advice.push(
+                    "num_workers above 0: the loading runs in the training process now".to_owned(),
+                );
+            }
+            Some(l) => advice.push(format!("more than num_workers={}", l.num_workers)),
+            None => advice.push("num_workers".to_owned()),
+        }
+        advice.push("decoding and augmentation once, ahead of training".to_owned());
+        if let Some(copy) = o.and_then(|o| o.copy_share) {
+            if copy >= crate::instrument::COPIES_MATTER && !loader.is_some_and(|l| l.pin_memory) {
+                advice.push(format!(
+                    "pin_memory=True with .to(device, non_blocking=True): host-to-device copies take {:.0} % of the step",
+                    copy * 100.0
+                ));
+            }
+        }
+        advice.join("; ")
+    }
+
     /// Data-bound or compute-bound, with the figures, when the script printed both markers.
     pub fn pipeline_verdict(&self) -> Option<String> {
         let (share, d, c) = (self.data_share?, self.data_ms_p50?, self.compute_ms_p50?);
@@ -213,8 +262,8 @@ impl WatchOutcome {
         );
         Some(if share >= DATA_BOUND_SHARE {
             format!(
-                "data-bound: {figures} — speed up loading first (decoding, augmentation, \
-                 num_workers, pin_memory, .item() every step); a faster device will not help"
+                "data-bound: {figures} — speed up loading first ({}); a faster device will not help",
+                self.loading_advice()
             )
         } else {
             format!("compute-bound: {figures} — the device's speed is what matters here")
@@ -227,10 +276,11 @@ enum Msg {
     /// arrive, not when the loop gets to them.
     Line {
         line: String,
-        stderr: bool,
         at: f64,
     },
     Reading(MemoryReading),
+    /// An event from the observer inside the command.
+    Event(crate::instrument::Event),
 }
 
 fn begin(
@@ -305,6 +355,18 @@ struct Tally {
     over_budget: bool,
     step_at: Vec<f64>,
     data_at: Vec<f64>,
+    /// What the observer inside the command reported.
+    obs: crate::instrument::Observation,
+    /// Epoch lines matched by the default regex while the observer runs: they count only if
+    /// the observer reports no epochs of its own (a training loop without a DataLoader).
+    held_epochs: Vec<(EpochSample, Option<MemoryReading>)>,
+    /// When the last held epoch line came (s since the start).
+    held_at: f64,
+    /// Epochs were recorded from output lines (the observer's are then not used).
+    line_epochs: bool,
+    /// Samples trained when the last epoch ended (for each epoch's throughput).
+    samples_at_epoch: f64,
+    interrupted: bool,
 }
 
 /// What reading the command's lines needs.
@@ -312,7 +374,11 @@ struct LineContext<'a> {
     matcher: &'a EpochMatcher,
     pid: u32,
     started: Instant,
+    /// The start in seconds since the Unix epoch (the observer's clock).
+    started_wall: f64,
     run_id: i64,
+    /// Epoch lines wait for the observer's epochs (see [`Tally::held_epochs`]).
+    hold_epoch_lines: bool,
 }
 
 impl Tally {
@@ -320,26 +386,59 @@ impl Tally {
     fn take(&mut self, msg: Msg, ledger: &Ledger, cx: &LineContext<'_>) -> Result<(), CoreError> {
         match msg {
             Msg::Reading(r) => self.reading(ledger, r),
-            Msg::Line { line, stderr, at } => self.line(&line, stderr, at, ledger, cx),
+            Msg::Line { line, at } => self.line(&line, at, ledger, cx),
+            Msg::Event(ev) => self.event(ev, ledger, cx),
         }
     }
 
-    /// A line of the command's output: passed through, then read for fallback warnings, MPS
-    /// operation times and epoch boundaries.
+    /// An event from the observer.
+    fn event(
+        &mut self,
+        ev: crate::instrument::Event,
+        ledger: &Ledger,
+        cx: &LineContext<'_>,
+    ) -> Result<(), CoreError> {
+        let Some(e) = self.obs.take(ev, cx.started_wall) else {
+            return Ok(());
+        };
+        // Epochs already taken from the output (before any optimizer step) stay the run's.
+        if cx.matcher.is_given() || self.line_epochs {
+            return Ok(());
+        }
+        let now = cx.started.elapsed().as_secs_f64();
+        let reading = read_memory(cx.pid, now).or_else(|| self.last.clone());
+        let device = e.mem.as_ref().filter(|m| m.device != "cpu");
+        let samples = self.obs.samples_so_far();
+        let seconds = e.at - self.last_epoch_at;
+        let s = EpochSample {
+            epoch: self.epochs.len() as u32 + 1,
+            live_bytes: device.and_then(|m| m.allocated),
+            cache_bytes: device.and_then(crate::instrument::DeviceMemory::cached),
+            footprint_bytes: reading.as_ref().map(|r| r.tree_bytes),
+            seconds,
+            samples_per_s: (seconds > 0.0 && samples > self.samples_at_epoch)
+                .then(|| (samples - self.samples_at_epoch) / seconds),
+        };
+        self.samples_at_epoch = samples;
+        self.last_epoch_at = e.at;
+        ledger.add_sample(cx.run_id, 100_000 + s.epoch, "epoch", &s)?;
+        self.epochs.push(s);
+        if let Some(r) = reading {
+            self.reading(ledger, r)?;
+        }
+        Ok(())
+    }
+
+    /// A line of the command's output (already passed through), read for fallback warnings,
+    /// OOMs, markers, MPS operation times and epoch boundaries.
     fn line(
         &mut self,
         line: &str,
-        stderr: bool,
         at: f64,
         ledger: &Ledger,
         cx: &LineContext<'_>,
     ) -> Result<(), CoreError> {
         let (t, matcher, pid, started, run_id) = (self, cx.matcher, cx.pid, cx.started, cx.run_id);
-        if stderr {
-            let _ = writeln!(std::io::stderr(), "{line}");
-        } else {
-            let _ = writeln!(std::io::stdout(), "{line}");
-        }
         if let Some(op) = fallback_op(line) {
             if !t.fallback_ops.contains(&op) {
                 t.fallback_ops.push(op);
@@ -356,9 +455,22 @@ impl Tally {
             e.0 += ms;
             e.1 += 1;
         }
+        // Once the observer has reported epochs, the lines are not needed; while it has seen
+        // optimizer steps but no epoch yet, they wait (its DataLoader passes are the better
+        // boundary); before any step (no observer, or not training yet) they are recorded as
+        // they come, so a Headroom killed mid-run keeps them.
+        let hold =
+            cx.hold_epoch_lines && !matcher.is_given() && !t.line_epochs && !t.obs.steps.is_empty();
+        if hold && !t.epochs.is_empty() {
+            return Ok(());
+        }
         // A boundary is a new epoch number (a line repeating the last one is not).
-        let fresh = |n: u32| t.epochs.last().is_none_or(|e| e.epoch != n);
-        if let Some(n) = matcher.epoch(line).filter(|n| fresh(*n)) {
+        let last = if hold {
+            t.held_epochs.last().map(|h| h.0.epoch)
+        } else {
+            t.epochs.last().map(|e| e.epoch)
+        };
+        if let Some(n) = matcher.epoch(line).filter(|n| last != Some(*n)) {
             // The epoch line marks a boundary: memory now is that epoch's end.
             let now = started.elapsed().as_secs_f64();
             // The boundary counts even when no memory could be read (a command that printed it
@@ -369,11 +481,19 @@ impl Tally {
                 live_bytes: None,
                 cache_bytes: None,
                 footprint_bytes: reading.as_ref().map(|r| r.tree_bytes),
-                seconds: now - t.last_epoch_at,
+                seconds: now - if hold { t.held_at } else { t.last_epoch_at },
                 samples_per_s: None,
             };
+            // Held lines keep their own clock: the observer's epochs, which arrive on another
+            // channel a moment before or after the line, time the run's epochs.
+            if hold {
+                t.held_at = now;
+                t.held_epochs.push((s, reading));
+                return Ok(());
+            }
             t.last_epoch_at = now;
             ledger.add_sample(run_id, 100_000 + n, "epoch", &s)?;
+            t.line_epochs = true;
             t.epochs.push(s);
             if let Some(r) = reading {
                 t.reading(ledger, r)?;
@@ -399,7 +519,18 @@ impl Tally {
             over_budget: false,
             step_at: Vec::new(),
             data_at: Vec::new(),
+            obs: crate::instrument::Observation::default(),
+            held_epochs: Vec::new(),
+            held_at: 0.0,
+            line_epochs: false,
+            samples_at_epoch: 0.0,
+            interrupted: false,
         }
+    }
+
+    /// Steps seen: the observer's, or the script's `headroom-step` lines.
+    fn steps(&self) -> usize {
+        self.step_at.len().max(self.obs.steps.len())
     }
 
     fn reading(&mut self, ledger: &Ledger, r: MemoryReading) -> Result<(), CoreError> {
@@ -412,15 +543,79 @@ impl Tally {
     }
 }
 
+/// The longest line kept for reading (output passes through whole, as it comes).
+const MAX_LINE: usize = 64 * 1024;
+
+/// Passes a pipe of the command's output through as its bytes come (progress bars, prompts),
+/// and sends its lines (ended by `\n` or `\r`, each cut at [`MAX_LINE`]) to be read.
+fn pump(mut pipe: impl Read, to_stderr: bool, started: Instant, tx: &mpsc::Sender<Msg>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut line: Vec<u8> = Vec::new();
+    let send = |line: &mut Vec<u8>| {
+        let text = String::from_utf8_lossy(line).into_owned();
+        line.clear();
+        let at = started.elapsed().as_secs_f64();
+        tx.send(Msg::Line { line: text, at }).is_ok()
+    };
+    loop {
+        let n = match pipe.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let chunk = &buf[..n];
+        let _ = if to_stderr {
+            let mut e = std::io::stderr().lock();
+            e.write_all(chunk).and_then(|()| e.flush())
+        } else {
+            let mut o = std::io::stdout().lock();
+            o.write_all(chunk).and_then(|()| o.flush())
+        };
+        for &b in chunk {
+            if b == b'\n' || b == b'\r' {
+                if !line.is_empty() && !send(&mut line) {
+                    return;
+                }
+            } else if line.len() < MAX_LINE {
+                line.push(b);
+            }
+        }
+    }
+    if !line.is_empty() {
+        send(&mut line);
+    }
+}
+
+/// Sends `sig` to the command: to its process group when it has its own.
+fn forward(pid: u32, own_group: bool, sig: i32) {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    // SAFETY: kill(2) with a pid (or process group) of the child this process started.
+    unsafe {
+        libc::kill(if own_group { -pid } else { pid }, sig);
+    }
+}
+
+fn now_unix() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
 /// Runs `command` (program and arguments), passing its output through, recording it in
 /// `ledger`. Sets `PYTORCH_ENABLE_MPS_FALLBACK=1` and `PYTHONUNBUFFERED=1` unless the
-/// environment already sets them.
+/// environment already sets them; with `opts.instrument`, observes a Python program from inside
+/// ([`crate::instrument`]).
 pub fn run_command(
     command: &[String],
     matcher: &EpochMatcher,
     opts: &WatchOptions,
     ledger: &Ledger,
 ) -> Result<WatchOutcome, CoreError> {
+    use std::io::IsTerminal;
+    use std::os::unix::process::CommandExt;
     let (program, args) = command.split_first().ok_or_else(|| {
         CoreError::InvalidInput(
             "give the command to run after --, e.g. headroom run -- python train.py".into(),
@@ -432,6 +627,13 @@ pub fn run_command(
         .stdin(Stdio::inherit())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // Its own process group, so a signal or a stop reaches its DataLoader workers and ranks
+    // too; not when it reads a terminal, where a background group could not read its prompts
+    // (the terminal's Ctrl-C then reaches the command directly).
+    let own_group = !std::io::stdin().is_terminal();
+    if own_group {
+        cmd.process_group(0);
+    }
     if std::env::var_os("PYTORCH_ENABLE_MPS_FALLBACK").is_none() {
         cmd.env("PYTORCH_ENABLE_MPS_FALLBACK", "1");
     }
@@ -446,6 +648,14 @@ pub fn run_command(
             MPS_PROFILE_LOG_OPTIONS.to_string(),
         );
     }
+    let (tx, rx) = mpsc::channel();
+    let channel = if opts.instrument {
+        let c = crate::instrument::Channel::open(tx.clone(), Msg::Event)?;
+        cmd.envs(c.env());
+        Some(c)
+    } else {
+        None
+    };
     let mut child = cmd.spawn().map_err(|e| {
         CoreError::InvalidInput(format!(
             "cannot start {program}: {e}; check the command (is {program} on PATH?)"
@@ -453,32 +663,24 @@ pub fn run_command(
     })?;
     let run_id = begin(ledger, "run", &shown, opts)?;
     let started = Instant::now();
-    let (tx, rx) = mpsc::channel();
+    let started_wall = now_unix();
     let stop = Arc::new(AtomicBool::new(false));
     let pid = child.id();
     let readers: Vec<_> = [
         child
             .stdout
             .take()
-            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+            .map(|p| (opts.stdout_to_stderr, Box::new(p) as Box<dyn Read + Send>)),
         child
             .stderr
             .take()
-            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+            .map(|p| (true, Box::new(p) as Box<dyn Read + Send>)),
     ]
     .into_iter()
-    .enumerate()
-    .filter_map(|(i, p)| p.map(|p| (i == 1, p)))
-    .map(|(stderr, pipe)| {
+    .flatten()
+    .map(|(to_stderr, pipe)| {
         let tx = tx.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                let at = started.elapsed().as_secs_f64();
-                if tx.send(Msg::Line { line, stderr, at }).is_err() {
-                    return;
-                }
-            }
-        })
+        std::thread::spawn(move || pump(pipe, to_stderr, started, &tx))
     })
     .collect();
     let sampler_thread = {
@@ -488,64 +690,114 @@ pub fn run_command(
     };
     drop(tx);
     let mut t = Tally::new(run_id);
-    let matcher_ctx = LineContext {
+    let cx = LineContext {
         matcher,
         pid,
         started,
+        started_wall,
         run_id,
+        hold_epoch_lines: opts.instrument,
     };
-    let mut readers_left = readers.len();
-    // Lines and readings until both pipes close (the child and anything holding them is done).
-    while readers_left > 0 {
+    let stop_command = |why: String| {
+        let _ = writeln!(std::io::stderr(), "headroom: {why}");
+        forward(pid, own_group, libc::SIGKILL);
+    };
+    let mut child_done = None;
+    // Lines, events and readings until both pipes close (the child and anything holding them
+    // is done).
+    while readers.iter().any(|h| !h.is_finished()) {
+        let sig = opts.interrupt.swap(0, Ordering::SeqCst);
+        if sig != 0 {
+            t.interrupted = true;
+            // At a terminal the command has the terminal's Ctrl-C already.
+            if own_group || sig != libc::SIGINT {
+                forward(pid, own_group, sig);
+            }
+        }
         let over_time = opts
             .max_time
             .filter(|l| started.elapsed() >= *l)
             .map(|l| format!("{:.0} s", l.as_secs_f64()));
         let over_steps = opts
             .max_steps
-            .filter(|n| t.step_at.len() >= *n as usize)
+            .filter(|n| t.steps() >= *n as usize)
             .map(|n| format!("{n} steps"));
         if let Some(limit) = over_time.or(over_steps) {
             if !t.stopped_at_limit {
                 t.stopped_at_limit = true;
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "headroom: stopping the command at its limit of {limit}"
-                );
-                let _ = child.kill();
+                stop_command(format!("stopping the command at its limit of {limit}"));
             }
         }
         if let Some(budget) = opts.budget_bytes.filter(|b| t.peak > *b) {
             if !t.over_budget {
                 t.over_budget = true;
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "headroom: stopping the command: its processes hold {}, over the {} memory budget",
+                stop_command(format!(
+                    "stopping the command: its processes hold {}, over the {} memory budget",
                     crate::budget::format_bytes(t.peak),
                     crate::budget::format_bytes(budget)
-                );
-                let _ = child.kill();
+                ));
             }
         }
-        match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(msg) => t.take(msg, ledger, &matcher_ctx)?,
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(msg) => t.take(msg, ledger, &cx)?,
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        readers_left = readers.iter().filter(|h| !h.is_finished()).count();
+        // A command that exited while something it started holds its pipes open: the run ends
+        // with the command (its group is told to stop).
+        if child_done.is_none() {
+            if let Ok(Some(status)) = child.try_wait() {
+                child_done = Some((status, Instant::now()));
+            }
+        }
+        if let Some((_, at)) = child_done {
+            if at.elapsed() > Duration::from_secs(5) {
+                if own_group {
+                    forward(pid, own_group, libc::SIGKILL);
+                }
+                break;
+            }
+        }
     }
-    let status = child
-        .wait()
-        .map_err(|e| CoreError::Worker(format!("wait for {program}: {e}")))?;
+    let status = match child_done {
+        Some((s, _)) => s,
+        None => child
+            .wait()
+            .map_err(|e| CoreError::Worker(format!("wait for {program}: {e}")))?,
+    };
     stop.store(true, Ordering::SeqCst);
     let _ = sampler_thread.join();
-    // Whatever arrived after the pipes closed: the readers' last lines may still be queued.
-    for msg in rx.try_iter() {
-        t.take(msg, ledger, &matcher_ctx)?;
+    if let Some(c) = channel {
+        c.close(Duration::from_secs(2));
     }
-    // Stopped at its own step or time bound is a finished run; over the budget is not.
-    let ok = status.success() || (t.stopped_at_limit && !t.over_budget);
-    finish(ledger, t, shown, status.code(), started, opts, ok)
+    // Whatever arrived after the pipes closed: the last lines and events may still be queued.
+    for msg in rx.try_iter() {
+        t.take(msg, ledger, &cx)?;
+    }
+    // Epoch lines count when the observer saw no epochs (a loop without a DataLoader).
+    if t.epochs.is_empty() {
+        for (s, reading) in std::mem::take(&mut t.held_epochs) {
+            ledger.add_sample(run_id, 100_000 + s.epoch, "epoch", &s)?;
+            t.epochs.push(s);
+            if let Some(r) = reading {
+                t.reading(ledger, r)?;
+            }
+        }
+    }
+    let signal = {
+        use std::os::unix::process::ExitStatusExt;
+        status.signal()
+    };
+    // Stopped at its own step or time bound is a finished run; over the budget, or stopped by
+    // the user, is not.
+    let success = status.success() || (t.stopped_at_limit && !t.over_budget && !t.interrupted);
+    let end = Ending {
+        command: shown,
+        exit_code: status.code(),
+        signal,
+        success,
+    };
+    finish(ledger, t, end, started, opts)
 }
 
 /// Samples process `pid` until it exits or `stop` is set.
@@ -584,17 +836,84 @@ pub fn watch_pid(
             None => break,
         }
     }
-    finish(ledger, t, cmdline, None, started, opts, true)
+    let end = Ending {
+        command: cmdline,
+        exit_code: None,
+        signal: None,
+        success: true,
+    };
+    finish(ledger, t, end, started, opts)
+}
+
+/// How the watched command ended.
+struct Ending {
+    command: String,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    success: bool,
+}
+
+/// Step figures: from the observer's steps where it saw any, else from `headroom-step` lines.
+struct StepFigures {
+    steps: usize,
+    step_ms: Vec<f64>,
+    samples_per_s: Option<f64>,
+    data_ms: Vec<f64>,
+    compute_ms: Vec<f64>,
+    data_share: Option<f64>,
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn step_figures(t: &Tally, batch: Option<u32>) -> StepFigures {
+    // The observer's steps, unless the script marks its own data stage (the markers then say
+    // what the user means by it, and a loop without a DataLoader has no waits to observe).
+    if !t.obs.steps.is_empty() && t.data_at.is_empty() {
+        let step_ms = t.obs.step_ms();
+        let (data_ms, data_share) = t.obs.data();
+        let compute_ms = t
+            .obs
+            .steps
+            .iter()
+            .filter_map(|s| Some((s.ms? - s.data_ms).max(0.0)))
+            .collect();
+        return StepFigures {
+            steps: t.obs.steps.len(),
+            step_ms,
+            samples_per_s: t.obs.samples_per_s(batch.map(u64::from)),
+            data_ms,
+            compute_ms,
+            data_share,
+        };
+    }
+    let step_ms: Vec<f64> = t.step_at.windows(2).map(|w| (w[1] - w[0]) * 1e3).collect();
+    let split = split_steps(&t.step_at, &t.data_at);
+    let (data_ms, compute_ms): (Vec<f64>, Vec<f64>) = split.iter().copied().unzip();
+    let total: f64 = data_ms.iter().sum::<f64>() + compute_ms.iter().sum::<f64>();
+    // Steps over the time they took, not the batch over the median step: a script that waits on
+    // its data now and then is measured as it runs.
+    let span = match (t.step_at.first(), t.step_at.last()) {
+        (Some(a), Some(b)) if b > a => Some(b - a),
+        _ => None,
+    };
+    StepFigures {
+        steps: t.step_at.len(),
+        samples_per_s: match (batch, span) {
+            (Some(b), Some(span)) => Some(f64::from(b) * (t.step_at.len() - 1) as f64 / span),
+            _ => None,
+        },
+        step_ms,
+        data_share: (total > 0.0).then(|| data_ms.iter().sum::<f64>() / total),
+        data_ms,
+        compute_ms,
+    }
 }
 
 fn finish(
     ledger: &Ledger,
     t: Tally,
-    command: String,
-    exit_code: Option<i32>,
+    end: Ending,
     started: Instant,
     opts: &WatchOptions,
-    success: bool,
 ) -> Result<WatchOutcome, CoreError> {
     let verdict = judge(&t.epochs, &opts.thresholds);
     let gpu_busy = t.busy.as_ref().and_then(crate::gpu_busy::BusySampler::mean);
@@ -609,61 +928,88 @@ fn finish(
         .collect();
     op_times.sort_by(|a, b| b.gpu_ms.total_cmp(&a.gpu_ms).then(a.name.cmp(&b.name)));
     op_times.truncate(20);
-    let step_ms: Vec<f64> = t.step_at.windows(2).map(|w| (w[1] - w[0]) * 1e3).collect();
-    let p50 = crate::stats::percentile(&step_ms, 50.0);
-    let split = split_steps(&t.step_at, &t.data_at);
-    let (data_ms, compute_ms): (Vec<f64>, Vec<f64>) = split.iter().copied().unzip();
-    let total: f64 = data_ms.iter().sum::<f64>() + compute_ms.iter().sum::<f64>();
+    let observed =
+        (opts.instrument && t.obs.observed.torch_version.is_some()).then(|| t.obs.observed.clone());
+    // The batch: the user's, the command line's, or the one the DataLoader gave.
+    let batch = opts.batch.or_else(|| {
+        observed
+            .as_ref()
+            .and_then(|o| o.batch)
+            .and_then(|b| u32::try_from(b).ok())
+    });
+    let f = step_figures(&t, batch);
+    let mut fallback_ops = t.fallback_ops.clone();
+    for op in observed.iter().flat_map(|o| &o.fallback_ops) {
+        if !fallback_ops.contains(op) {
+            fallback_ops.push(op.clone());
+        }
+    }
+    let torch_version = opts
+        .torch_version
+        .clone()
+        .or_else(|| observed.as_ref().and_then(|o| o.torch_version.clone()));
+    if opts.torch_version.is_none() {
+        if let Some(v) = &torch_version {
+            ledger.set_libtorch(t.run_id, v)?;
+        }
+    }
     let git = git_state(&std::env::current_dir().unwrap_or_default());
     let out = WatchOutcome {
         run_id: t.run_id,
-        command,
-        exit_code,
+        command: end.command,
+        exit_code: end.exit_code,
         seconds: started.elapsed().as_secs_f64(),
-        torch_version: opts.torch_version.clone(),
+        torch_version,
         git_commit: git.commit,
-        batch: opts.batch,
+        batch,
         peak_tree_bytes: t.peak,
-        fallback: !t.fallback_ops.is_empty(),
-        fallback_ops: t.fallback_ops,
+        fallback: !fallback_ops.is_empty(),
+        fallback_ops,
         readings: t.readings,
         epochs: t.epochs,
         verdict,
         gpu_busy,
         op_times,
-        oom: t.oom,
+        oom: t.oom || observed.as_ref().is_some_and(|o| o.oom.is_some()),
         stopped_at_limit: t.stopped_at_limit,
-        steps: u32::try_from(t.step_at.len()).unwrap_or(u32::MAX),
-        step_ms_p50: p50,
-        step_ms_p95: crate::stats::percentile(&step_ms, 95.0),
-        samples_per_s: match (opts.batch, p50) {
-            (Some(b), Some(ms)) if ms > 0.0 => Some(f64::from(b) * 1e3 / ms),
-            _ => None,
-        },
-        data_ms_p50: crate::stats::percentile(&data_ms, 50.0),
-        compute_ms_p50: crate::stats::percentile(&compute_ms, 50.0),
-        data_share: (total > 0.0).then(|| data_ms.iter().sum::<f64>() / total),
+        steps: u32::try_from(f.steps).unwrap_or(u32::MAX),
+        step_ms_p50: crate::stats::percentile(&f.step_ms, 50.0),
+        step_ms_p95: crate::stats::percentile(&f.step_ms, 95.0),
+        samples_per_s: f.samples_per_s,
+        data_ms_p50: crate::stats::percentile(&f.data_ms, 50.0),
+        compute_ms_p50: crate::stats::percentile(&f.compute_ms, 50.0),
+        data_share: f.data_share,
         pipeline: None,
         budget_bytes: opts.budget_bytes,
         over_budget: t.over_budget,
+        signal: end.signal,
+        interrupted: t.interrupted,
+        observed,
     };
     let out = WatchOutcome {
         pipeline: out.pipeline_verdict(),
         ..out
     };
-    let status = if success {
+    let status = if t.interrupted {
+        RunStatus::Interrupted
+    } else if end.success {
         RunStatus::Complete
     } else {
         RunStatus::Failed
     };
-    let note = match (out.over_budget, exit_code) {
-        (true, _) => format!(
+    let note = match (out.over_budget, end.exit_code, end.signal) {
+        (true, _, _) => format!(
             "over budget: stopped at {} of process memory, above the {} budget; {}",
             crate::budget::format_bytes(out.peak_tree_bytes),
             crate::budget::format_bytes(out.budget_bytes.unwrap_or(0)),
             out.verdict.reason
         ),
-        (false, Some(c)) if c != 0 => {
+        (false, _, Some(sig)) if !t.stopped_at_limit => format!(
+            "the command was {}; {}",
+            describe_signal(sig),
+            out.verdict.reason
+        ),
+        (false, Some(c), _) if c != 0 => {
             format!("the command exited with code {c}; {}", out.verdict.reason)
         }
         _ => out.verdict.reason.clone(),
@@ -678,6 +1024,12 @@ fn finish(
         &note,
     )?;
     Ok(out)
+}
+
+/// `killed by signal 9 (SIGKILL: …)`, as the supervisor says it of a worker.
+pub fn describe_signal(sig: i32) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    super::supervisor::describe_exit(&std::process::ExitStatus::from_raw(sig))
 }
 
 /// Whether `path` names a Python interpreter (so its torch version can be asked).

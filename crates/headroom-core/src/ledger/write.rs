@@ -268,6 +268,17 @@ impl Ledger {
         Ok(())
     }
 
+    /// Sets the libtorch (torch) version of run `run_id`, learnt while it ran.
+    pub fn set_libtorch(&self, run_id: i64, version: &str) -> Result<(), CoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET libtorch = ?2 WHERE id = ?1",
+                params![run_id, version],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
     /// Closes run `run_id` with `status`, its summary (if any) and a note (e.g. why it stopped).
     pub fn finish_run(
         &self,

@@ -2,8 +2,8 @@
 
 use headroom_core::config::DecideThresholds;
 use headroom_core::decide::{
-    decide, Column, EpochFact, Facts, FallbackFact, MlxFact, RemoteFact, Rule, SlowLayerFact,
-    Status, SweepFact, WorkloadKind,
+    decide, Column, EpochFact, Facts, FallbackFact, MlxFact, RemoteFact, Rule, RunFact,
+    SlowLayerFact, Status, SweepFact, WorkloadKind,
 };
 
 fn sweep(device_ms: f64, busy: Option<f64>) -> SweepFact {
@@ -50,6 +50,7 @@ fn t() -> DecideThresholds {
 fn epochs(leak: bool, growth: f64, release: &str) -> EpochFact {
     EpochFact {
         run_id: 9,
+        source: String::new(),
         leak,
         growth,
         epochs: 10,
@@ -388,4 +389,187 @@ fn the_table_over_realistic_machines() {
     };
     let d = decide(&compared(65.0, Some(0.5)), &strict);
     assert_eq!(d.verdict, Some(Column::Cpu));
+}
+
+/// The user's run on MPS: batch 32, 40 % of the step waiting for data, 2 % copying.
+fn your_run(data_share: f64, copy_share: f64, pin_memory: bool) -> RunFact {
+    RunFact {
+        run_id: 12,
+        command: "python train.py --epochs 3".into(),
+        batch: Some(32),
+        device: Some("mps".into()),
+        steps: 300,
+        samples_per_s: Some(410.5),
+        step_ms: Some(78.0),
+        data_share: Some(data_share),
+        copy_share: Some(copy_share),
+        num_workers: Some(0),
+        pin_memory: Some(pin_memory),
+        accumulation: Some(4),
+        autocast: vec!["mps:float16".into()],
+        peak_bytes: 5 << 30,
+        ..RunFact::default()
+    }
+}
+
+fn texts(d: &headroom_core::decide::Decision, rule: Rule) -> Vec<String> {
+    d.reasons
+        .iter()
+        .filter(|r| r.rule == rule)
+        .map(|r| r.text.clone())
+        .collect()
+}
+
+#[test]
+fn your_run_is_cited_with_its_figures_and_is_data_bound_from_half_the_step() {
+    let f = Facts {
+        run: Some(your_run(0.49, 0.0, false)),
+        ..mac()
+    };
+    let d = decide(&f, &t());
+    let mine = texts(&d, Rule::YourRun);
+    assert_eq!(mine.len(), 1, "{mine:?}");
+    for want in [
+        "run 12 (`python train.py --epochs 3`) at batch 32",
+        "410.5 samples/s",
+        "gradient accumulation 4",
+        "autocast mps:float16",
+        "on mps",
+    ] {
+        assert!(mine[0].contains(want), "{want:?} in {}", mine[0]);
+    }
+    assert!(!d.fired(Rule::DataPipeline), "49 % is under the threshold");
+    let d = decide(
+        &Facts {
+            run: Some(your_run(0.5, 0.0, false)),
+            ..mac()
+        },
+        &t(),
+    );
+    let data = texts(&d, Rule::DataPipeline);
+    assert_eq!(data.len(), 1);
+    assert!(data[0].contains("50.0 % of the step"), "{}", data[0]);
+    assert!(data[0].contains("num_workers above 0"), "{}", data[0]);
+    // The reason stands in the run's column; the device stays the verdict (a faster loader,
+    // not another device, is the fix), so the column is recommended with that risk named.
+    let mps = d.column(Column::Mps);
+    assert!(
+        mps.reasons.iter().any(|r| r.rule == Rule::DataPipeline),
+        "{mps:?}"
+    );
+    assert_eq!(d.verdict, Some(Column::Mps));
+}
+
+#[test]
+fn pin_memory_is_advised_only_when_the_copies_were_measured_to_matter() {
+    let advice = |copy: f64, pinned: bool| {
+        let d = decide(
+            &Facts {
+                run: Some(your_run(0.7, copy, pinned)),
+                ..mac()
+            },
+            &t(),
+        );
+        texts(&d, Rule::DataPipeline).join(" ")
+    };
+    assert!(
+        !advice(0.02, false).contains("pin_memory"),
+        "{}",
+        advice(0.02, false)
+    );
+    assert!(!advice(0.099, false).contains("pin_memory"));
+    let text = advice(0.25, false);
+    assert!(text.contains("pin_memory=True"), "{text}");
+    assert!(text.contains("copies take 25.0 % of the step"), "{text}");
+    // Already pinned: nothing to advise about it.
+    assert!(!advice(0.25, true).contains("pin_memory"));
+    // No data-bound run, no loading advice at all, whatever the copies.
+    let d = decide(
+        &Facts {
+            run: Some(your_run(0.1, 0.4, false)),
+            ..mac()
+        },
+        &t(),
+    );
+    assert!(!d.fired(Rule::DataPipeline));
+    // The symptom table's action no longer advises pinning unconditionally.
+    let row = headroom_core::decide::SYMPTOMS
+        .iter()
+        .find(|s| s.rule == Rule::DataPipeline)
+        .expect("row");
+    assert!(
+        row.action
+            .contains("only where host-to-device copies were measured"),
+        "{}",
+        row.action
+    );
+}
+
+#[test]
+fn your_runs_oom_and_budget_are_reasons_citing_it() {
+    let oom = RunFact {
+        oom: Some("MPS backend out of memory (MPS allocated: 17.50 GB)\nmore".into()),
+        ..your_run(0.1, 0.0, false)
+    };
+    let d = decide(
+        &Facts {
+            run: Some(oom),
+            ..mac()
+        },
+        &t(),
+    );
+    let r = texts(&d, Rule::Oom);
+    assert_eq!(r.len(), 1);
+    assert!(r[0].contains("run 12 (`python train.py --epochs 3`) at batch 32 ran out of memory (MPS backend out of memory (MPS allocated: 17.50 GB))"), "{}", r[0]);
+    let mps = d.column(Column::Mps);
+    assert!(mps.reasons.iter().any(|r| r.rule == Rule::Oom), "{mps:?}");
+    let over = RunFact {
+        over_budget: Some(900 << 20),
+        device: Some("cpu".into()),
+        ..your_run(0.1, 0.0, false)
+    };
+    let d = decide(
+        &Facts {
+            run: Some(over),
+            ..mac()
+        },
+        &t(),
+    );
+    let r = texts(&d, Rule::Oom);
+    assert!(
+        r[0].contains("went over its 900 MiB memory budget (peak 5.0 GiB)"),
+        "{}",
+        r[0]
+    );
+    assert_eq!(d.column(Column::Cpu).status, Status::Risky);
+}
+
+#[test]
+fn a_leak_from_your_run_cites_its_source() {
+    let e = EpochFact {
+        source: "run 12 (`python train.py`) at batch 32".into(),
+        ..epochs(true, 0.4, "none")
+    };
+    let d = decide(
+        &Facts {
+            epochs: Some(e),
+            ..mac()
+        },
+        &t(),
+    );
+    let r = texts(&d, Rule::Leak);
+    assert!(
+        r[0].contains("(run 12 (`python train.py`) at batch 32, release none)"),
+        "{}",
+        r[0]
+    );
+    // Without a source, the run number alone, as before.
+    let d = decide(
+        &Facts {
+            epochs: Some(epochs(true, 0.4, "none")),
+            ..mac()
+        },
+        &t(),
+    );
+    assert!(texts(&d, Rule::Leak)[0].contains("(run 9, release none)"));
 }

@@ -89,13 +89,15 @@ pub fn request(a: &SweepArgs) -> Result<SweepRequest> {
     Ok(input(a).request()?)
 }
 
-/// Cancelled by Ctrl-C: the terminal sends SIGINT to the worker too (same process group), which
-/// ends it; the handler only marks the run, so it is closed as interrupted by the user.
+/// Cancelled by Ctrl-C or SIGTERM. The terminal's Ctrl-C reaches the worker too (same process
+/// group); a signal sent to this pid alone (`kill -INT`, a job runner's SIGTERM) does not, so the
+/// handler kills the worker itself ([`CancelToken::cancel`] is signal-safe). The run is closed as
+/// interrupted by the user, its points kept.
 static CTRL_C: OnceLock<CancelToken> = OnceLock::new();
 
 extern "C" fn on_sigint(_: libc::c_int) {
     if let Some(t) = CTRL_C.get() {
-        t.mark();
+        t.cancel();
     }
 }
 
@@ -104,9 +106,12 @@ fn catch_interrupt() -> CancelToken {
     let token = CTRL_C
         .get_or_init(|| CancelToken::new("interrupted (Ctrl-C)"))
         .clone();
-    // SAFETY: the handler only does an atomic load and store, which are async-signal-safe.
+    // SAFETY: the handler only does atomic loads and stores and kill(2), which are
+    // async-signal-safe.
     unsafe {
-        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            libc::signal(sig, on_sigint as *const () as libc::sighandler_t);
+        }
     }
     token
 }

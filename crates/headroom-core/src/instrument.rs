@@ -1,0 +1,689 @@
+//! The user's training observed from inside, with no code change: `headroom run` puts a
+//! `sitecustomize` of Headroom's (`instrument/sitecustomize.py`) on the child's import path and
+//! listens on a Unix socket named in `HEADROOM_EVENTS`. Once the program imports torch, each of
+//! its Python processes (the trainer, DataLoader workers, `torchrun` ranks) reports JSON lines:
+//! optimizer steps, backward calls, DataLoader waits and epochs, device memory, autocast, compile,
+//! checkpointing, the seed, CPU fallbacks and an out-of-memory error. This module is the
+//! listener ([`Channel`]), the events ([`Event`]) and their sum ([`Observation`] → [`Observed`]).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::CoreError;
+
+/// The observer, written next to the socket and put first on `PYTHONPATH`.
+pub const SITECUSTOMIZE: &str = include_str!("instrument/sitecustomize.py");
+
+/// The environment variable that names the socket (the observer does nothing without it).
+pub const EVENTS_ENV: &str = "HEADROOM_EVENTS";
+
+/// Host-to-device copies taking this share of the step time make `pin_memory` worth advising.
+pub const COPIES_MATTER: f64 = 0.10;
+
+/// A line longer than this ends the connection: the observer never writes one.
+const MAX_LINE: u64 = 1 << 20;
+
+/// Device memory as the process's allocator reports it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceMemory {
+    /// `cuda:0`, `mps`, `cpu`.
+    pub device: String,
+    /// Bytes in live tensors (CUDA's allocated, MPS's current allocated).
+    #[serde(default)]
+    pub allocated: Option<u64>,
+    /// CUDA: bytes the caching allocator holds (allocated and cached).
+    #[serde(default)]
+    pub reserved: Option<u64>,
+    /// CUDA: the most allocated since the previous step.
+    #[serde(default)]
+    pub peak: Option<u64>,
+    /// MPS: what the Metal driver holds for the process.
+    #[serde(default)]
+    pub driver: Option<u64>,
+    /// MPS: the working-set size Metal recommends.
+    #[serde(default)]
+    pub recommended_max: Option<u64>,
+}
+
+impl DeviceMemory {
+    /// Bytes the allocator keeps beyond the live tensors (CUDA reserved, MPS driver).
+    pub fn cached(&self) -> Option<u64> {
+        let held = self.reserved.or(self.driver)?;
+        Some(held.saturating_sub(self.allocated.unwrap_or(0)))
+    }
+
+    /// The most this process held on the device at this reading.
+    pub fn high(&self) -> Option<u64> {
+        match (self.peak, self.allocated) {
+            (Some(p), Some(a)) => Some(p.max(a)),
+            (p, a) => p.or(a),
+        }
+    }
+}
+
+/// One event from an observed process. `pid` and `t` (seconds since the Unix epoch) come with
+/// every one.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "ev", rename_all = "snake_case")]
+pub enum Event {
+    /// torch was imported.
+    Hello {
+        pid: u32,
+        t: f64,
+        torch: String,
+        #[serde(default)]
+        mps_built: bool,
+        #[serde(default)]
+        mps_available: bool,
+        #[serde(default)]
+        start_method: Option<String>,
+    },
+    /// An optimizer step ended. `ms` is the time since the previous one (none for the first),
+    /// `data_ms` the time spent waiting for DataLoader batches since then, `backward` the
+    /// backward calls since then.
+    Step {
+        pid: u32,
+        t: f64,
+        n: u64,
+        #[serde(default)]
+        ms: Option<f64>,
+        #[serde(default)]
+        data_ms: f64,
+        /// Time in host-to-device copies of CPU tensors since the previous step.
+        #[serde(default)]
+        copy_ms: f64,
+        #[serde(default)]
+        backward: u32,
+        #[serde(default)]
+        batch: Option<u64>,
+        #[serde(default)]
+        mem: Option<DeviceMemory>,
+    },
+    /// A DataLoader pass in which optimizer steps ran ended (or the loader was iterated anew).
+    Epoch {
+        pid: u32,
+        t: f64,
+        n: u32,
+        steps: u64,
+        #[serde(default)]
+        mem: Option<DeviceMemory>,
+    },
+    /// A DataLoader's settings, at its first iteration.
+    Loader {
+        pid: u32,
+        t: f64,
+        num_workers: u32,
+        pin_memory: bool,
+        persistent_workers: bool,
+        #[serde(default)]
+        start_method: Option<String>,
+        worker_init_fn: bool,
+        #[serde(default)]
+        batch_size: Option<u64>,
+    },
+    /// A feature seen in use: `autocast` ("cpu:bfloat16"), `compile`, `checkpoint`, `seed`.
+    Flag {
+        pid: u32,
+        t: f64,
+        name: String,
+        value: serde_json::Value,
+    },
+    /// A warning PyTorch gave (CPU fallbacks).
+    Warning { pid: u32, t: f64, message: String },
+    /// The program ended on an out-of-memory error.
+    Oom { pid: u32, t: f64, message: String },
+    /// The process is exiting.
+    End {
+        pid: u32,
+        t: f64,
+        #[serde(default)]
+        checkpoints: u64,
+    },
+    /// The observer failed to hook in (the program runs on, unobserved).
+    ProbeError { pid: u32, t: f64, message: String },
+    /// An event this Headroom does not know (a newer observer): ignored.
+    #[serde(other)]
+    Unknown,
+}
+
+impl Event {
+    /// Parses one line; `None` for a line that is not an event.
+    pub fn parse(line: &str) -> Option<Self> {
+        serde_json::from_str(line).ok()
+    }
+
+    /// When it happened, seconds since the Unix epoch (none for an unknown event).
+    pub fn time(&self) -> Option<f64> {
+        match self {
+            Self::Hello { t, .. }
+            | Self::Step { t, .. }
+            | Self::Epoch { t, .. }
+            | Self::Loader { t, .. }
+            | Self::Flag { t, .. }
+            | Self::Warning { t, .. }
+            | Self::Oom { t, .. }
+            | Self::End { t, .. }
+            | Self::ProbeError { t, .. } => Some(*t),
+            Self::Unknown => None,
+        }
+    }
+}
+
+/// A DataLoader's settings as the program made them.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoaderSettings {
+    pub num_workers: u32,
+    pub pin_memory: bool,
+    pub persistent_workers: bool,
+    /// `fork`, `spawn` or `forkserver` (none: the platform's default, not set by the program).
+    pub start_method: Option<String>,
+    pub worker_init_fn: bool,
+    pub batch_size: Option<u64>,
+}
+
+/// What the observer saw, summed over the run (part of `run`'s result).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Observed {
+    /// torch's version, and MPS built and available, as the program's process saw them.
+    pub torch_version: Option<String>,
+    pub mps_built: Option<bool>,
+    pub mps_available: Option<bool>,
+    /// Processes that imported torch (the trainer, DataLoader workers started by spawn, ranks).
+    pub processes: u32,
+    /// Processes that ran optimizer steps (more than one: data-parallel ranks).
+    pub stepping_processes: u32,
+    /// Optimizer steps of the main process (the first to step).
+    pub steps: u64,
+    /// The batch the DataLoader gave (the first dimension of its first tensor), last seen.
+    pub batch: Option<u64>,
+    /// Backward calls per optimizer step, median (gradient accumulation when above 1).
+    pub accumulation: Option<u32>,
+    /// The share of step time spent copying CPU tensors to the device (steps after the first).
+    pub copy_share: Option<f64>,
+    /// The DataLoader that fed the steps (the first one the program iterated).
+    pub loader: Option<LoaderSettings>,
+    /// The multiprocessing start method when torch was imported.
+    pub start_method: Option<String>,
+    /// Autocast in use: `device:dtype` for each seen.
+    pub autocast: Vec<String>,
+    pub compiled: bool,
+    pub checkpointing: bool,
+    pub seed: Option<u64>,
+    /// The device the optimizer's parameters live on.
+    pub device: Option<String>,
+    /// The most the device's allocator held for live tensors at any step, and its cache then.
+    pub peak_device_bytes: Option<u64>,
+    pub peak_device_cached_bytes: Option<u64>,
+    /// MPS: the working set Metal recommends.
+    pub recommended_max_bytes: Option<u64>,
+    /// Operators PyTorch ran on the CPU instead of the device.
+    pub fallback_ops: Vec<String>,
+    /// The out-of-memory error the program ended on.
+    pub oom: Option<String>,
+    /// The observer could not hook in (why).
+    pub probe_error: Option<String>,
+}
+
+/// One step of the main process, as [`Observation`] keeps it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepTime {
+    /// Seconds since the run started.
+    pub at: f64,
+    /// Since the previous step (none for the first).
+    pub ms: Option<f64>,
+    pub data_ms: f64,
+    pub copy_ms: f64,
+    pub backward: u32,
+}
+
+/// An epoch the observer reported, with the memory at its end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObservedEpoch {
+    pub n: u32,
+    pub at: f64,
+    pub steps: u64,
+    pub mem: Option<DeviceMemory>,
+}
+
+/// The running sum of a run's events.
+#[derive(Debug, Default)]
+pub struct Observation {
+    pub observed: Observed,
+    /// Steps of the main process.
+    pub steps: Vec<StepTime>,
+    pub main_pid: Option<u32>,
+    pids: BTreeMap<u32, u64>,
+    /// How many steps had each count of backward calls.
+    backward: BTreeMap<u32, u64>,
+    /// Copy time and step time of the main process's timed steps, ms.
+    copy_ms: f64,
+    timed_ms: f64,
+}
+
+impl Observation {
+    /// Takes one event; `started` is the run's start in seconds since the Unix epoch. Returns
+    /// the epoch it ended, if it was the main process's epoch.
+    pub fn take(&mut self, ev: Event, started: f64) -> Option<ObservedEpoch> {
+        let o = &mut self.observed;
+        match ev {
+            Event::Hello {
+                pid,
+                torch,
+                mps_built,
+                mps_available,
+                start_method,
+                ..
+            } => {
+                self.pids.entry(pid).or_insert(0);
+                o.processes = u32::try_from(self.pids.len()).unwrap_or(u32::MAX);
+                if o.torch_version.is_none() {
+                    o.torch_version = Some(torch);
+                    o.mps_built = Some(mps_built);
+                    o.mps_available = Some(mps_available);
+                    o.start_method = start_method;
+                }
+            }
+            Event::Step {
+                pid,
+                t,
+                ms,
+                data_ms,
+                copy_ms,
+                backward,
+                batch,
+                mem,
+                ..
+            } => {
+                *self.pids.entry(pid).or_insert(0) += 1;
+                o.processes = u32::try_from(self.pids.len()).unwrap_or(u32::MAX);
+                o.stepping_processes =
+                    u32::try_from(self.pids.values().filter(|n| **n > 0).count()).unwrap_or(0);
+                let main = *self.main_pid.get_or_insert(pid);
+                if pid != main {
+                    return None;
+                }
+                o.steps += 1;
+                if batch.is_some() {
+                    o.batch = batch;
+                }
+                self.steps.push(StepTime {
+                    at: t - started,
+                    ms,
+                    data_ms,
+                    copy_ms,
+                    backward,
+                });
+                if let Some(ms) = ms {
+                    self.copy_ms += copy_ms.min(ms);
+                    self.timed_ms += ms;
+                    o.copy_share = (self.timed_ms > 0.0).then(|| self.copy_ms / self.timed_ms);
+                }
+                *self.backward.entry(backward).or_insert(0) += 1;
+                o.accumulation = median_count(&self.backward);
+                if let Some(m) = mem {
+                    o.device = Some(m.device.clone());
+                    if m.recommended_max.is_some() {
+                        o.recommended_max_bytes = m.recommended_max;
+                    }
+                    if let Some(high) = m.high() {
+                        if o.peak_device_bytes.is_none_or(|p| high > p) {
+                            o.peak_device_bytes = Some(high);
+                            o.peak_device_cached_bytes = m.cached();
+                        }
+                    }
+                }
+            }
+            Event::Epoch {
+                pid,
+                t,
+                n,
+                steps,
+                mem,
+                ..
+            } => {
+                if self.main_pid == Some(pid) {
+                    return Some(ObservedEpoch {
+                        n,
+                        at: t - started,
+                        steps,
+                        mem,
+                    });
+                }
+            }
+            Event::Loader {
+                num_workers,
+                pin_memory,
+                persistent_workers,
+                start_method,
+                worker_init_fn,
+                batch_size,
+                ..
+            } => {
+                if o.loader.is_none() {
+                    o.loader = Some(LoaderSettings {
+                        num_workers,
+                        pin_memory,
+                        persistent_workers,
+                        start_method,
+                        worker_init_fn,
+                        batch_size,
+                    });
+                }
+            }
+            Event::Flag { name, value, .. } => match name.as_str() {
+                "autocast" => {
+                    if let Some(v) = value.as_str() {
+                        if !o.autocast.iter().any(|a| a == v) {
+                            o.autocast.push(v.to_owned());
+                        }
+                    }
+                }
+                "compile" => o.compiled = true,
+                "checkpoint" => o.checkpointing = true,
+                "seed" => o.seed = o.seed.or(value.as_u64()),
+                _ => {}
+            },
+            Event::Warning { message, .. } => {
+                if let Some(op) = crate::monitor::fallback_op(&message) {
+                    if !o.fallback_ops.contains(&op) {
+                        o.fallback_ops.push(op);
+                    }
+                }
+            }
+            Event::Oom { message, .. } => o.oom = Some(message),
+            Event::End { checkpoints, .. } => o.checkpointing |= checkpoints > 0,
+            Event::ProbeError { message, .. } => o.probe_error = Some(message),
+            Event::Unknown => {}
+        }
+        None
+    }
+
+    /// Samples per second over the main process's steps: the batch times the backward calls
+    /// after the first step, over the time from the first step to the last (so a run that waits
+    /// on its data is measured as it runs, not by its fastest steps).
+    pub fn samples_per_s(&self, batch: Option<u64>) -> Option<f64> {
+        let batch = batch.or(self.observed.batch)?;
+        let (first, last) = (self.steps.first()?, self.steps.last()?);
+        let span = last.at - first.at;
+        if self.steps.len() < 2 || span <= 0.0 {
+            return None;
+        }
+        let micro: u64 = self.steps[1..]
+            .iter()
+            .map(|s| u64::from(s.backward.max(1)))
+            .sum();
+        #[allow(clippy::cast_precision_loss)]
+        Some((batch * micro) as f64 / span)
+    }
+
+    /// Samples trained so far by the main process (its batch times its backward calls).
+    pub fn samples_so_far(&self) -> f64 {
+        let batch = self.observed.batch.unwrap_or(0);
+        let micro: u64 = self
+            .steps
+            .iter()
+            .map(|s| u64::from(s.backward.max(1)))
+            .sum();
+        #[allow(clippy::cast_precision_loss)]
+        let n = (batch * micro) as f64;
+        n
+    }
+
+    /// Step times after the first, ms.
+    pub fn step_ms(&self) -> Vec<f64> {
+        self.steps.iter().filter_map(|s| s.ms).collect()
+    }
+
+    /// The DataLoader waits of the steps after the first, ms, and their share of those steps'
+    /// time.
+    pub fn data(&self) -> (Vec<f64>, Option<f64>) {
+        let timed: Vec<(f64, f64)> = self
+            .steps
+            .iter()
+            .filter_map(|s| Some((s.data_ms, s.ms?)))
+            .collect();
+        let total: f64 = timed.iter().map(|t| t.1).sum();
+        let data: f64 = timed.iter().map(|t| t.0.min(t.1)).sum();
+        (
+            timed.iter().map(|t| t.0).collect(),
+            (total > 0.0).then(|| data / total),
+        )
+    }
+}
+
+/// The median of values given as counts per value.
+fn median_count(counts: &BTreeMap<u32, u64>) -> Option<u32> {
+    let n: u64 = counts.values().sum();
+    let mut seen = 0;
+    for (value, count) in counts {
+        seen += count;
+        if seen > n / 2 {
+            return Some(*value);
+        }
+    }
+    None
+}
+
+/// The listening side: a folder holding the observer and the socket, removed on drop.
+#[derive(Debug)]
+pub struct Channel {
+    dir: PathBuf,
+    socket: PathBuf,
+    stop: Arc<AtomicBool>,
+    acceptor: Option<std::thread::JoinHandle<Vec<std::thread::JoinHandle<()>>>>,
+}
+
+impl Channel {
+    /// Writes the observer into a fresh folder under the system's temporary folder and starts
+    /// listening; every event is sent on `tx` (wrapped by `wrap`).
+    pub fn open<T: Send + 'static>(
+        tx: mpsc::Sender<T>,
+        wrap: fn(Event) -> T,
+    ) -> Result<Self, CoreError> {
+        let dir = fresh_dir()?;
+        let io = |what: &'static str, e: std::io::Error| CoreError::Io {
+            what,
+            path: dir.display().to_string(),
+            source: e,
+        };
+        std::fs::write(dir.join("sitecustomize.py"), SITECUSTOMIZE).map_err(|e| {
+            io(
+                "cannot write Headroom's observer (set TMPDIR to a writable folder) in",
+                e,
+            )
+        })?;
+        let socket = dir.join("events.sock");
+        let listener = UnixListener::bind(&socket).map_err(|e| {
+            io(
+                "cannot listen for the observer's events (set TMPDIR to a writable folder) in",
+                e,
+            )
+        })?;
+        listener.set_nonblocking(true).map_err(|e| {
+            io(
+                "cannot listen for the observer's events (set TMPDIR to a writable folder) in",
+                e,
+            )
+        })?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let acceptor = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || accept(&listener, &stop, &tx, wrap))
+        };
+        Ok(Self {
+            dir,
+            socket,
+            stop,
+            acceptor: Some(acceptor),
+        })
+    }
+
+    /// The environment a child needs to be observed: the socket, and the observer first on
+    /// `PYTHONPATH` (before what the environment already has there).
+    pub fn env(&self) -> Vec<(String, std::ffi::OsString)> {
+        let mut path = self.dir.clone().into_os_string();
+        if let Some(old) = std::env::var_os("PYTHONPATH").filter(|p| !p.is_empty()) {
+            path.push(":");
+            path.push(old);
+        }
+        vec![
+            (EVENTS_ENV.to_owned(), self.socket.clone().into_os_string()),
+            ("PYTHONPATH".to_owned(), path),
+        ]
+    }
+
+    /// Stops accepting, and waits up to `grace` for the connections still open to end (a
+    /// process that outlives the command would otherwise hold the run open).
+    pub fn close(mut self, grace: Duration) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(a) = self.acceptor.take() {
+            let readers = a.join().unwrap_or_default();
+            let until = Instant::now() + grace;
+            while readers.iter().any(|r| !r.is_finished()) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+impl Drop for Channel {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn fresh_dir() -> Result<PathBuf, CoreError> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let base = std::env::temp_dir();
+    for _ in 0..100 {
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let dir = base.join(format!("headroom-run-{}-{n}", std::process::id()));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                return Err(CoreError::Io {
+                    what: "cannot make a folder (set TMPDIR to a writable folder) in",
+                    path: base.display().to_string(),
+                    source: e,
+                })
+            }
+        }
+    }
+    Err(CoreError::InvalidInput(format!(
+        "cannot make a fresh folder in {}; remove old headroom-run-* folders there",
+        base.display()
+    )))
+}
+
+fn accept<T: Send + 'static>(
+    listener: &UnixListener,
+    stop: &AtomicBool,
+    tx: &mpsc::Sender<T>,
+    wrap: fn(Event) -> T,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let mut readers = Vec::new();
+    loop {
+        match listener.accept() {
+            Ok((conn, _)) => {
+                let _ = conn.set_nonblocking(false);
+                let tx = tx.clone();
+                readers.push(std::thread::spawn(move || read_events(conn, &tx, wrap)));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if stop.load(Ordering::SeqCst) {
+                    return readers;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(_) => return readers,
+        }
+    }
+}
+
+fn read_events<T>(conn: impl Read, tx: &mpsc::Sender<T>, wrap: fn(Event) -> T) {
+    let mut r = BufReader::new(conn);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match r.by_ref().take(MAX_LINE).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) if line.last() != Some(&b'\n') && line.len() as u64 >= MAX_LINE => return,
+            Ok(_) => {
+                if let Some(ev) = std::str::from_utf8(&line).ok().and_then(Event::parse) {
+                    if tx.send(wrap(ev)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(pid: u32, t: f64, ms: Option<f64>, data_ms: f64, backward: u32) -> Event {
+        Event::Step {
+            pid,
+            t,
+            n: 0,
+            ms,
+            data_ms,
+            copy_ms: data_ms / 10.0,
+            backward,
+            batch: Some(64),
+            mem: None,
+        }
+    }
+
+    #[test]
+    fn events_parse_and_unknown_ones_are_ignored() {
+        let hello = r#"{"ev":"hello","torch":"2.11.0","mps_built":true,"mps_available":false,"start_method":null,"argv":["t.py"],"pid":7,"t":10.5}"#;
+        assert!(matches!(
+            Event::parse(hello),
+            Some(Event::Hello { pid: 7, .. })
+        ));
+        let step = r#"{"ev":"step","n":2,"data_ms":5.4,"backward":2,"batch":64,"mem":{"device":"cuda:0","allocated":100,"reserved":300,"peak":250},"ms":27.8,"pid":7,"t":11.0}"#;
+        let Some(Event::Step { mem: Some(m), .. }) = Event::parse(step) else {
+            panic!("a step")
+        };
+        assert_eq!((m.high(), m.cached()), (Some(250), Some(200)));
+        assert_eq!(
+            Event::parse(r#"{"ev":"later","pid":1,"t":1}"#),
+            Some(Event::Unknown)
+        );
+        assert_eq!(Event::parse("not json"), None);
+    }
+
+    #[test]
+    fn the_first_process_to_step_is_the_main_one_and_accumulation_is_the_median() {
+        let mut o = Observation::default();
+        o.take(step(7, 100.0, None, 3.0, 4), 99.0);
+        o.take(step(7, 100.5, Some(500.0), 400.0, 4), 99.0);
+        o.take(step(8, 100.6, None, 0.0, 1), 99.0);
+        o.take(step(7, 101.0, Some(500.0), 100.0, 4), 99.0);
+        assert_eq!(o.observed.steps, 3);
+        assert_eq!(o.observed.stepping_processes, 2);
+        assert_eq!(o.observed.accumulation, Some(4));
+        // Two steps after the first, 4 batches of 64 each, over one second.
+        assert!((o.samples_per_s(None).unwrap() - 512.0).abs() < 1e-9);
+        let (data, share) = o.data();
+        assert_eq!(data, vec![400.0, 100.0]);
+        assert!((share.unwrap() - 0.5).abs() < 1e-9);
+        // Copies (a tenth of the data waits here) over the timed steps' time.
+        assert!((o.observed.copy_share.unwrap() - 0.05).abs() < 1e-9);
+    }
+}

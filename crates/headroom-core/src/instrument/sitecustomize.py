@@ -1,0 +1,440 @@
+# Headroom's observer of a training process, put on the import path by `headroom run`.
+#
+# It does nothing unless HEADROOM_EVENTS names Headroom's event socket, and nothing more than
+# watching for one import unless the program imports torch: a program without torch runs as it
+# would without Headroom. Once torch is imported it reports, as JSON lines on that socket (never
+# on the program's stdout or stderr): optimizer steps and their times, backward calls per step,
+# the DataLoader's batches, waits, epochs and settings, device memory at each step, autocast,
+# torch.compile, activation checkpointing, the seed, CPU-fallback warnings and an out-of-memory
+# exception. Any sitecustomize this file shadows still runs, after it.
+
+import os
+import sys
+
+
+def _chain():
+    """Runs the sitecustomize that this one shadows on the import path, if there is one."""
+    import importlib.machinery
+    import importlib.util
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    spec.loader.exec_module(module)
+
+
+class _Observer:
+    """The state of one process's observation; every hook below reports through it."""
+
+    def __init__(self, address):
+        import threading
+        import time
+
+        self.address = address
+        self.lock = threading.Lock()
+        self.clock = time.perf_counter
+        self.wall = time.time
+        self.reset()
+
+    def reset(self):
+        """Fresh state (at start, and in a forked child, which must not resend its parent's)."""
+        self.sock = None
+        self.dead = False
+        self.buffer = []
+        self.last_flush = 0.0
+        self.steps = 0
+        self.last_step = None
+        self.data_s = 0.0
+        self.copy_s = 0.0
+        self.backward = 0
+        self.batch = None
+        self.seen = set()
+        self.checkpoints = 0
+        self.seeded = False
+        self.device = None
+
+    # The channel: one stream connection per process, opened at its first event.
+    def send(self, event, now=False):
+        import json
+
+        event["pid"] = os.getpid()
+        event["t"] = self.wall()
+        with self.lock:
+            if self.dead:
+                return
+            self.buffer.append(json.dumps(event, separators=(",", ":")))
+            if now or self.clock() - self.last_flush > 0.25:
+                self.flush_locked()
+
+    def flush(self):
+        with self.lock:
+            self.flush_locked()
+
+    def flush_locked(self):
+        import socket
+
+        if not self.buffer or self.dead:
+            return
+        data = ("\n".join(self.buffer) + "\n").encode()
+        self.buffer = []
+        self.last_flush = self.clock()
+        try:
+            if self.sock is None:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(self.address)
+                self.sock = s
+            self.sock.sendall(data)
+        except OSError:
+            # Headroom is gone or never listened: the program runs on, unobserved.
+            self.dead = True
+
+    def flag(self, name, value=True):
+        """A feature seen in use, reported once per value."""
+        key = (name, value)
+        if key not in self.seen:
+            self.seen.add(key)
+            self.send({"ev": "flag", "name": name, "value": value})
+
+
+def _memory(torch, device):
+    """The device's memory now: what the allocator holds for live tensors, what it keeps."""
+    try:
+        if device.type == "cuda":
+            s = torch.cuda.memory_stats(device)
+            torch.cuda.reset_peak_memory_stats(device)
+            return {
+                "device": str(device),
+                "allocated": s.get("allocated_bytes.all.current", 0),
+                "reserved": s.get("reserved_bytes.all.current"),
+                "peak": s.get("allocated_bytes.all.peak"),
+            }
+        if device.type == "mps":
+            return {
+                "device": "mps",
+                "allocated": torch.mps.current_allocated_memory(),
+                "driver": torch.mps.driver_allocated_memory(),
+                "recommended_max": torch.mps.recommended_max_memory(),
+            }
+    except Exception:
+        return None
+    return {"device": str(device)}
+
+
+def _start_method():
+    """The multiprocessing start method in force, without fixing it (the program may still set
+    one): the one set, else the platform's default."""
+    import multiprocessing
+
+    method = multiprocessing.get_start_method(allow_none=True)
+    if method is None:
+        try:
+            method = multiprocessing.context._default_context._default_context._name
+        except AttributeError:
+            method = None
+    return method
+
+
+def _batch_size(batch):
+    """The first dimension of the first tensor in a batch."""
+    for _ in range(4):
+        shape = getattr(batch, "shape", None)
+        if shape is not None:
+            return int(shape[0]) if len(shape) else None
+        if isinstance(batch, dict):
+            batch = next(iter(batch.values()), None)
+        elif isinstance(batch, (list, tuple)) and batch:
+            batch = batch[0]
+        else:
+            return None
+    return None
+
+
+def _install(torch, ob):
+    """Hooks into a freshly imported torch."""
+    import atexit
+    import functools
+    import warnings
+
+    mps = getattr(torch.backends, "mps", None)
+    ob.send(
+        {
+            "ev": "hello",
+            "torch": torch.__version__,
+            "mps_built": bool(mps and mps.is_built()),
+            "mps_available": bool(mps and mps.is_available()),
+            "start_method": _start_method(),
+            "argv": sys.argv[:8],
+        },
+        now=True,
+    )
+
+    # Optimizer steps: their count, time, backward calls, data waits and device memory.
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    def after_step(optimizer, args, kwargs):
+        now = ob.clock()
+        ob.steps += 1
+        device = getattr(optimizer, "_headroom_device", None)
+        if device is None:
+            device = torch.device("cpu")
+            for group in optimizer.param_groups:
+                if group["params"]:
+                    device = group["params"][0].device
+                    break
+            optimizer._headroom_device = device
+        ob.device = device
+        if not ob.seeded:
+            ob.seeded = True
+            ob.flag("seed", torch.initial_seed())
+        event = {
+            "ev": "step",
+            "n": ob.steps,
+            "data_ms": ob.data_s * 1e3,
+            "copy_ms": ob.copy_s * 1e3,
+            "backward": ob.backward,
+            "batch": ob.batch,
+            "mem": _memory(torch, device),
+        }
+        if ob.last_step is not None:
+            event["ms"] = (now - ob.last_step) * 1e3
+        ob.last_step = now
+        ob.data_s = 0.0
+        ob.copy_s = 0.0
+        ob.backward = 0
+        ob.send(event)
+
+    register_optimizer_step_post_hook(after_step)
+
+    real_backward = torch.autograd.backward
+
+    @functools.wraps(real_backward)
+    def backward(*args, **kwargs):
+        ob.backward += 1
+        return real_backward(*args, **kwargs)
+
+    torch.autograd.backward = backward
+
+    # The DataLoader: settings once per loader, batches and waits, epochs.
+    from torch.utils.data import dataloader as dl
+
+    real_iter = dl.DataLoader.__iter__
+    real_next = dl._BaseDataLoaderIter.__next__
+
+    def loader_done(state):
+        """The loader's pass ended (or it was iterated anew): an epoch, if steps ran in it."""
+        ran = ob.steps - state["from_step"]
+        if state["open"] and ran > 0:
+            state["epochs"] += 1
+            device = ob.device
+            ob.send(
+                {
+                    "ev": "epoch",
+                    "n": state["epochs"],
+                    "steps": ran,
+                    "mem": _memory(torch, device) if device is not None else None,
+                },
+                now=True,
+            )
+        state["open"] = False
+
+    def loader_iter(self):
+        state = self.__dict__.get("_headroom")
+        if state is None:
+            state = {"epochs": 0, "open": False, "from_step": 0}
+            self.__dict__["_headroom"] = state
+            context = self.multiprocessing_context
+            ob.send(
+                {
+                    "ev": "loader",
+                    "num_workers": self.num_workers,
+                    "pin_memory": bool(self.pin_memory),
+                    "persistent_workers": bool(self.persistent_workers),
+                    "start_method": (
+                        context.get_start_method() if context is not None else _start_method()
+                    ),
+                    "worker_init_fn": self.worker_init_fn is not None,
+                    "batch_size": self.batch_size,
+                }
+            )
+        loader_done(state)
+        state["open"] = True
+        state["from_step"] = ob.steps
+        it = real_iter(self)
+        it._headroom = state
+        return it
+
+    def loader_next(self):
+        start = ob.clock()
+        try:
+            batch = real_next(self)
+        except StopIteration:
+            state = getattr(self, "_headroom", None)
+            if state is not None:
+                loader_done(state)
+            raise
+        ob.data_s += ob.clock() - start
+        size = _batch_size(batch)
+        if size is not None:
+            ob.batch = size
+        return batch
+
+    dl.DataLoader.__iter__ = loader_iter
+    dl._BaseDataLoaderIter.__next__ = loader_next
+
+    # Host-to-device copies (`.to(device)`, `.cuda()` of a CPU tensor): their time, so that the
+    # pin_memory advice rests on a measure. A blocking copy waits for the device's queued work
+    # anyway; that wait is taken first, outside the timer, so only the copy is counted.
+    # Skipped while torch.compile traces.
+    compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
+    Tensor = torch.Tensor
+
+    def target(args, kwargs):
+        where = kwargs.get("device")
+        if where is None and args:
+            where = args[0]
+        if isinstance(where, Tensor):
+            return where.device.type
+        if isinstance(where, int):
+            return "cuda"
+        if isinstance(where, (str, torch.device)):
+            return torch.device(where).type
+        return None
+
+    def settle(kind):
+        if kind == "cuda" and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+        elif kind == "mps":
+            torch.mps.synchronize()
+
+    def timed_copy(real, fixed=None):
+        @functools.wraps(real)
+        def copy(self, *args, **kwargs):
+            if self.device.type != "cpu" or compiling():
+                return real(self, *args, **kwargs)
+            kind = fixed or target(args, kwargs)
+            if kind in (None, "cpu", "meta"):
+                return real(self, *args, **kwargs)
+            if not kwargs.get("non_blocking") and True not in args[1:]:
+                settle(kind)
+            start = ob.clock()
+            out = real(self, *args, **kwargs)
+            ob.copy_s += ob.clock() - start
+            return out
+
+        return copy
+
+    Tensor.to = timed_copy(Tensor.to)
+    Tensor.cuda = timed_copy(Tensor.cuda, "cuda")
+
+    # Precision, compilation, checkpointing.
+    autocast = torch.amp.autocast_mode.autocast
+    real_enter = autocast.__enter__
+
+    def autocast_enter(self):
+        result = real_enter(self)
+        if getattr(self, "_enabled", False):
+            dtype = str(getattr(self, "fast_dtype", "")).replace("torch.", "")
+            ob.flag("autocast", f"{self.device}:{dtype}")
+        return result
+
+    autocast.__enter__ = autocast_enter
+
+    real_compile = torch.compile
+
+    @functools.wraps(real_compile)
+    def compile(*args, **kwargs):
+        ob.flag("compile")
+        return real_compile(*args, **kwargs)
+
+    torch.compile = compile
+
+    import torch.utils.checkpoint as checkpointing
+
+    real_checkpoint = checkpointing.checkpoint
+
+    @functools.wraps(real_checkpoint)
+    def checkpoint(*args, **kwargs):
+        ob.checkpoints += 1
+        if ob.checkpoints == 1:
+            ob.flag("checkpoint")
+        return real_checkpoint(*args, **kwargs)
+
+    checkpointing.checkpoint = checkpoint
+
+    # CPU fallbacks, as PyTorch warns of them.
+    real_show = warnings.showwarning
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        text = str(message)
+        if "fall back to run on the CPU" in text:
+            ob.send({"ev": "warning", "message": text[:2000]})
+        return real_show(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = showwarning
+
+    # An out-of-memory error that ends the program.
+    real_hook = sys.excepthook
+
+    def excepthook(kind, value, tb):
+        text = str(value)
+        if isinstance(value, getattr(torch, "OutOfMemoryError", ())) or "out of memory" in text:
+            ob.send({"ev": "oom", "message": text[:2000]}, now=True)
+        return real_hook(kind, value, tb)
+
+    sys.excepthook = excepthook
+
+    def at_exit():
+        ob.send({"ev": "end", "steps": ob.steps, "checkpoints": ob.checkpoints}, now=True)
+        ob.flush()
+
+    atexit.register(at_exit)
+
+
+class _TorchWatch:
+    """A meta-path finder that waits for `import torch` and hooks in once torch is loaded."""
+
+    def __init__(self, ob):
+        self.ob = ob
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        import importlib.util
+
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec("torch")
+        if spec is None or spec.loader is None:
+            return spec
+        real_exec = spec.loader.exec_module
+        ob = self.ob
+
+        def exec_module(module):
+            real_exec(module)
+            try:
+                _install(module, ob)
+            except Exception as e:
+                ob.send({"ev": "probe_error", "message": repr(e)[:2000]}, now=True)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _start():
+    address = os.environ.get("HEADROOM_EVENTS")
+    if not address:
+        return
+    ob = _Observer(address)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=ob.reset)
+    if "torch" in sys.modules:
+        _install(sys.modules["torch"], ob)
+    else:
+        sys.meta_path.insert(0, _TorchWatch(ob))
+
+
+_start()
+_chain()
