@@ -39,6 +39,7 @@ pub fn typescript() -> String {
         JobError::decl(),
         RunRecord::decl(),
         RunStatus::decl(),
+        headroom_core::ledger::RunKind::decl(),
         headroom_core::jobs::JobStatus::decl(),
         crate::state::SweepSnapshot::decl(),
         crate::commands::SweepForm::decl(),
@@ -112,6 +113,13 @@ pub fn typescript() -> String {
         Release::ALL.map(Release::name).to_vec(),
     ));
     out.push_str(&list(
+        "RUN_KINDS",
+        "RunKind",
+        headroom_core::ledger::RunKind::ALL
+            .map(headroom_core::ledger::RunKind::as_str)
+            .to_vec(),
+    ));
+    out.push_str(&list(
         "ERROR_CODES",
         "ErrorCode",
         crate::error::ErrorCode::ALL.map(|c| c.as_str()).to_vec(),
@@ -141,6 +149,14 @@ mod tests {
         for c in crate::error::ErrorCode::ALL {
             assert_eq!(wire(serde_json::json!(c)), c.as_str());
         }
+        for k in headroom_core::ledger::RunKind::ALL {
+            assert_eq!(wire(serde_json::json!(k)), k.as_str());
+            assert_eq!(headroom_core::ledger::RunKind::parse(k.as_str()), k);
+        }
+        assert_eq!(
+            headroom_core::ledger::RunKind::parse("from-a-newer-headroom"),
+            headroom_core::ledger::RunKind::Other
+        );
     }
 
     #[test]

@@ -140,7 +140,7 @@ mod tests {
         let ledger = Ledger::open(&dir.path().join("l.sqlite3")).expect("ledger");
         let id = ledger
             .begin_run(&NewRun {
-                kind: "sweep".into(),
+                kind: headroom_core::ledger::RunKind::Sweep,
                 host: "here".into(),
                 device: "cpu".into(),
                 device_name: "a CPU".into(),

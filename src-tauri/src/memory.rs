@@ -8,6 +8,7 @@ use std::time::Duration;
 use headroom_core::epochs::{EpochSample, EpochThresholds, EpochVerdict, EpochVerdictKind};
 use headroom_core::jobs::JobStatus;
 use headroom_core::jobs::{self, sweep::CancelToken, sweep::JobError, watch::WatchOptions};
+use headroom_core::ledger::RunKind;
 use headroom_core::monitor::MemoryReading;
 use headroom_core::plot::{epochs_svg, readings_svg};
 use headroom_core::protocol::EpochsRequest;
@@ -23,8 +24,8 @@ use crate::state::{lock, AppState};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 pub struct MemorySnapshot {
     pub running: bool,
-    /// `epochs` or `watch`.
-    pub kind: String,
+    /// `epochs` or `watch` (what it records in the ledger).
+    pub kind: RunKind,
     pub title: String,
     pub run_id: Option<i64>,
     pub samples: Vec<EpochSample>,
@@ -95,7 +96,7 @@ const LEAK_DEMO_MIB: u32 = 64;
 
 /// Redraws the chart from the snapshot's samples (epochs) or readings (watch).
 pub fn redraw(s: &mut MemorySnapshot, t: &EpochThresholds) {
-    let result = if s.kind == "watch" {
+    let result = if s.kind == RunKind::Watch {
         readings_svg(&s.readings, t.leak_growth, CHART.0, CHART.1)
     } else {
         epochs_svg(&s.samples, t, CHART.0, CHART.1)
@@ -160,7 +161,7 @@ pub async fn start_epochs(
     let exe = jobs::worker_binary()?;
     let snapshot = Arc::new(Mutex::new(MemorySnapshot {
         running: true,
-        kind: "epochs".into(),
+        kind: RunKind::Epochs,
         title: format!("{} batch {} on {}", req.workload, req.batch, req.device),
         message: "starting the worker".into(),
         status: JobStatus::Running,
@@ -285,7 +286,7 @@ pub async fn start_watch(
     let t = configured_thresholds();
     let snapshot = Arc::new(Mutex::new(MemorySnapshot {
         running: true,
-        kind: "watch".into(),
+        kind: RunKind::Watch,
         title: format!("process {pid}"),
         message: "watching".into(),
         status: JobStatus::Running,
@@ -388,7 +389,7 @@ mod tests {
     #[test]
     fn the_chart_follows_the_samples_and_the_watch_readings() {
         let mut s = MemorySnapshot {
-            kind: "epochs".into(),
+            kind: RunKind::Epochs,
             ..MemorySnapshot::default()
         };
         for e in 1..=4u32 {
@@ -412,7 +413,7 @@ mod tests {
             headroom_core::epochs::EpochVerdictKind::LeakSuspected
         );
         let mut w = MemorySnapshot {
-            kind: "watch".into(),
+            kind: RunKind::Watch,
             ..MemorySnapshot::default()
         };
         w.readings.push(MemoryReading {

@@ -53,15 +53,26 @@ describe("memory panel", () => {
     panel.root.remove();
   });
 
-  it("refuses a zero batch without calling the backend", async () => {
-    const b = mockBackend({});
+  it("shows the backend's refusal of a zero batch, and refuses text that is no number itself", async () => {
+    // The one check is the backend's (headroom_core::requests::EpochsInput); its message is the
+    // CLI's, which src-tauri/src/audit.rs asserts for the real command layer.
+    const refusal = { code: "invalid_input", message: "--batch, --epochs and --steps-per-epoch must all be 1 or more" };
+    const b = mockBackend({ epochsError: refusal });
     const panel = memoryPanel(b);
     document.body.append(panel.root);
     get<HTMLInputElement>(panel.root, "epochs-batch").value = "0";
     get<HTMLButtonElement>(panel.root, "run-epochs").click();
     await flush();
+    expect(b.calls).toContain("startEpochs");
+    const status = get(panel.root, "memory-status");
+    expect(status.dataset.state).toBe("error");
+    expect(status.textContent).toBe(`cannot start: ${refusal.message}`);
+    b.calls.length = 0;
+    get<HTMLInputElement>(panel.root, "epochs-batch").value = "1.5";
+    get<HTMLButtonElement>(panel.root, "run-epochs").click();
+    await flush();
     expect(b.calls).not.toContain("startEpochs");
-    expect(get(panel.root, "memory-status").dataset.state).toBe("error");
+    expect(status.textContent).toBe("batch, epochs and steps per epoch must be whole numbers");
     panel.root.remove();
   });
 

@@ -7,7 +7,7 @@ use crate::decide::{
 };
 use crate::epochs::{EpochVerdict, EpochVerdictKind};
 use crate::jobs::watch::WatchOutcome;
-use crate::ledger::{Ledger, RunRecord, RunStatus};
+use crate::ledger::{Ledger, RunKind, RunRecord, RunStatus};
 use crate::protocol::{EpochsRequest, PointStatus};
 use crate::readiness::verdict::{under_rosetta, LightState};
 use crate::readiness::Report;
@@ -35,10 +35,10 @@ pub fn measured_need(ledger: &Ledger) -> Result<Option<Need>, CoreError> {
         .filter(|r| r.host == host && r.status == RunStatus::Complete)
         .collect();
     // Stable: MPS sweeps first, each group newest first.
-    runs.sort_by_key(|r| !(r.kind == "sweep" && r.device == "mps"));
+    runs.sort_by_key(|r| !(r.kind == RunKind::Sweep && r.device == "mps"));
     for run in runs {
-        match run.kind.as_str() {
-            "sweep" if matches!(run.device.as_str(), "cpu" | "mps") => {
+        match run.kind {
+            RunKind::Sweep if matches!(run.device.as_str(), "cpu" | "mps") => {
                 let Some(batch) = run.chosen_batch else {
                     continue;
                 };
@@ -57,7 +57,7 @@ pub fn measured_need(ledger: &Ledger) -> Result<Option<Need>, CoreError> {
                     }));
                 }
             }
-            "run" => {
+            RunKind::Run => {
                 if let Some(bytes) = run.peak_bytes {
                     return Ok(Some(Need {
                         bytes,
@@ -111,10 +111,10 @@ fn remote_facts(ledger: &Ledger) -> Result<Vec<RemoteFact>, CoreError> {
         .map(|p| {
             let check = runs
                 .iter()
-                .find(|r| r.kind == "remote-check" && r.host == p.name);
-            let sweep = runs
-                .iter()
-                .find(|r| r.kind == "sweep" && r.host == p.name && r.status == RunStatus::Complete);
+                .find(|r| r.kind == RunKind::RemoteCheck && r.host == p.name);
+            let sweep = runs.iter().find(|r| {
+                r.kind == RunKind::Sweep && r.host == p.name && r.status == RunStatus::Complete
+            });
             let mut detail = match check {
                 None => "not checked yet (`headroom remote check`)".to_owned(),
                 Some(c) => format!("{} at {}", c.note.clone().unwrap_or_default(), c.started_at),
@@ -141,7 +141,7 @@ fn remote_facts(ledger: &Ledger) -> Result<Vec<RemoteFact>, CoreError> {
 /// The top operator of the newest wrapped run whose MPS operations were profiled.
 /// The newest MLX comparison (`sweep --compare mlx`).
 fn mlx_fact(runs: &[RunRecord]) -> Option<MlxFact> {
-    complete(runs, "mlx-compare").find_map(|r| {
+    complete(runs, RunKind::MlxCompare).find_map(|r| {
         let c: crate::mlx::MlxComparison = serde_json::from_value(r.report.clone()?).ok()?;
         Some(MlxFact {
             run_id: r.id,
@@ -157,7 +157,7 @@ fn mlx_fact(runs: &[RunRecord]) -> Option<MlxFact> {
 
 fn slow_layer_fact(runs: &[RunRecord]) -> Option<SlowLayerFact> {
     // `headroom profile` on MPS: its slowest layer by forward time.
-    let profiled = complete(runs, "profile")
+    let profiled = complete(runs, RunKind::Profile)
         .filter(|r| r.device == "mps")
         .find_map(|r| {
             let rep: crate::protocol::ProfileReport =
@@ -172,20 +172,23 @@ fn slow_layer_fact(runs: &[RunRecord]) -> Option<SlowLayerFact> {
                 share: top.time_share,
             })
         });
-    let logged = runs.iter().filter(|r| r.kind == "run").find_map(|r| {
-        let ops = r.report.as_ref()?.get("op_times")?.as_array()?.clone();
-        let ms = |v: &serde_json::Value| v.get("gpu_ms").and_then(serde_json::Value::as_f64);
-        let total: f64 = ops.iter().filter_map(ms).sum();
-        let top = ops.first()?;
-        if total <= 0.0 {
-            return None;
-        }
-        Some(SlowLayerFact {
-            run_id: r.id,
-            name: top.get("name")?.as_str()?.to_owned(),
-            share: ms(top)? / total,
-        })
-    });
+    let logged = runs
+        .iter()
+        .filter(|r| r.kind == RunKind::Run)
+        .find_map(|r| {
+            let ops = r.report.as_ref()?.get("op_times")?.as_array()?.clone();
+            let ms = |v: &serde_json::Value| v.get("gpu_ms").and_then(serde_json::Value::as_f64);
+            let total: f64 = ops.iter().filter_map(ms).sum();
+            let top = ops.first()?;
+            if total <= 0.0 {
+                return None;
+            }
+            Some(SlowLayerFact {
+                run_id: r.id,
+                name: top.get("name")?.as_str()?.to_owned(),
+                share: ms(top)? / total,
+            })
+        });
     // The newer of the two.
     match (profiled, logged) {
         (Some(p), Some(l)) => Some(if p.run_id > l.run_id { p } else { l }),
@@ -193,14 +196,14 @@ fn slow_layer_fact(runs: &[RunRecord]) -> Option<SlowLayerFact> {
     }
 }
 
-fn complete<'a>(runs: &'a [RunRecord], kind: &'a str) -> impl Iterator<Item = &'a RunRecord> {
+fn complete(runs: &[RunRecord], kind: RunKind) -> impl Iterator<Item = &RunRecord> {
     runs.iter()
         .filter(move |r| r.kind == kind && r.status == RunStatus::Complete)
 }
 
 fn readiness_facts(runs: &[RunRecord], f: &mut Facts) {
     f.apple_silicon = cfg!(all(target_os = "macos", target_arch = "aarch64"));
-    let Some(report) = complete(runs, "doctor")
+    let Some(report) = complete(runs, RunKind::Doctor)
         .find_map(|r| serde_json::from_value::<Report>(r.report.clone()?).ok())
     else {
         return;
@@ -250,7 +253,7 @@ fn sweep_fact(
 /// The newest MPS sweep's chosen batch against the newest CPU sweep of the same workload that
 /// measured that batch; without an MPS sweep, the newest CPU sweep alone.
 fn sweep_facts(ledger: &Ledger, runs: &[RunRecord], f: &mut Facts) -> Result<(), CoreError> {
-    let sweeps: Vec<&RunRecord> = complete(runs, "sweep").collect();
+    let sweeps: Vec<&RunRecord> = complete(runs, RunKind::Sweep).collect();
     if let Some(mps) = sweeps.iter().find(|r| r.device == "mps") {
         if let Some(batch) = mps.chosen_batch {
             f.mps = sweep_fact(ledger, mps, batch)?;
@@ -316,7 +319,7 @@ fn epoch_fact(ledger: &Ledger, run: &RunRecord) -> Result<Option<EpochFact>, Cor
 
 fn epoch_facts(ledger: &Ledger, runs: &[RunRecord], f: &mut Facts) -> Result<(), CoreError> {
     let mut first = true;
-    for run in complete(runs, "epochs") {
+    for run in complete(runs, RunKind::Epochs) {
         let Some(fact) = epoch_fact(ledger, run)? else {
             continue;
         };
@@ -336,7 +339,9 @@ fn epoch_facts(ledger: &Ledger, runs: &[RunRecord], f: &mut Facts) -> Result<(),
 /// they recorded.
 fn user_runs(runs: &[RunRecord]) -> impl Iterator<Item = (&RunRecord, WatchOutcome)> {
     runs.iter()
-        .filter(|r| r.kind == "run" && matches!(r.status, RunStatus::Complete | RunStatus::Failed))
+        .filter(|r| {
+            r.kind == RunKind::Run && matches!(r.status, RunStatus::Complete | RunStatus::Failed)
+        })
         .filter_map(|r| Some((r, serde_json::from_value(r.report.clone()?).ok()?)))
 }
 
@@ -398,7 +403,7 @@ fn user_run_facts(runs: &[RunRecord], f: &mut Facts) {
 fn fallback_fact(runs: &[RunRecord]) -> Option<FallbackFact> {
     let with: Vec<&RunRecord> = runs
         .iter()
-        .filter(|r| r.kind == "run" && r.fallback == Some(true))
+        .filter(|r| r.kind == RunKind::Run && r.fallback == Some(true))
         .collect();
     let newest = with.first()?;
     let oldest = with.last()?;

@@ -168,7 +168,7 @@ pub fn worker_binary() -> Result<PathBuf, CoreError> {
 /// protocol, then records the device and workload it reported, with this checkout's git state.
 pub(crate) fn begin_worker_run(
     ledger: &Ledger,
-    kind: &str,
+    kind: crate::ledger::RunKind,
     h: &crate::protocol::Hello,
     dtype: &str,
     request_json: String,
@@ -182,7 +182,7 @@ pub(crate) fn begin_worker_run(
     }
     let git = crate::gitinfo::git_state(&std::env::current_dir().unwrap_or_default());
     let id = ledger.begin_run(&crate::ledger::NewRun {
-        kind: kind.into(),
+        kind,
         host: hostname(),
         device: h.device.clone(),
         device_name: h.device_name.clone(),

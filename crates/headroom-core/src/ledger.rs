@@ -68,10 +68,95 @@ impl RunStatus {
     }
 }
 
+/// What recorded a run: the command (or the app's panel doing the same) that started it.
+///
+/// Stored and sent by its name ([`RunKind::as_str`]); a name this Headroom does not know reads
+/// back as [`RunKind::Other`] (serde by hand: ts-rs cannot read `#[serde(other)]`).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename_all = "kebab-case"))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum RunKind {
+    /// `headroom doctor`: a readiness report.
+    Doctor,
+    /// `headroom sweep` (and `remote sweep`, the app's Sweep panel).
+    Sweep,
+    /// `headroom epochs` (and the Memory panel's epochs).
+    Epochs,
+    /// `headroom profile`.
+    Profile,
+    /// `headroom run`: the user's own command, wrapped (and each combination of `run --sweep`).
+    Run,
+    /// `headroom watch`: a process watched from outside.
+    Watch,
+    /// `sweep --compare mlx`: the MLX side.
+    MlxCompare,
+    /// `headroom remote check`.
+    RemoteCheck,
+    /// A kind this Headroom does not know (a ledger written by a newer one).
+    #[default]
+    Other,
+}
+
+impl RunKind {
+    /// Every kind this Headroom records.
+    pub const ALL: [Self; 8] = [
+        Self::Doctor,
+        Self::Sweep,
+        Self::Epochs,
+        Self::Profile,
+        Self::Run,
+        Self::Watch,
+        Self::MlxCompare,
+        Self::RemoteCheck,
+    ];
+
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Doctor => "doctor",
+            Self::Sweep => "sweep",
+            Self::Epochs => "epochs",
+            Self::Profile => "profile",
+            Self::Run => "run",
+            Self::Watch => "watch",
+            Self::MlxCompare => "mlx-compare",
+            Self::RemoteCheck => "remote-check",
+            Self::Other => "other",
+        }
+    }
+
+    /// The kind stored as `text`; [`RunKind::Other`] for a name this Headroom does not know.
+    pub fn parse(text: &str) -> Self {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.as_str() == text)
+            .unwrap_or(Self::Other)
+    }
+}
+
+impl Serialize for RunKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for RunKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Ok(Self::parse(&name))
+    }
+}
+
+impl std::fmt::Display for RunKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What is known about a run when it starts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewRun {
-    pub kind: String,
+    pub kind: RunKind,
     pub host: String,
     pub device: String,
     pub device_name: String,
@@ -130,7 +215,7 @@ pub struct RunContext {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     pub id: i64,
-    pub kind: String,
+    pub kind: RunKind,
     pub started_at: String,
     pub finished_at: Option<String>,
     pub status: RunStatus,

@@ -199,7 +199,7 @@ impl MlxComparison {
 /// Records `c` in the ledger as an `mlx-compare` run.
 pub fn record(ledger: &Ledger, c: &MlxComparison) -> Result<i64, CoreError> {
     let id = ledger.begin_run(&NewRun {
-        kind: "mlx-compare".into(),
+        kind: crate::ledger::RunKind::MlxCompare,
         host: crate::jobs::hostname(),
         device: c.torch_device.clone(),
         device_name: c.mlx_device.clone(),

@@ -239,7 +239,7 @@ pub fn facts(r: &RunRecord, rec: &Recorded) -> Vec<(&'static str, String)> {
         _ => unknown(),
     };
     let mut rows = vec![
-        ("kind", r.kind.clone()),
+        ("kind", r.kind.to_string()),
         ("status", r.status.as_str().to_owned()),
         ("started", r.started_at.clone()),
         ("finished", r.finished_at.clone().unwrap_or_else(unknown)),

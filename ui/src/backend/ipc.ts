@@ -254,13 +254,15 @@ export type Update = { "kind": "worker_started", pid: number, } | { "kind": "sta
 
 export type JobError = { code: string, message: string, };
 
-export type RunRecord = { id: number, kind: string, started_at: string, finished_at: string | null, status: RunStatus, host: string, device: string, device_name: string, workload: string, dtype: string, mode: string, libtorch: string, git_commit: string | null, git_dirty: boolean | null, budget_bytes: number | null, chosen_batch: number | null, peak_bytes: number | null, fallback: boolean | null, points: number, summary: SweepSummary | null, 
+export type RunRecord = { id: number, kind: RunKind, started_at: string, finished_at: string | null, status: RunStatus, host: string, device: string, device_name: string, workload: string, dtype: string, mode: string, libtorch: string, git_commit: string | null, git_dirty: boolean | null, budget_bytes: number | null, chosen_batch: number | null, peak_bytes: number | null, fallback: boolean | null, points: number, summary: SweepSummary | null, 
 /**
  * The whole report of a run that is not a sweep (a `doctor` run's facts and lights).
  */
 report?: unknown, note: string | null, };
 
 export type RunStatus = "running" | "complete" | "interrupted" | "failed";
+
+export type RunKind = "doctor" | "sweep" | "epochs" | "profile" | "run" | "watch" | "mlx-compare" | "remote-check" | "other";
 
 export type JobStatus = "running" | "complete" | "interrupted" | "failed" | "error";
 
@@ -323,9 +325,9 @@ export type Release = "none" | "gc" | "empty-cache" | "both";
 
 export type MemorySnapshot = { running: boolean, 
 /**
- * `epochs` or `watch`.
+ * `epochs` or `watch` (what it records in the ledger).
  */
-kind: string, title: string, run_id: number | null, samples: Array<EpochSample>, readings: Array<MemoryReading>, verdict: EpochVerdict | null, 
+kind: RunKind, title: string, run_id: number | null, samples: Array<EpochSample>, readings: Array<MemoryReading>, verdict: EpochVerdict | null, 
 /**
  * Growth of the watched tree since watching began (watch only).
  */
@@ -587,5 +589,7 @@ export const DTYPES: readonly Dtype[] = ["f32", "f16", "bf16"];
 export const MODES: readonly Mode[] = ["train", "infer"];
 
 export const RELEASES: readonly Release[] = ["none", "gc", "empty-cache", "both"];
+
+export const RUN_KINDS: readonly RunKind[] = ["doctor", "sweep", "epochs", "profile", "run", "watch", "mlx-compare", "remote-check"];
 
 export const ERROR_CODES: readonly ErrorCode[] = ["invalid_input", "not_found", "busy", "ledger", "worker", "io", "keygen", "no_ssh", "opener", "tunnel", "internal"];

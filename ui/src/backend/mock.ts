@@ -12,6 +12,7 @@ import type {
   OverviewSnapshot,
   ProcessInfo,
   Report,
+  RunKind,
   RunRecord,
   RunReport,
   SweepForm,
@@ -37,6 +38,8 @@ export function mockBackend(opts: {
   runs?: RunRecord[];
   snapshot?: SweepSnapshot | null;
   startError?: { code: string; message: string };
+  /** What the backend's one check answers to the epochs form (as `start_epochs` would). */
+  epochsError?: { code: string; message: string };
   processes?: ProcessInfo[];
   overview?: OverviewSnapshot;
   hosts?: HostProfile[];
@@ -48,7 +51,7 @@ export function mockBackend(opts: {
   const hosts: HostProfile[] = [...(opts.hosts ?? [])];
   let overviewListener: ((s: OverviewSnapshot) => void) | null = null;
   let memoryListener: ((s: MemorySnapshot) => void) | null = null;
-  const memoryStart = (kind: string, title: string): MemorySnapshot => ({
+  const memoryStart = (kind: RunKind, title: string): MemorySnapshot => ({
     running: true, kind, title, run_id: null, samples: [], readings: [], verdict: null, growth: null,
     crossed: false, message: "starting", status: "running", error: null, chart_svg: "",
   });
@@ -62,6 +65,7 @@ export function mockBackend(opts: {
     async startEpochs(form, onUpdate) {
       m.calls.push("startEpochs");
       m.epochForms.push(form);
+      if (opts.epochsError) throw opts.epochsError;
       memoryListener = onUpdate;
       return memoryStart("epochs", `${form.workload} batch ${form.batch} on ${form.device}`);
     },

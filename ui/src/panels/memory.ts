@@ -141,10 +141,12 @@ export function memoryPanel(backend: Backend): { root: HTMLElement; restore(): P
 
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
+    // Only the text becomes a number here; which numbers can run is the backend's one check
+    // (headroom_core::requests, the same as `headroom epochs`).
     const n = (i: HTMLInputElement) => Number(i.value);
-    const bad = [batch, epochs, steps].find((i) => !Number.isInteger(n(i)) || n(i) < 1);
+    const bad = [batch, epochs, steps].find((i) => !Number.isInteger(n(i)) || n(i) < 0);
     if (bad) {
-      status.textContent = "batch, epochs and steps per epoch must be whole numbers, 1 or more";
+      status.textContent = "batch, epochs and steps per epoch must be whole numbers";
       status.dataset.state = "error";
       return;
     }

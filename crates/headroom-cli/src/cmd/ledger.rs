@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use headroom_core::budget::format_bytes;
+use headroom_core::ledger::RunKind;
 
 /// Subcommands of `headroom ledger`.
 #[derive(Debug, clap::Subcommand)]
@@ -152,7 +153,7 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
                         .unwrap_or_default()
                 );
             }
-            if r.kind == "epochs" {
+            if matches!(r.kind, RunKind::Epochs | RunKind::Run) {
                 let samples: Vec<headroom_core::epochs::EpochSample> =
                     ledger.samples(r.id, "epoch")?;
                 for smp in &samples {
@@ -160,7 +161,7 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
                 }
             }
             if let Some(report) = &r.report {
-                if r.kind == "doctor" {
+                if r.kind == RunKind::Doctor {
                     match serde_json::from_value::<headroom_core::readiness::Report>(report.clone())
                     {
                         Ok(rep) => super::doctor::print_report(&rep),

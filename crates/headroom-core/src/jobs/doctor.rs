@@ -107,7 +107,7 @@ pub fn record(ledger: &Ledger, report: &Report, request_json: &str) -> Result<i6
         .unwrap_or_else(|| "unknown".into());
     let git = crate::gitinfo::git_state(&std::env::current_dir().unwrap_or_default());
     let run = NewRun {
-        kind: "doctor".into(),
+        kind: crate::ledger::RunKind::Doctor,
         host: super::hostname(),
         device: best,
         device_name,

@@ -53,7 +53,7 @@ pub fn run_epochs(
             Event::Hello(h) => {
                 out.run_id = Some(super::begin_worker_run(
                     ledger,
-                    "epochs",
+                    crate::ledger::RunKind::Epochs,
                     &h,
                     req.dtype.as_str(),
                     serde_json::to_string(req)?,

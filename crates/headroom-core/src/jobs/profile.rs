@@ -65,7 +65,7 @@ pub fn run_profile(
             Event::Hello(h) => {
                 out.run_id = Some(super::begin_worker_run(
                     ledger,
-                    "profile",
+                    crate::ledger::RunKind::Profile,
                     &h,
                     req.dtype.as_str(),
                     serde_json::to_string(req)?,

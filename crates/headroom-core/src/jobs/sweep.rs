@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::supervisor::{describe_exit, MemoryWatch, Output, Worker};
 use crate::budget::format_bytes;
 use crate::gitinfo::git_state;
-use crate::ledger::{Ledger, NewRun, RunStatus};
+use crate::ledger::{Ledger, NewRun, RunKind, RunStatus};
 use crate::planner::Limit;
 use crate::protocol::{
     Event, Hello, Job, Phase, Point, PointStatus, SweepRequest, SweepSummary, PROTOCOL_VERSION,
@@ -339,7 +339,7 @@ impl Session<'_> {
         }
         let git = git_state(&std::env::current_dir().unwrap_or_default());
         let id = self.ledger.begin_run(&NewRun {
-            kind: "sweep".into(),
+            kind: RunKind::Sweep,
             host: self.launcher.host(),
             device: h.device.clone(),
             device_name: h.device_name.clone(),

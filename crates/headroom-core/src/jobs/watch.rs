@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::epochs::{judge, EpochSample, EpochThresholds, EpochVerdict};
 use crate::gitinfo::git_state;
-use crate::ledger::{Ledger, NewRun, RunStatus};
+use crate::ledger::{Ledger, NewRun, RunKind, RunStatus};
 use crate::monitor::{fallback_op, mps_op_gpu_ms, read_memory, EpochMatcher, MemoryReading};
 use crate::CoreError;
 
@@ -285,14 +285,14 @@ enum Msg {
 
 fn begin(
     ledger: &Ledger,
-    what: &str,
+    what: RunKind,
     command: &str,
     opts: &WatchOptions,
 ) -> Result<i64, CoreError> {
     let git = git_state(&std::env::current_dir().unwrap_or_default());
     ledger
         .begin_run(&NewRun {
-            kind: what.into(),
+            kind: what,
             host: super::hostname(),
             device: "process".into(),
             device_name: command.chars().take(120).collect(),
@@ -661,7 +661,7 @@ pub fn run_command(
             "cannot start {program}: {e}; check the command (is {program} on PATH?)"
         ))
     })?;
-    let run_id = begin(ledger, "run", &shown, opts)?;
+    let run_id = begin(ledger, RunKind::Run, &shown, opts)?;
     let started = Instant::now();
     let started_wall = now_unix();
     let stop = Arc::new(AtomicBool::new(false));
@@ -822,7 +822,7 @@ pub fn watch_pid(
                 .to_owned()
         })
         .unwrap_or_else(|_| format!("pid {pid}"));
-    let run_id = begin(ledger, "watch", &cmdline, opts)?;
+    let run_id = begin(ledger, RunKind::Watch, &cmdline, opts)?;
     let mut t = Tally::new(run_id);
     on(&first);
     t.reading(ledger, first)?;

@@ -2,7 +2,7 @@
 
 use rusqlite::{params, OptionalExtension, Row};
 
-use super::{Ledger, RunRecord, RunStatus};
+use super::{Ledger, RunKind, RunRecord, RunStatus};
 use crate::protocol::Point;
 use crate::CoreError;
 
@@ -14,9 +14,10 @@ const RUN_COLUMNS: &str = "r.id, r.kind, r.started_at, r.finished_at, r.status, 
 fn run_from_row(row: &Row<'_>) -> rusqlite::Result<(RunRecord, Option<String>)> {
     let u = |v: Option<i64>| v.and_then(|x| u64::try_from(x).ok());
     let status: String = row.get(4)?;
+    let kind: String = row.get(1)?;
     let record = RunRecord {
         id: row.get(0)?,
-        kind: row.get(1)?,
+        kind: RunKind::parse(&kind),
         started_at: row.get(2)?,
         finished_at: row.get(3)?,
         status: RunStatus::parse(&status),
@@ -43,7 +44,7 @@ fn run_from_row(row: &Row<'_>) -> rusqlite::Result<(RunRecord, Option<String>)> 
 
 fn with_summary((mut record, json): (RunRecord, Option<String>)) -> Result<RunRecord, CoreError> {
     // A sweep's summary has a type; other kinds (doctor, …) keep their report as JSON.
-    if record.kind == "sweep" {
+    if record.kind == RunKind::Sweep {
         record.summary = json.map(|j| serde_json::from_str(&j)).transpose()?;
     } else {
         record.report = json.map(|j| serde_json::from_str(&j)).transpose()?;

@@ -20,7 +20,7 @@ impl Ledger {
                     mode, libtorch, git_commit, git_dirty, budget_bytes, fallback, request_json, owner_pid)
                  VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
                 params![
-                    run.kind,
+                    run.kind.as_str(),
                     now_rfc3339(),
                     run.host,
                     run.device,

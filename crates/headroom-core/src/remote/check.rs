@@ -419,7 +419,7 @@ fn round_trips(p: &HostProfile, o: &CheckOptions) -> Result<Vec<f64>, CoreError>
 /// decision table's remote column reads.
 pub fn record(ledger: &crate::ledger::Ledger, r: &CheckReport) -> Result<i64, CoreError> {
     let id = ledger.begin_run(&crate::ledger::NewRun {
-        kind: "remote-check".into(),
+        kind: crate::ledger::RunKind::RemoteCheck,
         host: r.name.clone(),
         device: "ssh".into(),
         device_name: r.target.clone(),

@@ -8,7 +8,7 @@ use headroom_core::CoreError;
 
 fn new_run() -> NewRun {
     NewRun {
-        kind: "sweep".into(),
+        kind: headroom_core::ledger::RunKind::Sweep,
         host: "testhost".into(),
         device: "cpu".into(),
         device_name: "test cpu".into(),
