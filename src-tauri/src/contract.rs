@@ -59,6 +59,7 @@ contract! {
     memory::start_watch(pid: arg u32, on_update: channel MemorySnapshot) -> MemorySnapshot;
     memory::stop_memory() -> bool;
     memory::memory_snapshot() -> Option<MemorySnapshot>;
+    memory::last_wrapped_run() -> Option<MemorySnapshot>;
     overview::overview() -> OverviewSnapshot;
     remote::list_hosts() -> Vec<HostProfile>;
     remote::add_host(profile: arg HostProfile, replace: arg bool) -> HostProfile;

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use headroom_core::epochs::{EpochSample, EpochThresholds, EpochVerdict, EpochVerdictKind};
 use headroom_core::jobs::JobStatus;
-use headroom_core::jobs::{self, sweep::CancelToken, sweep::JobError, watch::WatchOptions};
+use headroom_core::jobs::{
+    self, sweep::CancelToken, sweep::JobError, watch::WatchOptions, watch::WatchOutcome,
+};
 use headroom_core::ledger::RunKind;
 use headroom_core::monitor::MemoryReading;
 use headroom_core::plot::{epochs_svg, readings_svg};
@@ -105,6 +107,66 @@ pub fn redraw(s: &mut MemorySnapshot, t: &EpochThresholds) {
         Ok(svg) => s.chart_svg = svg,
         Err(e) => s.message = e.to_string(),
     }
+}
+
+/// A wrapped run (`headroom run -- python train.py`) as the panel shows a job of its own: the
+/// epochs the observer (or the epoch lines) marked, with device and process memory, the verdict
+/// and the chart, and what was observed in the status line.
+pub fn wrapped_snapshot(o: &WatchOutcome, t: &EpochThresholds) -> MemorySnapshot {
+    let seen = o.observed.as_ref();
+    let mut facts = vec![format!("{} steps", o.steps)];
+    if let Some(b) = o
+        .batch
+        .or_else(|| seen.and_then(|s| s.batch.and_then(|b| u32::try_from(b).ok())))
+    {
+        facts.push(format!("batch {b}"));
+    }
+    if let Some(d) = seen.and_then(|s| s.device.as_deref()) {
+        facts.push(format!("on {d}"));
+    }
+    if let Some(ms) = o.step_ms_p50 {
+        facts.push(format!("{ms:.1} ms per step"));
+    }
+    if let Some(sps) = o.samples_per_s {
+        facts.push(format!("{sps:.1} samples/s"));
+    }
+    if let Some(share) = o.data_share {
+        facts.push(format!("data {:.0} % of the step", share * 100.0));
+    }
+    if let Some(peak) = seen.and_then(|s| s.peak_device_bytes) {
+        facts.push(format!(
+            "device peak {}",
+            headroom_core::budget::format_bytes(peak)
+        ));
+    }
+    let mut s = MemorySnapshot {
+        running: false,
+        kind: RunKind::Run,
+        title: format!("run {}: {}", o.run_id, o.command),
+        run_id: Some(o.run_id),
+        samples: o.epochs.clone(),
+        verdict: Some(o.verdict.clone()),
+        message: facts.join(", "),
+        status: if o.finished() {
+            JobStatus::Complete
+        } else {
+            JobStatus::Failed
+        },
+        ..MemorySnapshot::default()
+    };
+    redraw(&mut s, t);
+    s
+}
+
+/// The user's newest wrapped run, for the panel (none recorded: `None`).
+#[tauri::command]
+pub async fn last_wrapped_run() -> Result<Option<MemorySnapshot>, AppError> {
+    crate::commands::blocking(|| {
+        let ledger = jobs::open_ledger()?;
+        let t = configured_thresholds();
+        Ok(headroom_core::facts::newest_user_run(&ledger)?.map(|o| wrapped_snapshot(&o, &t)))
+    })
+    .await
 }
 
 fn install(state: &AppState, running: RunningMemory) -> Result<(), AppError> {
@@ -381,6 +443,51 @@ pub async fn memory_snapshot(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `headroom run --json` document of a real resnet50 run on the H200 (bench/results).
+    #[test]
+    fn a_wrapped_run_is_shown_with_its_epochs_and_what_was_observed() {
+        let text =
+            include_str!("../../bench/results/observer-2026-12-01/observed-resnet50-h200.json");
+        let o: WatchOutcome = serde_json::from_str(text).expect("a run's document");
+        let s = wrapped_snapshot(&o, &EpochThresholds::default());
+        assert_eq!(s.kind, RunKind::Run);
+        assert_eq!(s.run_id, Some(o.run_id));
+        assert!(
+            s.title.starts_with(&format!("run {}: python3 ", o.run_id)),
+            "{}",
+            s.title
+        );
+        assert_eq!(s.status, JobStatus::Complete);
+        assert_eq!(s.samples, o.epochs);
+        assert_eq!(
+            s.samples[0].live_bytes,
+            Some(530_859_008),
+            "CUDA live bytes at the epoch's end"
+        );
+        for want in [
+            "130 steps",
+            "batch 128",
+            "on cuda:0",
+            "63.1 ms per step",
+            "device peak",
+        ] {
+            assert!(s.message.contains(want), "{want:?} in {}", s.message);
+        }
+        assert_eq!(
+            s.verdict.as_ref().map(|v| v.kind),
+            Some(EpochVerdictKind::TooShort)
+        );
+        assert!(s.chart_svg.starts_with("<svg"), "{}", s.message);
+        let failed = WatchOutcome {
+            exit_code: Some(1),
+            ..o
+        };
+        assert_eq!(
+            wrapped_snapshot(&failed, &EpochThresholds::default()).status,
+            JobStatus::Failed
+        );
+    }
 
     fn verdict_of(s: &MemorySnapshot) -> EpochVerdict {
         headroom_core::epochs::judge(&s.samples, &EpochThresholds::default())

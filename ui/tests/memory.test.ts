@@ -95,4 +95,28 @@ describe("memory panel", () => {
     get<HTMLButtonElement>(panel.root, "stop-memory").click();
     expect(b.calls).toContain("stopMemory");
   });
+
+  it("shows the user's newest wrapped run with its epochs and verdict, on open and on the button", async () => {
+    const wrapped = snap({
+      running: false, kind: "run", title: "run 9: python train.py --bs 32", run_id: 9, status: "complete",
+      samples: [sample(1, 600), sample(2, 700), sample(3, 800)],
+      verdict: { kind: "leak_suspected", live: null, cache: null, footprint: null, throughput: null, slowing: false, reason: "process footprint grew +33 % from epoch 1 to 3" },
+      message: "60 steps, batch 32, on cpu, 12.5 ms per step",
+    });
+    const b = mockBackend({ wrapped });
+    const panel = memoryPanel(b);
+    await panel.restore();
+    expect(b.calls).toEqual(["memorySnapshot", "lastWrappedRun"]);
+    expect(get(panel.root, "memory-table").querySelectorAll('[data-testid="memory-row"]')).toHaveLength(3);
+    expect(get(panel.root, "memory-status").textContent).toBe("run 9: python train.py --bs 32 · complete · 60 steps, batch 32, on cpu, 12.5 ms per step");
+    const v = get(panel.root, "memory-verdict");
+    expect(v.hidden).toBe(false);
+    expect(v.textContent).toBe("Leak suspected: process footprint grew +33 % from epoch 1 to 3");
+    const none = mockBackend({});
+    const empty = memoryPanel(none);
+    get<HTMLButtonElement>(empty.root, "last-wrapped-run").click();
+    await flush();
+    expect(none.calls).toContain("lastWrappedRun");
+    expect(get(empty.root, "memory-status").textContent).toContain("no `headroom run` recorded yet");
+  });
 });

@@ -335,6 +335,14 @@ fn epoch_facts(ledger: &Ledger, runs: &[RunRecord], f: &mut Facts) -> Result<(),
     Ok(())
 }
 
+/// The newest of the user's wrapped runs (`headroom run`) that finished or failed, with what it
+/// recorded: what the app's Memory panel shows of the user's own training.
+pub fn newest_user_run(ledger: &Ledger) -> Result<Option<WatchOutcome>, CoreError> {
+    let runs = ledger.list_runs(RECENT)?;
+    let newest = user_runs(&runs).next().map(|(_, o)| o);
+    Ok(newest)
+}
+
 /// The user's wrapped runs (`headroom run`) that finished or failed, newest first, with what
 /// they recorded.
 fn user_runs(runs: &[RunRecord]) -> impl Iterator<Item = (&RunRecord, WatchOutcome)> {

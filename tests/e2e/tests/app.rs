@@ -340,6 +340,28 @@ impl Drop for Dunst {
     }
 }
 
+/// A plain training loop a researcher might write: a DataLoader, an MLP, SGD, six epochs, and
+/// a list that keeps one 96 MiB tensor per epoch (the classic leak). No markers, no Headroom.
+const LEAKING_TRAIN: &str = r"
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+loader = DataLoader(TensorDataset(torch.randn(640, 64), torch.randint(0, 10, (640,))), batch_size=32)
+model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+kept = []
+for epoch in range(6):
+    for x, y in loader:
+        loss = nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    kept.append(torch.ones(96 * 262144))
+    print(f'epoch {epoch + 1} loss {loss.item():.4f}', flush=True)
+";
+
 fn start_driver(home: &Path) -> Driver {
     let port = free_port();
     let native = free_port();
@@ -606,6 +628,44 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
     );
     drop(grower);
 
+    // Your own training: a plain DataLoader loop (no markers) that keeps 96 MiB per epoch, run
+    // through the real `headroom run` into the same ledger; the panel shows the run's epochs and
+    // its verdict as it shows its own jobs.
+    let script = home.path().join("train.py");
+    std::fs::write(&script, LEAKING_TRAIN).expect("write train.py");
+    let wrapped = Command::new(env_path("HEADROOM_E2E_WORKER"))
+        .args(["run", "--json", "--"])
+        .arg(env_path("HEADROOM_E2E_VENV").join("bin/python"))
+        .arg(&script)
+        .env("HEADROOM_HOME", home.path())
+        .output()
+        .expect("headroom run");
+    assert!(
+        wrapped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&wrapped.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&wrapped.stdout).expect("run --json");
+    let id = doc["run_id"].as_i64().expect("run id");
+    s.click(&s.wait(r#"[data-testid="last-wrapped-run"]"#, 5));
+    let until = Instant::now() + Duration::from_secs(10);
+    let status = s.wait(r#"[data-testid="memory-status"]"#, 5);
+    while !s.text(&status).starts_with(&format!("run {id}: ")) {
+        assert!(Instant::now() < until, "{}", s.text(&status));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let shown = s.text(&status);
+    assert!(shown.contains("train.py"), "{shown}");
+    assert!(shown.contains("120 steps, batch 32, on cpu"), "{shown}");
+    assert_eq!(s.find_all(r#"[data-testid="memory-row"]"#).len(), 6);
+    let verdict = s.wait(r#"[data-testid="memory-verdict"]:not([hidden])"#, 5);
+    assert!(
+        s.text(&verdict).starts_with("Leak suspected: "),
+        "{}",
+        s.text(&verdict)
+    );
+    s.screenshot(&out.join("wrapped_run.png"));
+
     // Contention: a stand-in named like Zoom holds memory, and thresholds in the config that any
     // share of RAM crosses: the Overview turns to the remote host and the desktop is told.
     let bin = tempfile::tempdir().expect("bin dir");
@@ -641,6 +701,13 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
         s.text(&remote).contains("memory contention"),
         "{}",
         s.text(&remote)
+    );
+    // The decision table is judged from the user's run too: its leak, citing that run.
+    let mps = s.wait(r#"[data-testid="column-mps"]"#, 5);
+    assert!(
+        s.text(&mps).contains(&format!("run {id} (")),
+        "the Overview cites the wrapped run {id}: {}",
+        s.text(&mps)
     );
     s.screenshot(&out.join("contention.png"));
     let sent = bus.wait_for("memory contention", 15);

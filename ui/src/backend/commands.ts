@@ -39,6 +39,8 @@ export const commands = {
   stopMemory: (): Promise<boolean> => invoke<boolean>("stop_memory"),
   /** `memory::memory_snapshot` */
   memorySnapshot: (): Promise<MemorySnapshot | null> => invoke<MemorySnapshot | null>("memory_snapshot"),
+  /** `memory::last_wrapped_run` */
+  lastWrappedRun: (): Promise<MemorySnapshot | null> => invoke<MemorySnapshot | null>("last_wrapped_run"),
   /** `overview::overview` */
   overview: (): Promise<OverviewSnapshot> => invoke<OverviewSnapshot>("overview"),
   /** `remote::list_hosts` */

@@ -49,6 +49,8 @@ export interface Backend {
   startWatch(pid: number, onUpdate: (s: MemorySnapshot) => void): Promise<MemorySnapshot>;
   stopMemory(): Promise<boolean>;
   memorySnapshot(): Promise<MemorySnapshot | null>;
+  /** The newest `headroom run` of the user's own training, shown as a memory job (none: null). */
+  lastWrappedRun(): Promise<MemorySnapshot | null>;
   /** The latest decision table (computed now when the background loop has none yet). */
   overview(): Promise<OverviewSnapshot>;
   /** Calls `f` with every decision table the background loop computes. */

@@ -40,6 +40,8 @@ export function mockBackend(opts: {
   startError?: { code: string; message: string };
   /** What the backend's one check answers to the epochs form (as `start_epochs` would). */
   epochsError?: { code: string; message: string };
+  /** The newest wrapped run the ledger would give. */
+  wrapped?: MemorySnapshot;
   processes?: ProcessInfo[];
   overview?: OverviewSnapshot;
   hosts?: HostProfile[];
@@ -85,6 +87,10 @@ export function mockBackend(opts: {
     async memorySnapshot() {
       m.calls.push("memorySnapshot");
       return null;
+    },
+    async lastWrappedRun() {
+      m.calls.push("lastWrappedRun");
+      return opts.wrapped ?? null;
     },
     pushMemory(s) {
       memoryListener?.(s);

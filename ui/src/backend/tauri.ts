@@ -31,6 +31,7 @@ export function tauriBackend(): Backend {
     startWatch: (pid, onUpdate) => commands.startWatch(pid, channel(onUpdate)),
     stopMemory: () => commands.stopMemory(),
     memorySnapshot: () => commands.memorySnapshot(),
+    lastWrappedRun: () => commands.lastWrappedRun(),
     overview: () => commands.overview(),
     listHosts: () => commands.listHosts(),
     addHost: (profile, replace) => commands.addHost(profile, replace),

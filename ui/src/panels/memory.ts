@@ -72,6 +72,13 @@ export function memoryPanel(backend: Backend): { root: HTMLElement; restore(): P
   refresh.type = "button";
   refresh.dataset.testid = "list-processes";
   watchHead.append(el("h3", undefined, "Or watch a running process"), refresh);
+  // Your own training, as `headroom run -- python train.py` recorded it.
+  const mineHead = el("div", "panel-bar");
+  const mine = el("button", undefined, "Show my last run");
+  mine.type = "button";
+  mine.dataset.testid = "last-wrapped-run";
+  mine.title = "the newest `headroom run -- python train.py …`: its epochs with device and process memory, and the leak verdict";
+  mineHead.append(el("h3", undefined, "Or your own training (headroom run)"), mine);
   const list = el("div", "process-list");
   list.dataset.testid = "process-list";
 
@@ -89,7 +96,7 @@ export function memoryPanel(backend: Backend): { root: HTMLElement; restore(): P
   const tbody = el("tbody");
   tbody.dataset.testid = "memory-table";
   table.append(tbody);
-  root.append(form, watchHead, list, status, verdict, chart, table);
+  root.append(form, watchHead, list, mineHead, status, verdict, chart, table);
 
   function show(s: MemorySnapshot): void {
     status.textContent = `${s.title} · ${s.running ? s.message : s.status}`;
@@ -107,7 +114,7 @@ export function memoryPanel(backend: Backend): { root: HTMLElement; restore(): P
     verdict.dataset.state = s.verdict?.kind === "leak_suspected" || s.crossed ? "stopped" : "done";
     const head = el("tr");
     const rows: HTMLTableRowElement[] = [];
-    if (s.kind === "epochs") {
+    if (s.kind === "epochs" || s.kind === "run") {
       for (const h of ["epoch", "live", "cache", "footprint", "samples/s"]) head.append(el("th", undefined, h));
       for (const e of s.samples) {
         const tr = el("tr");
@@ -189,9 +196,35 @@ export function memoryPanel(backend: Backend): { root: HTMLElement; restore(): P
       .catch((e) => (list.textContent = asAppError(e).message));
   });
 
+  function showWrapped(s: MemorySnapshot | null): void {
+    if (s) {
+      show(s);
+      // A finished run's status line says what was observed, not only how it ended.
+      status.textContent = `${s.title} · ${s.status} · ${s.message}`;
+    } else {
+      status.textContent = "no `headroom run` recorded yet: run your training as headroom run -- python train.py";
+      status.dataset.state = "";
+    }
+  }
+  mine.addEventListener("click", () => {
+    backend
+      .lastWrappedRun()
+      .then(showWrapped)
+      .catch((e) => {
+        status.textContent = `cannot read your runs: ${asAppError(e).message}`;
+        status.dataset.state = "error";
+      });
+  });
+
+  /** The panel's job of this session, else the user's newest wrapped run. */
   async function restore(): Promise<void> {
     const s = await backend.memorySnapshot().catch(() => null);
-    if (s) show(s);
+    if (s) {
+      show(s);
+      return;
+    }
+    const w = await backend.lastWrappedRun().catch(() => null);
+    if (w) showWrapped(w);
   }
   return { root, restore };
 }

@@ -194,6 +194,14 @@ impl WatchOutcome {
         self.data_share.map(|s| s >= DATA_BOUND_SHARE)
     }
 
+    /// It ran to its end (exit 0, or stopped at its own step or time bound), not out of memory,
+    /// over its budget or stopped by the user.
+    pub fn finished(&self) -> bool {
+        !self.over_budget
+            && !self.oom
+            && (self.exit_code == Some(0) || (self.stopped_at_limit && !self.interrupted))
+    }
+
     /// This run as a sweep point at its batch (none when the batch is unknown): throughput from
     /// its steps, its process tree's peak, OOM or over budget as the built-in sweep records them.
     pub fn as_point(&self) -> Option<crate::protocol::Point> {
@@ -203,7 +211,7 @@ impl WatchOutcome {
             PointStatus::OverBudget
         } else if self.oom {
             PointStatus::Oom
-        } else if self.exit_code == Some(0) || (self.stopped_at_limit && !self.interrupted) {
+        } else if self.finished() {
             PointStatus::Ok
         } else {
             PointStatus::Error
@@ -455,12 +463,15 @@ impl Tally {
             e.0 += ms;
             e.1 += 1;
         }
-        // Once the observer has reported epochs, the lines are not needed; while it has seen
-        // optimizer steps but no epoch yet, they wait (its DataLoader passes are the better
-        // boundary); before any step (no observer, or not training yet) they are recorded as
-        // they come, so a Headroom killed mid-run keeps them.
-        let hold =
-            cx.hold_epoch_lines && !matcher.is_given() && !t.line_epochs && !t.obs.steps.is_empty();
+        // Once the observer has reported epochs, the lines are not needed; once torch is loaded
+        // in the program (the observer's hello) they wait, since its DataLoader passes are the
+        // better boundary (its events arrive on another channel, so an epoch's line can come
+        // before the steps that led to it); without an observer they are recorded as they come,
+        // so a Headroom killed mid-run keeps them.
+        let hold = cx.hold_epoch_lines
+            && !matcher.is_given()
+            && !t.line_epochs
+            && t.obs.observed.torch_version.is_some();
         if hold && !t.epochs.is_empty() {
             return Ok(());
         }
