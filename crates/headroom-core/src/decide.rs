@@ -522,7 +522,13 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
             "{} at batch {}: {:.1} ms per step on MPS vs {:.1} ms on the CPU ({speedup:.2}×)",
             mps.workload, mps.batch, mps.step_ms, cpu.step_ms
         );
-        let idle = mps.gpu_busy.filter(|b| *b < t.gpu_busy);
+        // The user's own run measured its DataLoader waits: that share decides whether the data
+        // pipeline bounds the work (the built-in sweep's inputs live on the device and only
+        // suggest it); the sweep stays the machine's speed check.
+        let pipeline_measured = f.run.as_ref().is_some_and(|r| r.data_share.is_some());
+        let idle = mps
+            .gpu_busy
+            .filter(|b| *b < t.gpu_busy && !pipeline_measured);
         let mut explained = false;
         if faster < t.pipeline_speedup {
             if let Some(busy) = idle {

@@ -573,3 +573,31 @@ fn a_leak_from_your_run_cites_its_source() {
     );
     assert!(texts(&d, Rule::Leak)[0].contains("(run 9, release none)"));
 }
+
+#[test]
+fn your_runs_measured_data_share_decides_the_pipeline_rule_over_a_built_in_sweep() {
+    // The built-in sweep alone suggests the pipeline (MPS 10 % faster, GPU busy 10 %).
+    let sweeps = compared(90.0, Some(0.10));
+    assert!(decide(&sweeps, &t()).fired(Rule::DataPipeline));
+    // Your run waited on its DataLoader 5 % of the step: not the pipeline, whatever the sweep.
+    let d = decide(
+        &Facts {
+            run: Some(your_run(0.05, 0.0, false)),
+            ..sweeps.clone()
+        },
+        &t(),
+    );
+    assert!(!d.fired(Rule::DataPipeline), "{:?}", d.reasons);
+    assert!(d.fired(Rule::YourRun));
+    // It waited 60 %: the pipeline, said once, citing your run.
+    let d = decide(
+        &Facts {
+            run: Some(your_run(0.6, 0.0, false)),
+            ..sweeps
+        },
+        &t(),
+    );
+    let data = texts(&d, Rule::DataPipeline);
+    assert_eq!(data.len(), 1, "{data:?}");
+    assert!(data[0].starts_with("run 12 (`python train.py --epochs 3`) at batch 32: waiting for the DataLoader takes 60.0 % of the step"), "{}", data[0]);
+}
