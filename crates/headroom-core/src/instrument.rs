@@ -120,14 +120,8 @@ pub enum Event {
     Loader {
         pid: u32,
         t: f64,
-        num_workers: u32,
-        pin_memory: bool,
-        persistent_workers: bool,
-        #[serde(default)]
-        start_method: Option<String>,
-        worker_init_fn: bool,
-        #[serde(default)]
-        batch_size: Option<u64>,
+        #[serde(flatten)]
+        settings: LoaderSettings,
     },
     /// A feature seen in use: `autocast` ("cpu:bfloat16"), `compile`, `checkpoint`, `seed`.
     Flag {
@@ -185,8 +179,10 @@ pub struct LoaderSettings {
     pub pin_memory: bool,
     pub persistent_workers: bool,
     /// `fork`, `spawn` or `forkserver` (none: the platform's default, not set by the program).
+    #[serde(default)]
     pub start_method: Option<String>,
     pub worker_init_fn: bool,
+    #[serde(default)]
     pub batch_size: Option<u64>,
 }
 
@@ -360,24 +356,9 @@ impl Observation {
                     });
                 }
             }
-            Event::Loader {
-                num_workers,
-                pin_memory,
-                persistent_workers,
-                start_method,
-                worker_init_fn,
-                batch_size,
-                ..
-            } => {
+            Event::Loader { settings, .. } => {
                 if o.loader.is_none() {
-                    o.loader = Some(LoaderSettings {
-                        num_workers,
-                        pin_memory,
-                        persistent_workers,
-                        start_method,
-                        worker_init_fn,
-                        batch_size,
-                    });
+                    o.loader = Some(settings);
                 }
             }
             Event::Flag { name, value, .. } => match name.as_str() {
