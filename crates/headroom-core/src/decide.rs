@@ -68,6 +68,8 @@ pub enum Rule {
     MlxFaster,
     /// What the user's own newest run measured (throughput, accumulation, autocast).
     YourRun,
+    /// The allocator's cache grows over epochs while live tensors stay flat.
+    CacheGrowth,
 }
 
 /// One reason: the rule, the column it speaks to, and the sentence with its figures.
@@ -125,6 +127,10 @@ pub struct EpochFact {
     pub slowing: bool,
     /// Throughput change from the first to the last epoch (−0.2 = 20 % slower).
     pub throughput_change: Option<f64>,
+    /// The allocator's cache grew this much while live tensors stayed flat (the verdict "cache
+    /// growth"): not a leak.
+    #[serde(default)]
+    pub cache_growth: Option<f64>,
 }
 
 /// The user's newest training run (`headroom run -- python train.py`), as the wrapper and the
@@ -327,6 +333,7 @@ pub const SYMPTOMS: &[Symptom] = &[
     Symptom { rule: Rule::DataPipeline, symptom: "the GPU is barely faster than the CPU and mostly idle", hypothesis: "the data pipeline starves it, not MPS", action: "more DataLoader workers, decoding and augmentation done once ahead of training; pin_memory only where host-to-device copies were measured to take a share of the step", observe: "`headroom run`: the DataLoader wait and copy shares of your step; GPU utilisation (ioreg Device Utilization %)" },
     Symptom { rule: Rule::NearOne, symptom: "speed-up near 1×", hypothesis: "the work is not on the device, or every step synchronises", action: "check that model and batch are `.to(device)`, and look for `.item()`/`.cpu()` inside the step", observe: "step time on both devices at the same batch (`headroom sweep --compare cpu`)" },
     Symptom { rule: Rule::Leak, symptom: "memory climbs epoch after epoch", hypothesis: "a reference leak: tensors kept across epochs", action: "store `loss.item()`, not `loss`; clear caches and hooks; `gc.collect()` at epoch ends", observe: "live tensor bytes per epoch (`headroom epochs`, `headroom run`)" },
+    Symptom { rule: Rule::CacheGrowth, symptom: "the process holds more memory each epoch, but its live tensors do not grow", hypothesis: "the caching allocator keeps freed blocks: not a leak", action: "`torch.mps.empty_cache()` / `torch.cuda.empty_cache()` at epoch ends, or a lower `PYTORCH_MPS_HIGH_WATERMARK_RATIO`", observe: "live and cache bytes per epoch (`headroom run`, `headroom epochs`)" },
     Symptom { rule: Rule::LeakPersists, symptom: "memory still climbs with gc and empty_cache at every epoch", hypothesis: "the leak is in code you cannot change soon", action: "run it on a dedicated remote host where its growth hurts nobody", observe: "`headroom epochs --release both` growth" },
     Symptom { rule: Rule::Oom, symptom: "out of memory at some batches", hypothesis: "the batch does not fit beside everything else", action: "use the sweep's max-safe batch; release the cache between phases", observe: "peak memory per batch in the sweep" },
     Symptom { rule: Rule::FastThenSlow, symptom: "fast early, slow later", hypothesis: "the allocator cache grows until the system swaps", action: "lower the batch and release the cache at epoch ends", observe: "throughput and cache bytes per epoch" },
@@ -392,6 +399,9 @@ fn your_run(
     }
     if let Some(d) = &r.device {
         measured.push(format!("on {d}"));
+    }
+    if let Some(b) = r.gpu_busy {
+        measured.push(format!("GPU busy {} of the run", pct(b)));
     }
     if !measured.is_empty() {
         say(
@@ -590,6 +600,9 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
     if let Some(e) = &f.epochs {
         if e.leak {
             say(Rule::Leak, Column::Mps, format!("memory grew {:+.0} % over {} epochs ({}, release {}): suspect a reference leak", e.growth * 100.0, e.epochs, e.cite(), e.release));
+        }
+        if let Some(g) = e.cache_growth.filter(|_| !e.leak) {
+            say(Rule::CacheGrowth, Column::Mps, format!("the allocator's cache grew {:+.0} % over {} epochs while live tensors stayed flat ({}): not a leak; empty_cache at epoch ends gives it back", g * 100.0, e.epochs, e.cite()));
         }
         if e.slowing {
             say(Rule::FastThenSlow, Column::Mps, format!("fast early, slow later: throughput {} from the first to the last epoch ({}); adjust the batch and release the cache", e.throughput_change.map_or_else(|| "fell".into(), |c| format!("{:+.0} %", c * 100.0)), e.cite()));

@@ -300,13 +300,25 @@ fn epoch_fact(ledger: &Ledger, run: &RunRecord) -> Result<Option<EpochFact>, Cor
             .map(|r| format!(" at batch {}", r.batch))
             .unwrap_or_default()
     );
-    let judged = v.live.as_ref().or(v.footprint.as_ref());
     let epochs = ledger
         .samples::<serde_json::Value>(run.id, "epoch")
         .map(|s| u32::try_from(s.len()).unwrap_or(u32::MAX))
         .unwrap_or(0);
-    Ok(Some(EpochFact {
-        run_id: run.id,
+    Ok(Some(judged_epochs(run.id, source, &v, epochs, release)))
+}
+
+/// A memory-over-epochs fact from a verdict: growth of the judged measure (live tensors where
+/// known, else the footprint), the cache's growth when that is the verdict.
+fn judged_epochs(
+    run_id: i64,
+    source: String,
+    v: &EpochVerdict,
+    epochs: u32,
+    release: String,
+) -> EpochFact {
+    let judged = v.live.as_ref().or(v.footprint.as_ref());
+    EpochFact {
+        run_id,
         source,
         leak: v.kind == EpochVerdictKind::LeakSuspected,
         growth: judged.map_or(0.0, |t| t.growth),
@@ -314,7 +326,10 @@ fn epoch_fact(ledger: &Ledger, run: &RunRecord) -> Result<Option<EpochFact>, Cor
         release,
         slowing: v.slowing,
         throughput_change: v.throughput.as_ref().map(|t| t.growth),
-    }))
+        cache_growth: (v.kind == EpochVerdictKind::CacheGrowth)
+            .then(|| v.cache.as_ref().map(|t| t.growth))
+            .flatten(),
+    }
 }
 
 fn epoch_facts(ledger: &Ledger, runs: &[RunRecord], f: &mut Facts) -> Result<(), CoreError> {
@@ -392,18 +407,13 @@ fn user_run_facts(runs: &[RunRecord], f: &mut Facts) {
         o.epochs.len() >= 3 && o.verdict.kind != crate::epochs::EpochVerdictKind::TooShort
     });
     if let Some((_, o)) = judged {
-        let v = &o.verdict;
-        let measure = v.live.as_ref().or(v.footprint.as_ref());
-        f.epochs = Some(EpochFact {
-            run_id: o.run_id,
-            source: run_fact(&o).source(),
-            leak: v.kind == EpochVerdictKind::LeakSuspected,
-            growth: measure.map_or(0.0, |t| t.growth),
-            epochs: u32::try_from(o.epochs.len()).unwrap_or(u32::MAX),
-            release: "none".into(),
-            slowing: v.slowing,
-            throughput_change: v.throughput.as_ref().map(|t| t.growth),
-        });
+        f.epochs = Some(judged_epochs(
+            o.run_id,
+            run_fact(&o).source(),
+            &o.verdict,
+            u32::try_from(o.epochs.len()).unwrap_or(u32::MAX),
+            "none".into(),
+        ));
     }
 }
 

@@ -441,7 +441,7 @@ export type Column = "cpu" | "mps" | "mlx" | "remote";
 
 export type Status = "recommended" | "viable" | "risky" | "blocked";
 
-export type Rule = "rosetta" | "not_available" | "data_pipeline" | "near_one" | "faster" | "leak" | "leak_persists" | "oom" | "fast_then_slow" | "slow_layer" | "fallback" | "llm_inference" | "cuda_parity" | "contention" | "no_remote" | "remote_down" | "unmeasured" | "mlx_faster" | "your_run";
+export type Rule = "rosetta" | "not_available" | "data_pipeline" | "near_one" | "faster" | "leak" | "leak_persists" | "oom" | "fast_then_slow" | "slow_layer" | "fallback" | "llm_inference" | "cuda_parity" | "contention" | "no_remote" | "remote_down" | "unmeasured" | "mlx_faster" | "your_run" | "cache_growth";
 
 export type Reason = { rule: Rule, column: Column, text: string, };
 

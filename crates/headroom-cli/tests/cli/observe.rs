@@ -355,3 +355,56 @@ fn an_out_of_memory_error_in_the_script_is_reported_with_its_message() {
         "{d}"
     );
 }
+
+/// Data-parallel training as `torchrun` launches it: two CPU ranks (gloo) under the launcher,
+/// each a Python of its own that reports with its pid; the run counts them and follows the
+/// first rank to step.
+const DDP: &str = r#"
+import torch, torch.distributed as dist
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+ds = TensorDataset(torch.randn(256, 16), torch.randint(0, 4, (256,)))
+sampler = DistributedSampler(ds)
+loader = DataLoader(ds, batch_size=16, sampler=sampler)
+model = nn.parallel.DistributedDataParallel(nn.Linear(16, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(3):
+    sampler.set_epoch(epoch)
+    for x, y in loader:
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+dist.destroy_process_group()
+"#;
+
+#[test]
+fn torchrun_ranks_report_with_their_pids_and_the_run_counts_them() {
+    let home = Home::new();
+    let script = write(&home, "ddp.py", DDP);
+    let (out, v) = observe(
+        &home,
+        &[],
+        &[
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node=2",
+            &script,
+        ],
+    );
+    ok(&out);
+    let o = &v["observed"];
+    assert_eq!(o["stepping_processes"], 2, "two ranks stepped: {o}");
+    assert!(
+        o["processes"].as_u64().is_some_and(|n| n >= 3),
+        "the launcher and both ranks imported torch: {o}"
+    );
+    // 256 samples over 2 ranks, batch 16: 8 steps an epoch on the followed rank.
+    assert_eq!(o["steps"], 24, "{o}");
+    assert_eq!(o["batch"], 16, "{o}");
+    assert_eq!(v["epochs"].as_array().map(Vec::len), Some(3), "{v}");
+}

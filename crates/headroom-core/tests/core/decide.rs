@@ -57,6 +57,7 @@ fn epochs(leak: bool, growth: f64, release: &str) -> EpochFact {
         release: release.into(),
         slowing: false,
         throughput_change: None,
+        cache_growth: None,
     }
 }
 
@@ -600,4 +601,54 @@ fn your_runs_measured_data_share_decides_the_pipeline_rule_over_a_built_in_sweep
     let data = texts(&d, Rule::DataPipeline);
     assert_eq!(data.len(), 1, "{data:?}");
     assert!(data[0].starts_with("run 12 (`python train.py --epochs 3`) at batch 32: waiting for the DataLoader takes 60.0 % of the step"), "{}", data[0]);
+}
+
+#[test]
+fn a_growing_cache_with_flat_live_tensors_is_named_not_called_a_leak() {
+    let e = EpochFact {
+        source: "run 12 (`python train.py`) at batch 32".into(),
+        cache_growth: Some(0.6),
+        ..epochs(false, 0.01, "none")
+    };
+    let d = decide(
+        &Facts {
+            epochs: Some(e.clone()),
+            ..mac()
+        },
+        &t(),
+    );
+    let cache = texts(&d, Rule::CacheGrowth);
+    assert_eq!(cache.len(), 1, "{:?}", d.reasons);
+    assert!(cache[0].contains("cache grew +60 % over 10 epochs while live tensors stayed flat (run 12 (`python train.py`) at batch 32)"), "{}", cache[0]);
+    assert!(!d.fired(Rule::Leak));
+    assert!(d.symptoms.iter().any(|s| s.rule == Rule::CacheGrowth));
+    // A leak verdict is a leak, whatever the cache did.
+    let d = decide(
+        &Facts {
+            epochs: Some(EpochFact { leak: true, ..e }),
+            ..mac()
+        },
+        &t(),
+    );
+    assert!(d.fired(Rule::Leak) && !d.fired(Rule::CacheGrowth));
+}
+
+#[test]
+fn your_runs_gpu_busy_is_among_what_it_measured() {
+    let d = decide(
+        &Facts {
+            run: Some(RunFact {
+                gpu_busy: Some(0.15),
+                ..your_run(0.1, 0.0, false)
+            }),
+            ..mac()
+        },
+        &t(),
+    );
+    let mine = texts(&d, Rule::YourRun);
+    assert!(
+        mine[0].contains("GPU busy 15.0 % of the run"),
+        "{}",
+        mine[0]
+    );
 }
