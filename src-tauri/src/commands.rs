@@ -230,7 +230,7 @@ pub async fn start_sweep(
                     s.status = JobStatus::Error;
                     s.message = e.to_string();
                     s.error = Some(headroom_core::jobs::sweep::JobError {
-                        code: AppError::from(e).code.to_string(),
+                        code: AppError::from(e).code,
                         message: s.message.clone(),
                     });
                 }

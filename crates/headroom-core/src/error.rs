@@ -3,9 +3,14 @@
 use serde::{Deserialize, Serialize};
 
 /// What kind of failure an error is: what the app's UI receives beside the message (the CLI
-/// prints the message alone). Every error the app returns carries one of these.
+/// prints the message alone), and what a job that failed reports (the worker's `error` event,
+/// a sweep's or an epochs run's `error`). Every error the app returns and every job error
+/// carries one of these: one set of codes everywhere.
+///
+/// Read leniently: a code this Headroom does not know (a newer worker on a remote host) reads
+/// as [`ErrorCode::Internal`], so its message still arrives.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     /// A value the user gave was refused; the message says which and what to give instead.
@@ -30,11 +35,36 @@ pub enum ErrorCode {
     Tunnel,
     /// Anything else (a bug: the message says what).
     Internal,
+    /// The worker refused its request (a value the parent should have checked, a protocol
+    /// mismatch).
+    BadRequest,
+    /// The device asked for is not there (`mps` off a Mac, `cuda:3` on one GPU).
+    BadDevice,
+    /// No such built-in workload.
+    BadWorkload,
+    /// The input shape does not suit the workload.
+    BadShape,
+    /// A TorchScript file that is missing or cannot be loaded and trained.
+    BadModel,
+    /// The device's memory cannot be read, so no budget can be kept.
+    NoMemoryInfo,
+    /// The device's allocator failed (its statistics or `empty_cache`).
+    Allocator,
+    /// libtorch raised an error.
+    Torch,
+    /// `headroom-worker` is missing beside `headroom`.
+    NoWorker,
+    /// The worker died or was stopped before the end.
+    Interrupted,
+    /// The user cancelled the job.
+    Cancelled,
+    /// The worker passed its memory budget and was stopped.
+    OverBudget,
 }
 
 impl ErrorCode {
     /// Every code, in the order the UI documents them.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 23] = [
         Self::InvalidInput,
         Self::NotFound,
         Self::Busy,
@@ -46,6 +76,18 @@ impl ErrorCode {
         Self::Opener,
         Self::Tunnel,
         Self::Internal,
+        Self::BadRequest,
+        Self::BadDevice,
+        Self::BadWorkload,
+        Self::BadShape,
+        Self::BadModel,
+        Self::NoMemoryInfo,
+        Self::Allocator,
+        Self::Torch,
+        Self::NoWorker,
+        Self::Interrupted,
+        Self::Cancelled,
+        Self::OverBudget,
     ];
 
     /// The wire name (`invalid_input`).
@@ -62,7 +104,34 @@ impl ErrorCode {
             Self::Opener => "opener",
             Self::Tunnel => "tunnel",
             Self::Internal => "internal",
+            Self::BadRequest => "bad_request",
+            Self::BadDevice => "bad_device",
+            Self::BadWorkload => "bad_workload",
+            Self::BadShape => "bad_shape",
+            Self::BadModel => "bad_model",
+            Self::NoMemoryInfo => "no_memory_info",
+            Self::Allocator => "allocator",
+            Self::Torch => "torch",
+            Self::NoWorker => "no_worker",
+            Self::Interrupted => "interrupted",
+            Self::Cancelled => "cancelled",
+            Self::OverBudget => "over_budget",
         }
+    }
+
+    /// The code named `text`; [`ErrorCode::Internal`] for a name this Headroom does not know.
+    pub fn parse(text: &str) -> Self {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.as_str() == text)
+            .unwrap_or(Self::Internal)
+    }
+}
+
+impl<'de> Deserialize<'de> for ErrorCode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Ok(Self::parse(&name))
     }
 }
 
@@ -170,6 +239,27 @@ pub fn ledger_advice(e: &rusqlite::Error) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_set_of_codes_reads_back_and_an_unknown_one_still_carries_its_message() {
+        for c in ErrorCode::ALL {
+            let wire = serde_json::to_string(&c).unwrap();
+            assert_eq!(wire, format!("\"{}\"", c.as_str()));
+            assert_eq!(serde_json::from_str::<ErrorCode>(&wire).unwrap(), c);
+        }
+        // A worker's error with a code a newer Headroom added: the event still parses.
+        let e = crate::protocol::Event::from_line(
+            r#"{"event":"error","code":"gpu_on_fire","message":"the GPU is on fire"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            e,
+            crate::protocol::Event::Error {
+                code: ErrorCode::Internal,
+                message: "the GPU is on fire".into()
+            }
+        );
+    }
 
     fn failure(code: i32) -> rusqlite::Error {
         rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None)

@@ -532,7 +532,7 @@ pub enum Event {
     Result(SweepSummary),
     /// The run cannot continue; `code` is stable for programs to branch on.
     Error {
-        code: String,
+        code: crate::error::ErrorCode,
         message: String,
     },
     /// "Still here": written every [`HEARTBEAT`] from the worker's own thread, so a parent can

@@ -1,6 +1,7 @@
 //! Devices: parsing `auto|cpu|mps|cuda[:N]`, checking they exist, their memory, and waiting for
 //! their queued work.
 
+use headroom_core::error::ErrorCode;
 use headroom_core::sysmem;
 use tch::Device;
 
@@ -43,7 +44,7 @@ pub fn resolve(spec: &str) -> Result<Device, TorchError> {
         "cpu" => Ok(Device::Cpu),
         "mps" if has_mps => Ok(Device::Mps),
         "mps" => Err(TorchError::bad(
-            "bad_device",
+            ErrorCode::BadDevice,
             format!("device mps is not available here (this libtorch has no usable MPS backend); devices present: {}", present()),
         )),
         _ => {
@@ -54,7 +55,7 @@ pub fn resolve(spec: &str) -> Result<Device, TorchError> {
             };
             let Some(i) = idx else {
                 return Err(TorchError::bad(
-                    "bad_device",
+                    ErrorCode::BadDevice,
                     format!("device {spec:?} is not one of auto, cpu, mps, cuda, cuda:N"),
                 ));
             };
@@ -62,7 +63,7 @@ pub fn resolve(spec: &str) -> Result<Device, TorchError> {
                 Ok(Device::Cuda(i))
             } else {
                 Err(TorchError::bad(
-                    "bad_device",
+                    ErrorCode::BadDevice,
                     format!("device {spec} is not there: this machine has {cuda_count} CUDA device(s); devices present: {}; pass --device with one of them", present()),
                 ))
             }
@@ -123,7 +124,7 @@ pub fn info(device: Device) -> Result<DeviceInfo, TorchError> {
         }
         _ => {
             let sys = sysmem::system_memory().ok_or_else(|| {
-                TorchError::bad("no_memory_info", "cannot read this machine's memory; pass --budget explicitly, e.g. --budget 8GiB")
+                TorchError::bad(ErrorCode::NoMemoryInfo, "cannot read this machine's memory; pass --budget explicitly, e.g. --budget 8GiB")
             })?;
             let own = sysmem::process_memory().map_or(0, |(rss, _)| rss);
             let name = headroom_core::machine::cpu_brand().unwrap_or_else(|| "CPU".into());

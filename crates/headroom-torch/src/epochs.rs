@@ -4,6 +4,7 @@
 //! epoch, a true leak for proving the detector.
 
 use headroom_core::epochs::EpochSample;
+use headroom_core::error::ErrorCode;
 use headroom_core::protocol::{EpochsRequest, Event, Phase};
 use headroom_core::sysmem;
 use tch::{Kind, Tensor};
@@ -14,7 +15,7 @@ use crate::{alloc, device, TorchError};
 /// Runs `req`, emitting `hello`, progress and one `epoch` event per epoch.
 pub fn run_epochs(req: &EpochsRequest, emit: &mut dyn FnMut(Event)) -> Result<(), TorchError> {
     if let Err(e) = req.check() {
-        return Err(TorchError::bad("bad_request", e.to_string()));
+        return Err(TorchError::bad(ErrorCode::BadRequest, e.to_string()));
     }
     let (mut stepper, dev) = start_training_job(
         &req.device,

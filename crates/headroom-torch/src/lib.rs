@@ -5,6 +5,8 @@
 //!
 //! [`SweepRequest`]: headroom_core::protocol::SweepRequest
 
+use headroom_core::error::ErrorCode;
+
 pub mod alloc;
 pub mod device;
 pub mod epochs;
@@ -23,7 +25,7 @@ pub enum TorchError {
     Allocator { what: String, message: String },
     /// The request cannot run as given (unknown workload, bad shape, absent device...).
     #[error("{message}")]
-    BadRequest { code: &'static str, message: String },
+    BadRequest { code: ErrorCode, message: String },
     /// libtorch raised an error.
     #[error("libtorch: {0}")]
     Torch(#[from] tch::TchError),
@@ -31,15 +33,15 @@ pub enum TorchError {
 
 impl TorchError {
     /// A stable code for programs: `bad_device`, `bad_workload`, `bad_shape`, `bad_model`, `torch`.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Allocator { .. } => "allocator",
-            Self::BadRequest { code, .. } => code,
-            Self::Torch(_) => "torch",
+            Self::Allocator { .. } => ErrorCode::Allocator,
+            Self::BadRequest { code, .. } => *code,
+            Self::Torch(_) => ErrorCode::Torch,
         }
     }
 
-    pub(crate) fn bad(code: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn bad(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::BadRequest {
             code,
             message: message.into(),
@@ -57,7 +59,7 @@ pub(crate) fn set_threads(threads: Option<u32>) -> Result<(), TorchError> {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     if t == 0 || usize::try_from(t).map_or(true, |t| t > cores) {
         return Err(TorchError::bad(
-            "bad_request",
+            ErrorCode::BadRequest,
             format!(
                 "--threads {t} cannot run here: this machine has {cores} core(s); give 1 to {cores}"
             ),

@@ -9,6 +9,7 @@
 //! timed split step; a short one gets two extra split steps. Inputs are made once per point, on the device, unless
 //! the request asks for host inputs copied every step.
 
+use headroom_core::error::ErrorCode;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
@@ -267,7 +268,7 @@ impl Stepper {
         {
             if last != classes {
                 return Err(TorchError::bad(
-                    "bad_shape",
+                    ErrorCode::BadShape,
                     format!("model output has {last} classes, expected {classes}"),
                 ));
             }

@@ -5,6 +5,7 @@
 //! is taken apart through its top-level children (the C++ shim), which works when they run in
 //! order, as in an `nn.Sequential`.
 
+use headroom_core::error::ErrorCode;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::time::Instant;
 
@@ -58,7 +59,7 @@ fn shim_error(what: &str, buf: &[c_char]) -> TorchError {
         .next()
         .unwrap_or("")
         .to_owned();
-    TorchError::bad("bad_model", format!("{what}: {msg}"))
+    TorchError::bad(ErrorCode::BadModel, format!("{what}: {msg}"))
 }
 
 /// A TorchScript module loaded a second time, in eval mode, to run its children one by one.
@@ -76,7 +77,7 @@ impl ScriptChildren {
             other => format!("{other:?}").to_lowercase(),
         };
         let c_path = CString::new(path.display().to_string())
-            .map_err(|_| TorchError::bad("bad_model", "the model path has a NUL byte"))?;
+            .map_err(|_| TorchError::bad(ErrorCode::BadModel, "the model path has a NUL byte"))?;
         let c_dev = CString::new(device).unwrap_or_default();
         let mut err = vec![0 as c_char; 1024];
         let mut handle = std::ptr::null_mut();
@@ -236,7 +237,7 @@ fn time_chain(
                     format!("the output of {}", layers[i - 1].0)
                 };
                 TorchError::bad(
-                    "bad_model",
+                    ErrorCode::BadModel,
                     format!(
                         "layer {name} failed on {prev} ({e}): per-layer times need top-level \
                          layers that run in order, as in an nn.Sequential"
@@ -265,7 +266,7 @@ fn time_chain(
 pub fn run_profile(req: &ProfileRequest, emit: &mut dyn FnMut(Event)) -> Result<(), TorchError> {
     if req.batch == 0 || req.reps == 0 {
         return Err(TorchError::bad(
-            "bad_request",
+            ErrorCode::BadRequest,
             "batch and reps must be 1 or more",
         ));
     }

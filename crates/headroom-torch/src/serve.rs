@@ -39,7 +39,7 @@ pub fn run() -> ExitCode {
     let mut line = String::new();
     if let Err(e) = std::io::stdin().lock().read_line(&mut line) {
         emit(Event::Error {
-            code: "bad_request".into(),
+            code: headroom_core::error::ErrorCode::BadRequest,
             message: format!("cannot read the request: {e}"),
         });
         return ExitCode::from(2);
@@ -48,7 +48,7 @@ pub fn run() -> ExitCode {
         Ok(j) => j,
         Err(e) => {
             emit(Event::Error {
-                code: "bad_request".into(),
+                code: headroom_core::error::ErrorCode::BadRequest,
                 message: e.to_string(),
             });
             return ExitCode::from(2);
@@ -69,7 +69,7 @@ pub fn run() -> ExitCode {
         }
         Err(e) => {
             emit(Event::Error {
-                code: e.code().into(),
+                code: e.code(),
                 message: e.to_string(),
             });
             ExitCode::from(2)

@@ -252,7 +252,7 @@ export type Phase = "setup" | "warmup" | "timed" | "split";
 
 export type Update = { "kind": "worker_started", pid: number, } | { "kind": "started", run_id: number, hello: Hello, } | { "kind": "progress", batch: number, phase: Phase, step: number, of: number, } | { "kind": "point", point: Point, } | { "kind": "warning", message: string, };
 
-export type JobError = { code: string, message: string, };
+export type JobError = { code: ErrorCode, message: string, };
 
 export type RunRecord = { id: number, kind: RunKind, started_at: string, finished_at: string | null, status: RunStatus, host: string, device: string, device_name: string, workload: string, dtype: string, mode: string, libtorch: string, git_commit: string | null, git_dirty: boolean | null, budget_bytes: number | null, chosen_batch: number | null, peak_bytes: number | null, fallback: boolean | null, points: number, summary: SweepSummary | null, 
 /**
@@ -315,7 +315,7 @@ every_doubling?: boolean, };
 
 export type AppError = { code: ErrorCode, message: string, };
 
-export type ErrorCode = "invalid_input" | "not_found" | "busy" | "ledger" | "worker" | "io" | "keygen" | "no_ssh" | "opener" | "tunnel" | "internal";
+export type ErrorCode = "invalid_input" | "not_found" | "busy" | "ledger" | "worker" | "io" | "keygen" | "no_ssh" | "opener" | "tunnel" | "internal" | "bad_request" | "bad_device" | "bad_workload" | "bad_shape" | "bad_model" | "no_memory_info" | "allocator" | "torch" | "no_worker" | "interrupted" | "cancelled" | "over_budget";
 
 export type Dtype = "f32" | "f16" | "bf16";
 
@@ -592,4 +592,4 @@ export const RELEASES: readonly Release[] = ["none", "gc", "empty-cache", "both"
 
 export const RUN_KINDS: readonly RunKind[] = ["doctor", "sweep", "epochs", "profile", "run", "watch", "mlx-compare", "remote-check"];
 
-export const ERROR_CODES: readonly ErrorCode[] = ["invalid_input", "not_found", "busy", "ledger", "worker", "io", "keygen", "no_ssh", "opener", "tunnel", "internal"];
+export const ERROR_CODES: readonly ErrorCode[] = ["invalid_input", "not_found", "busy", "ledger", "worker", "io", "keygen", "no_ssh", "opener", "tunnel", "internal", "bad_request", "bad_device", "bad_workload", "bad_shape", "bad_model", "no_memory_info", "allocator", "torch", "no_worker", "interrupted", "cancelled", "over_budget"];

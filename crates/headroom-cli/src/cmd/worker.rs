@@ -47,7 +47,7 @@ fn refuse(doctor: bool, message: &str) -> ExitCode {
         println!(
             "{}",
             Event::Error {
-                code: "no_worker".into(),
+                code: headroom_core::error::ErrorCode::NoWorker,
                 message: message.to_owned(),
             }
             .to_line()

@@ -102,7 +102,7 @@ pub fn run_epochs(
         let note =
             super::with_last_words(format!("{why} after {} epoch(s)", out.samples.len()), &tail);
         out.error = Some(JobError {
-            code: "interrupted".into(),
+            code: crate::error::ErrorCode::Interrupted,
             message: note.clone(),
         });
         (RunStatus::Interrupted, Some(note))

@@ -99,7 +99,7 @@ pub fn run_profile(
             let note =
                 super::with_last_words(format!("the worker {}", describe_exit(&status)), &tail);
             out.error = Some(JobError {
-                code: "interrupted".into(),
+                code: crate::error::ErrorCode::Interrupted,
                 message: note.clone(),
             });
             (RunStatus::Interrupted, Some(note))

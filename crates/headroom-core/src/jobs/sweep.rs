@@ -47,7 +47,7 @@ pub enum Update {
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobError {
-    pub code: String,
+    pub code: crate::error::ErrorCode,
     pub message: String,
 }
 
@@ -445,7 +445,7 @@ pub fn run_sweep_on(
                 );
                 if restarts >= MAX_RESTARTS {
                     session.out.error = Some(JobError {
-                        code: "over_budget".into(),
+                        code: crate::error::ErrorCode::OverBudget,
                         message: format!(
                             "{message}; gave up after {MAX_RESTARTS} restarts — raise the budget"
                         ),
@@ -501,11 +501,10 @@ pub fn run_sweep_on(
         }
         out.error = Some(JobError {
             code: if cancel.is_cancelled() {
-                "cancelled"
+                crate::error::ErrorCode::Cancelled
             } else {
-                "interrupted"
-            }
-            .into(),
+                crate::error::ErrorCode::Interrupted
+            },
             message: note.clone(),
         });
         (RunStatus::Interrupted, Some(note))

@@ -1,5 +1,6 @@
 //! `cnn`: a small ResNet (three stages of two basic blocks, 32/64/128 channels) for 3×32×32 images.
 
+use headroom_core::error::ErrorCode;
 use tch::nn::{self, ModuleT};
 use tch::Tensor;
 
@@ -104,7 +105,7 @@ pub(super) fn build(root: &nn::Path<'_>, shape: Option<&[i64]>) -> Result<Built,
     check_shape(&shape, "cnn (channels x height x width)", 3..=3)?;
     if shape[1] < 4 || shape[2] < 4 {
         return Err(TorchError::bad(
-            "bad_shape",
+            ErrorCode::BadShape,
             "cnn needs images of at least 4x4 pixels, e.g. --input-shape 3x32x32",
         ));
     }

@@ -8,6 +8,7 @@ mod mlp;
 mod script;
 mod transformer;
 
+use headroom_core::error::ErrorCode;
 use std::path::Path;
 
 use headroom_core::protocol::{Dtype, BUILTIN_WORKLOADS};
@@ -128,7 +129,7 @@ pub fn build(
             "copy" => copy::build(&root, input_shape)?,
             other => {
                 return Err(TorchError::bad(
-                    "bad_workload",
+                    ErrorCode::BadWorkload,
                     format!(
                     "unknown workload {other:?}: use one of {} or a TorchScript file (model.pt)",
                     BUILTIN_WORKLOADS.join(", ")
@@ -164,7 +165,7 @@ pub(crate) fn check_shape(
 ) -> Result<(), TorchError> {
     if !dims.contains(&shape.len()) || shape.iter().any(|d| *d <= 0) {
         return Err(TorchError::bad(
-            "bad_shape",
+            ErrorCode::BadShape,
             format!(
                 "input shape {} does not fit {name}: it takes {}..={} positive dimensions per sample",
                 fmt_shape(shape),

@@ -1,6 +1,7 @@
 //! A user's TorchScript module (`torch.jit.script(model).save("model.pt")`), trained with a
 //! mean-square loss on its output so any output shape works.
 
+use headroom_core::error::ErrorCode;
 use std::path::Path;
 
 use tch::{nn, Tensor, TrainableCModule};
@@ -16,7 +17,7 @@ impl Model for Script {
     fn forward(&self, x: &Tensor, _train: bool) -> Result<Tensor, TorchError> {
         self.module.forward_ts(&[x]).map_err(|e| {
             TorchError::bad(
-                "bad_shape",
+                ErrorCode::BadShape,
                 format!(
                     "the model's forward failed on an input of shape {:?}: {}; check --input-shape \
                      (one sample, without the batch) and that forward takes one tensor and returns one tensor",
@@ -46,26 +47,26 @@ pub(super) fn build(
     let shown = path.display();
     let meta = std::fs::metadata(path).map_err(|e| {
         TorchError::bad(
-            "bad_model",
+            ErrorCode::BadModel,
             format!("cannot read model file {shown}: {e}; give the path of a TorchScript .pt file"),
         )
     })?;
     if !meta.is_file() {
         return Err(TorchError::bad(
-            "bad_model",
+            ErrorCode::BadModel,
             format!("{shown} is not a file; give the path of a TorchScript .pt file"),
         ));
     }
     let Some(shape) = shape else {
         return Err(TorchError::bad(
-            "bad_shape",
+            ErrorCode::BadShape,
             format!("a TorchScript model needs --input-shape (one sample, without the batch), e.g. --input-shape 3x224x224 for {shown}"),
         ));
     };
     check_shape(shape, "a TorchScript model", 1..=6)?;
     let mut module = TrainableCModule::load(path, vs.root()).map_err(|e| {
         TorchError::bad(
-            "bad_model",
+            ErrorCode::BadModel,
             format!(
                 "{shown} is not a TorchScript module libtorch can load ({}); export it with \
                  torch.jit.script(model).save(path) or torch.jit.trace(model, example).save(path) — \

@@ -1,6 +1,7 @@
 //! `vit-tiny` (patch 16, width 192, depth 12, 3 heads, 224×224) and `gpt-tiny` (a small causal
 //! transformer), sharing one pre-norm block built on `scaled_dot_product_attention`.
 
+use headroom_core::error::ErrorCode;
 use tch::nn::{self, Module};
 use tch::Tensor;
 
@@ -143,7 +144,7 @@ pub(super) fn build_vit(root: &nn::Path<'_>, shape: Option<&[i64]>) -> Result<Bu
     check_shape(&shape, "vit-tiny (channels x height x width)", 3..=3)?;
     if shape[1] % PATCH != 0 || shape[2] % PATCH != 0 {
         return Err(TorchError::bad(
-            "bad_shape",
+            ErrorCode::BadShape,
             format!("vit-tiny needs height and width divisible by its patch size {PATCH}, e.g. 3x224x224; got {}", super::fmt_shape(&shape)),
         ));
     }
@@ -240,7 +241,7 @@ pub(super) fn build_gpt(root: &nn::Path<'_>, shape: Option<&[i64]>) -> Result<Bu
     check_shape(&shape, "gpt-tiny (sequence length)", 1..=1)?;
     if shape[0] > MAX_CONTEXT {
         return Err(TorchError::bad(
-            "bad_shape",
+            ErrorCode::BadShape,
             format!(
                 "gpt-tiny takes sequences up to {MAX_CONTEXT} tokens; got {}",
                 shape[0]
