@@ -170,7 +170,7 @@ pub(crate) fn begin_worker_run(
     ledger: &Ledger,
     kind: crate::ledger::RunKind,
     h: &crate::protocol::Hello,
-    dtype: &str,
+    dtype: crate::protocol::Dtype,
     request_json: String,
 ) -> Result<i64, CoreError> {
     if h.protocol != crate::protocol::PROTOCOL_VERSION {
@@ -187,8 +187,8 @@ pub(crate) fn begin_worker_run(
         device: h.device.clone(),
         device_name: h.device_name.clone(),
         workload: h.workload.clone(),
-        dtype: dtype.into(),
-        mode: "train".into(),
+        dtype: Some(dtype),
+        mode: Some(crate::protocol::Mode::Train),
         libtorch: h.libtorch.clone(),
         git_commit: git.commit,
         git_dirty: git.dirty,

@@ -161,8 +161,10 @@ pub struct NewRun {
     pub device: String,
     pub device_name: String,
     pub workload: String,
-    pub dtype: String,
-    pub mode: String,
+    /// The precision it ran in; none for runs that have none (doctor, a wrapped command).
+    pub dtype: Option<crate::protocol::Dtype>,
+    /// Training or inference; none for runs that have none.
+    pub mode: Option<crate::protocol::Mode>,
     pub libtorch: String,
     pub git_commit: Option<String>,
     pub git_dirty: Option<bool>,
@@ -210,6 +212,11 @@ pub struct RunContext {
     pub python: Option<crate::readiness::python::PythonTorch>,
 }
 
+/// How a dtype or mode is stored: its name, `-` for none.
+pub(crate) fn stored_name(name: Option<&'static str>) -> &'static str {
+    name.unwrap_or("-")
+}
+
 /// One run as stored.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -223,8 +230,10 @@ pub struct RunRecord {
     pub device: String,
     pub device_name: String,
     pub workload: String,
-    pub dtype: String,
-    pub mode: String,
+    /// The precision it ran in; none for runs that have none (doctor, a wrapped command).
+    pub dtype: Option<crate::protocol::Dtype>,
+    /// Training or inference; none for runs that have none.
+    pub mode: Option<crate::protocol::Mode>,
     pub libtorch: String,
     pub git_commit: Option<String>,
     pub git_dirty: Option<bool>,
@@ -239,6 +248,22 @@ pub struct RunRecord {
     #[cfg_attr(feature = "ts", ts(type = "unknown", optional))]
     pub report: Option<serde_json::Value>,
     pub note: Option<String>,
+}
+
+impl RunRecord {
+    /// Its dtype's name, `-` for none.
+    pub fn dtype_name(&self) -> &'static str {
+        stored_name(self.dtype.map(crate::protocol::Dtype::as_str))
+    }
+
+    /// `f32 / train`, `- / -` for a run that has neither.
+    pub fn dtype_mode(&self) -> String {
+        format!(
+            "{} / {}",
+            self.dtype_name(),
+            stored_name(self.mode.map(crate::protocol::Mode::as_str))
+        )
+    }
 }
 
 /// Switches the ledger to write-ahead logging, so readers never block the sweep that writes.

@@ -204,8 +204,8 @@ pub fn record(ledger: &Ledger, c: &MlxComparison) -> Result<i64, CoreError> {
         device: c.torch_device.clone(),
         device_name: c.mlx_device.clone(),
         workload: c.workload.clone(),
-        dtype: "f32".into(),
-        mode: "-".into(),
+        dtype: Some(crate::protocol::Dtype::F32),
+        mode: None,
         libtorch: c
             .mlx_version
             .as_deref()

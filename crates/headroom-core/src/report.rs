@@ -246,7 +246,7 @@ pub fn facts(r: &RunRecord, rec: &Recorded) -> Vec<(&'static str, String)> {
         ("host", r.host.clone()),
         ("device", format!("{} ({})", r.device, r.device_name)),
         ("workload", r.workload.clone()),
-        ("dtype / mode", format!("{} / {}", r.dtype, r.mode)),
+        ("dtype / mode", r.dtype_mode()),
         ("libtorch", r.libtorch.clone()),
         (
             "git",

@@ -254,7 +254,15 @@ export type Update = { "kind": "worker_started", pid: number, } | { "kind": "sta
 
 export type JobError = { code: ErrorCode, message: string, };
 
-export type RunRecord = { id: number, kind: RunKind, started_at: string, finished_at: string | null, status: RunStatus, host: string, device: string, device_name: string, workload: string, dtype: string, mode: string, libtorch: string, git_commit: string | null, git_dirty: boolean | null, budget_bytes: number | null, chosen_batch: number | null, peak_bytes: number | null, fallback: boolean | null, points: number, summary: SweepSummary | null, 
+export type RunRecord = { id: number, kind: RunKind, started_at: string, finished_at: string | null, status: RunStatus, host: string, device: string, device_name: string, workload: string, 
+/**
+ * The precision it ran in; none for runs that have none (doctor, a wrapped command).
+ */
+dtype: Dtype | null, 
+/**
+ * Training or inference; none for runs that have none.
+ */
+mode: Mode | null, libtorch: string, git_commit: string | null, git_dirty: boolean | null, budget_bytes: number | null, chosen_batch: number | null, peak_bytes: number | null, fallback: boolean | null, points: number, summary: SweepSummary | null, 
 /**
  * The whole report of a run that is not a sweep (a `doctor` run's facts and lights).
  */

@@ -71,7 +71,7 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
                     r.kind,
                     r.device,
                     one_line(&r.workload, 40),
-                    r.dtype,
+                    r.dtype_name(),
                     r.chosen_batch.map_or_else(|| "-".into(), |b| b.to_string()),
                     r.peak_bytes.map_or_else(|| "-".into(), format_bytes),
                     r.points
@@ -122,7 +122,11 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
                 "  host {} · device {} ({}) · libtorch {}",
                 r.host, r.device, r.device_name, r.libtorch
             );
-            println!("  workload {} · {} · {}", r.workload, r.dtype, r.mode);
+            println!(
+                "  workload {} · {}",
+                r.workload,
+                r.dtype_mode().replace(" / ", " · ")
+            );
             println!(
                 "  git {} {}",
                 r.git_commit

@@ -112,8 +112,8 @@ pub fn record(ledger: &Ledger, report: &Report, request_json: &str) -> Result<i6
         device: best,
         device_name,
         workload: "readiness".into(),
-        dtype: "-".into(),
-        mode: "-".into(),
+        dtype: None,
+        mode: None,
         libtorch: report
             .libtorch
             .as_ref()

@@ -55,7 +55,7 @@ pub fn run_epochs(
                     ledger,
                     crate::ledger::RunKind::Epochs,
                     &h,
-                    req.dtype.as_str(),
+                    req.dtype,
                     serde_json::to_string(req)?,
                 )?);
                 if let Some(id) = out.run_id {

@@ -67,7 +67,7 @@ pub fn run_profile(
                     ledger,
                     crate::ledger::RunKind::Profile,
                     &h,
-                    req.dtype.as_str(),
+                    req.dtype,
                     serde_json::to_string(req)?,
                 )?);
                 out.hello = Some(h);

@@ -305,8 +305,8 @@ fn begin(
             device: "process".into(),
             device_name: command.chars().take(120).collect(),
             workload: command.chars().take(200).collect(),
-            dtype: "-".into(),
-            mode: "-".into(),
+            dtype: None,
+            mode: None,
             libtorch: opts
                 .torch_version
                 .clone()
