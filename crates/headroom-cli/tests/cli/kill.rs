@@ -545,3 +545,123 @@ fn a_hundred_workers_killed_at_random_moments_lose_no_recorded_point() {
         started.elapsed().as_secs_f64()
     );
 }
+
+/// Ctrl-C or SIGTERM sent to `headroom run` (not to the terminal's group) reaches the command
+/// too: nothing is left running unmonitored, and the run is closed as interrupted.
+#[test]
+fn a_signal_to_headroom_run_reaches_the_command_and_closes_the_run() {
+    let py = crate::common::python();
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let home = Home::new();
+        let pidfile = home.path().join("pid");
+        let script = "import os, sys, time\nopen(sys.argv[1] + '.tmp', 'w').write(str(os.getpid()))\nos.rename(sys.argv[1] + '.tmp', sys.argv[1])\nfor i in range(600):\n    print('tick', i, flush=True)\n    time.sleep(0.1)\n";
+        let child = home
+            .cmd(&[
+                "run",
+                "--json",
+                "--",
+                py.to_str().expect("utf-8"),
+                "-c",
+                script,
+                pidfile.to_str().expect("utf-8"),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start headroom run");
+        let started = Instant::now();
+        let pid: i32 = loop {
+            if let Some(p) = std::fs::read_to_string(&pidfile)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+            {
+                break p;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the command never started"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        // SAFETY: plain kill(2) on the child we started.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+        let out = child.wait_with_output().expect("wait for headroom run");
+        let until = Instant::now() + Duration::from_secs(10);
+        // SAFETY: kill(2) with signal 0 only asks whether the process exists.
+        while unsafe { libc::kill(pid, 0) } == 0 {
+            assert!(
+                Instant::now() < until,
+                "signal {sig}: the command {pid} still runs"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(v["interrupted"], true, "signal {sig}: {v}");
+        assert!(!out.status.success(), "signal {sig}: {:?}", out.status);
+        assert_eq!(home.runs()[0]["status"], "interrupted", "signal {sig}");
+    }
+}
+
+/// A command killed by a signal (the OOM killer's SIGKILL) is reported with the signal, and
+/// `headroom run` exits 128 + N as a shell does.
+#[test]
+fn a_command_killed_by_a_signal_is_named_and_exits_128_plus_n() {
+    let home = Home::new();
+    let py = crate::common::python();
+    let out = home.run(&[
+        "run",
+        "--",
+        py.to_str().expect("utf-8"),
+        "-c",
+        "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
+    ]);
+    assert_eq!(out.status.code(), Some(128 + 9), "{:?}", out.status);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("killed by signal 9 (SIGKILL"), "{err}");
+    assert_eq!(home.runs()[0]["status"], "failed");
+}
+
+/// 200 MB written without a newline passes through without Headroom keeping it: what is kept
+/// for reading is cut at 64 KiB a line (400 MB used to take Headroom to 791 MB).
+#[test]
+fn a_huge_line_without_newline_passes_through_in_bounded_memory() {
+    let home = Home::new();
+    let py = crate::common::python();
+    let mut child = home
+        .cmd(&[
+            "run",
+            "--",
+            py.to_str().expect("utf-8"),
+            "-c",
+            "import sys, time\nchunk = 'x' * (1 << 20)\nfor _ in range(200):\n    sys.stdout.write(chunk)\nsys.stdout.flush()\ntime.sleep(0.5)\n",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    // Headroom's own peak resident set (VmHWM), read while it runs.
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak_kib = 0u64;
+    let status = loop {
+        if let Some(kib) = std::fs::read_to_string(&status_file).ok().and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        }) {
+            peak_kib = peak_kib.max(kib);
+        }
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(peak_kib > 0, "no reading of headroom's memory");
+    assert!(
+        peak_kib < 100 * 1024,
+        "headroom peaked at {} MiB passing 200 MB of output through",
+        peak_kib / 1024
+    );
+}
