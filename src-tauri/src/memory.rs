@@ -115,10 +115,8 @@ pub fn redraw(s: &mut MemorySnapshot, t: &EpochThresholds) {
 pub fn wrapped_snapshot(o: &WatchOutcome, t: &EpochThresholds) -> MemorySnapshot {
     let seen = o.observed.as_ref();
     let mut facts = vec![format!("{} steps", o.steps)];
-    if let Some(b) = o
-        .batch
-        .or_else(|| seen.and_then(|s| s.batch.and_then(|b| u32::try_from(b).ok())))
-    {
+    // The outcome's batch is already the user's, the command line's or the DataLoader's.
+    if let Some(b) = o.batch {
         facts.push(format!("batch {b}"));
     }
     if let Some(d) = seen.and_then(|s| s.device.as_deref()) {

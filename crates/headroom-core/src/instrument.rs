@@ -484,18 +484,14 @@ impl Channel {
             )
         })?;
         let socket = dir.join("events.sock");
-        let listener = UnixListener::bind(&socket).map_err(|e| {
-            io(
-                "cannot listen for the observer's events (set TMPDIR to a writable folder) in",
-                e,
-            )
-        })?;
-        listener.set_nonblocking(true).map_err(|e| {
-            io(
-                "cannot listen for the observer's events (set TMPDIR to a writable folder) in",
-                e,
-            )
-        })?;
+        let listener = UnixListener::bind(&socket)
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
+            .map_err(|e| {
+                io(
+                    "cannot listen for the observer's events (set TMPDIR to a writable folder) in",
+                    e,
+                )
+            })?;
         let stop = Arc::new(AtomicBool::new(false));
         let acceptor = {
             let stop = Arc::clone(&stop);

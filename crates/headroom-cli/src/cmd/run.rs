@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::{bail, Result};
@@ -14,32 +14,28 @@ use headroom_core::jobs::watch::{describe_signal, run_command, WatchOptions, Wat
 use headroom_core::monitor::{batch_from_args, EpochMatcher, DEFAULT_EPOCH_PATTERN};
 use headroom_core::requests::leak_thresholds;
 
-/// The signal the user sent `headroom run` (0: none yet).
-static SIGNALLED: AtomicI32 = AtomicI32::new(0);
+/// Where a signal the user sent `headroom run` goes: the run's own flag, which it polls while the
+/// command runs (the pattern of `sweep`'s Ctrl-C token).
+static SIGNALLED: OnceLock<Arc<AtomicI32>> = OnceLock::new();
 
 extern "C" fn on_signal(sig: libc::c_int) {
-    SIGNALLED.store(sig, Ordering::SeqCst);
+    if let Some(flag) = SIGNALLED.get() {
+        flag.store(sig, Ordering::SeqCst);
+    }
 }
 
 /// Ctrl-C, SIGTERM and SIGHUP are caught and handed to the run, which forwards them to the
 /// command and closes its record once the command is gone.
 fn catch_signals() -> Arc<AtomicI32> {
-    let shared = Arc::new(AtomicI32::new(0));
-    // SAFETY: the handler only stores to an atomic.
+    let flag = Arc::clone(SIGNALLED.get_or_init(Arc::default));
+    // SAFETY: the handler only loads an initialised OnceLock and stores to an atomic, which are
+    // async-signal-safe.
     unsafe {
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
             libc::signal(sig, on_signal as *const () as libc::sighandler_t);
         }
     }
-    let to = Arc::clone(&shared);
-    std::thread::spawn(move || loop {
-        let sig = SIGNALLED.swap(0, Ordering::SeqCst);
-        if sig != 0 {
-            to.store(sig, Ordering::SeqCst);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    });
-    shared
+    flag
 }
 
 /// Arguments of `headroom run`.
