@@ -61,7 +61,7 @@ pub fn change_notice(prev: Option<&Decision>, next: &Decision) -> Option<(Kind, 
 
 /// One recomputation from the ledger, the configuration and `sampler`.
 fn compute(sampler: &mut Sampler) -> OverviewSnapshot {
-    let (now, problem) = headroom_core::jobs::decision::now(sampler);
+    let (now, problem) = headroom_core::jobs::decision::now(sampler, None);
     OverviewSnapshot {
         decision: now.decision,
         contention: now.contention,

@@ -41,6 +41,11 @@ enum Command {
     Contention(cmd::contention::ContentionArgs),
     /// Where to run this work now: CPU, MPS, MLX or a remote host, with the measured reasons.
     Decide(cmd::decide::DecideArgs),
+    /// Your training projects: folder, Python and command with {batch}/{device}.
+    Project {
+        #[command(subcommand)]
+        command: cmd::project::ProjectCommand,
+    },
     /// Remote hosts: profiles, the managed ssh config, checks.
     Remote {
         #[command(subcommand)]
@@ -91,6 +96,7 @@ fn main() -> ExitCode {
         Command::Contention(args) => cmd::contention::run(&args),
         Command::Decide(args) => cmd::decide::run(&args),
         Command::Remote { command } => cmd::remote::run(&command),
+        Command::Project { command } => cmd::project::run(&command),
         Command::Config { command } => cmd::config::run(&command),
         Command::Epochs(args) => cmd::epochs::run(&args),
         Command::Profile(args) => cmd::profile::run(&args),

@@ -16,6 +16,9 @@ pub struct Config {
     pub epochs: EpochThresholds,
     pub contention: ContentionConfig,
     pub decide: DecideThresholds,
+    /// The user's projects (`headroom project add`), by name.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub projects: std::collections::BTreeMap<String, crate::project::Project>,
 }
 
 /// Which processes count as what, and when memory contention is raised.
@@ -183,7 +186,10 @@ pub fn load_from(path: &Path) -> Result<Config, CoreError> {
 
 /// Parses configuration text, checking every value's range.
 pub fn parse(text: &str) -> Result<Config, String> {
-    let c: Config = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
+    let mut c: Config = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
+    for (name, p) in &mut c.projects {
+        p.name.clone_from(name);
+    }
     c.check()?;
     Ok(c)
 }
@@ -229,6 +235,9 @@ impl Config {
         }
         if self.contention.interval_s == 0 {
             return Err("contention.interval_s must be 1 or more".into());
+        }
+        for p in self.projects.values() {
+            p.validate().map_err(|e| e.to_string())?;
         }
         Ok(())
     }

@@ -99,6 +99,10 @@ pub struct MlxFact {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepFact {
     pub run_id: i64,
+    /// The device as the sweep named it when it is not a built-in sweep on MPS (a script's
+    /// `--device-sweep` accelerator, `cuda`, `cpu@2`); empty: MPS.
+    #[serde(default)]
+    pub device: String,
     pub workload: String,
     pub batch: u32,
     pub step_ms: f64,
@@ -528,9 +532,14 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
     if let (Some(cpu), Some(mps)) = (&f.cpu, &f.mps) {
         let faster = (cpu.step_ms - mps.step_ms) / cpu.step_ms;
         let speedup = cpu.step_ms / mps.step_ms;
+        let on = if mps.device.is_empty() || mps.device == "mps" {
+            "MPS"
+        } else {
+            mps.device.as_str()
+        };
         let at = format!(
-            "{} at batch {}: {:.1} ms per step on MPS vs {:.1} ms on the CPU ({speedup:.2}×)",
-            mps.workload, mps.batch, mps.step_ms, cpu.step_ms
+            "{} at batch {}: {:.1} ms per step on {on} vs {:.1} ms on the CPU ({speedup:.2}×, sweep run {}, baseline run {})",
+            mps.workload, mps.batch, mps.step_ms, cpu.step_ms, mps.run_id, cpu.run_id
         );
         // The user's own run measured its DataLoader waits: that share decides whether the data
         // pipeline bounds the work (the built-in sweep's inputs live on the device and only

@@ -72,19 +72,32 @@ pub fn measured_need(ledger: &Ledger) -> Result<Option<Need>, CoreError> {
 }
 
 /// Gathers the decision's facts from the ledger (this host's runs, newest first, no older than
-/// `max_age_days`), the configuration and a contention sample.
+/// `max_age_days`), the configuration and a contention sample. With `project`, the user's own
+/// runs (wrapped runs and script sweeps) count only when they ran that project; the machine's
+/// checks (doctor, built-in sweeps, remote checks) count whatever the project.
 pub fn gather(
     ledger: &Ledger,
     config: &crate::config::Config,
     contention: Option<&crate::contention::ContentionReport>,
+    project: Option<&str>,
 ) -> Result<Facts, CoreError> {
     let host = crate::jobs::hostname();
     let oldest = crate::time::days_ago(f64::from(config.decide.max_age_days));
-    let runs: Vec<RunRecord> = ledger
+    let mut runs: Vec<RunRecord> = ledger
         .list_runs(RECENT)?
         .into_iter()
         .filter(|r| r.host == host && r.started_at.as_str() >= oldest.as_str())
         .collect();
+    if let Some(name) = project {
+        let mut keep = Vec::with_capacity(runs.len());
+        for r in runs {
+            let owner = run_project(ledger, &r)?;
+            if !owner.user_work || owner.project.as_deref() == Some(name) {
+                keep.push(r);
+            }
+        }
+        runs = keep;
+    }
     let mut f = Facts {
         workload_kind: config.decide.main_job,
         cuda_parity_required: config.decide.cuda_parity_required,
@@ -100,6 +113,33 @@ pub fn gather(
     f.mlx = mlx_fact(&runs);
     f.remotes = remote_facts(ledger)?;
     Ok(f)
+}
+
+/// Whose work a run measured: the user's (a wrapped run, a script sweep) and for which project.
+#[derive(Debug, Default)]
+struct Owner {
+    user_work: bool,
+    project: Option<String>,
+}
+
+fn run_project(ledger: &Ledger, r: &RunRecord) -> Result<Owner, CoreError> {
+    if !matches!(r.kind, RunKind::Run | RunKind::Sweep) {
+        return Ok(Owner::default());
+    }
+    let req: serde_json::Value = ledger
+        .request_json(r.id)?
+        .and_then(|j| serde_json::from_str(&j).ok())
+        .unwrap_or_default();
+    let script = r.kind == RunKind::Run || req.get("script").and_then(serde_json::Value::as_bool) == Some(true);
+    let project = req
+        .get("project")
+        .or_else(|| req.get("tag").and_then(|t| t.get("project")))
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned);
+    Ok(Owner {
+        user_work: script,
+        project,
+    })
 }
 
 /// Every host profile with its newest check (and its newest sweep) from the ledger.
@@ -239,6 +279,7 @@ fn sweep_fact(
         .and_then(|p| {
             Some(SweepFact {
                 run_id: run.id,
+                device: String::new(),
                 workload: run.workload.clone(),
                 batch,
                 step_ms: p.step_ms_p50?,
@@ -254,6 +295,30 @@ fn sweep_fact(
 /// measured that batch; without an MPS sweep, the newest CPU sweep alone.
 fn sweep_facts(ledger: &Ledger, runs: &[RunRecord], f: &mut Facts) -> Result<(), CoreError> {
     let sweeps: Vec<&RunRecord> = complete(runs, RunKind::Sweep).collect();
+    // The user's own script swept on the accelerator with its CPU baseline speaks first.
+    for run in &sweeps {
+        let Some(c) = ledger
+            .samples::<crate::summary::Comparison>(run.id, crate::jobs::usersweep::COMPARISON_SAMPLE)?
+            .into_iter()
+            .next()
+        else {
+            continue;
+        };
+        let Some(base) = c.cpu_run_id.and_then(|id| runs.iter().find(|r| r.id == id)) else {
+            continue;
+        };
+        if let (Some(accel), Some(cpu)) = (
+            sweep_fact(ledger, run, c.batch)?,
+            sweep_fact(ledger, base, c.batch)?,
+        ) {
+            f.mps = Some(SweepFact {
+                device: c.device.clone(),
+                ..accel
+            });
+            f.cpu = Some(cpu);
+            return Ok(());
+        }
+    }
     if let Some(mps) = sweeps.iter().find(|r| r.device == "mps") {
         if let Some(batch) = mps.chosen_batch {
             f.mps = sweep_fact(ledger, mps, batch)?;

@@ -51,6 +51,14 @@ pub struct DeviceMemory {
     /// MPS: the working-set size Metal recommends.
     #[serde(default)]
     pub recommended_max: Option<u64>,
+    /// CUDA: the most the caching allocator held since the previous step.
+    #[serde(default)]
+    pub reserved_peak: Option<u64>,
+    /// CUDA: the device's size and what was free on it, at the first step only.
+    #[serde(default)]
+    pub total: Option<u64>,
+    #[serde(default)]
+    pub free: Option<u64>,
 }
 
 impl DeviceMemory {
@@ -58,6 +66,16 @@ impl DeviceMemory {
     pub fn cached(&self) -> Option<u64> {
         let held = self.reserved.or(self.driver)?;
         Some(held.saturating_sub(self.allocated.unwrap_or(0)))
+    }
+
+    /// The most the allocator held for this process at this reading (CUDA's reserved peak,
+    /// MPS's driver memory): what a device's budget is measured against.
+    pub fn held(&self) -> Option<u64> {
+        [self.reserved_peak, self.reserved, self.driver]
+            .into_iter()
+            .flatten()
+            .max()
+            .or_else(|| self.high())
     }
 
     /// The most this process held on the device at this reading.
@@ -220,6 +238,14 @@ pub struct Observed {
     /// The most the device's allocator held for live tensors at any step, and its cache then.
     pub peak_device_bytes: Option<u64>,
     pub peak_device_cached_bytes: Option<u64>,
+    /// The most the device's allocator held at any step, cache included ([`DeviceMemory::held`]).
+    #[serde(default)]
+    pub peak_device_held_bytes: Option<u64>,
+    /// CUDA: the device's size and what was free on it when the program first stepped.
+    #[serde(default)]
+    pub device_total_bytes: Option<u64>,
+    #[serde(default)]
+    pub device_free_bytes: Option<u64>,
     /// MPS: the working set Metal recommends.
     pub recommended_max_bytes: Option<u64>,
     /// Operators PyTorch ran on the CPU instead of the device.
@@ -330,6 +356,14 @@ impl Observation {
                     o.device = Some(m.device.clone());
                     if m.recommended_max.is_some() {
                         o.recommended_max_bytes = m.recommended_max;
+                    }
+                    if let Some(held) = m.held() {
+                        o.peak_device_held_bytes =
+                            Some(o.peak_device_held_bytes.map_or(held, |p| p.max(held)));
+                    }
+                    if m.total.is_some() {
+                        o.device_total_bytes = m.total;
+                        o.device_free_bytes = m.free;
                     }
                     if let Some(high) = m.high() {
                         if o.peak_device_bytes.is_none_or(|p| high > p) {

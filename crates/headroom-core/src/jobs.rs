@@ -9,6 +9,7 @@ pub mod epochs;
 pub mod profile;
 pub mod supervisor;
 pub mod sweep;
+pub mod usersweep;
 pub mod watch;
 
 use std::path::{Path, PathBuf};

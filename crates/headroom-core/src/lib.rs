@@ -28,6 +28,7 @@ pub mod mounts;
 pub mod paths;
 pub mod planner;
 pub mod plot;
+pub mod project;
 pub mod protocol;
 pub mod readiness;
 pub mod remote;

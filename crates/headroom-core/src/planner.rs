@@ -27,6 +27,10 @@ pub const PLATEAU_GAIN: f64 = 0.10;
 /// The doubling before that one must have gained less than this (see `Planner::plateau`).
 pub const SATURATING_GAIN: f64 = 0.5;
 
+/// With points that each cost a process start (a sweep over the user's script), the knee is
+/// narrowed until the batches on either side of it are at most this ratio apart.
+pub const COSTLY_KNEE_RATIO: f64 = 4.0;
+
 /// Throughput that grew at least this share of the batch's growth (×1.8 for a doubling) counts as
 /// proportional to the batch: the step time is flat, the range is launch-bound.
 pub const LINEAR_SCALING: f64 = 0.9;
@@ -87,6 +91,8 @@ pub struct Planner {
     baseline: Option<u64>,
     outcomes: Vec<Outcome>,
     done: Option<Limit>,
+    /// Each point costs a process start (see [`Planner::costly`]).
+    costly: bool,
 }
 
 impl Planner {
@@ -101,7 +107,28 @@ impl Planner {
             baseline,
             outcomes: Vec::new(),
             done: None,
+            costly: false,
         }
+    }
+
+    /// For points that each cost a start of the user's program (seconds each): the memory line
+    /// from two small points (the start and four times it), then straight to the largest batch
+    /// the line says fits, verified; then the knee narrowed in the log of the batch until the
+    /// batches around it are at most [`COSTLY_KNEE_RATIO`] apart. Few points, each one needed.
+    #[must_use]
+    pub fn costly(mut self) -> Self {
+        self.costly = true;
+        self
+    }
+
+    /// The budget, once it is known (a device's capacity is learnt from the first point).
+    pub fn set_budget(&mut self, budget: u64) {
+        self.budget = budget;
+    }
+
+    /// The budget in force.
+    pub fn budget(&self) -> u64 {
+        self.budget
     }
 
     /// Records how the point at `batch` ended, its measured peak and throughput (if any).
@@ -254,6 +281,7 @@ impl Planner {
         }
         let candidate = match &self.plan {
             BatchPlan::Explicit { batches } => self.next_explicit(batches.clone()),
+            BatchPlan::Search { start, max } if self.costly => self.next_costly(*start, *max),
             BatchPlan::Search { start, max } => self.next_search(*start, *max),
         };
         match candidate {
@@ -342,6 +370,86 @@ impl Planner {
                 Ok(mid)
             }
         }
+    }
+}
+
+impl Planner {
+    fn next_costly(&self, start: u32, max: u32) -> Result<u32, Limit> {
+        let start = start.clamp(1, max.max(1));
+        let good = self
+            .outcomes
+            .iter()
+            .filter(|o| o.status == PointStatus::Ok)
+            .map(|o| o.batch)
+            .max();
+        let bad = self
+            .outcomes
+            .iter()
+            .filter(|o| o.status != PointStatus::Ok)
+            .map(|o| o.batch)
+            .min();
+        let fitting = self
+            .outcomes
+            .iter()
+            .filter(|o| o.status == PointStatus::Ok)
+            .count();
+        let upper = match (good, bad) {
+            (None, None) => return Ok(start),
+            (None, Some(_)) => return Err(self.failure_limit().unwrap_or(Limit::Error)),
+            // The second small point: four times the first, so the line's slope is measured
+            // over a span the allocator's block sizes do not dominate.
+            (Some(g), None) if fitting == 1 && g < max => {
+                return Ok(g.saturating_mul(4).min(max));
+            }
+            (Some(g), None) if g >= max => None,
+            (Some(g), None) => Some(
+                self.guided(g, None, max)
+                    .unwrap_or_else(|| g.saturating_mul(4).min(max)),
+            ),
+            (Some(g), Some(b)) => {
+                let tolerance = (f64::from(g) * BISECT_TOLERANCE).max(1.0);
+                if f64::from(b.saturating_sub(g)) <= tolerance {
+                    None
+                } else if self.outcomes.iter().any(|o| o.batch == b && o.peak.is_some()) {
+                    Some(self.guided(g, Some(b), max).unwrap_or(g + (b - g) / 2))
+                } else {
+                    // Out of memory with no peak measured: the line does not know where the
+                    // device ends, so halve the gap in the log of the batch.
+                    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                    let mid = (f64::from(g) * f64::from(b)).sqrt().round() as u32;
+                    Some(mid.clamp(g + 1, b - 1))
+                }
+            }
+        };
+        if let Some(next) = upper.filter(|b| !self.tried(*b)) {
+            return Ok(next);
+        }
+        // The largest fitting batch is known: narrow the knee.
+        if let Some(next) = self.knee_gap().filter(|b| !self.tried(*b)) {
+            return Ok(next);
+        }
+        Err(self.failure_limit().unwrap_or(Limit::MaxBatch))
+    }
+
+    /// The batch halfway (in the log) between the knee and the largest fitting batch below it
+    /// when they are more than [`COSTLY_KNEE_RATIO`] apart.
+    fn knee_gap(&self) -> Option<u32> {
+        let ok = self.throughputs();
+        let best = ok.iter().map(|o| o.1).fold(f64::NAN, f64::max);
+        if best.is_nan() {
+            return None;
+        }
+        let knee = ok
+            .iter()
+            .find(|o| o.1 >= best * crate::summary::KNEE_SHARE)?
+            .0;
+        let below = ok.iter().rev().find(|o| o.0 < knee)?.0;
+        if f64::from(knee) / f64::from(below) <= COSTLY_KNEE_RATIO {
+            return None;
+        }
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let mid = (f64::from(knee) * f64::from(below)).sqrt().round() as u32;
+        (mid > below && mid < knee).then_some(mid)
     }
 }
 
@@ -700,5 +808,79 @@ mod tests {
                 limit: Limit::Error
             }
         );
+    }
+
+    /// A costly sweep against a device whose peak is `1000 + 100·batch`, OOM above `capacity`,
+    /// throughput `sps`: the batches run, the batches refused on prediction, and the end.
+    fn drive_costly(
+        budget: u64,
+        capacity: u64,
+        sps: impl Fn(u32) -> f64,
+    ) -> (Vec<u32>, Vec<u32>, Limit) {
+        let plan = BatchPlan::Search { start: 16, max: 65536 };
+        let mut p = Planner::new(plan, budget, None, true).costly();
+        let (mut ran, mut skipped) = (Vec::new(), Vec::new());
+        for _ in 0..50 {
+            match p.next_step() {
+                Next::Run { batch, .. } => {
+                    ran.push(batch);
+                    let peak = 1000 + 100 * u64::from(batch);
+                    let status = if peak > capacity {
+                        PointStatus::Oom
+                    } else if peak > budget {
+                        PointStatus::OverBudget
+                    } else {
+                        PointStatus::Ok
+                    };
+                    let ok = status == PointStatus::Ok;
+                    p.record(batch, status, (status != PointStatus::Oom).then_some(peak), ok.then(|| sps(batch)));
+                }
+                Next::Skip { batch, .. } => {
+                    skipped.push(batch);
+                    p.record(batch, PointStatus::OverBudget, None, None);
+                }
+                Next::Done { limit } => return (ran, skipped, limit),
+            }
+        }
+        panic!("costly planner did not finish");
+    }
+
+    #[test]
+    fn a_costly_sweep_spends_two_small_points_one_verified_jump_and_the_knee() {
+        // Budget fits (200_000 - 1000) / 100 = 1990; throughput saturates around 256.
+        let (ran, skipped, limit) = drive_costly(200_000, u64::MAX, |b| {
+            let b = f64::from(b);
+            2200.0 * b / (b + 20.0)
+        });
+        assert_eq!(limit, Limit::Budget);
+        assert_eq!(&ran[..2], &[16, 64], "the memory line from two small points");
+        let jump = ran[2];
+        assert!((1950..=1990).contains(&jump), "straight to the line's fit, verified: {ran:?}");
+        // The next batch past the verified one is refused on its prediction, never run.
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert!(skipped[0] > jump);
+        // Then the knee between 64 and the jump, until its neighbours are at most ×4 apart.
+        assert!(ran.len() <= 5, "few processes: {ran:?}");
+        let mut ok: Vec<u32> = ran.clone();
+        ok.sort_unstable();
+        let sps = |b: u32| 2200.0 * f64::from(b) / (f64::from(b) + 20.0);
+        let best = ok.iter().map(|b| sps(*b)).fold(0.0, f64::max);
+        let knee = ok.iter().copied().find(|b| sps(*b) >= best * 0.95).expect("knee");
+        let below = ok.iter().copied().rev().find(|b| *b < knee).expect("below");
+        assert!(f64::from(knee) / f64::from(below) <= COSTLY_KNEE_RATIO, "{ok:?}");
+    }
+
+    #[test]
+    fn a_costly_sweep_narrows_after_an_oom_and_stops_on_an_error() {
+        // The device runs out at (50_000 - 1000) / 100 = 490 while the budget says 1990.
+        let (ran, _, limit) = drive_costly(200_000, 50_000, |b| f64::from(b));
+        assert_eq!(limit, Limit::Oom);
+        let fit = ran.iter().copied().filter(|b| 1000 + 100 * u64::from(*b) <= 50_000).max();
+        assert!(fit.is_some_and(|f| f >= 400), "{ran:?}");
+        assert!(ran.len() <= 12, "{ran:?}");
+        let mut p = Planner::new(BatchPlan::Search { start: 16, max: 1024 }, 1 << 30, None, true).costly();
+        assert!(matches!(p.next_step(), Next::Run { batch: 16, .. }));
+        p.record(16, PointStatus::Error, None, None);
+        assert_eq!(p.next_step(), Next::Done { limit: Limit::Error });
     }
 }

@@ -16,7 +16,7 @@ pub struct DecideArgs {
 }
 
 pub fn run(a: &DecideArgs) -> anyhow::Result<ExitCode> {
-    let (now, problem) = headroom_core::jobs::decision::now(&mut Sampler::new());
+    let (now, problem) = headroom_core::jobs::decision::now(&mut Sampler::new(), None);
     // The app decides on the defaults beside a broken configuration or ledger; a command fails.
     if let Some(e) = problem {
         return Err(e.into());

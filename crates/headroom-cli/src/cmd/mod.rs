@@ -7,6 +7,7 @@ pub mod doctor;
 pub mod epochs;
 pub mod ledger;
 pub mod profile;
+pub mod project;
 pub mod record;
 pub mod remote;
 pub mod run;

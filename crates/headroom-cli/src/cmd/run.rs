@@ -72,8 +72,31 @@ pub struct RunArgs {
     profile_ops: bool,
     /// Run the command once per value, with `{NAME}` in its arguments replaced:
     /// `--sweep bs=16,32,64 -- python train.py --batch-size {bs}` (repeat for a grid).
+    /// `--sweep batch=auto` runs the sweep planner on the command instead: the memory line from
+    /// two small batches, the largest batch predicted under the budget verified, the knee;
+    /// each start stopped once its step time settles.
     #[arg(long, value_name = "NAME=V1,V2")]
     sweep: Vec<String>,
+    /// Run a project (`headroom project add`): its command, in its folder, with its Python.
+    #[arg(long)]
+    project: Option<String>,
+    /// With `batch=auto` and `{device}` in the command: the baseline and the accelerator
+    /// (`cpu,mps`); the accelerator is swept, then the baseline runs at the recommended batch
+    /// for the speed-up. `cpu@N` gives that side N threads.
+    #[arg(long, value_name = "BASE,ACCEL")]
+    device_sweep: Option<String>,
+    /// Fill in `{device}` for a single run.
+    #[arg(long)]
+    device: Option<String>,
+    /// With `batch=auto`: the first batch.
+    #[arg(long, default_value_t = 16)]
+    start_batch: u32,
+    /// With `batch=auto`: the largest batch it may try.
+    #[arg(long, default_value_t = 65536)]
+    max_batch: u32,
+    /// With `batch=auto`: the longest one start may run before it is stopped unsettled.
+    #[arg(long, default_value_t = 180)]
+    point_seconds: u64,
     /// Stop the command (each run of a sweep) after this many seconds.
     #[arg(long)]
     max_seconds: Option<u64>,
@@ -92,8 +115,8 @@ pub struct RunArgs {
     chart: Option<std::path::PathBuf>,
     #[command(flatten)]
     record: super::record::RecordArgs,
-    /// The command, after `--`.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    /// The command, after `--` (or the project's, with --project).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<String>,
 }
 
@@ -209,6 +232,7 @@ fn observed_summary(ob: &headroom_core::instrument::Observed) {
 /// `run --sweep`: the command once per combination, each its own run in the ledger, then a table.
 fn sweep_command(
     a: &RunArgs,
+    command: &[String],
     matcher: &EpochMatcher,
     opts: &WatchOptions,
     ledger: &headroom_core::ledger::Ledger,
@@ -223,7 +247,7 @@ fn sweep_command(
     // Check every substitution before running anything.
     let commands = combos
         .iter()
-        .map(|c| substitute(&a.command, c))
+        .map(|c| substitute(command, c))
         .collect::<Result<Vec<_>, _>>()?;
     let mut rows = Vec::new();
     for (i, (combo, command)) in combos.iter().zip(&commands).enumerate() {
@@ -329,9 +353,21 @@ fn write_chart(path: &Path, rows: &[(String, WatchOutcome)], budget: Option<u64>
         headroom_core::planner::Limit::List,
         budget.unwrap_or(u64::MAX),
     );
+    chart_points(path, &points, Some(&summary), budget)
+}
+
+/// Writes the sweep chart of `points` to `path`.
+fn chart_points(
+    path: &Path,
+    points: &[headroom_core::protocol::Point],
+    summary: Option<&headroom_core::protocol::SweepSummary>,
+    budget: Option<u64>,
+) -> Result<()> {
+    let mut points = points.to_vec();
+    points.sort_by_key(|p| p.batch);
     let svg = headroom_core::plot::sweep_svg(&headroom_core::plot::ChartSpec {
         points: &points,
-        summary: Some(&summary),
+        summary,
         budget_bytes: budget,
         width: 720,
         height: 560,
@@ -355,7 +391,130 @@ fn run_budget(spec: Option<&str>, sweep: bool) -> Result<Option<u64>> {
     Ok(Some(spec.resolve(m.total, m.available)))
 }
 
+/// The command to run, its folder and its project: the project's, or the one after `--`.
+fn resolve_command(a: &RunArgs) -> Result<(Vec<String>, Option<headroom_core::project::Project>)> {
+    let Some(name) = &a.project else {
+        if a.command.is_empty() {
+            bail!("give the command to run after --, e.g. headroom run -- python train.py, or --project NAME");
+        }
+        return Ok((a.command.clone(), None));
+    };
+    if !a.command.is_empty() {
+        bail!("--project {name} runs the project's own command; leave out the one after -- (or change the project with `headroom project add {name} --replace -- …`)");
+    }
+    let p = headroom_core::project::get(name)?;
+    p.check_usable()?;
+    Ok((p.argv(), Some(p)))
+}
+
+/// `{batch}` and `{device}` of a single run, from --batch and --device.
+fn fill_single(a: &RunArgs, command: Vec<String>) -> Result<Vec<String>> {
+    let has = |m: &str| command.iter().any(|x| x.contains(m));
+    if has("{batch}") && a.batch.is_none() && a.sweep.is_empty() {
+        bail!("the command has {{batch}}: give --batch N for one run, or --sweep batch=auto to sweep it");
+    }
+    if has("{device}") && a.device.is_none() && a.device_sweep.is_none() {
+        bail!("the command has {{device}}: give --device NAME (cpu, mps, cuda) for one run, or --device-sweep cpu,mps with --sweep batch=auto");
+    }
+    Ok(command
+        .into_iter()
+        .map(|x| {
+            let x = match a.batch {
+                Some(b) if a.sweep.is_empty() => x.replace("{batch}", &b.to_string()),
+                _ => x,
+            };
+            match &a.device {
+                Some(d) => x.replace("{device}", d),
+                None => x,
+            }
+        })
+        .collect())
+}
+
+/// `run --sweep batch=auto`: the planner on the user's command.
+fn auto_sweep(
+    a: &RunArgs,
+    command: Vec<String>,
+    project: Option<&headroom_core::project::Project>,
+    opts: &WatchOptions,
+    ledger: &headroom_core::ledger::Ledger,
+) -> Result<ExitCode> {
+    use headroom_core::jobs::sweep::Update;
+    use headroom_core::jobs::usersweep::{parse_devices, run_script_sweep, ScriptSweep};
+    if a.sweep.len() != 1 {
+        bail!("batch=auto sweeps the batch alone; leave out the other --sweep axes");
+    }
+    let devices = a
+        .device_sweep
+        .as_deref()
+        .map(parse_devices)
+        .transpose()?
+        .unwrap_or_default();
+    let spec = ScriptSweep {
+        command,
+        project: project.map(|p| p.name.clone()),
+        start: a.start_batch,
+        max: a.max_batch,
+        budget: match &a.budget {
+            Some(b) => BudgetSpec::parse(b)?,
+            None => BudgetSpec::Default,
+        },
+        devices,
+        point_limit: Duration::from_secs(a.point_seconds.max(1)),
+        watch: opts.clone(),
+    };
+    headroom_core::jobs::usersweep::check(&spec)?;
+    let mut n = 0;
+    let mut on = |u: &Update| match u {
+        Update::Started { run_id, .. } => {
+            eprintln!("headroom: sweeping `{}` as run {run_id}", spec.command.join(" "));
+        }
+        Update::Progress { batch, .. } => {
+            n += 1;
+            eprintln!("headroom: [{n}] batch {batch}: starting the command");
+        }
+        Update::Point { point } => eprintln!("{}", super::sweep::output::point_line(point)),
+        Update::Warning { message } => eprintln!("headroom: warning: {message}"),
+        Update::WorkerStarted { .. } => {}
+    };
+    let out = run_script_sweep(&spec, ledger, &mut on)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        super::sweep::output::print_human(&out.sweep);
+        for (batch, seconds, first) in &out.seconds {
+            eprintln!(
+                "headroom:   batch {batch}: {seconds:.1} s, of which {} to its first step",
+                first.map_or_else(|| "-".into(), |f| format!("{f:.1} s"))
+            );
+        }
+        if let Some(c) = &out.comparison {
+            println!(
+                "speed-up at batch {}: {:.1} ms per step on {} vs {:.1} ms on the baseline ({:.2}×, baseline run {})",
+                c.batch,
+                c.device_step_ms,
+                c.device,
+                c.cpu_step_ms,
+                c.speedup,
+                c.cpu_run_id.unwrap_or(0)
+            );
+        }
+    }
+    if let Some(path) = &a.chart {
+        chart_points(path, &out.sweep.points, out.sweep.summary.as_ref(), out.sweep.hello.as_ref().map(|h| h.budget_bytes))?;
+        eprintln!("headroom: chart written to {}", path.display());
+    }
+    Ok(match out.sweep.status {
+        headroom_core::jobs::JobStatus::Complete => ExitCode::SUCCESS,
+        headroom_core::jobs::JobStatus::Interrupted => ExitCode::from(130),
+        _ => ExitCode::from(3),
+    })
+}
+
 pub fn run(a: &RunArgs) -> Result<ExitCode> {
+    let (command, project) = resolve_command(a)?;
+    let auto = a.sweep.iter().any(|s| s.trim() == "batch=auto");
+    let command = if auto { command } else { fill_single(a, command)? };
     let matcher = match &a.epoch_regex {
         Some(p) => EpochMatcher::new(p)?.given(),
         None => EpochMatcher::new(DEFAULT_EPOCH_PATTERN)?,
@@ -371,7 +530,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     let opts = WatchOptions {
         interval: Duration::from_millis(a.interval_ms),
         thresholds: th,
-        batch: a.batch.or_else(|| batch_from_args(&a.command)),
+        batch: a.batch.or_else(|| batch_from_args(&command)),
         // From the observer (no second start of the interpreter to ask it).
         torch_version: None,
         profile_ops: a.profile_ops,
@@ -381,7 +540,16 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         instrument: !a.no_instrument,
         stdout_to_stderr: a.json,
         interrupt: catch_signals(),
+        settle: false,
+        dir: project.as_ref().map(|p| p.dir.clone()),
+        env: Vec::new(),
+        tag: project
+            .as_ref()
+            .map(|p| serde_json::json!({ "project": p.name })),
     };
+    if a.device_sweep.is_some() && !auto {
+        bail!("--device-sweep goes with --sweep batch=auto");
+    }
     if a.chart.is_some() && a.sweep.is_empty() {
         bail!("--chart draws a sweep: add --sweep NAME=V1,V2 (over the batch size)");
     }
@@ -390,10 +558,13 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     }
     let ledger = super::open_ledger()?;
     a.record.attach(&ledger, None, a.json)?;
-    if !a.sweep.is_empty() {
-        return sweep_command(a, &matcher, &opts, &ledger);
+    if auto {
+        return auto_sweep(a, command, project.as_ref(), &opts, &ledger);
     }
-    let out = run_command(&a.command, &matcher, &opts, &ledger)?;
+    if !a.sweep.is_empty() {
+        return sweep_command(a, &command, &matcher, &opts, &ledger);
+    }
+    let out = run_command(&command, &matcher, &opts, &ledger)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {

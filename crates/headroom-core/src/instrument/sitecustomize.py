@@ -100,18 +100,28 @@ class _Observer:
             self.send({"ev": "flag", "name": name, "value": value})
 
 
+_SIZED = set()
+
+
 def _memory(torch, device):
     """The device's memory now: what the allocator holds for live tensors, what it keeps."""
     try:
         if device.type == "cuda":
             s = torch.cuda.memory_stats(device)
             torch.cuda.reset_peak_memory_stats(device)
-            return {
+            m = {
                 "device": str(device),
                 "allocated": s.get("allocated_bytes.all.current", 0),
                 "reserved": s.get("reserved_bytes.all.current"),
                 "peak": s.get("allocated_bytes.all.peak"),
+                "reserved_peak": s.get("reserved_bytes.all.peak"),
             }
+            # The device's size and what was free, once per device (the budget of a sweep).
+            if str(device) not in _SIZED:
+                _SIZED.add(str(device))
+                free, total = torch.cuda.mem_get_info(device)
+                m["free"], m["total"] = free, total
+            return m
         if device.type == "mps":
             return {
                 "device": "mps",

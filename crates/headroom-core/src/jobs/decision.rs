@@ -23,7 +23,8 @@ pub struct DecisionNow {
 /// is returned beside the decision rather than instead of it: an unreadable configuration gives
 /// the defaults, a damaged or unwritable ledger gives no measured facts (the contention sample
 /// and the configuration still decide), and the first such problem is the second value.
-pub fn now(sampler: &mut Sampler) -> (DecisionNow, Option<CoreError>) {
+/// With `project`, the user's runs (wrapped runs, script sweeps) are that project's only.
+pub fn now(sampler: &mut Sampler, project: Option<&str>) -> (DecisionNow, Option<CoreError>) {
     let mut problem = None;
     let config = crate::config::load().unwrap_or_else(|e| {
         problem = Some(e);
@@ -39,7 +40,7 @@ pub fn now(sampler: &mut Sampler) -> (DecisionNow, Option<CoreError>) {
     };
     let contention = sampler.sample(&config.contention, &training, need);
     let facts = ledger
-        .and_then(|l| crate::facts::gather(&l, &config, Some(&contention)))
+        .and_then(|l| crate::facts::gather(&l, &config, Some(&contention), project))
         .unwrap_or_else(|e| {
             problem.get_or_insert(e);
             Facts {

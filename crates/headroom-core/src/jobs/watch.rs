@@ -47,6 +47,15 @@ pub struct WatchOptions {
     /// A signal the user sent Headroom (SIGINT, SIGTERM, SIGHUP), set by the shell's handler:
     /// `run` forwards it to the command and closes the run once the command is gone.
     pub interrupt: Arc<std::sync::atomic::AtomicI32>,
+    /// Stop the command once its step time has settled after warm-up ([`settled_from`]), and
+    /// time only the settled steps (a sweep's point).
+    pub settle: bool,
+    /// The folder the command runs in (a project's); none: this process's.
+    pub dir: Option<std::path::PathBuf>,
+    /// Variables added to the command's environment.
+    pub env: Vec<(String, String)>,
+    /// Kept with the run in the ledger (the project, the sweep it belongs to).
+    pub tag: Option<serde_json::Value>,
 }
 
 impl WatchOptions {
@@ -65,8 +74,50 @@ impl WatchOptions {
             instrument: false,
             stdout_to_stderr: false,
             interrupt: Arc::default(),
+            settle: false,
+            dir: None,
+            env: Vec::new(),
+            tag: None,
         }
     }
+}
+
+/// Step intervals left out before step time is judged settled: the first steps at a new
+/// shape allocate memory and pick kernels.
+pub const SETTLE_WARMUP: usize = 3;
+
+/// Two windows of steps whose median step times differ by at most this share are settled.
+pub const SETTLE_SPREAD: f64 = 0.05;
+
+/// A window holds at least this many steps, and enough to last [`SETTLE_WINDOW_S`].
+pub const SETTLE_MIN_STEPS: usize = 4;
+pub const SETTLE_WINDOW_S: f64 = 0.5;
+
+/// Given the times steps ended (seconds, increasing), the index of the step from which the
+/// step time is settled: after [`SETTLE_WARMUP`] intervals, the last two windows of k intervals
+/// (k: at least [`SETTLE_MIN_STEPS`] and [`SETTLE_WINDOW_S`] of steps, at most 64) have the same
+/// median step time within [`SETTLE_SPREAD`]. Medians of windows, not single steps, so a loader
+/// that stalls every few steps settles (the throughput is then measured over all the settled
+/// steps, stalls included). `None`: not yet.
+pub fn settled_from(at: &[f64]) -> Option<usize> {
+    if at.len() < 2 {
+        return None;
+    }
+    let iv: Vec<f64> = at.windows(2).map(|w| w[1] - w[0]).collect();
+    let usable = iv.len().checked_sub(SETTLE_WARMUP)?;
+    let median = crate::stats::percentile(&iv[SETTLE_WARMUP..], 50.0)?;
+    if median <= 0.0 {
+        return None;
+    }
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let k = ((SETTLE_WINDOW_S / median).ceil() as usize).clamp(SETTLE_MIN_STEPS, 64);
+    if usable < 2 * k {
+        return None;
+    }
+    let n = iv.len();
+    let a = crate::stats::percentile(&iv[n - 2 * k..n - k], 50.0)?;
+    let b = crate::stats::percentile(&iv[n - k..], 50.0)?;
+    ((a - b).abs() <= SETTLE_SPREAD * b).then_some(n - 2 * k)
 }
 
 /// The line a script prints at the end of each training step so `run` can time its steps:
@@ -186,6 +237,12 @@ pub struct WatchOutcome {
     /// `--no-instrument`).
     #[serde(default)]
     pub observed: Option<crate::instrument::Observed>,
+    /// Stopped once its step time settled; the step figures are those of the settled steps.
+    #[serde(default)]
+    pub settled: bool,
+    /// Seconds from the start to its first step (interpreter, imports, model, data workers).
+    #[serde(default)]
+    pub first_step_s: Option<f64>,
 }
 
 impl WatchOutcome {
@@ -222,7 +279,15 @@ impl WatchOutcome {
         p.step_ms_p95 = self.step_ms_p95;
         p.data_ms = self.data_ms_p50;
         p.peak_process_bytes = Some(self.peak_tree_bytes);
-        p.peak_bytes = Some(self.peak_tree_bytes);
+        // On an accelerator its allocator's peak is what runs out; on the CPU, the processes'.
+        let device = self
+            .observed
+            .as_ref()
+            .filter(|o| o.device.as_deref().is_some_and(|d| d != "cpu"));
+        p.peak_allocated_bytes = device.and_then(|o| o.peak_device_bytes);
+        p.peak_reserved_bytes = device.and_then(|o| o.peak_device_held_bytes);
+        p.peak_bytes = Some(p.peak_reserved_bytes.unwrap_or(self.peak_tree_bytes));
+        p.first_step_s = self.first_step_s;
         p.timed_steps = self.steps.saturating_sub(1);
         p.gpu_busy = self.gpu_busy;
         if p.status == PointStatus::Ok {
@@ -297,7 +362,7 @@ fn begin(
     command: &str,
     opts: &WatchOptions,
 ) -> Result<i64, CoreError> {
-    let git = git_state(&std::env::current_dir().unwrap_or_default());
+    let git = git_state(&run_dir(opts));
     ledger
         .begin_run(&NewRun {
             kind: what,
@@ -316,7 +381,7 @@ fn begin(
             budget_bytes: None,
             fallback: None,
             request_json: serde_json::to_string(
-                &serde_json::json!({ "command": command, "batch": opts.batch }),
+                &serde_json::json!({ "command": command, "batch": opts.batch, "tag": opts.tag }),
             )?,
             owner_pid: Some(std::process::id()),
         })
@@ -329,6 +394,13 @@ fn begin(
             )?;
             Ok(id)
         })
+}
+
+/// The folder a command runs in.
+fn run_dir(opts: &WatchOptions) -> std::path::PathBuf {
+    opts.dir
+        .clone()
+        .unwrap_or_else(|| std::env::current_dir().unwrap_or_default())
 }
 
 /// Samples `pid` every `interval` until it is gone or `stop` is set, sending readings.
@@ -375,6 +447,8 @@ struct Tally {
     /// Samples trained when the last epoch ended (for each epoch's throughput).
     samples_at_epoch: f64,
     interrupted: bool,
+    /// The step from which step time settled (see [`settled_from`]).
+    window: Option<usize>,
 }
 
 /// What reading the command's lines needs.
@@ -536,12 +610,28 @@ impl Tally {
             line_epochs: false,
             samples_at_epoch: 0.0,
             interrupted: false,
+            window: None,
         }
     }
 
     /// Steps seen: the observer's, or the script's `headroom-step` lines.
     fn steps(&self) -> usize {
         self.step_at.len().max(self.obs.steps.len())
+    }
+
+    /// The observer's steps are the run's steps unless the script marks its own data stage
+    /// (the markers then say what the user means by a step).
+    fn observer_steps(&self) -> bool {
+        !self.obs.steps.is_empty() && self.data_at.is_empty()
+    }
+
+    /// When each step ended, seconds since the start.
+    fn step_times(&self) -> Vec<f64> {
+        if self.observer_steps() {
+            self.obs.steps.iter().map(|s| s.at).collect()
+        } else {
+            self.step_at.clone()
+        }
     }
 
     fn reading(&mut self, ledger: &Ledger, r: MemoryReading) -> Result<(), CoreError> {
@@ -653,6 +743,10 @@ pub fn run_command(
     if std::env::var_os("PYTHONUNBUFFERED").is_none() {
         cmd.env("PYTHONUNBUFFERED", "1");
     }
+    if let Some(dir) = &opts.dir {
+        cmd.current_dir(dir);
+    }
+    cmd.envs(opts.env.iter().map(|(k, v)| (k, v)));
     if opts.profile_ops {
         cmd.env(
             "PYTORCH_MPS_LOG_PROFILE_INFO",
@@ -737,6 +831,16 @@ pub fn run_command(
             if !t.stopped_at_limit {
                 t.stopped_at_limit = true;
                 stop_command(format!("stopping the command at its limit of {limit}"));
+            }
+        }
+        if opts.settle && t.window.is_none() && !t.stopped_at_limit {
+            if let Some(from) = settled_from(&t.step_times()) {
+                t.window = Some(from);
+                t.stopped_at_limit = true;
+                stop_command(format!(
+                    "step time settled after {} steps; stopping the command",
+                    t.steps()
+                ));
             }
         }
         if let Some(budget) = opts.budget_bytes.filter(|b| t.peak > *b) {
@@ -878,7 +982,7 @@ struct StepFigures {
 fn step_figures(t: &Tally, batch: Option<u32>) -> StepFigures {
     // The observer's steps, unless the script marks its own data stage (the markers then say
     // what the user means by it, and a loop without a DataLoader has no waits to observe).
-    if !t.obs.steps.is_empty() && t.data_at.is_empty() {
+    if t.observer_steps() {
         let step_ms = t.obs.step_ms();
         let (data_ms, data_share) = t.obs.data();
         let compute_ms = t
@@ -921,12 +1025,24 @@ fn step_figures(t: &Tally, batch: Option<u32>) -> StepFigures {
 
 fn finish(
     ledger: &Ledger,
-    t: Tally,
+    mut t: Tally,
     end: Ending,
     started: Instant,
     opts: &WatchOptions,
 ) -> Result<WatchOutcome, CoreError> {
     let verdict = judge(&t.epochs, &opts.thresholds);
+    let first_step_s = t.step_times().first().copied();
+    // A settled run is timed over its settled steps only.
+    if let Some(from) = t.window {
+        if t.observer_steps() {
+            t.obs.steps.drain(..from);
+            if let Some(first) = t.obs.steps.first_mut() {
+                first.ms = None;
+            }
+        } else {
+            t.step_at.drain(..from);
+        }
+    }
     let gpu_busy = t.busy.as_ref().and_then(crate::gpu_busy::BusySampler::mean);
     let mut op_times: Vec<OpTime> = t
         .ops
@@ -964,7 +1080,7 @@ fn finish(
             ledger.set_libtorch(t.run_id, v)?;
         }
     }
-    let git = git_state(&std::env::current_dir().unwrap_or_default());
+    let git = git_state(&run_dir(opts));
     let out = WatchOutcome {
         run_id: t.run_id,
         command: end.command,
@@ -996,6 +1112,8 @@ fn finish(
         signal: end.signal,
         interrupted: t.interrupted,
         observed,
+        settled: t.window.is_some(),
+        first_step_s,
     };
     let out = WatchOutcome {
         pipeline: out.pipeline_verdict(),
@@ -1079,5 +1197,44 @@ mod tests {
         let parts = split_steps(&[0.0, 1.0], &[0.2, 0.9]);
         assert!((parts[0].0 - 900.0).abs() < 1e-6, "{parts:?}");
         assert!(split_steps(&[0.0, 1.0], &[]).is_empty());
+    }
+
+    #[test]
+    fn step_time_settles_on_whole_windows_after_warm_up() {
+        // A slow first steps, then 100 ms steps: settled once two windows of 5 agree.
+        let mut at = vec![0.0, 2.0, 2.5, 2.8];
+        let mut t = 2.8;
+        for _ in 0..20 {
+            t += 0.1;
+            at.push(t);
+            if let Some(from) = settled_from(&at) {
+                assert_eq!(at.len() - 1 - from, 10, "two windows of 5 steps (0.5 s each)");
+                assert!(from >= SETTLE_WARMUP);
+                return;
+            }
+        }
+        panic!("never settled");
+    }
+
+    #[test]
+    fn a_loader_that_stalls_every_few_steps_settles_and_a_slowing_one_does_not() {
+        // Every fourth step waits 300 ms for data: windows of whole periods agree.
+        let mut at = vec![0.0];
+        for i in 1..80 {
+            let last = at[at.len() - 1];
+            at.push(last + if i % 4 == 0 { 0.3 } else { 0.05 });
+        }
+        assert!(settled_from(&at).is_some());
+        // Steps getting 3 % slower each: never settled within 5 %.
+        let mut at = vec![0.0];
+        let mut step = 0.1;
+        for _ in 0..60 {
+            step *= 1.03;
+            let last = at[at.len() - 1];
+            at.push(last + step);
+        }
+        assert!(settled_from(&at).is_none());
+        assert!(settled_from(&[0.0, 1.0]).is_none());
+        assert!(settled_from(&[]).is_none());
     }
 }

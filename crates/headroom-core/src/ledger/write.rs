@@ -268,6 +268,28 @@ impl Ledger {
         Ok(())
     }
 
+    /// Sets the device of run `run_id`, learnt while it ran (a script sweep's, from the observer).
+    pub fn set_device(&self, run_id: i64, device: &str) -> Result<(), CoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET device = ?2 WHERE id = ?1",
+                params![run_id, device],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Sets the budget of run `run_id`, once the device's size is known.
+    pub fn set_budget(&self, run_id: i64, budget: u64) -> Result<(), CoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET budget_bytes = ?2 WHERE id = ?1",
+                params![run_id, opt_i64(Some(budget))],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
     /// Sets the libtorch (torch) version of run `run_id`, learnt while it ran.
     pub fn set_libtorch(&self, run_id: i64, version: &str) -> Result<(), CoreError> {
         self.conn

@@ -8,6 +8,7 @@ use headroom_core::decide::{
 
 fn sweep(device_ms: f64, busy: Option<f64>) -> SweepFact {
     SweepFact {
+        device: String::new(),
         run_id: 7,
         workload: "cnn".into(),
         batch: 64,

@@ -16,7 +16,7 @@ use headroom_core::protocol::{progress_line, BatchPlan, Point, SweepRequest};
 use headroom_core::requests::SweepInput;
 use indicatif::{ProgressBar, ProgressStyle};
 
-mod output;
+pub(crate) mod output;
 
 /// Arguments of `headroom sweep`.
 #[derive(Debug, clap::Args)]

@@ -9,7 +9,7 @@ fn opt_ms(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |x| format!("{x:.2}"))
 }
 
-pub(super) fn point_line(p: &Point) -> String {
+pub(crate) fn point_line(p: &Point) -> String {
     match p.status {
         PointStatus::Ok => format!(
             "  batch {:>6}  {:>12.1} samples/s  p50 {:>9} ms  p95 {:>9} ms  peak {}{}",
@@ -31,7 +31,7 @@ pub(super) fn point_line(p: &Point) -> String {
     }
 }
 
-pub(super) fn print_human(r: &Report) {
+pub(crate) fn print_human(r: &Report) {
     if r.points.is_empty() {
         return;
     }

@@ -1,0 +1,556 @@
+//! `batch=auto`: the sweep planner on the user's own training command. Each point is one start of
+//! the command with `{batch}` filled in, observed from inside and stopped as soon as its step time
+//! settles; the planner spends few of them ([`crate::planner::Planner::costly`]): the memory line
+//! from two small points, one verified jump to the largest batch it predicts under the budget, then
+//! the knee. The sweep is one `sweep` run in the ledger (the workload is the command) with its
+//! points, summary and chart, exactly as `headroom sweep` records a built-in workload; each start is
+//! also a `run` of its own, with its memory readings. With `{device}` over a CPU baseline and an
+//! accelerator, the baseline then runs once at the recommended batch: the speed-up of the user's
+//! own script, which the decision uses.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::sweep::{JobError, SweepOutcome, Update};
+use super::watch::{run_command, WatchOptions, WatchOutcome};
+use super::JobStatus;
+use super::sweep::hard_limit;
+use crate::budget::{accelerator_ceiling, format_bytes, BudgetSpec};
+use crate::ledger::{Ledger, NewRun, RunKind, RunStatus};
+use crate::monitor::EpochMatcher;
+use crate::planner::{Limit, Next, Planner};
+use crate::protocol::{BatchPlan, Hello, Phase, Point, PointStatus, PROTOCOL_VERSION};
+use crate::summary::{compare, summarize, Comparison};
+use crate::CoreError;
+
+/// The sample kind under which a script sweep keeps its comparison with the CPU baseline.
+pub const COMPARISON_SAMPLE: &str = "comparison";
+
+/// One value of `{device}`: a device name as the script takes it, and optionally the CPU
+/// threads to give it (`cpu@2`: `OMP_NUM_THREADS=2`).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceChoice {
+    pub device: String,
+    pub threads: Option<u32>,
+}
+
+impl DeviceChoice {
+    /// Parses `cpu`, `mps`, `cuda:0`, `cpu@2`.
+    pub fn parse(text: &str) -> Result<Self, CoreError> {
+        let t = text.trim();
+        let (device, threads) = match t.split_once('@') {
+            Some((d, n)) => {
+                let n: u32 = n.trim().parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    CoreError::InvalidInput(format!(
+                        "--device-sweep {t:?}: after '@' comes a thread count of 1 or more (cpu@4)"
+                    ))
+                })?;
+                (d.trim(), Some(n))
+            }
+            None => (t, None),
+        };
+        let ok = !device.is_empty()
+            && device
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, ':' | '_' | '-'));
+        if !ok {
+            return Err(CoreError::InvalidInput(format!(
+                "--device-sweep {t:?} is not a device; give names the script takes, e.g. cpu,mps or cpu,cuda"
+            )));
+        }
+        Ok(Self {
+            device: device.to_owned(),
+            threads,
+        })
+    }
+
+    /// As written: `cpu`, `cpu@2`.
+    pub fn label(&self) -> String {
+        match self.threads {
+            Some(n) => format!("{}@{n}", self.device),
+            None => self.device.clone(),
+        }
+    }
+
+    fn env(&self) -> Vec<(String, String)> {
+        self.threads
+            .map(|n| vec![("OMP_NUM_THREADS".to_owned(), n.to_string())])
+            .unwrap_or_default()
+    }
+}
+
+/// Parses `cpu,mps`: the first is the baseline (normally the CPU), the last the accelerator swept
+/// over the batch.
+pub fn parse_devices(text: &str) -> Result<Vec<DeviceChoice>, CoreError> {
+    let d: Vec<DeviceChoice> = text
+        .split(',')
+        .map(DeviceChoice::parse)
+        .collect::<Result<_, _>>()?;
+    if d.len() != 2 {
+        return Err(CoreError::InvalidInput(format!(
+            "--device-sweep {text:?}: give two devices, the baseline first (cpu,mps)"
+        )));
+    }
+    Ok(d)
+}
+
+/// What to sweep.
+#[derive(Debug, Clone)]
+pub struct ScriptSweep {
+    /// The command with `{batch}` (and `{device}` when `devices` is given).
+    pub command: Vec<String>,
+    /// The project it belongs to, kept with every run.
+    pub project: Option<String>,
+    pub start: u32,
+    pub max: u32,
+    pub budget: BudgetSpec,
+    /// Empty, or the baseline and the accelerator for `{device}`.
+    pub devices: Vec<DeviceChoice>,
+    /// The longest one point may run (a script whose steps never settle).
+    pub point_limit: Duration,
+    /// How each start is watched (interval, thresholds, observer, folder, the interrupt flag
+    /// that cancels the sweep).
+    pub watch: WatchOptions,
+}
+
+/// Everything a script sweep produced: the sweep's document as `headroom sweep` gives it, the
+/// runs it started, and the comparison with the baseline device.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScriptSweepOutcome {
+    pub sweep: SweepOutcome,
+    /// The command swept.
+    pub command: String,
+    /// The device the points ran on, as the observer saw it (`cuda:0`, `mps`, `cpu`).
+    pub device: Option<String>,
+    /// The `run` of each start, in order.
+    pub runs: Vec<i64>,
+    /// Seconds each start took, and to its first step, in order (where the time goes).
+    pub seconds: Vec<(u32, f64, Option<f64>)>,
+    pub comparison: Option<Comparison>,
+    /// The baseline's own sweep run (one point at the recommended batch).
+    pub baseline_run_id: Option<i64>,
+}
+
+fn substitute(command: &[String], batch: u32, device: Option<&DeviceChoice>) -> Vec<String> {
+    command
+        .iter()
+        .map(|a| {
+            let a = a.replace("{batch}", &batch.to_string());
+            match device {
+                Some(d) => a.replace("{device}", &d.device),
+                None => a,
+            }
+        })
+        .collect()
+}
+
+/// Checks the command has what the sweep fills in.
+pub fn check(s: &ScriptSweep) -> Result<(), CoreError> {
+    if !s.command.iter().any(|a| a.contains("{batch}")) {
+        return Err(CoreError::InvalidInput(
+            "batch=auto fills in {batch}: put it where the batch size goes, e.g. -- python train.py --batch-size {batch}".into(),
+        ));
+    }
+    let has_device = s.command.iter().any(|a| a.contains("{device}"));
+    if has_device && s.devices.is_empty() {
+        return Err(CoreError::InvalidInput(
+            "the command has {device}: say which with --device-sweep cpu,mps (the baseline first)".into(),
+        ));
+    }
+    if !has_device && !s.devices.is_empty() {
+        return Err(CoreError::InvalidInput(
+            "--device-sweep fills in {device}, and the command has none: put it where the device goes, e.g. --device {device}".into(),
+        ));
+    }
+    if s.start == 0 || s.max < s.start {
+        return Err(CoreError::InvalidInput(format!(
+            "batch=auto from {} to {}: the first batch must be 1 or more and at most the largest",
+            s.start, s.max
+        )));
+    }
+    Ok(())
+}
+
+struct Budgets {
+    /// What the planner holds points to (device memory on an accelerator, the processes' on
+    /// the CPU).
+    planner: u64,
+    /// What the supervisor stops a start at (the processes' memory): the machine must not swap.
+    host_kill: u64,
+}
+
+fn host_budgets(spec: BudgetSpec) -> Result<Budgets, CoreError> {
+    let m = crate::sysmem::system_memory().ok_or_else(|| {
+        CoreError::InvalidInput(
+            "cannot read this machine's memory to set the budget; pass --budget with a size (e.g. 6GiB)".into(),
+        )
+    })?;
+    let planner = spec.resolve(m.total, m.available);
+    let default = BudgetSpec::Default.resolve(m.total, m.available);
+    Ok(Budgets {
+        planner,
+        host_kill: hard_limit(planner).min(default.max(planner)),
+    })
+}
+
+/// The device budget once the first point said what the device is: CUDA's from its size and
+/// what was free (the same default and ceiling as a built-in sweep); others keep the host's.
+fn device_budget(spec: BudgetSpec, out: &WatchOutcome) -> Option<u64> {
+    let o = out.observed.as_ref()?;
+    let total = o.device_total_bytes?;
+    let free = o.device_free_bytes.unwrap_or(total);
+    // What this process already held when it measured free memory is the sweep's own.
+    let available = free.saturating_add(o.peak_device_held_bytes.unwrap_or(0)).min(total);
+    Some(spec.resolve(total, available).min(accelerator_ceiling(total)))
+}
+
+/// Runs the sweep, recording it in `ledger`; `on` hears every update (as a built-in sweep's).
+/// Interrupting (the watch options' flag) stops the running start and ends the sweep with the
+/// points measured.
+pub fn run_script_sweep(
+    s: &ScriptSweep,
+    ledger: &Ledger,
+    on: &mut dyn FnMut(&Update),
+) -> Result<ScriptSweepOutcome, CoreError> {
+    check(s)?;
+    let shown = s.command.join(" ");
+    let accel = s.devices.last();
+    let mut budgets = host_budgets(s.budget)?;
+    let dir = s
+        .watch
+        .dir
+        .clone()
+        .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
+    let git = crate::gitinfo::git_state(&dir);
+    let request = serde_json::json!({
+        "script": true,
+        "command": s.command,
+        "project": s.project,
+        "start": s.start,
+        "max": s.max,
+        "devices": s.devices.iter().map(DeviceChoice::label).collect::<Vec<_>>(),
+    });
+    let begin = |device: &str, budget: u64, request: &serde_json::Value| {
+        ledger.begin_run(&NewRun {
+            kind: RunKind::Sweep,
+            host: super::hostname(),
+            device: device.to_owned(),
+            device_name: shown.chars().take(120).collect(),
+            workload: shown.chars().take(200).collect(),
+            dtype: None,
+            mode: None,
+            libtorch: "unknown".into(),
+            git_commit: git.commit.clone(),
+            git_dirty: git.dirty,
+            budget_bytes: Some(budget),
+            fallback: None,
+            request_json: request.to_string(),
+            owner_pid: Some(std::process::id()),
+        })
+    };
+    let label = accel.map_or_else(|| "script".to_owned(), DeviceChoice::label);
+    let run_id = begin(&label, budgets.planner, &request)?;
+    let hello = Hello {
+        protocol: PROTOCOL_VERSION,
+        headroom_version: env!("CARGO_PKG_VERSION").into(),
+        libtorch: "unknown".into(),
+        device: label.clone(),
+        device_name: shown.clone(),
+        capacity_bytes: 0,
+        available_bytes: 0,
+        budget_bytes: budgets.planner,
+        threads: 0,
+        workload: shown.clone(),
+        input_shape: Vec::new(),
+        parameters: 0,
+        pid: std::process::id(),
+    };
+    on(&Update::Started {
+        run_id,
+        hello: hello.clone(),
+    });
+    let mut out = ScriptSweepOutcome {
+        sweep: SweepOutcome {
+            status: JobStatus::Running,
+            run_id: Some(run_id),
+            ledger: ledger.path().display().to_string(),
+            hello: Some(hello),
+            points: Vec::new(),
+            summary: None,
+            warnings: Vec::new(),
+            error: None,
+            worker_exit: None,
+            stderr_tail: Vec::new(),
+        },
+        command: shown.clone(),
+        device: None,
+        runs: Vec::new(),
+        seconds: Vec::new(),
+        comparison: None,
+        baseline_run_id: None,
+    };
+    let plan = BatchPlan::Search {
+        start: s.start,
+        max: s.max,
+    };
+    let mut planner = Planner::new(plan, budgets.planner, None, true).costly();
+    let matcher = EpochMatcher::new(crate::monitor::DEFAULT_EPOCH_PATTERN)?;
+    let mut interrupted = false;
+    let mut libtorch = None;
+    let limit = loop {
+        let (batch, predicted) = match planner.next_step() {
+            Next::Done { limit } => break limit,
+            Next::Skip { batch, predicted } => {
+                let mut p = Point::failed(
+                    batch,
+                    PointStatus::OverBudget,
+                    format!(
+                        "predicted peak {} is above the {} budget; not run",
+                        format_bytes(predicted),
+                        format_bytes(planner.budget())
+                    ),
+                );
+                p.predicted_peak_bytes = Some(predicted);
+                planner.record(batch, PointStatus::OverBudget, None, None);
+                add_point(ledger, run_id, &mut out.sweep, p, on)?;
+                continue;
+            }
+            Next::Run { batch, predicted } => (batch, predicted),
+        };
+        on(&Update::Progress {
+            batch,
+            phase: Phase::Setup,
+            step: 0,
+            of: 0,
+        });
+        let w = point(s, batch, accel, budgets.host_kill, run_id, &matcher, ledger)?;
+        out.runs.push(w.run_id);
+        out.seconds.push((batch, w.seconds, w.first_step_s));
+        if w.interrupted {
+            interrupted = true;
+        }
+        if out.device.is_none() {
+            out.device = w.observed.as_ref().and_then(|o| o.device.clone());
+            if let Some(d) = &out.device {
+                ledger.set_device(run_id, d)?;
+            }
+            if let Some(b) = device_budget(s.budget, &w) {
+                budgets.planner = b;
+                planner.set_budget(b);
+                ledger.set_budget(run_id, b)?;
+                if let Some(h) = out.sweep.hello.as_mut() {
+                    h.budget_bytes = b;
+                }
+            }
+        }
+        if libtorch.is_none() {
+            libtorch = w.torch_version.clone();
+            if let Some(v) = &libtorch {
+                ledger.set_libtorch(run_id, v)?;
+            }
+        }
+        let mut p = as_point(&w, batch, planner.budget());
+        p.predicted_peak_bytes = predicted;
+        planner.record(batch, p.status, p.peak_bytes, p.samples_per_s);
+        add_point(ledger, run_id, &mut out.sweep, p, on)?;
+        if interrupted {
+            break Limit::Error;
+        }
+    };
+    let summary = summarize(&out.sweep.points, limit, planner.budget());
+    // The baseline at the recommended batch: the speed-up of the user's own script.
+    if let (Some(base), Some(accel), Some(batch), false) = (
+        s.devices.first(),
+        accel,
+        summary.recommended_batch,
+        interrupted,
+    ) {
+        let base_request = serde_json::json!({
+            "script": true,
+            "command": s.command,
+            "project": s.project,
+            "baseline_of": run_id,
+            "devices": [base.label()],
+        });
+        let base_id = begin(&base.label(), budgets.host_kill, &base_request)?;
+        on(&Update::Progress {
+            batch,
+            phase: Phase::Timed,
+            step: 0,
+            of: 0,
+        });
+        let w = point(s, batch, Some(base), budgets.host_kill, base_id, &matcher, ledger)?;
+        out.runs.push(w.run_id);
+        out.seconds.push((batch, w.seconds, w.first_step_s));
+        interrupted |= w.interrupted;
+        let p = as_point(&w, batch, budgets.host_kill);
+        ledger.add_point(base_id, 0, &p)?;
+        let base_points = [p];
+        let base_summary = summarize(&base_points, Limit::List, budgets.host_kill);
+        let ok = base_points[0].status == PointStatus::Ok;
+        ledger.finish_run(
+            base_id,
+            if ok { RunStatus::Complete } else { RunStatus::Failed },
+            Some(&base_summary),
+            (!ok).then(|| format!("the baseline {} did not finish at batch {batch}", base.label())).as_deref(),
+        )?;
+        out.baseline_run_id = Some(base_id);
+        out.comparison = compare(&accel.label(), &out.sweep.points, &base_points, batch).map(|c| {
+            Comparison {
+                cpu_run_id: Some(base_id),
+                ..c
+            }
+        });
+        if let Some(c) = &out.comparison {
+            ledger.add_sample(run_id, 0, COMPARISON_SAMPLE, c)?;
+        }
+    }
+    let status = if interrupted {
+        RunStatus::Interrupted
+    } else if summary.recommended_batch.is_some() {
+        RunStatus::Complete
+    } else {
+        RunStatus::Failed
+    };
+    let note = match status {
+        RunStatus::Interrupted => Some(format!(
+            "stopped by you after {} point(s)",
+            out.sweep.points.len()
+        )),
+        RunStatus::Failed => Some(summary.reason.clone()),
+        _ => None,
+    };
+    if let Some(n) = &note {
+        out.sweep.error = Some(JobError {
+            code: if interrupted {
+                crate::error::ErrorCode::Cancelled
+            } else {
+                crate::error::ErrorCode::Internal
+            },
+            message: n.clone(),
+        });
+    }
+    ledger.finish_run(run_id, status, Some(&summary), note.as_deref())?;
+    out.sweep.summary = Some(summary);
+    out.sweep.status = status.into();
+    Ok(out)
+}
+
+/// One start of the command at `batch` (on `device`), stopped once its steps settle.
+fn point(
+    s: &ScriptSweep,
+    batch: u32,
+    device: Option<&DeviceChoice>,
+    host_kill: u64,
+    sweep_id: i64,
+    matcher: &EpochMatcher,
+    ledger: &Ledger,
+) -> Result<WatchOutcome, CoreError> {
+    let command = substitute(&s.command, batch, device);
+    let mut env = s.watch.env.clone();
+    env.extend(device.map(DeviceChoice::env).unwrap_or_default());
+    let opts = WatchOptions {
+        batch: Some(batch),
+        settle: true,
+        max_time: Some(s.point_limit),
+        budget_bytes: Some(host_kill),
+        env,
+        tag: Some(serde_json::json!({ "project": s.project, "sweep": sweep_id })),
+        ..s.watch.clone()
+    };
+    run_command(&command, matcher, &opts, ledger)
+}
+
+/// A start as a sweep point: over the planner's budget when its measured peak is.
+fn as_point(w: &WatchOutcome, batch: u32, budget: u64) -> Point {
+    let mut p = w.as_point().unwrap_or_else(|| {
+        Point::failed(batch, PointStatus::Error, format!("run {}", w.run_id))
+    });
+    p.batch = batch;
+    if p.status == PointStatus::Ok && p.peak_bytes.is_some_and(|b| b > budget) {
+        p.status = PointStatus::OverBudget;
+        p.message = Some(format!(
+            "peak {} is above the {} budget (run {})",
+            format_bytes(p.peak_bytes.unwrap_or(0)),
+            format_bytes(budget),
+            w.run_id
+        ));
+    }
+    if p.status == PointStatus::Ok && p.samples_per_s.is_none() {
+        p.status = PointStatus::Error;
+        p.message = Some(format!(
+            "run {} finished without steps to time: is it a training loop with an optimizer, or does it print `headroom-step` lines?",
+            w.run_id
+        ));
+    }
+    if p.status != PointStatus::Ok && p.message.as_deref().is_none_or(|m| m.starts_with("run ")) {
+        p.message = Some(describe_failure(w));
+    }
+    p
+}
+
+/// Why a start did not give a point, for the table.
+fn describe_failure(w: &WatchOutcome) -> String {
+    if w.interrupted {
+        return format!("stopped by you (run {})", w.run_id);
+    }
+    if w.oom {
+        return format!("out of memory (run {})", w.run_id);
+    }
+    if w.over_budget {
+        return format!(
+            "its processes passed {} (run {})",
+            format_bytes(w.budget_bytes.unwrap_or(0)),
+            w.run_id
+        );
+    }
+    match (w.exit_code, w.signal) {
+        (_, Some(sig)) if !w.stopped_at_limit => format!(
+            "the command was {} (run {})",
+            super::watch::describe_signal(sig),
+            w.run_id
+        ),
+        (Some(c), _) if c != 0 => format!("the command exited with code {c} (run {})", w.run_id),
+        _ => format!("run {} ended before its steps settled", w.run_id),
+    }
+}
+
+fn add_point(
+    ledger: &Ledger,
+    run_id: i64,
+    out: &mut SweepOutcome,
+    p: Point,
+    on: &mut dyn FnMut(&Update),
+) -> Result<(), CoreError> {
+    let seq = u32::try_from(out.points.len()).unwrap_or(u32::MAX);
+    ledger.add_point(run_id, seq, &p)?;
+    on(&Update::Point { point: p.clone() });
+    out.points.push(p);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices_parse_with_threads_and_refuse_nonsense() {
+        let d = parse_devices("cpu@1, cpu@2").expect("pair");
+        assert_eq!(d[0].label(), "cpu@1");
+        assert_eq!(d[1].env(), vec![("OMP_NUM_THREADS".into(), "2".into())]);
+        assert_eq!(parse_devices("cpu,mps").expect("pair")[1].device, "mps");
+        for bad in ["cpu", "cpu,mps,cuda", "cpu@0,mps", "cpu,m ps", "cpu@x,mps"] {
+            assert!(parse_devices(bad).is_err(), "{bad}");
+        }
+        let cmd: Vec<String> = ["python", "t.py", "--bs={batch}", "--device", "{device}"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            substitute(&cmd, 64, Some(&d[1]))[2..],
+            ["--bs=64".to_owned(), "--device".into(), "cpu".into()]
+        );
+    }
+}
