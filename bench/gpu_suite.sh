@@ -8,7 +8,8 @@
 # and copy vs PyTorch), start (worker start to first step), oom (real OOMs then 100 steps),
 # fidelity (samples/s vs a torch.utils.benchmark loop), timeline (where one sweep's wall time goes,
 # point by point), observer (what `headroom run`'s observer costs a torchvision resnet50 script, and
-# what it observed of it). Tables on stdout, raw JSON in OUT. `headroom-worker` must sit beside the
+# what it observed of it), usersweep (`run --sweep batch=auto` on a resnet50 script vs accelerate and
+# Lightning). Tables on stdout, raw JSON in OUT. `headroom-worker` must sit beside the
 # `headroom` given. BEFORE=PATH (an older `headroom`, in a folder of its own) and ROUNDS=N make
 # `answer` run both builds N times, interleaved.
 set -uo pipefail
@@ -35,6 +36,8 @@ for part in $PARTS; do
               --out "$OUT/fidelity.json" | tee "$OUT/fidelity.md" ;;
     timeline) python3 bench/answer_timeline.py --headroom "$HR" --device cuda --workload vit-tiny \
               --out "$OUT/timeline.json" | tee "$OUT/timeline.md" ;;
+    usersweep) python3 bench/user_sweep.py --headroom "$HR" --python python3 --out "$OUT/usersweep" \
+              | tee "$OUT/usersweep.md" ;;
     observer) python3 bench/observer_overhead.py --headroom "$HR" --python python3 --device cuda \
               --model resnet50 --batch 128 --image 224 --workers 6 --steps 120 --rounds 3 \
               --out "$OUT/overhead.json" --observe-json "$OUT/observed-resnet50.json" | tee "$OUT/overhead.md" ;;

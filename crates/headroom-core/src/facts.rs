@@ -130,7 +130,8 @@ fn run_project(ledger: &Ledger, r: &RunRecord) -> Result<Owner, CoreError> {
         .request_json(r.id)?
         .and_then(|j| serde_json::from_str(&j).ok())
         .unwrap_or_default();
-    let script = r.kind == RunKind::Run || req.get("script").and_then(serde_json::Value::as_bool) == Some(true);
+    let script = r.kind == RunKind::Run
+        || req.get("script").and_then(serde_json::Value::as_bool) == Some(true);
     let project = req
         .get("project")
         .or_else(|| req.get("tag").and_then(|t| t.get("project")))
@@ -298,7 +299,10 @@ fn sweep_facts(ledger: &Ledger, runs: &[RunRecord], f: &mut Facts) -> Result<(),
     // The user's own script swept on the accelerator with its CPU baseline speaks first.
     for run in &sweeps {
         let Some(c) = ledger
-            .samples::<crate::summary::Comparison>(run.id, crate::jobs::usersweep::COMPARISON_SAMPLE)?
+            .samples::<crate::summary::Comparison>(
+                run.id,
+                crate::jobs::usersweep::COMPARISON_SAMPLE,
+            )?
             .into_iter()
             .next()
         else {

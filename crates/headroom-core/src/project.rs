@@ -206,7 +206,9 @@ pub fn add_to(path: &Path, p: &Project, replace: bool) -> Result<(), CoreError> 
                 toml_edit::Item::Table(t)
             })
             .as_table_mut()
-            .ok_or_else(|| bad("the configuration's `projects` is not a table; fix the file".into()))?;
+            .ok_or_else(|| {
+                bad("the configuration's `projects` is not a table; fix the file".into())
+            })?;
         let mut t = toml_edit::Table::new();
         t["dir"] = toml_edit::value(p.dir.display().to_string());
         if let Some(py) = &p.python {
@@ -316,7 +318,10 @@ mod tests {
         p.python = Some(PathBuf::from("/opt/venv/bin/python"));
         add_to(&path, &p, false).expect("add");
         let text = std::fs::read_to_string(&path).expect("read");
-        assert!(text.contains("# my settings") && text.contains("# tuned"), "{text}");
+        assert!(
+            text.contains("# my settings") && text.contains("# tuned"),
+            "{text}"
+        );
         let all = load_from(&path).expect("load");
         assert_eq!(all["resnet"], p);
         assert_eq!(
@@ -343,12 +348,17 @@ mod tests {
         for name in ["", "-x", "a b", "x/y", ".hidden"] {
             assert!(project(name, tmp.path()).validate().is_err(), "{name:?}");
         }
-        let e = project("p", Path::new("rel/dir")).validate().expect_err("relative");
+        let e = project("p", Path::new("rel/dir"))
+            .validate()
+            .expect_err("relative");
         assert!(e.to_string().contains("absolute"), "{e}");
         let mut p = project("p", tmp.path());
         p.command = vec!["python".into(), "t.py".into(), "--lr={lr}".into()];
         let e = p.validate().expect_err("unknown placeholder");
-        assert!(e.to_string().contains("{lr}") && e.to_string().contains("{batch}"), "{e}");
+        assert!(
+            e.to_string().contains("{lr}") && e.to_string().contains("{batch}"),
+            "{e}"
+        );
         // Braces that are not a placeholder pass: a JSON argument, a format string.
         p.command = vec!["python".into(), "-c".into(), "print({'a': 1}, '{}')".into()];
         p.validate().expect("not placeholders");
@@ -365,7 +375,11 @@ mod tests {
     fn a_broken_projects_table_is_refused_at_load_with_the_place() {
         let tmp = tempfile::tempdir().expect("tmp");
         let path = tmp.path().join("config.toml");
-        std::fs::write(&path, "[projects.x]\ndir = \"/tmp\"\ncommand = []\nwat = 1\n").expect("write");
+        std::fs::write(
+            &path,
+            "[projects.x]\ndir = \"/tmp\"\ncommand = []\nwat = 1\n",
+        )
+        .expect("write");
         let e = load_from(&path).expect_err("unknown key");
         assert!(e.to_string().contains("wat"), "{e}");
         std::fs::write(&path, "[projects.x]\ndir = \"/tmp\"\ncommand = []\n").expect("write");

@@ -122,7 +122,12 @@ pub fn run(c: &ProjectCommand) -> Result<ExitCode> {
                 eprintln!("headroom: no projects yet; `headroom project add NAME --dir DIR -- python train.py --batch-size {{batch}}` adds one");
             } else {
                 for p in all.values() {
-                    println!("{:<20} {}  ({})", p.name, p.command.join(" "), p.dir.display());
+                    println!(
+                        "{:<20} {}  ({})",
+                        p.name,
+                        p.command.join(" "),
+                        p.dir.display()
+                    );
                 }
             }
         }
@@ -137,7 +142,10 @@ pub fn run(c: &ProjectCommand) -> Result<ExitCode> {
         ProjectCommand::Rm { name, json } => {
             let removed = project::remove(name)?;
             if *json {
-                println!("{}", serde_json::json!({ "name": name, "removed": removed }));
+                println!(
+                    "{}",
+                    serde_json::json!({ "name": name, "removed": removed })
+                );
             } else if removed {
                 eprintln!("headroom: project {name} removed (its runs stay in the ledger)");
             } else {

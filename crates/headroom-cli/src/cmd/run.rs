@@ -467,7 +467,10 @@ fn auto_sweep(
     let mut n = 0;
     let mut on = |u: &Update| match u {
         Update::Started { run_id, .. } => {
-            eprintln!("headroom: sweeping `{}` as run {run_id}", spec.command.join(" "));
+            eprintln!(
+                "headroom: sweeping `{}` as run {run_id}",
+                spec.command.join(" ")
+            );
         }
         Update::Progress { batch, .. } => {
             n += 1;
@@ -501,10 +504,23 @@ fn auto_sweep(
         }
     }
     if let Some(path) = &a.chart {
-        chart_points(path, &out.sweep.points, out.sweep.summary.as_ref(), out.sweep.hello.as_ref().map(|h| h.budget_bytes))?;
+        chart_points(
+            path,
+            &out.sweep.points,
+            out.sweep.summary.as_ref(),
+            out.sweep.hello.as_ref().map(|h| h.budget_bytes),
+        )?;
         eprintln!("headroom: chart written to {}", path.display());
     }
+    let stopped_by_error = out
+        .sweep
+        .summary
+        .as_ref()
+        .is_some_and(|s| s.limit == headroom_core::planner::Limit::Error.as_str());
     Ok(match out.sweep.status {
+        // A point that failed (the script crashed at that batch): the answer from the others
+        // stands, and the exit code says it is partial.
+        headroom_core::jobs::JobStatus::Complete if stopped_by_error => ExitCode::from(3),
         headroom_core::jobs::JobStatus::Complete => ExitCode::SUCCESS,
         headroom_core::jobs::JobStatus::Interrupted => ExitCode::from(130),
         _ => ExitCode::from(3),
@@ -514,7 +530,11 @@ fn auto_sweep(
 pub fn run(a: &RunArgs) -> Result<ExitCode> {
     let (command, project) = resolve_command(a)?;
     let auto = a.sweep.iter().any(|s| s.trim() == "batch=auto");
-    let command = if auto { command } else { fill_single(a, command)? };
+    let command = if auto {
+        command
+    } else {
+        fill_single(a, command)?
+    };
     let matcher = match &a.epoch_regex {
         Some(p) => EpochMatcher::new(p)?.given(),
         None => EpochMatcher::new(DEFAULT_EPOCH_PATTERN)?,

@@ -17,6 +17,7 @@ mod kill;
 mod mlx;
 mod observe;
 mod profile;
+mod project;
 mod remote;
 mod report;
 mod run;

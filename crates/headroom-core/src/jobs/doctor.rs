@@ -70,6 +70,14 @@ pub fn check(exe: &Path, opts: &DoctorOptions, on_found: &mut dyn FnMut(usize)) 
     let exe_owned = exe.to_path_buf();
     let lib = std::thread::spawn(move || ask_libtorch(&exe_owned, timeout));
     let mut env = DiscoveryEnv::from_process(opts.pythons.clone());
+    // A broken configuration is `doctor`'s to report elsewhere; here it only means no projects.
+    env.projects = crate::project::load()
+        .map(|all| {
+            all.into_values()
+                .filter_map(|p| Some((p.name, p.python?)))
+                .collect()
+        })
+        .unwrap_or_default();
     if opts.only_named {
         env = DiscoveryEnv {
             path: None,

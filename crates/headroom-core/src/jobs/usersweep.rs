@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::sweep::hard_limit;
 use super::sweep::{JobError, SweepOutcome, Update};
 use super::watch::{run_command, WatchOptions, WatchOutcome};
 use super::JobStatus;
-use super::sweep::hard_limit;
 use crate::budget::{accelerator_ceiling, format_bytes, BudgetSpec};
 use crate::ledger::{Ledger, NewRun, RunKind, RunStatus};
 use crate::monitor::EpochMatcher;
@@ -157,7 +157,8 @@ pub fn check(s: &ScriptSweep) -> Result<(), CoreError> {
     let has_device = s.command.iter().any(|a| a.contains("{device}"));
     if has_device && s.devices.is_empty() {
         return Err(CoreError::InvalidInput(
-            "the command has {device}: say which with --device-sweep cpu,mps (the baseline first)".into(),
+            "the command has {device}: say which with --device-sweep cpu,mps (the baseline first)"
+                .into(),
         ));
     }
     if !has_device && !s.devices.is_empty() {
@@ -203,8 +204,13 @@ fn device_budget(spec: BudgetSpec, out: &WatchOutcome) -> Option<u64> {
     let total = o.device_total_bytes?;
     let free = o.device_free_bytes.unwrap_or(total);
     // What this process already held when it measured free memory is the sweep's own.
-    let available = free.saturating_add(o.peak_device_held_bytes.unwrap_or(0)).min(total);
-    Some(spec.resolve(total, available).min(accelerator_ceiling(total)))
+    let available = free
+        .saturating_add(o.peak_device_held_bytes.unwrap_or(0))
+        .min(total);
+    Some(
+        spec.resolve(total, available)
+            .min(accelerator_ceiling(total)),
+    )
 }
 
 /// Runs the sweep, recording it in `ledger`; `on` hears every update (as a built-in sweep's).
@@ -382,7 +388,15 @@ pub fn run_script_sweep(
             step: 0,
             of: 0,
         });
-        let w = point(s, batch, Some(base), budgets.host_kill, base_id, &matcher, ledger)?;
+        let w = point(
+            s,
+            batch,
+            Some(base),
+            budgets.host_kill,
+            base_id,
+            &matcher,
+            ledger,
+        )?;
         out.runs.push(w.run_id);
         out.seconds.push((batch, w.seconds, w.first_step_s));
         interrupted |= w.interrupted;
@@ -393,17 +407,27 @@ pub fn run_script_sweep(
         let ok = base_points[0].status == PointStatus::Ok;
         ledger.finish_run(
             base_id,
-            if ok { RunStatus::Complete } else { RunStatus::Failed },
+            if ok {
+                RunStatus::Complete
+            } else {
+                RunStatus::Failed
+            },
             Some(&base_summary),
-            (!ok).then(|| format!("the baseline {} did not finish at batch {batch}", base.label())).as_deref(),
+            (!ok)
+                .then(|| {
+                    format!(
+                        "the baseline {} did not finish at batch {batch}",
+                        base.label()
+                    )
+                })
+                .as_deref(),
         )?;
         out.baseline_run_id = Some(base_id);
-        out.comparison = compare(&accel.label(), &out.sweep.points, &base_points, batch).map(|c| {
-            Comparison {
+        out.comparison =
+            compare(&accel.label(), &out.sweep.points, &base_points, batch).map(|c| Comparison {
                 cpu_run_id: Some(base_id),
                 ..c
-            }
-        });
+            });
         if let Some(c) = &out.comparison {
             ledger.add_sample(run_id, 0, COMPARISON_SAMPLE, c)?;
         }
@@ -466,9 +490,9 @@ fn point(
 
 /// A start as a sweep point: over the planner's budget when its measured peak is.
 fn as_point(w: &WatchOutcome, batch: u32, budget: u64) -> Point {
-    let mut p = w.as_point().unwrap_or_else(|| {
-        Point::failed(batch, PointStatus::Error, format!("run {}", w.run_id))
-    });
+    let mut p = w
+        .as_point()
+        .unwrap_or_else(|| Point::failed(batch, PointStatus::Error, format!("run {}", w.run_id)));
     p.batch = batch;
     if p.status == PointStatus::Ok && p.peak_bytes.is_some_and(|b| b > budget) {
         p.status = PointStatus::OverBudget;

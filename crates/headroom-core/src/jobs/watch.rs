@@ -1208,7 +1208,11 @@ mod tests {
             t += 0.1;
             at.push(t);
             if let Some(from) = settled_from(&at) {
-                assert_eq!(at.len() - 1 - from, 10, "two windows of 5 steps (0.5 s each)");
+                assert_eq!(
+                    at.len() - 1 - from,
+                    10,
+                    "two windows of 5 steps (0.5 s each)"
+                );
                 assert!(from >= SETTLE_WARMUP);
                 return;
             }

@@ -36,6 +36,9 @@ pub struct DiscoveryEnv {
     pub cwd: Option<PathBuf>,
     /// `--python PATH` arguments, probed first.
     pub extra: Vec<PathBuf>,
+    /// The projects' Pythons (`headroom project add --python`), by project: probed right after
+    /// `--python`, so doctor judges the interpreter the user trains with.
+    pub projects: Vec<(String, PathBuf)>,
     /// Look in the well-known system places (Homebrew, /usr/bin).
     pub system: bool,
 }
@@ -55,6 +58,7 @@ impl DiscoveryEnv {
             home: dirs::home_dir(),
             cwd: std::env::current_dir().ok(),
             extra,
+            projects: Vec::new(),
             system: true,
         }
     }
@@ -110,6 +114,9 @@ pub fn discover(env: &DiscoveryEnv) -> Vec<Candidate> {
     };
     for p in &env.extra {
         add(p.clone(), "--python", true);
+    }
+    for (name, p) in &env.projects {
+        add(p.clone(), &format!("project {name}"), true);
     }
     if let Some(v) = &env.virtual_env {
         add(in_env(v), "VIRTUAL_ENV", true);

@@ -1,0 +1,277 @@
+//! Projects and `run --sweep batch=auto` on real training scripts written here: plain PyTorch
+//! loops with a DataLoader and no markers, observed from inside.
+
+use crate::common::{after_output, python, Home};
+
+/// A plain training loop whose memory grows with the batch: it keeps 256 KiB per sample alive
+/// through each step (activations a real model would keep). With CRASH_AT, it fails at that
+/// batch or above the way a bug in user code does.
+const TRAIN: &str = r#"
+import argparse, os, torch, torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+p = argparse.ArgumentParser()
+p.add_argument("--batch-size", type=int, required=True)
+p.add_argument("--device", default="cpu")
+a = p.parse_args()
+crash = int(os.environ.get("CRASH_AT", "0"))
+if crash and a.batch_size >= crash:
+    raise ValueError(f"shapes do not match at batch {a.batch_size}")
+torch.manual_seed(0)
+n = a.batch_size * 4
+data = TensorDataset(torch.randn(n, 256), torch.randint(0, 10, (n,)))
+loader = DataLoader(data, batch_size=a.batch_size, shuffle=True, drop_last=True)
+model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 10)).to(a.device)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+while True:
+    for x, y in loader:
+        x, y = x.to(a.device), y.to(a.device)
+        kept = torch.ones(a.batch_size, 65536)
+        loss = nn.functional.cross_entropy(model(x), y) + kept[0, 0] * 0
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"#;
+
+fn write_project(home: &Home, name: &str, extra: &[&str]) {
+    let dir = home.path().join(name);
+    std::fs::create_dir_all(&dir).expect("project folder");
+    std::fs::write(dir.join("train.py"), TRAIN).expect("script");
+    let py = python();
+    let mut args = vec![
+        "project",
+        "add",
+        name,
+        "--dir",
+        dir.to_str().expect("utf-8"),
+        "--python",
+        py.to_str().expect("utf-8"),
+        "--json",
+        "--",
+        "python",
+        "train.py",
+        "--batch-size",
+        "{batch}",
+    ];
+    args.extend_from_slice(extra);
+    let out = home.run(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn projects_are_added_listed_shown_and_removed_with_clear_errors() {
+    let home = Home::new();
+    write_project(&home, "mlp", &[]);
+    let (_, list) = home.json(&["project", "list", "--json"]);
+    assert_eq!(list[0]["name"], "mlp");
+    assert_eq!(list[0]["command"][3], "{batch}");
+    let (_, show) = home.json(&["project", "show", "mlp", "--json"]);
+    assert!(show["dir"].as_str().is_some_and(|d| d.ends_with("/mlp")));
+    // Twice: refused, naming --replace; an unknown placeholder: refused, naming the known ones.
+    let dir = home.path().join("mlp");
+    let again = home.run(&[
+        "project",
+        "add",
+        "mlp",
+        "--dir",
+        dir.to_str().expect("utf-8"),
+        "--",
+        "python",
+        "t.py",
+    ]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--replace"));
+    let bad = home.run(&[
+        "project",
+        "add",
+        "x",
+        "--dir",
+        dir.to_str().expect("utf-8"),
+        "--",
+        "python",
+        "t.py",
+        "--lr={lr}",
+    ]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("{lr}"));
+    let gone = home.run(&[
+        "project",
+        "add",
+        "y",
+        "--dir",
+        "/no/such/folder",
+        "--",
+        "python",
+        "t.py",
+    ]);
+    assert!(String::from_utf8_lossy(&gone.stderr).contains("does not exist"));
+    // A run of an unknown project says how to add it; a project run needs its {batch}.
+    let none = home.run(&["run", "--project", "nope"]);
+    assert!(String::from_utf8_lossy(&none.stderr).contains("headroom project add nope"));
+    let nobatch = home.run(&["run", "--project", "mlp"]);
+    assert!(String::from_utf8_lossy(&nobatch.stderr).contains("--batch N"));
+    let (_, rm) = home.json(&["project", "rm", "mlp", "--json"]);
+    assert_eq!(rm["removed"], true);
+    let (_, list) = home.json(&["project", "list", "--json"]);
+    assert_eq!(list.as_array().map(Vec::len), Some(0));
+    assert!(home.runs().is_empty(), "nothing ran");
+}
+
+#[test]
+fn batch_auto_under_a_budget_finds_the_knee_and_the_largest_batch_and_refuses_the_next() {
+    let home = Home::new();
+    write_project(&home, "mlp", &[]);
+    let out = home.run(&[
+        "run",
+        "--project",
+        "mlp",
+        "--sweep",
+        "batch=auto",
+        "--budget",
+        "1400MiB",
+        "--interval-ms",
+        "50",
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v = after_output(&out.stdout, '{');
+    let points = v["sweep"]["points"].as_array().expect("points").clone();
+    assert!(points.len() >= 4, "{points:#?}");
+    assert_eq!(points[0]["batch"], 16);
+    assert_eq!(points[1]["batch"], 64);
+    let s = &v["sweep"]["summary"];
+    let largest = s["max_fit_batch"].as_u64().expect("largest batch");
+    assert!(s["knee_batch"].as_u64().is_some(), "{s}");
+    assert_eq!(s["limit"], "budget");
+    let budget = 1400u64 << 20;
+    let at = |b: u64| {
+        points
+            .iter()
+            .find(|p| p["batch"].as_u64() == Some(b))
+            .expect("point")
+    };
+    // The largest batch was run (verified), under the budget, its memory grown with the batch.
+    assert_eq!(at(largest)["status"], "ok");
+    let peak = |p: &serde_json::Value| p["peak_bytes"].as_u64().expect("peak");
+    assert!(peak(at(largest)) <= budget);
+    assert!(
+        peak(at(largest)) > peak(at(16)) + (largest - 16) * (200 << 10),
+        "grew with the batch"
+    );
+    assert!(largest > 300, "largest {largest}");
+    // The next one was refused on its prediction, never run.
+    let refused: Vec<&serde_json::Value> = points
+        .iter()
+        .filter(|p| {
+            p["status"] == "over_budget"
+                && p["predicted_peak_bytes"]
+                    .as_u64()
+                    .is_some_and(|b| b > budget)
+        })
+        .collect();
+    assert!(
+        refused.iter().any(|p| p["batch"].as_u64() > Some(largest)
+            && p["message"].as_str().is_some_and(|m| m.contains("not run"))),
+        "{points:#?}"
+    );
+    // Each ok point has throughput from the settled steps of its own start.
+    assert!(points
+        .iter()
+        .filter(|p| p["status"] == "ok")
+        .all(|p| p["samples_per_s"].as_f64().is_some_and(|s| s > 0.0)));
+    // One sweep run in the ledger (the command as its workload), one run per start, all tagged.
+    let runs = home.runs();
+    let sweeps: Vec<_> = runs.iter().filter(|r| r["kind"] == "sweep").collect();
+    assert_eq!(sweeps.len(), 1);
+    assert!(sweeps[0]["workload"]
+        .as_str()
+        .is_some_and(|w| w.contains("train.py --batch-size {batch}")));
+    assert_eq!(sweeps[0]["device"], "cpu", "the device the observer saw");
+    let starts = runs.iter().filter(|r| r["kind"] == "run").count();
+    assert_eq!(starts, v["runs"].as_array().map_or(0, Vec::len));
+    assert!(stderr.contains("step time settled"), "{stderr}");
+}
+
+#[test]
+fn a_script_that_crashes_at_one_batch_fails_that_point_and_keeps_the_rest() {
+    let home = Home::new();
+    write_project(&home, "mlp", &[]);
+    let mut cmd = home.cmd(&[
+        "run",
+        "--project",
+        "mlp",
+        "--sweep",
+        "batch=auto",
+        "--budget",
+        "1400MiB",
+        "--json",
+    ]);
+    cmd.env("CRASH_AT", "100");
+    let out = cmd.output().expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "partial: {stderr}");
+    assert!(
+        stderr.contains("ValueError: shapes do not match at batch"),
+        "the script's own error passes through"
+    );
+    let v = after_output(&out.stdout, '{');
+    let points = v["sweep"]["points"].as_array().expect("points").clone();
+    let status: Vec<&str> = points.iter().filter_map(|p| p["status"].as_str()).collect();
+    assert_eq!(&status[..2], ["ok", "ok"], "{points:#?}");
+    let failed = points
+        .iter()
+        .find(|p| p["status"] == "error")
+        .expect("the failed point");
+    assert!(failed["batch"].as_u64() >= Some(100));
+    assert!(
+        failed["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("exited with code 1")),
+        "{failed}"
+    );
+    assert_eq!(v["sweep"]["summary"]["limit"], "error");
+    assert!(
+        v["sweep"]["summary"]["recommended_batch"]
+            .as_u64()
+            .is_some(),
+        "from the points kept"
+    );
+}
+
+#[test]
+fn a_device_sweep_gives_the_scripts_speed_up_to_decide() {
+    let home = Home::new();
+    write_project(&home, "mlp", &["--device", "{device}"]);
+    // Two CPU thread counts stand in for the CPU and an accelerator here.
+    let out = home.run(&[
+        "run",
+        "--project",
+        "mlp",
+        "--sweep",
+        "batch=auto",
+        "--device-sweep",
+        "cpu@1,cpu@2",
+        "--max-batch",
+        "64",
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v = after_output(&out.stdout, '{');
+    let c = &v["comparison"];
+    assert_eq!(c["device"], "cpu@2", "{v:#}");
+    assert!(c["speedup"].as_f64().is_some_and(|s| s > 0.0));
+    let base = v["baseline_run_id"].as_i64().expect("baseline run");
+    let (_, d) = home.json(&["decide", "--json"]);
+    assert_eq!(d["facts"]["mps"]["device"], "cpu@2", "{:#}", d["facts"]);
+    assert_eq!(d["facts"]["cpu"]["run_id"], base);
+    let reasons = d["decision"]["columns"].to_string();
+    assert!(
+        reasons.contains("ms per step on cpu@2 vs")
+            && reasons.contains(&format!("baseline run {base}")),
+        "{reasons}"
+    );
+}
