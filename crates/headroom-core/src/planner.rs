@@ -925,7 +925,7 @@ mod tests {
     #[test]
     fn a_costly_sweep_narrows_after_an_oom_and_stops_on_an_error() {
         // The device runs out at (50_000 - 1000) / 100 = 490 while the budget says 1990.
-        let (ran, _, limit) = drive_costly(200_000, 50_000, |b| f64::from(b));
+        let (ran, _, limit) = drive_costly(200_000, 50_000, f64::from);
         assert_eq!(limit, Limit::Oom);
         let fit = ran
             .iter()
