@@ -110,7 +110,7 @@ pub fn request(form: &SweepForm) -> Result<SweepRequest, AppError> {
     Ok(input.request()?)
 }
 
-fn redraw(s: &mut SweepSnapshot) {
+pub fn redraw(s: &mut SweepSnapshot) {
     match sweep_svg(&ChartSpec {
         points: &s.points,
         summary: s.summary.as_ref(),

@@ -10,7 +10,7 @@
 //! replace ts-rs for the 60-odd types the core already exports; a command table generated here
 //! beside ts-rs's types gives the same guarantees with the generator the house already keeps.
 
-use crate::{about, commands, ledger, memory, overview, remote};
+use crate::{about, commands, ledger, memory, overview, projects, remote};
 
 /// The list: `module::command(argument: arg Type, on_update: channel Snapshot) -> Result;`.
 /// `arg` arguments travel as JSON; a `channel` argument is a `Channel<Snapshot>` the UI passes
@@ -71,6 +71,10 @@ contract! {
     remote::open_vnc(name: arg String) -> String;
     remote::close_vnc() -> bool;
     about::about() -> About;
+    projects::list_projects() -> Vec<Project>;
+    projects::add_project(project: arg Project, replace: arg bool) -> Project;
+    projects::select_project(name: arg Option<String>) -> bool;
+    projects::sweep_project(name: arg String, on_update: channel SweepSnapshot) -> SweepSnapshot;
 }
 
 // The types named in the list, for `specs` (only the tests build it).
@@ -80,6 +84,7 @@ use {
     about::About,
     commands::SweepForm,
     headroom_core::ledger::RunRecord,
+    headroom_core::project::Project,
     headroom_core::readiness::Report,
     headroom_core::remote::{check::CheckReport, HostProfile},
     ledger::{Comparison, RunReport},

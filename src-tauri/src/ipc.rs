@@ -72,6 +72,7 @@ pub fn typescript() -> String {
         headroom_core::contention::Pressure::decl(),
         headroom_core::contention::Need::decl(),
         headroom_core::remote::HostProfile::decl(),
+        headroom_core::project::Project::decl(),
         headroom_core::remote::check::CheckReport::decl(),
         headroom_core::remote::check::Failure::decl(),
         headroom_core::remote::check::FailureKind::decl(),

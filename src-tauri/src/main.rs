@@ -19,6 +19,7 @@ mod ledger;
 mod memory;
 mod notify;
 mod overview;
+mod projects;
 mod remote;
 mod single;
 mod state;

@@ -20,6 +20,8 @@ pub const OVERVIEW_EVENT: &str = "headroom://overview";
 /// One recomputation: the decision, the contention sample it used, and any problem met.
 #[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
 pub struct OverviewSnapshot {
+    /// The project whose runs judged it (none: every run of this machine).
+    pub project: Option<String>,
     pub decision: Decision,
     pub contention: ContentionReport,
     pub taken_at: String,
@@ -60,9 +62,10 @@ pub fn change_notice(prev: Option<&Decision>, next: &Decision) -> Option<(Kind, 
 }
 
 /// One recomputation from the ledger, the configuration and `sampler`.
-fn compute(sampler: &mut Sampler) -> OverviewSnapshot {
-    let (now, problem) = headroom_core::jobs::decision::now(sampler, None);
+fn compute(sampler: &mut Sampler, project: Option<&str>) -> OverviewSnapshot {
+    let (now, problem) = headroom_core::jobs::decision::now(sampler, project);
     OverviewSnapshot {
+        project: project.map(str::to_owned),
         decision: now.decision,
         contention: now.contention,
         taken_at: headroom_core::time::now_rfc3339(),
@@ -77,8 +80,9 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
     std::thread::spawn(move || {
         let mut sampler = Sampler::new();
         loop {
-            let snap = compute(&mut sampler);
             let state = app.state::<AppState>();
+            let project = lock(&state.project).clone();
+            let snap = compute(&mut sampler, project.as_deref());
             let prev = lock(&state.overview).replace(Arc::new(snap.clone()));
             if let Some((kind, title, body)) =
                 change_notice(prev.as_ref().map(|p| &p.decision), &snap.decision)
@@ -98,7 +102,8 @@ pub async fn overview(state: State<'_, AppState>) -> Result<OverviewSnapshot, Ap
     if let Some(s) = lock(&state.overview).as_ref() {
         return Ok((**s).clone());
     }
-    tauri::async_runtime::spawn_blocking(|| compute(&mut Sampler::new()))
+    let project = lock(&state.project).clone();
+    tauri::async_runtime::spawn_blocking(move || compute(&mut Sampler::new(), project.as_deref()))
         .await
         .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))
 }

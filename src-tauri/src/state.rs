@@ -70,6 +70,8 @@ pub struct AppState {
     pub overview: Mutex<Option<Arc<crate::overview::OverviewSnapshot>>>,
     /// The open VNC tunnel.
     pub vnc: Mutex<crate::remote::VncState>,
+    /// The project picked at the top of the popover: the Overview is judged from its runs.
+    pub project: Mutex<Option<String>>,
 }
 
 /// Locks a mutex, recovering the data if a panicking thread poisoned it (the data is plain).

@@ -57,5 +57,5 @@ export function snapshot(over: Partial<SweepSnapshot>): SweepSnapshot {
 export function h200Overview(): OverviewSnapshot {
   const path = resolve(process.cwd(), "../bench/results/decide_h200.json");
   const d = JSON.parse(readFileSync(path, "utf8")) as { decision: Decision; contention: ContentionReport };
-  return { decision: d.decision, contention: d.contention, taken_at: "2026-11-30T14:42:07Z", problem: null, interval_s: 5 };
+  return { project: null, decision: d.decision, contention: d.contention, taken_at: "2026-11-30T14:42:07Z", problem: null, interval_s: 5 };
 }

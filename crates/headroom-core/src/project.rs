@@ -19,7 +19,7 @@ pub const PLACEHOLDERS: [&str; 2] = ["batch", "device"];
 #[serde(deny_unknown_fields)]
 pub struct Project {
     /// Its name (letters, digits, `-`, `_`, `.`), filled in from the table's key.
-    #[serde(skip_serializing, default)]
+    #[serde(default)]
     pub name: String,
     /// The folder it runs in (absolute).
     #[cfg_attr(feature = "ts", ts(type = "string"))]

@@ -2,7 +2,7 @@
 // run `HEADROOM_BLESS=1 cargo test -p headroom-app` after changing the contract.
 import { Channel, invoke } from "@tauri-apps/api/core";
 
-import type { About, CheckReport, Comparison, EpochsForm, HostProfile, KeyInfo, MemorySnapshot, MigrationCommands, OverviewSnapshot, ProcessInfo, Report, RunRecord, RunReport, SweepForm, SweepSnapshot } from "./ipc";
+import type { About, CheckReport, Comparison, EpochsForm, HostProfile, KeyInfo, MemorySnapshot, MigrationCommands, OverviewSnapshot, ProcessInfo, Project, Report, RunRecord, RunReport, SweepForm, SweepSnapshot } from "./ipc";
 
 /** The events the app emits. */
 export const EVENTS = { overview: "headroom://overview", navigate: "headroom://navigate" } as const;
@@ -63,4 +63,12 @@ export const commands = {
   closeVnc: (): Promise<boolean> => invoke<boolean>("close_vnc"),
   /** `about::about` */
   about: (): Promise<About> => invoke<About>("about"),
+  /** `projects::list_projects` */
+  listProjects: (): Promise<Array<Project>> => invoke<Array<Project>>("list_projects"),
+  /** `projects::add_project` */
+  addProject: (project: Project, replace: boolean): Promise<Project> => invoke<Project>("add_project", { project, replace }),
+  /** `projects::select_project` */
+  selectProject: (name: string | null): Promise<boolean> => invoke<boolean>("select_project", { name }),
+  /** `projects::sweep_project` */
+  sweepProject: (name: string, onUpdate: Channel<SweepSnapshot>): Promise<SweepSnapshot> => invoke<SweepSnapshot>("sweep_project", { name, onUpdate }),
 };

@@ -14,6 +14,7 @@ import type {
   MigrationCommands,
   OverviewSnapshot,
   ProcessInfo,
+  Project,
   Report,
   RunRecord,
   RunReport,
@@ -69,6 +70,13 @@ export interface Backend {
   closeVnc(): Promise<boolean>;
   /** The app's version and commit, and the `headroom` it runs (its version and libtorch). */
   about(): Promise<About>;
+  /** The user's projects (folder, Python, command with {batch}/{device}). */
+  listProjects(): Promise<Project[]>;
+  addProject(project: Project, replace: boolean): Promise<Project>;
+  /** Picks the project the Overview is judged from (null: every run). */
+  selectProject(name: string | null): Promise<boolean>;
+  /** "Sweep my training": batch=auto on the project, live like a built-in sweep. */
+  sweepProject(name: string, onUpdate: (s: SweepSnapshot) => void): Promise<SweepSnapshot>;
   /** Calls `f` with a panel name when the tray asks for one. */
   onNavigate(f: (panel: string) => void): void;
 }

@@ -421,7 +421,11 @@ tree_bytes: number,
  */
 tree_pss_bytes: number | null, processes: number, };
 
-export type OverviewSnapshot = { decision: Decision, contention: ContentionReport, taken_at: string, 
+export type OverviewSnapshot = { 
+/**
+ * The project whose runs judged it (none: every run of this machine).
+ */
+project: string | null, decision: Decision, contention: ContentionReport, taken_at: string, 
 /**
  * The configuration could not be read (the defaults were used) or the ledger failed.
  */
@@ -513,6 +517,24 @@ headroom_path: string | null, notes: string,
  * round trip to it, measured from the host.
  */
 artifact_store?: string, };
+
+export type Project = { 
+/**
+ * Its name (letters, digits, `-`, `_`, `.`), filled in from the table's key.
+ */
+name: string, 
+/**
+ * The folder it runs in (absolute).
+ */
+dir: string, 
+/**
+ * The interpreter that runs `python`/`python3` in the command; none: the one on PATH.
+ */
+python?: string | null, 
+/**
+ * The command, one argument per item, with `{batch}` and `{device}`.
+ */
+command: Array<string>, };
 
 export type CheckReport = { name: string, target: string, ok: boolean, failure: Failure | null, 
 /**

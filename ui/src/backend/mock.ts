@@ -3,6 +3,7 @@
 import type { Backend } from "./index";
 import type {
   About,
+  Project,
   CheckReport,
   Comparison,
   EpochsForm,
@@ -49,7 +50,9 @@ export function mockBackend(opts: {
   check?: CheckReport;
   comparison?: Comparison;
   about?: About;
+  projects?: Project[];
 }): MockBackend {
+  const projects: Project[] = [...(opts.projects ?? [])];
   const hosts: HostProfile[] = [...(opts.hosts ?? [])];
   let overviewListener: ((s: OverviewSnapshot) => void) | null = null;
   let memoryListener: ((s: MemorySnapshot) => void) | null = null;
@@ -127,6 +130,33 @@ export function mockBackend(opts: {
         chart_svg: "",
       };
       return first;
+    },
+    async listProjects() {
+      m.calls.push("listProjects");
+      return [...projects];
+    },
+    async addProject(project, replace) {
+      m.calls.push("addProject");
+      const at = projects.findIndex((p) => p.name === project.name);
+      if (at >= 0 && !replace) throw { code: "bad_request", message: `a project named "${project.name}" exists already` };
+      if (at >= 0) projects[at] = project;
+      else projects.push(project);
+      return project;
+    },
+    async selectProject(name) {
+      m.calls.push(`selectProject:${name ?? ""}`);
+      return true;
+    },
+    async sweepProject(name, onUpdate) {
+      m.calls.push(`sweepProject:${name}`);
+      listener = onUpdate;
+      const p = projects.find((x) => x.name === name);
+      if (!p) throw { code: "bad_request", message: `no project named "${name}"` };
+      return {
+        running: true, run_id: null, workload: p.command.join(" "), device: "script", host: null,
+        device_name: null, budget_bytes: null, message: `starting ${name}`, points: [], summary: null,
+        status: "running", error: null, chart_svg: "",
+      };
     },
     async cancelSweep() {
       m.calls.push("cancelSweep");

@@ -43,6 +43,10 @@ export function tauriBackend(): Backend {
     openVnc: (name) => commands.openVnc(name),
     closeVnc: () => commands.closeVnc(),
     about: () => commands.about(),
+    listProjects: () => commands.listProjects(),
+    addProject: (project, replace) => commands.addProject(project, replace),
+    selectProject: (name) => commands.selectProject(name),
+    sweepProject: (name, onUpdate) => commands.sweepProject(name, channel(onUpdate)),
     onOverview(f: (s: OverviewSnapshot) => void) {
       void listen<OverviewSnapshot>(EVENTS.overview, (e) => f(e.payload));
     },

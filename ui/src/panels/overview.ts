@@ -106,6 +106,15 @@ export function renderOverview(root: HTMLElement, s: OverviewSnapshot, openRemot
     root.append(table);
   }
   const when = s.taken_at.slice(11, 19);
+  const judged = el(
+    "div",
+    "machine",
+    s.project
+      ? `judged from project ${s.project}'s runs and this machine's checks`
+      : "judged from every run on this machine (pick a project in Sweep to judge yours)",
+  );
+  judged.dataset.testid = "overview-project";
+  root.append(judged);
   root.append(el("div", "machine", `updated ${when} UTC · every ${s.interval_s} s · ${s.contention.processes} processes sampled in ${s.contention.sample_ms.toFixed(1)} ms`));
 }
 

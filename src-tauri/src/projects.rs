@@ -1,0 +1,191 @@
+//! The user's projects in the app: the picker at the top of the popover, the add form, and
+//! "Sweep my training" — `batch=auto` on the project (the core's script sweep, the same job
+//! `headroom run --project P --sweep batch=auto` runs), shown live in the Sweep panel's snapshot
+//! with the same chart and Cancel.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use headroom_core::budget::BudgetSpec;
+use headroom_core::jobs::{self, sweep::CancelToken, JobStatus};
+use headroom_core::project::Project;
+use tauri::ipc::Channel;
+use tauri::{AppHandle, State};
+
+use crate::commands::blocking;
+use crate::commands::{apply, redraw};
+use crate::error::{AppError, ErrorCode};
+use crate::state::{lock, AppState, RunningSweep, SweepSnapshot};
+
+/// The projects, by name.
+#[tauri::command]
+pub async fn list_projects() -> Result<Vec<Project>, AppError> {
+    blocking(|| Ok(headroom_core::project::load()?.into_values().collect())).await
+}
+
+/// Adds (or replaces) a project; the same checks as `headroom project add`.
+#[tauri::command]
+pub async fn add_project(project: Project, replace: bool) -> Result<Project, AppError> {
+    blocking(move || {
+        project.validate()?;
+        project.check_usable()?;
+        headroom_core::project::add(&project, replace)?;
+        Ok(project)
+    })
+    .await
+}
+
+/// Picks the project the Overview is judged from (none: every run).
+#[tauri::command]
+pub async fn select_project(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    name: Option<String>,
+) -> Result<bool, AppError> {
+    if let Some(n) = &name {
+        let n = n.clone();
+        blocking(move || Ok(headroom_core::project::get(&n)?)).await?;
+    }
+    *lock(&state.project) = name;
+    // The next Overview is this project's; the old one must not be shown as if it were.
+    *lock(&state.overview) = None;
+    crate::tray::refresh(&app);
+    Ok(true)
+}
+
+/// "Sweep my training": `batch=auto` on the project, live in the Sweep panel's snapshot;
+/// `cancel_sweep` stops the running start and keeps what was measured.
+#[tauri::command]
+pub async fn sweep_project(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    name: String,
+    on_update: Channel<SweepSnapshot>,
+) -> Result<SweepSnapshot, AppError> {
+    let project = {
+        let n = name.clone();
+        blocking(move || {
+            let p = headroom_core::project::get(&n)?;
+            p.check_usable()?;
+            Ok(p)
+        })
+        .await?
+    };
+    if !project.has("batch") {
+        return Err(AppError::new(
+            ErrorCode::BadRequest,
+            format!(
+                "project {name}'s command has no {{batch}}; add it where the batch size goes (e.g. --batch-size {{batch}}) to sweep it"
+            ),
+        ));
+    }
+    let mut slot = lock(&state.sweep);
+    if slot.as_ref().is_some_and(RunningSweep::is_running) {
+        return Err(AppError::new(
+            ErrorCode::Busy,
+            "a sweep is already running; cancel it or wait for it to finish",
+        ));
+    }
+    let thresholds = headroom_core::config::load()?.epochs;
+    let interrupt = Arc::new(std::sync::atomic::AtomicI32::new(0));
+    let mut watch = jobs::watch::WatchOptions::for_pid(Duration::from_millis(250), thresholds);
+    watch.instrument = true;
+    watch.stdout_to_stderr = true;
+    watch.interrupt = Arc::clone(&interrupt);
+    watch.dir = Some(project.dir.clone());
+    let spec = jobs::usersweep::ScriptSweep {
+        command: project.argv(),
+        project: Some(project.name.clone()),
+        start: 16,
+        max: 65536,
+        budget: BudgetSpec::Default,
+        devices: Vec::new(),
+        point_limit: Duration::from_secs(180),
+        watch,
+    };
+    jobs::usersweep::check(&spec)?;
+    let snapshot = Arc::new(Mutex::new(SweepSnapshot {
+        running: true,
+        workload: spec.command.join(" "),
+        device: "script".into(),
+        message: format!("starting {}", project.name),
+        status: JobStatus::Running,
+        ..SweepSnapshot::default()
+    }));
+    redraw(&mut lock(&snapshot));
+    let first = lock(&snapshot).clone();
+    let cancel = CancelToken::new("cancelled from the app");
+    // Cancel reaches the running start through the interrupt flag the watch polls.
+    {
+        let (token, flag) = (cancel.clone(), Arc::clone(&interrupt));
+        let snap = Arc::clone(&snapshot);
+        std::thread::spawn(move || loop {
+            if token.is_cancelled() {
+                flag.store(libc::SIGTERM, Ordering::SeqCst);
+                return;
+            }
+            if !lock(&snap).running {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        });
+    }
+    let (snap, handle) = (Arc::clone(&snapshot), app.clone());
+    let thread = std::thread::spawn(move || {
+        let send = |s: &SweepSnapshot| {
+            let _ = on_update.send(s.clone());
+        };
+        let outcome = jobs::open_ledger().and_then(|ledger| {
+            jobs::usersweep::run_script_sweep(&spec, &ledger, &mut |u| {
+                let copy = {
+                    let mut s = lock(&snap);
+                    apply(&mut s, u);
+                    s.clone()
+                };
+                send(&copy);
+                crate::tray::refresh(&handle);
+            })
+        });
+        let last = {
+            let mut s = lock(&snap);
+            s.running = false;
+            match outcome {
+                Ok(o) => {
+                    s.status = o.sweep.status;
+                    s.summary.clone_from(&o.sweep.summary);
+                    s.points.clone_from(&o.sweep.points);
+                    s.error.clone_from(&o.sweep.error);
+                    if let Some(d) = &o.device {
+                        s.device.clone_from(d);
+                    }
+                    s.message = match (&o.sweep.summary, &o.sweep.error) {
+                        (_, Some(e)) => e.message.clone(),
+                        (Some(sum), None) => sum.reason.clone(),
+                        (None, None) => format!("finished: {}", o.sweep.status),
+                    };
+                }
+                Err(e) => {
+                    s.status = JobStatus::Error;
+                    s.message = e.to_string();
+                    s.error = Some(headroom_core::jobs::sweep::JobError {
+                        code: AppError::from(e).code,
+                        message: s.message.clone(),
+                    });
+                }
+            }
+            redraw(&mut s);
+            s.clone()
+        };
+        send(&last);
+        crate::tray::refresh(&handle);
+    });
+    *slot = Some(RunningSweep {
+        cancel,
+        snapshot,
+        _thread: Some(thread),
+    });
+    drop(slot);
+    crate::tray::refresh(&app);
+    Ok(first)
+}
