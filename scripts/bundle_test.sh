@@ -76,9 +76,12 @@ for bin in /usr/bin/headroom /usr/bin/headroom-worker /usr/bin/headroom-app; do
   [ -z "$missing" ] || fail "$bin: $missing"
   in_root ldd "$bin" | grep -E "=> /(work|root|tmp)/" && fail "$bin resolves a library outside the system and the bundle"
 done
+# ldd's output is read whole first: `ldd | grep -q` under pipefail fails when grep exits at its
+# match and ldd, still writing, dies of SIGPIPE (CI saw it fail on a line that was there).
+worker_libs=$(in_root ldd /usr/bin/headroom-worker)
 for lib in libtorch_cpu.so libc10.so; do
-  in_root ldd /usr/bin/headroom-worker | grep -Eq "$lib => /usr/(bin/\.\./)?lib/headroom/$lib " \
-    || fail "headroom-worker does not load the bundled $lib: $(in_root ldd /usr/bin/headroom-worker)"
+  grep -Eq "$lib => /usr/(bin/\.\./)?lib/headroom/$lib " <<<"$worker_libs" \
+    || fail "headroom-worker does not load the bundled $lib: $worker_libs"
 done
 
 # Run it from the installed files alone.
