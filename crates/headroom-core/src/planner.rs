@@ -338,8 +338,8 @@ impl Planner {
             .ok_or(Limit::List)
     }
 
-    fn next_search(&self, start: u32, max: u32) -> Result<u32, Limit> {
-        let start = start.clamp(1, max.max(1));
+    /// The largest batch that fitted and the smallest that did not, so far.
+    fn bounds(&self) -> (Option<u32>, Option<u32>) {
         let good = self
             .outcomes
             .iter()
@@ -352,6 +352,12 @@ impl Planner {
             .filter(|o| o.status != PointStatus::Ok)
             .map(|o| o.batch)
             .min();
+        (good, bad)
+    }
+
+    fn next_search(&self, start: u32, max: u32) -> Result<u32, Limit> {
+        let start = start.clamp(1, max.max(1));
+        let (good, bad) = self.bounds();
         match (good, bad) {
             (None, None) => Ok(start),
             (None, Some(_)) => Err(self.failure_limit().unwrap_or(Limit::Error)),
@@ -387,18 +393,7 @@ impl Planner {
 impl Planner {
     fn next_costly(&self, start: u32, max: u32) -> Result<u32, Limit> {
         let start = start.clamp(1, max.max(1));
-        let good = self
-            .outcomes
-            .iter()
-            .filter(|o| o.status == PointStatus::Ok)
-            .map(|o| o.batch)
-            .max();
-        let bad = self
-            .outcomes
-            .iter()
-            .filter(|o| o.status != PointStatus::Ok)
-            .map(|o| o.batch)
-            .min();
+        let (good, bad) = self.bounds();
         let fitting = self
             .outcomes
             .iter()
