@@ -123,6 +123,38 @@ pub fn redraw(s: &mut SweepSnapshot) {
     }
 }
 
+/// Closes a sweep's snapshot with how it ended (a built-in or a script sweep's outcome, or the
+/// error that stopped it before a run was recorded), redrawn; returns the last snapshot to send.
+pub fn finish(
+    s: &mut SweepSnapshot,
+    outcome: Result<jobs::sweep::SweepOutcome, headroom_core::CoreError>,
+) -> SweepSnapshot {
+    s.running = false;
+    match outcome {
+        Ok(o) => {
+            s.status = o.status;
+            s.summary.clone_from(&o.summary);
+            s.points.clone_from(&o.points);
+            s.error.clone_from(&o.error);
+            s.message = match (&o.summary, &o.error) {
+                (_, Some(e)) => e.message.clone(),
+                (Some(sum), None) => sum.reason.clone(),
+                (None, None) => format!("finished: {}", o.status),
+            };
+        }
+        Err(e) => {
+            s.status = JobStatus::Error;
+            s.message = e.to_string();
+            s.error = Some(headroom_core::jobs::sweep::JobError {
+                code: AppError::from(e).code,
+                message: s.message.clone(),
+            });
+        }
+    }
+    redraw(s);
+    s.clone()
+}
+
 /// Applies one update of the running sweep to its snapshot.
 pub fn apply(s: &mut SweepSnapshot, u: &Update) {
     match u {
@@ -211,33 +243,7 @@ pub async fn start_sweep(
                 }
             })
         });
-        let last = {
-            let mut s = lock(&snap);
-            s.running = false;
-            match outcome {
-                Ok(o) => {
-                    s.status = o.status;
-                    s.summary.clone_from(&o.summary);
-                    s.points.clone_from(&o.points);
-                    s.error.clone_from(&o.error);
-                    s.message = match (&o.summary, &o.error) {
-                        (_, Some(e)) => e.message.clone(),
-                        (Some(sum), None) => sum.reason.clone(),
-                        (None, None) => format!("finished: {}", o.status),
-                    };
-                }
-                Err(e) => {
-                    s.status = JobStatus::Error;
-                    s.message = e.to_string();
-                    s.error = Some(headroom_core::jobs::sweep::JobError {
-                        code: AppError::from(e).code,
-                        message: s.message.clone(),
-                    });
-                }
-            }
-            redraw(&mut s);
-            s.clone()
-        };
+        let last = finish(&mut lock(&snap), outcome);
         send(&last);
         crate::tray::refresh(&handle);
     });

@@ -14,7 +14,7 @@ use tauri::ipc::Channel;
 use tauri::{AppHandle, State};
 
 use crate::commands::blocking;
-use crate::commands::{apply, redraw};
+use crate::commands::{apply, finish, redraw};
 use crate::error::{AppError, ErrorCode};
 use crate::state::{lock, AppState, RunningSweep, SweepSnapshot};
 
@@ -149,33 +149,13 @@ pub async fn sweep_project(
         });
         let last = {
             let mut s = lock(&snap);
-            s.running = false;
-            match outcome {
-                Ok(o) => {
-                    s.status = o.sweep.status;
-                    s.summary.clone_from(&o.sweep.summary);
-                    s.points.clone_from(&o.sweep.points);
-                    s.error.clone_from(&o.sweep.error);
-                    if let Some(d) = &o.device {
-                        s.device.clone_from(d);
-                    }
-                    s.message = match (&o.sweep.summary, &o.sweep.error) {
-                        (_, Some(e)) => e.message.clone(),
-                        (Some(sum), None) => sum.reason.clone(),
-                        (None, None) => format!("finished: {}", o.sweep.status),
-                    };
+            let outcome = outcome.map(|o| {
+                if let Some(d) = o.device {
+                    s.device = d;
                 }
-                Err(e) => {
-                    s.status = JobStatus::Error;
-                    s.message = e.to_string();
-                    s.error = Some(headroom_core::jobs::sweep::JobError {
-                        code: AppError::from(e).code,
-                        message: s.message.clone(),
-                    });
-                }
-            }
-            redraw(&mut s);
-            s.clone()
+                o.sweep
+            });
+            finish(&mut s, outcome)
         };
         send(&last);
         crate::tray::refresh(&handle);
