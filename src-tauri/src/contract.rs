@@ -60,6 +60,7 @@ contract! {
     memory::stop_memory() -> bool;
     memory::memory_snapshot() -> Option<MemorySnapshot>;
     memory::last_wrapped_run() -> Option<MemorySnapshot>;
+    memory::watch_project(name: arg String, batch: arg Option<u32>, device: arg Option<String>, on_update: channel MemorySnapshot) -> MemorySnapshot;
     overview::overview() -> OverviewSnapshot;
     remote::list_hosts() -> Vec<HostProfile>;
     remote::add_host(profile: arg HostProfile, replace: arg bool) -> HostProfile;
@@ -74,7 +75,7 @@ contract! {
     projects::list_projects() -> Vec<Project>;
     projects::add_project(project: arg Project, replace: arg bool) -> Project;
     projects::select_project(name: arg Option<String>) -> bool;
-    projects::sweep_project(name: arg String, on_update: channel SweepSnapshot) -> SweepSnapshot;
+    projects::sweep_project(name: arg String, devices: arg Option<String>, on_update: channel SweepSnapshot) -> SweepSnapshot;
 }
 
 // The types named in the list, for `specs` (only the tests build it).

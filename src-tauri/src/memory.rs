@@ -290,6 +290,171 @@ pub async fn start_epochs(
     Ok(first)
 }
 
+/// "Watch my training": runs the project's command in its folder with its Python, observed
+/// from inside, and shows memory per epoch live with the leak verdict; [`stop_memory`] stops
+/// the command (its process group) and keeps what was measured. `{batch}` is `batch`, else the
+/// batch the project's newest sweep chose; `{device}` is `device`, else this machine's
+/// accelerator (the CPU where there is none).
+#[tauri::command]
+pub async fn watch_project(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    name: String,
+    batch: Option<u32>,
+    device: Option<String>,
+    on_update: Channel<MemorySnapshot>,
+) -> Result<MemorySnapshot, AppError> {
+    let (project, batch) = {
+        let n = name.clone();
+        crate::commands::blocking(move || {
+            let p = headroom_core::project::get(&n)?;
+            p.check_usable()?;
+            let batch = match batch {
+                Some(b) => Some(b),
+                None if p.has("batch") => {
+                    let ledger = jobs::open_ledger()?;
+                    headroom_core::facts::project_batch(&ledger, &n)?.map(|(b, _)| b)
+                }
+                None => None,
+            };
+            Ok((p, batch))
+        })
+        .await?
+    };
+    if project.has("batch") && batch.is_none() {
+        return Err(AppError::new(
+            ErrorCode::BadRequest,
+            format!(
+                "project {name}'s command has {{batch}} and no sweep of it has chosen one yet; give a batch, or run Sweep my training first"
+            ),
+        ));
+    }
+    let device = device.filter(|d| !d.trim().is_empty()).unwrap_or_else(|| {
+        jobs::usersweep::default_devices()
+            .and_then(|d| d.last().map(|c| c.device.clone()))
+            .unwrap_or_else(|| "cpu".into())
+    });
+    let command =
+        headroom_core::project::fill(&project.argv(), batch, Some(device.as_str()));
+    let t = configured_thresholds();
+    let interrupt = Arc::new(std::sync::atomic::AtomicI32::new(0));
+    let mut opts = WatchOptions::for_pid(Duration::from_millis(500), t);
+    opts.instrument = true;
+    opts.stdout_to_stderr = true;
+    opts.batch = batch;
+    opts.interrupt = Arc::clone(&interrupt);
+    opts.dir = Some(project.dir.clone());
+    opts.tag = Some(serde_json::json!({ "project": project.name }));
+    let snapshot = Arc::new(Mutex::new(MemorySnapshot {
+        running: true,
+        kind: RunKind::Run,
+        title: format!("{}: {}", project.name, command.join(" ")),
+        message: "starting the command".into(),
+        status: JobStatus::Running,
+        ..MemorySnapshot::default()
+    }));
+    redraw(&mut lock(&snapshot), &t);
+    let first = lock(&snapshot).clone();
+    let running = RunningMemory {
+        snapshot: Arc::clone(&snapshot),
+        cancel: CancelToken::new("stopped from the app"),
+        stop: Arc::new(AtomicBool::new(false)),
+    };
+    let stop = Arc::clone(&running.stop);
+    install(&state, running)?;
+    // Stop reaches the command through the interrupt flag the run polls.
+    {
+        let (stop, flag, snap) = (Arc::clone(&stop), Arc::clone(&interrupt), Arc::clone(&snapshot));
+        std::thread::spawn(move || loop {
+            if stop.load(Ordering::SeqCst) {
+                flag.store(libc::SIGTERM, Ordering::SeqCst);
+                return;
+            }
+            if !lock(&snap).running {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        });
+    }
+    let handle = app.clone();
+    std::thread::spawn(move || {
+        let matcher = headroom_core::monitor::EpochMatcher::new(
+            headroom_core::monitor::DEFAULT_EPOCH_PATTERN,
+        );
+        let outcome = matcher.and_then(|m| {
+            let ledger = jobs::open_ledger()?;
+            jobs::watch::run_command_with(&command, &m, &opts, &ledger, &mut |p| {
+                let copy = {
+                    let mut s = lock(&snapshot);
+                    s.run_id = Some(p.run_id);
+                    let redraw_now = s.samples.len() != p.epochs.len() || s.chart_svg.is_empty();
+                    s.samples = p.epochs.to_vec();
+                    s.message = live_line(p);
+                    if redraw_now {
+                        s.verdict = (!s.samples.is_empty())
+                            .then(|| headroom_core::epochs::judge(&s.samples, &t));
+                        redraw(&mut s, &t);
+                    }
+                    s.clone()
+                };
+                let _ = on_update.send(copy);
+            })
+        });
+        let last = {
+            let mut s = lock(&snapshot);
+            match outcome {
+                Ok(o) => {
+                    if o.verdict.kind == EpochVerdictKind::LeakSuspected {
+                        crate::notify::send(
+                            &handle,
+                            crate::notify::Kind::Leak,
+                            "Headroom: memory leak suspected",
+                            &o.verdict.reason,
+                        );
+                    }
+                    let mut done = wrapped_snapshot(&o, &t);
+                    if o.interrupted {
+                        done.status = JobStatus::Interrupted;
+                        done.message = format!("stopped by you; {}", done.message);
+                    }
+                    *s = done;
+                }
+                Err(e) => {
+                    s.running = false;
+                    s.status = JobStatus::Error;
+                    s.message = e.to_string();
+                }
+            }
+            s.clone()
+        };
+        let _ = on_update.send(last);
+        crate::tray::refresh(&handle);
+    });
+    crate::tray::refresh(&app);
+    Ok(first)
+}
+
+/// A running command in a line: time, steps, memory.
+fn live_line(p: &jobs::watch::RunProgress<'_>) -> String {
+    let mut parts = vec![format!("{:.0} s", p.seconds), format!("{} steps", p.steps)];
+    if !p.epochs.is_empty() {
+        parts.push(format!("{} epochs", p.epochs.len()));
+    }
+    if let Some(r) = p.reading {
+        parts.push(format!(
+            "processes {}",
+            headroom_core::budget::format_bytes(r.tree_bytes)
+        ));
+    }
+    if let Some(d) = p.device_peak_bytes {
+        parts.push(format!(
+            "device peak {}",
+            headroom_core::budget::format_bytes(d)
+        ));
+    }
+    parts.join(" · ")
+}
+
 /// Python processes (and the biggest ones otherwise) that may be watched, largest first.
 #[tauri::command]
 pub async fn list_processes() -> Result<Vec<ProcessInfo>, AppError> {

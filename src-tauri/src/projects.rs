@@ -55,12 +55,16 @@ pub async fn select_project(
 }
 
 /// "Sweep my training": `batch=auto` on the project, live in the Sweep panel's snapshot;
-/// `cancel_sweep` stops the running start and keeps what was measured.
+/// `cancel_sweep` stops the running start and keeps what was measured. With `devices`
+/// ("Compare with the CPU": `cpu,mps`, or empty for this machine's CPU and accelerator) the
+/// command's `{device}` goes over them: the accelerator (the last) is swept, then the CPU (the
+/// first) runs once at the recommended batch, and the snapshot carries the speed-up.
 #[tauri::command]
 pub async fn sweep_project(
     app: AppHandle,
     state: State<'_, AppState>,
     name: String,
+    devices: Option<String>,
     on_update: Channel<SweepSnapshot>,
 ) -> Result<SweepSnapshot, AppError> {
     let project = {
@@ -77,6 +81,24 @@ pub async fn sweep_project(
             ErrorCode::BadRequest,
             format!(
                 "project {name}'s command has no {{batch}}; add it where the batch size goes (e.g. --batch-size {{batch}}) to sweep it"
+            ),
+        ));
+    }
+    let devices = match devices.as_deref().map(str::trim) {
+        None => Vec::new(),
+        Some("") => jobs::usersweep::default_devices().ok_or_else(|| {
+            AppError::new(
+                ErrorCode::BadRequest,
+                "this machine has no accelerator to compare the CPU with; give the pair to compare, e.g. cpu@1,cpu@4",
+            )
+        })?,
+        Some(text) => jobs::usersweep::parse_devices(text)?,
+    };
+    if !devices.is_empty() && !project.has("device") {
+        return Err(AppError::new(
+            ErrorCode::BadRequest,
+            format!(
+                "project {name}'s command has no {{device}}; add it where the device goes (e.g. --device {{device}}) to compare devices"
             ),
         ));
     }
@@ -100,7 +122,7 @@ pub async fn sweep_project(
         start: 16,
         max: 65536,
         budget: BudgetSpec::Default,
-        devices: Vec::new(),
+        devices,
         point_limit: Duration::from_secs(180),
         watch,
     };
@@ -153,6 +175,7 @@ pub async fn sweep_project(
                 if let Some(d) = o.device {
                     s.device = d;
                 }
+                s.comparison = o.comparison;
                 o.sweep
             });
             finish(&mut s, outcome)

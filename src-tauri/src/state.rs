@@ -31,6 +31,8 @@ pub struct SweepSnapshot {
     pub error: Option<JobError>,
     /// The throughput and memory chart (SVG), redrawn at every point.
     pub chart_svg: String,
+    /// The accelerator against the CPU at the recommended batch ("Compare with the CPU").
+    pub comparison: Option<headroom_core::summary::Comparison>,
 }
 
 /// A sweep running on its own thread; dropping the handle cancels it.

@@ -115,6 +115,24 @@ pub fn gather(
     Ok(f)
 }
 
+/// The batch the newest finished sweep of `project`'s own command chose, with that sweep's run
+/// (what "Watch my training" runs at when no batch is given).
+pub fn project_batch(ledger: &Ledger, project: &str) -> Result<Option<(u32, i64)>, CoreError> {
+    for r in ledger.list_runs(RECENT)? {
+        if r.kind != RunKind::Sweep || r.status != RunStatus::Complete {
+            continue;
+        }
+        let Some(batch) = r.chosen_batch else {
+            continue;
+        };
+        let owner = run_project(ledger, &r)?;
+        if owner.user_work && owner.project.as_deref() == Some(project) {
+            return Ok(Some((batch, r.id)));
+        }
+    }
+    Ok(None)
+}
+
 /// Whose work a run measured: the user's (a wrapped run, a script sweep) and for which project.
 #[derive(Debug, Default)]
 struct Owner {

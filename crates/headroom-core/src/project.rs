@@ -115,6 +115,19 @@ impl Project {
     }
 }
 
+/// `command` with `{batch}` and `{device}` replaced by the values given (a placeholder without
+/// a value stays as it is).
+pub fn fill(command: &[String], batch: Option<u32>, device: Option<&str>) -> Vec<String> {
+    let mut combo = Vec::new();
+    if let Some(b) = batch {
+        combo.push(("batch".to_owned(), b.to_string()));
+    }
+    if let Some(d) = device {
+        combo.push(("device".to_owned(), d.to_owned()));
+    }
+    crate::scriptsweep::replace_all(command, &combo)
+}
+
 /// `{name}` tokens in `arg` (a name: a letter or `_`, then letters, digits, `_`).
 fn placeholders(arg: &str) -> Vec<String> {
     let mut out = Vec::new();

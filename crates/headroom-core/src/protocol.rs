@@ -357,6 +357,9 @@ impl Phase {
 pub fn progress_line(batch: u32, phase: Phase, step: u32, of: u32) -> String {
     if of > 0 {
         format!("batch {batch}: {} {step}/{of}", phase.describe())
+    } else if step > 0 {
+        // A script's steps: how many are known, not how many there will be.
+        format!("batch {batch}: {}, step {step}", phase.describe())
     } else {
         format!("batch {batch}: {}", phase.describe())
     }

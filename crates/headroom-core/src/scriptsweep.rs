@@ -55,14 +55,20 @@ pub fn substitute(
             )));
         }
     }
-    Ok(command
+    Ok(replace_all(command, combo))
+}
+
+/// The command with each `{NAME}` of `combo` replaced by its value, in every argument; a
+/// placeholder not in `combo` stays.
+pub fn replace_all(command: &[String], combo: &[(String, String)]) -> Vec<String> {
+    command
         .iter()
         .map(|a| {
             combo
                 .iter()
                 .fold(a.clone(), |s, (n, v)| s.replace(&format!("{{{n}}}"), v))
         })
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]

@@ -41,6 +41,8 @@ export const commands = {
   memorySnapshot: (): Promise<MemorySnapshot | null> => invoke<MemorySnapshot | null>("memory_snapshot"),
   /** `memory::last_wrapped_run` */
   lastWrappedRun: (): Promise<MemorySnapshot | null> => invoke<MemorySnapshot | null>("last_wrapped_run"),
+  /** `memory::watch_project` */
+  watchProject: (name: string, batch: number | null, device: string | null, onUpdate: Channel<MemorySnapshot>): Promise<MemorySnapshot> => invoke<MemorySnapshot>("watch_project", { name, batch, device, onUpdate }),
   /** `overview::overview` */
   overview: (): Promise<OverviewSnapshot> => invoke<OverviewSnapshot>("overview"),
   /** `remote::list_hosts` */
@@ -70,5 +72,5 @@ export const commands = {
   /** `projects::select_project` */
   selectProject: (name: string | null): Promise<boolean> => invoke<boolean>("select_project", { name }),
   /** `projects::sweep_project` */
-  sweepProject: (name: string, onUpdate: Channel<SweepSnapshot>): Promise<SweepSnapshot> => invoke<SweepSnapshot>("sweep_project", { name, onUpdate }),
+  sweepProject: (name: string, devices: string | null, onUpdate: Channel<SweepSnapshot>): Promise<SweepSnapshot> => invoke<SweepSnapshot>("sweep_project", { name, devices, onUpdate }),
 };

@@ -290,7 +290,11 @@ status: JobStatus, error: JobError | null,
 /**
  * The throughput and memory chart (SVG), redrawn at every point.
  */
-chart_svg: string, };
+chart_svg: string, 
+/**
+ * The accelerator against the CPU at the recommended batch ("Compare with the CPU").
+ */
+comparison: Comparison | null, };
 
 export type SweepForm = { 
 /**

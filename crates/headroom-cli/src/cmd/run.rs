@@ -416,19 +416,12 @@ fn fill_single(a: &RunArgs, command: Vec<String>) -> Result<Vec<String>> {
     if has("{device}") && a.device.is_none() && a.device_sweep.is_none() {
         bail!("the command has {{device}}: give --device NAME (cpu, mps, cuda) for one run, or --device-sweep cpu,mps with --sweep batch=auto");
     }
-    Ok(command
-        .into_iter()
-        .map(|x| {
-            let x = match a.batch {
-                Some(b) if a.sweep.is_empty() => x.replace("{batch}", &b.to_string()),
-                _ => x,
-            };
-            match &a.device {
-                Some(d) => x.replace("{device}", d),
-                None => x,
-            }
-        })
-        .collect())
+    let batch = a.batch.filter(|_| a.sweep.is_empty());
+    Ok(headroom_core::project::fill(
+        &command,
+        batch,
+        a.device.as_deref(),
+    ))
 }
 
 /// `run --sweep batch=auto`: the planner on the user's command.
@@ -472,13 +465,14 @@ fn auto_sweep(
                 spec.command.join(" ")
             );
         }
-        Update::Progress { batch, .. } => {
+        // A start (step 0); its steps are the command's own output, passed through.
+        Update::Progress { batch, step: 0, .. } => {
             n += 1;
             eprintln!("headroom: [{n}] batch {batch}: starting the command");
         }
         Update::Point { point } => eprintln!("{}", super::sweep::output::point_line(point)),
         Update::Warning { message } => eprintln!("headroom: warning: {message}"),
-        Update::WorkerStarted { .. } => {}
+        Update::WorkerStarted { .. } | Update::Progress { .. } => {}
     };
     let out = run_script_sweep(&spec, ledger, &mut on)?;
     if a.json {

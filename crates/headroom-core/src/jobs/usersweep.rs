@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::sweep::hard_limit;
 use super::sweep::{JobError, SweepOutcome, Update};
-use super::watch::{run_command, WatchOptions, WatchOutcome};
+use super::watch::{run_command_with, WatchOptions, WatchOutcome, SETTLE_WARMUP};
 use super::JobStatus;
 use crate::budget::{accelerator_ceiling, format_bytes, BudgetSpec};
 use crate::ledger::{Ledger, NewRun, RunKind, RunStatus};
@@ -96,6 +96,26 @@ pub fn parse_devices(text: &str) -> Result<Vec<DeviceChoice>, CoreError> {
     Ok(d)
 }
 
+/// The CPU and this machine's accelerator, for a comparison nobody named: `cpu,mps` on macOS,
+/// `cpu,cuda` where an NVIDIA driver is loaded; none where there is only the CPU.
+pub fn default_devices() -> Option<Vec<DeviceChoice>> {
+    let accel = if cfg!(target_os = "macos") {
+        "mps"
+    } else if std::path::Path::new("/proc/driver/nvidia/version").exists() {
+        "cuda"
+    } else {
+        return None;
+    };
+    Some(
+        ["cpu", accel]
+            .map(|d| DeviceChoice {
+                device: d.to_owned(),
+                threads: None,
+            })
+            .to_vec(),
+    )
+}
+
 /// What to sweep.
 #[derive(Debug, Clone)]
 pub struct ScriptSweep {
@@ -132,19 +152,6 @@ pub struct ScriptSweepOutcome {
     pub comparison: Option<Comparison>,
     /// The baseline's own sweep run (one point at the recommended batch).
     pub baseline_run_id: Option<i64>,
-}
-
-fn substitute(command: &[String], batch: u32, device: Option<&DeviceChoice>) -> Vec<String> {
-    command
-        .iter()
-        .map(|a| {
-            let a = a.replace("{batch}", &batch.to_string());
-            match device {
-                Some(d) => a.replace("{device}", &d.device),
-                None => a,
-            }
-        })
-        .collect()
 }
 
 /// Checks the command has what the sweep fills in.
@@ -332,7 +339,7 @@ pub fn run_script_sweep(
             step: 0,
             of: 0,
         });
-        let w = point(s, batch, accel, budgets.host_kill, run_id, &matcher, ledger)?;
+        let w = point(s, batch, accel, budgets.host_kill, run_id, &matcher, ledger, on)?;
         out.runs.push(w.run_id);
         out.seconds.push((batch, w.seconds, w.first_step_s));
         if w.interrupted {
@@ -396,6 +403,7 @@ pub fn run_script_sweep(
             base_id,
             &matcher,
             ledger,
+            on,
         )?;
         out.runs.push(w.run_id);
         out.seconds.push((batch, w.seconds, w.first_step_s));
@@ -472,8 +480,9 @@ fn point(
     sweep_id: i64,
     matcher: &EpochMatcher,
     ledger: &Ledger,
+    on: &mut dyn FnMut(&Update),
 ) -> Result<WatchOutcome, CoreError> {
-    let command = substitute(&s.command, batch, device);
+    let command = crate::project::fill(&s.command, Some(batch), device.map(|d| d.device.as_str()));
     let mut env = s.watch.env.clone();
     env.extend(device.map(DeviceChoice::env).unwrap_or_default());
     let opts = WatchOptions {
@@ -485,7 +494,25 @@ fn point(
         tag: Some(serde_json::json!({ "project": s.project, "sweep": sweep_id })),
         ..s.watch.clone()
     };
-    run_command(&command, matcher, &opts, ledger)
+    // Each step as it comes: warming up, then timed until the step time settles.
+    let mut told = 0;
+    run_command_with(&command, matcher, &opts, ledger, &mut |p| {
+        if p.steps == told {
+            return;
+        }
+        told = p.steps;
+        let phase = if (p.steps as usize) <= SETTLE_WARMUP {
+            Phase::Warmup
+        } else {
+            Phase::Timed
+        };
+        on(&Update::Progress {
+            batch,
+            phase,
+            step: p.steps,
+            of: 0,
+        });
+    })
 }
 
 /// A start as a sweep point: over the planner's budget when its measured peak is.
@@ -573,7 +600,7 @@ mod tests {
             .map(String::from)
             .to_vec();
         assert_eq!(
-            substitute(&cmd, 64, Some(&d[1]))[2..],
+            crate::project::fill(&cmd, Some(64), Some(&d[1].device))[2..],
             ["--bs=64".to_owned(), "--device".into(), "cpu".into()]
         );
     }

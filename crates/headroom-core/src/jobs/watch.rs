@@ -614,6 +614,22 @@ impl Tally {
         }
     }
 
+    fn progress(&self, started: Instant) -> RunProgress<'_> {
+        RunProgress {
+            run_id: self.run_id,
+            seconds: started.elapsed().as_secs_f64(),
+            steps: u32::try_from(self.steps()).unwrap_or(u32::MAX),
+            epochs: &self.epochs,
+            reading: self.last.as_ref(),
+            device_peak_bytes: self
+                .obs
+                .observed
+                .peak_device_held_bytes
+                .or(self.obs.observed.peak_device_bytes),
+            settled_at: self.window,
+        }
+    }
+
     /// Steps seen: the observer's, or the script's `headroom-step` lines.
     fn steps(&self) -> usize {
         self.step_at.len().max(self.obs.steps.len())
@@ -705,6 +721,26 @@ fn now_unix() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
+/// Where a running command stands, for a live view: sent at every epoch and at most once per
+/// reading interval otherwise.
+#[derive(Debug, Clone, Copy)]
+pub struct RunProgress<'a> {
+    pub run_id: i64,
+    /// Seconds since the command started.
+    pub seconds: f64,
+    /// Optimizer steps (or `headroom-step` lines) so far.
+    pub steps: u32,
+    /// The epochs so far, each with its memory.
+    pub epochs: &'a [EpochSample],
+    /// The newest memory reading of the command's process tree.
+    pub reading: Option<&'a MemoryReading>,
+    /// The device memory the observer saw (held by the allocator at its peak), when on an
+    /// accelerator.
+    pub device_peak_bytes: Option<u64>,
+    /// The step from which step time settled, once it has (a sweep's point).
+    pub settled_at: Option<usize>,
+}
+
 /// Runs `command` (program and arguments), passing its output through, recording it in
 /// `ledger`. Sets `PYTORCH_ENABLE_MPS_FALLBACK=1` and `PYTHONUNBUFFERED=1` unless the
 /// environment already sets them; with `opts.instrument`, observes a Python program from inside
@@ -714,6 +750,17 @@ pub fn run_command(
     matcher: &EpochMatcher,
     opts: &WatchOptions,
     ledger: &Ledger,
+) -> Result<WatchOutcome, CoreError> {
+    run_command_with(command, matcher, opts, ledger, &mut |_| {})
+}
+
+/// [`run_command`], telling `on` where the command stands as it runs ([`RunProgress`]).
+pub fn run_command_with(
+    command: &[String],
+    matcher: &EpochMatcher,
+    opts: &WatchOptions,
+    ledger: &Ledger,
+    on: &mut dyn FnMut(&RunProgress<'_>),
 ) -> Result<WatchOutcome, CoreError> {
     use std::io::IsTerminal;
     use std::os::unix::process::CommandExt;
@@ -808,9 +855,14 @@ pub fn run_command(
         forward(pid, own_group, libc::SIGKILL);
     };
     let mut child_done = None;
+    let (mut told_at, mut told_epochs) = (Instant::now(), 0usize);
     // Lines, events and readings until both pipes close (the child and anything holding them
     // is done).
     while readers.iter().any(|h| !h.is_finished()) {
+        if t.epochs.len() != told_epochs || told_at.elapsed() >= opts.interval {
+            (told_at, told_epochs) = (Instant::now(), t.epochs.len());
+            on(&t.progress(started));
+        }
         let sig = opts.interrupt.swap(0, Ordering::SeqCst);
         if sig != 0 {
             t.interrupted = true;
