@@ -81,6 +81,7 @@ pub fn typescript() -> String {
         crate::ledger::Fact::decl(),
         crate::ledger::RunReport::decl(),
         crate::ledger::Comparison::decl(),
+        headroom_core::summary::Comparison::decl(),
         crate::about::About::decl(),
     ];
     let mut out = String::from(
@@ -158,6 +159,26 @@ mod tests {
             headroom_core::ledger::RunKind::parse("from-a-newer-headroom"),
             headroom_core::ledger::RunKind::Other
         );
+    }
+
+    /// Two Rust types of one name would be one TypeScript type, and a field typed by the other
+    /// would check against the wrong shape (`ts(rename)` tells them apart).
+    #[test]
+    fn every_declared_type_has_its_own_name() {
+        let text = super::typescript();
+        let mut names: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("export type "))
+            .filter_map(|l| l.split([' ', '<', '=']).next())
+            .collect();
+        let all = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all, "a type name is declared twice in ipc.ts");
+        // Every type a declaration names is declared.
+        for want in ["SpeedComparison", "Comparison", "SweepSnapshot"] {
+            assert!(names.contains(&want), "{want}");
+        }
     }
 
     #[test]

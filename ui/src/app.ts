@@ -5,6 +5,7 @@ import { el } from "./format";
 import { aboutPanel } from "./panels/about";
 import { memoryPanel } from "./panels/memory";
 import { overviewPanel } from "./panels/overview";
+import { projectBar } from "./panels/projects";
 import { readinessPanel } from "./panels/readiness";
 import { remotePanel } from "./panels/remote";
 import { runsPanel } from "./panels/runs";
@@ -16,8 +17,27 @@ const TABS: Tab[] = ["overview", "readiness", "sweep", "memory", "runs", "remote
 export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): void } {
   const overview = overviewPanel(backend, () => show("remote"));
   const readiness = readinessPanel(backend);
-  const sweep = sweepPanel(backend);
-  const memory = memoryPanel(backend);
+  let sweeping = false;
+  let watching = false;
+  const sweep = sweepPanel(backend, 500, (r) => {
+    sweeping = r;
+    bar.busy(sweeping, watching);
+  });
+  const memory = memoryPanel(backend, (r) => {
+    watching = r;
+    bar.busy(sweeping, watching);
+  });
+  // The user's training, at the top: every job on it shows in its panel.
+  const bar = projectBar(backend, {
+    sweep(name, devices) {
+      show("sweep");
+      sweep.runProject(name, devices);
+    },
+    watch(name, batch, device) {
+      show("memory");
+      memory.watchProject(name, batch, device);
+    },
+  });
   const runs = runsPanel(backend);
   const remote = remotePanel(backend, (t) => show(t));
   const about = aboutPanel(backend);
@@ -51,7 +71,7 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
   const header = el("header");
   const title = el("div", "title-row");
   title.append(el("h1", undefined, "Headroom"), aboutButton);
-  header.append(title, nav);
+  header.append(title, bar.root, nav);
   root.replaceChildren(header, main);
   // Readiness refreshes when shown (the popover opening) unless checked in the last minute.
   let checkedAt = 0;
@@ -80,6 +100,7 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
   document.addEventListener("visibilitychange", () => {
     if (document.visibilityState === "visible") show(current);
   });
+  void bar.load();
   // The verdict stands on a readiness check: run one at start, then open on the Overview.
   void readiness.load(false);
   checkedAt = Date.now();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import { mockBackend } from "../src/backend/mock";
-import { readForm, splitCommand, sweepPanel } from "../src/panels/sweep";
+import { readForm, sweepPanel } from "../src/panels/sweep";
 import { point, snapshot } from "./fixtures";
 
 const get = <T extends HTMLElement>(root: HTMLElement, id: string) =>
@@ -170,38 +170,5 @@ describe("sweep panel", () => {
     expect(status.dataset.state).toBe("complete");
     expect(get(panel.root, "sweep-table").querySelectorAll("tr")).toHaveLength(3);
     expect(seq).toHaveLength(0);
-  });
-});
-
-describe("your training", () => {
-  it("splits a command line like a shell would, quotes grouping", () => {
-    expect(splitCommand(`python train.py --batch-size {batch}`)).toEqual(["python", "train.py", "--batch-size", "{batch}"]);
-    expect(splitCommand(`python -c "print('a b')"  --x ''`)).toEqual(["python", "-c", "print('a b')", "--x", ""]);
-  });
-  it("adds a project, picks it for the Overview, and sweeps it in one click with Cancel", async () => {
-    const b = mockBackend({});
-    const panel = sweepPanel(b);
-    document.body.append(panel.root);
-    await panel.restore();
-    expect(get<HTMLButtonElement>(panel.root, "sweep-my-training").disabled).toBe(true);
-    expect(get(panel.root, "project-status").textContent).toContain("No project yet");
-    get<HTMLInputElement>(panel.root, "sweep-project-name").value = "mlp";
-    get<HTMLInputElement>(panel.root, "sweep-project-dir").value = "/tmp/mlp";
-    get<HTMLInputElement>(panel.root, "sweep-project-command").value = "python train.py --batch-size {batch}";
-    get<HTMLButtonElement>(panel.root, "add-project").click();
-    await flush();
-    await flush();
-    expect(b.calls).toContain("addProject");
-    expect(b.calls).toContain("selectProject:mlp");
-    expect(get<HTMLSelectElement>(panel.root, "project-picker").value).toBe("mlp");
-    get<HTMLButtonElement>(panel.root, "sweep-my-training").click();
-    await flush();
-    expect(b.calls).toContain("sweepProject:mlp");
-    expect(get<HTMLButtonElement>(panel.root, "cancel-my-training").disabled).toBe(false);
-    b.push(snapshot({ points: [point(16, 900, 2 ** 20)] }));
-    expect(panel.root.querySelectorAll('[data-testid="sweep-point"]')).toHaveLength(1);
-    get<HTMLButtonElement>(panel.root, "cancel-my-training").click();
-    expect(b.calls).toContain("cancelSweep");
-    panel.root.remove();
   });
 });

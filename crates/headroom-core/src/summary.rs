@@ -10,6 +10,7 @@ pub const KNEE_SHARE: f64 = 0.95;
 
 /// One batch measured on an accelerator and on the CPU: the speed-up the decision rules use.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "SpeedComparison"))]
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Comparison {
     pub batch: u32,

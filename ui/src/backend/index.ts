@@ -75,8 +75,12 @@ export interface Backend {
   addProject(project: Project, replace: boolean): Promise<Project>;
   /** Picks the project the Overview is judged from (null: every run). */
   selectProject(name: string | null): Promise<boolean>;
-  /** "Sweep my training": batch=auto on the project, live like a built-in sweep. */
-  sweepProject(name: string, onUpdate: (s: SweepSnapshot) => void): Promise<SweepSnapshot>;
+  /** "Sweep my training": batch=auto on the project, live like a built-in sweep; with devices
+   * ("Compare with the CPU": "cpu,mps", or "" for this machine's pair) over its {device}. */
+  sweepProject(name: string, devices: string | null, onUpdate: (s: SweepSnapshot) => void): Promise<SweepSnapshot>;
+  /** "Watch my training": runs the project and shows its memory per epoch live (batch null:
+   * the one its last sweep chose; device null: this machine's accelerator). */
+  watchProject(name: string, batch: number | null, device: string | null, onUpdate: (s: MemorySnapshot) => void): Promise<MemorySnapshot>;
   /** Calls `f` with a panel name when the tray asks for one. */
   onNavigate(f: (panel: string) => void): void;
 }

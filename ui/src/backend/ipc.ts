@@ -294,7 +294,7 @@ chart_svg: string,
 /**
  * The accelerator against the CPU at the recommended batch ("Compare with the CPU").
  */
-comparison: Comparison | null, };
+comparison: SpeedComparison | null, };
 
 export type SweepForm = { 
 /**
@@ -591,6 +591,16 @@ lines: Array<string>,
  * Both runs' curves in one picture, when both have points.
  */
 chart_svg: string | null, };
+
+export type SpeedComparison = { batch: number, device: string, device_step_ms: number, cpu_step_ms: number, 
+/**
+ * CPU step time over device step time (2.0: twice as fast).
+ */
+speedup: number, 
+/**
+ * How much less time a step takes on the device: (cpu − device) / cpu.
+ */
+faster: number, cpu_run_id: number | null, };
 
 export type About = { 
 /**

@@ -128,6 +128,7 @@ export function mockBackend(opts: {
         status: "running",
         error: null,
         chart_svg: "",
+        comparison: null,
       };
       return first;
     },
@@ -147,15 +148,22 @@ export function mockBackend(opts: {
       m.calls.push(`selectProject:${name ?? ""}`);
       return true;
     },
-    async sweepProject(name, onUpdate) {
-      m.calls.push(`sweepProject:${name}`);
+    async watchProject(name, batch, device, onUpdate) {
+      m.calls.push(`watchProject:${name}:${batch ?? ""}:${device ?? ""}`);
+      const p = projects.find((x) => x.name === name);
+      if (!p) throw { code: "bad_request", message: `no project named "${name}"` };
+      memoryListener = onUpdate;
+      return memoryStart("run", `${name}: ${p.command.join(" ")}`);
+    },
+    async sweepProject(name, devices, onUpdate) {
+      m.calls.push(devices === null ? `sweepProject:${name}` : `sweepProject:${name}:${devices}`);
       listener = onUpdate;
       const p = projects.find((x) => x.name === name);
       if (!p) throw { code: "bad_request", message: `no project named "${name}"` };
       return {
         running: true, run_id: null, workload: p.command.join(" "), device: "script", host: null,
         device_name: null, budget_bytes: null, message: `starting ${name}`, points: [], summary: null,
-        status: "running", error: null, chart_svg: "",
+        status: "running", error: null, chart_svg: "", comparison: null,
       };
     },
     async cancelSweep() {

@@ -46,7 +46,8 @@ export function tauriBackend(): Backend {
     listProjects: () => commands.listProjects(),
     addProject: (project, replace) => commands.addProject(project, replace),
     selectProject: (name) => commands.selectProject(name),
-    sweepProject: (name, onUpdate) => commands.sweepProject(name, channel(onUpdate)),
+    sweepProject: (name, devices, onUpdate) => commands.sweepProject(name, devices, channel(onUpdate)),
+    watchProject: (name, batch, device, onUpdate) => commands.watchProject(name, batch, device, channel(onUpdate)),
     onOverview(f: (s: OverviewSnapshot) => void) {
       void listen<OverviewSnapshot>(EVENTS.overview, (e) => f(e.payload));
     },

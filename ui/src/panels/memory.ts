@@ -24,7 +24,10 @@ export function verdictText(s: MemorySnapshot): string {
 }
 
 
-export function memoryPanel(backend: Backend): { root: HTMLElement; restore(): Promise<void> } {
+export function memoryPanel(
+  backend: Backend,
+  onRunning: (running: boolean) => void = () => {},
+): { root: HTMLElement; restore(): Promise<void>; watchProject(name: string, batch: number | null, device: string | null): void } {
   const root = el("div", "panel memory");
   // Epochs form.
   const form = el("form", "sweep-form");
@@ -103,6 +106,7 @@ export function memoryPanel(backend: Backend): { root: HTMLElement; restore(): P
     status.dataset.state = s.running ? "running" : s.status;
     run.disabled = s.running;
     stop.disabled = !s.running;
+    onRunning(s.running);
     if (s.chart_svg) {
       chart.src = svgDataUrl(s.chart_svg);
       chart.hidden = false;
@@ -144,6 +148,15 @@ export function memoryPanel(backend: Backend): { root: HTMLElement; restore(): P
     status.textContent = `cannot start: ${asAppError(e).message}`;
     status.dataset.state = "error";
     run.disabled = false;
+    onRunning(false);
+  }
+
+  /** "Watch my training" (from the project bar): the project's run, its epochs live. */
+  function watchProject(name: string, batch: number | null, device: string | null): void {
+    status.textContent = `starting ${name}`;
+    status.dataset.state = "running";
+    onRunning(true);
+    backend.watchProject(name, batch, device, show).then(show).catch(fail);
   }
 
   form.addEventListener("submit", (ev) => {
@@ -226,5 +239,5 @@ export function memoryPanel(backend: Backend): { root: HTMLElement; restore(): P
     const w = await backend.lastWrappedRun().catch(() => null);
     if (w) showWrapped(w);
   }
-  return { root, restore };
+  return { root, restore, watchProject };
 }

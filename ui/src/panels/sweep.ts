@@ -1,6 +1,6 @@
 // The Sweep panel: a form, one click to run in the background worker, the chart and table
 // filling in point by point, the recommendation at the end, and Cancel.
-import type { Backend, Dtype, Mode, Point, Project, SweepForm, SweepSnapshot } from "../backend";
+import type { Backend, Dtype, Mode, Point, SweepForm, SweepSnapshot } from "../backend";
 import { asAppError, DTYPES, MODES } from "../backend";
 import { field, select } from "../controls";
 import { el, formatBytes, formatMs, formatRate, svgDataUrl } from "../format";
@@ -106,7 +106,11 @@ export function renderSnapshot(
  * The Sweep panel. A sweep started elsewhere (the Remote panel, an earlier popover) is followed
  * by reading its snapshot every `followMs` while it runs.
  */
-export function sweepPanel(backend: Backend, followMs = 500): { root: HTMLElement; restore(): Promise<void> } {
+export function sweepPanel(
+  backend: Backend,
+  followMs = 500,
+  onRunning: (running: boolean) => void = () => {},
+): { root: HTMLElement; restore(): Promise<void>; runProject(name: string, devices: string | null): void } {
   const root = el("div", "panel sweep");
   const form = el("form", "sweep-form");
   const workload = select("sweep-workload", [...WORKLOADS, TORCHSCRIPT], "mlp", (o) =>
@@ -172,23 +176,58 @@ export function sweepPanel(backend: Backend, followMs = 500): { root: HTMLElemen
   const results = el("div", "results");
   results.dataset.testid = "sweep-results";
   results.append(recommendation, table);
-  const mine = projectSection(backend, (s) => show(s), () => {
-    cancel.disabled = true;
-    void backend.cancelSweep();
-  });
+  const speedup = el("div", "recommendation");
+  speedup.dataset.testid = "sweep-speedup";
+  speedup.hidden = true;
+  results.append(speedup);
   const builtin = el("details", "check-machine");
   builtin.dataset.testid = "check-this-machine";
   builtin.open = true;
   builtin.append(el("summary", undefined, "Check this machine (built-in workloads)"), form);
-  root.append(mine.root, builtin, status, chart, results);
+  // Stop for a job started from the project bar, next to what it shows.
+  const bar = el("div", "buttons");
+  const stop = el("button", undefined, "Cancel");
+  stop.type = "button";
+  stop.dataset.testid = "cancel-my-training";
+  stop.disabled = true;
+  bar.append(stop);
+  root.append(builtin, bar, status, chart, results);
   const parts = { status, chart, table: tbody, recommendation };
 
   function show(s: SweepSnapshot): void {
     renderSnapshot(parts, s);
+    const c = s.comparison;
+    speedup.hidden = !c;
+    if (c) {
+      speedup.textContent = `Speed-up at batch ${c.batch}: ${formatMs(c.device_step_ms)} per step on ${c.device} vs ${formatMs(c.cpu_step_ms)} on the CPU (${c.speedup.toFixed(2)}×${c.cpu_run_id !== null ? `, CPU run ${c.cpu_run_id}` : ""})`;
+      speedup.dataset.state = "done";
+    }
     run.disabled = s.running;
     cancel.disabled = !s.running;
-    mine.running(s.running);
+    stop.disabled = !s.running;
+    onRunning(s.running);
   }
+
+  /** Sweeps a project (from the project bar): batch=auto, or over devices to compare. */
+  function runProject(name: string, devices: string | null): void {
+    status.textContent = devices === null ? `starting the sweep of ${name}` : `starting the comparison of ${name}`;
+    status.dataset.state = "running";
+    onRunning(true);
+    backend
+      .sweepProject(name, devices, show)
+      .then(show)
+      .catch((e) => {
+        const err = asAppError(e);
+        status.textContent = `cannot sweep ${name}: ${err.message}`;
+        status.dataset.state = "error";
+        onRunning(false);
+        if (err.code === "busy") stop.disabled = false;
+      });
+  }
+  stop.addEventListener("click", () => {
+    stop.disabled = true;
+    void backend.cancelSweep();
+  });
 
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
@@ -229,7 +268,6 @@ export function sweepPanel(backend: Backend, followMs = 500): { root: HTMLElemen
 
   let following = false;
   async function restore(): Promise<void> {
-    await mine.load();
     const s = await backend.sweepSnapshot().catch(() => null);
     if (!s) return;
     show(s);
@@ -249,133 +287,5 @@ export function sweepPanel(backend: Backend, followMs = 500): { root: HTMLElemen
       next();
     }
   }
-  return { root, restore };
-}
-
-/** Splits a command line into arguments: spaces separate, quotes ('…' or "…") group. */
-export function splitCommand(line: string): string[] {
-  const out: string[] = [];
-  let cur = "";
-  let quote: string | null = null;
-  let any = false;
-  for (const c of line) {
-    if (quote) {
-      if (c === quote) quote = null;
-      else cur += c;
-    } else if (c === "'" || c === '"') {
-      quote = c;
-      any = true;
-    } else if (/\s/.test(c)) {
-      if (cur || any) out.push(cur);
-      cur = "";
-      any = false;
-    } else cur += c;
-  }
-  if (cur || any) out.push(cur);
-  return out;
-}
-
-/**
- * "Your training": the project picker (the Overview is judged from the picked project's runs),
- * a form to add one, and "Sweep my training" — batch=auto on it, shown by the panel's own chart,
- * table and Cancel.
- */
-function projectSection(
-  backend: Backend,
-  show: (s: SweepSnapshot) => void,
-  cancel: () => void,
-): { root: HTMLElement; load(): Promise<void>; running(r: boolean): void } {
-  const root = el("section", "projects");
-  root.dataset.testid = "projects";
-  const picker = el("select");
-  picker.dataset.testid = "project-picker";
-  const sweep = el("button", "primary", "Sweep my training");
-  sweep.type = "button";
-  sweep.dataset.testid = "sweep-my-training";
-  const stop = el("button", undefined, "Cancel");
-  stop.type = "button";
-  stop.dataset.testid = "cancel-my-training";
-  stop.disabled = true;
-  const note = el("div", "status");
-  note.dataset.testid = "project-status";
-  const add = el("details", "add-project");
-  const name = input("project-name", "resnet-cifar");
-  const dir = input("project-dir", "/Users/you/code/project");
-  const python = input("project-python", "/Users/you/code/project/.venv/bin/python (optional)");
-  const command = input("project-command", "python train.py --batch-size {batch}");
-  const save = el("button", undefined, "Add project");
-  save.type = "button";
-  save.dataset.testid = "add-project";
-  const grid = el("div", "form-grid");
-  grid.append(field("Name", name), field("Folder", dir), field("Python", python), field("Command", command));
-  add.append(el("summary", undefined, "Add a project…"), grid, save);
-  const row = el("div", "buttons");
-  row.append(field("Project", picker), sweep, stop);
-  root.append(el("h3", undefined, "Your training"), row, add, note);
-  let projects: Project[] = [];
-  const say = (text: string, state: string) => {
-    note.textContent = text;
-    note.dataset.state = state;
-  };
-
-  function fill(selected?: string): void {
-    picker.replaceChildren(
-      ...projects.map((p) => {
-        const o = el("option", undefined, p.name);
-        o.value = p.name;
-        o.title = `${p.command.join(" ")} in ${p.dir}`;
-        return o;
-      }),
-    );
-    if (selected) picker.value = selected;
-    sweep.disabled = projects.length === 0;
-    if (projects.length === 0) say("No project yet: add the folder and the command that trains.", "idle");
-  }
-  async function load(): Promise<void> {
-    projects = await backend.listProjects().catch(() => []);
-    fill(picker.value || projects[0]?.name);
-    if (picker.value) void backend.selectProject(picker.value).catch(() => false);
-  }
-  picker.addEventListener("change", () => {
-    void backend.selectProject(picker.value || null).catch((e) => say(asAppError(e).message, "error"));
-  });
-  save.addEventListener("click", () => {
-    const argv = splitCommand(command.value);
-    const p: Project = { name: name.value.trim(), dir: dir.value.trim(), python: python.value.trim() || null, command: argv };
-    backend
-      .addProject(p, false)
-      .then(async (added) => {
-        add.open = false;
-        say(`Project ${added.name} added: ${added.command.join(" ")}`, "done");
-        projects = await backend.listProjects().catch(() => [...projects, added]);
-        fill(added.name);
-        await backend.selectProject(added.name).catch(() => false);
-      })
-      .catch((e) => say(`cannot add the project: ${asAppError(e).message}`, "error"));
-  });
-  sweep.addEventListener("click", () => {
-    const pick = picker.value;
-    if (!pick) return;
-    sweep.disabled = true;
-    say(`Sweeping ${pick}: each start stops once its steps settle.`, "running");
-    backend
-      .sweepProject(pick, show)
-      .then(show)
-      .catch((e) => {
-        say(`cannot sweep ${pick}: ${asAppError(e).message}`, "error");
-        sweep.disabled = false;
-      });
-  });
-  stop.addEventListener("click", () => {
-    stop.disabled = true;
-    cancel();
-  });
-  return {
-    root,
-    load,
-    running(r: boolean) {
-      sweep.disabled = r || projects.length === 0;
-      stop.disabled = !r;
-    },
-  };
+  return { root, restore, runProject };
 }
