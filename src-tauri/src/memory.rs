@@ -329,11 +329,9 @@ pub async fn watch_project(
             ),
         ));
     }
-    let device = device.filter(|d| !d.trim().is_empty()).unwrap_or_else(|| {
-        jobs::usersweep::default_devices()
-            .and_then(|d| d.last().map(|c| c.device.clone()))
-            .unwrap_or_else(|| "cpu".into())
-    });
+    let device = device
+        .filter(|d| !d.trim().is_empty())
+        .unwrap_or_else(jobs::usersweep::default_device);
     let command =
         headroom_core::project::fill(&project.argv(), batch, Some(device.as_str()));
     let t = configured_thresholds();

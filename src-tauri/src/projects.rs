@@ -117,7 +117,16 @@ pub async fn sweep_project(
     watch.interrupt = Arc::clone(&interrupt);
     watch.dir = Some(project.dir.clone());
     let spec = jobs::usersweep::ScriptSweep {
-        command: project.argv(),
+        // Swept alone, `{device}` is this machine's accelerator (the CPU where there is none).
+        command: if devices.is_empty() && project.has("device") {
+            headroom_core::project::fill(
+                &project.argv(),
+                None,
+                Some(&jobs::usersweep::default_device()),
+            )
+        } else {
+            project.argv()
+        },
         project: Some(project.name.clone()),
         start: 16,
         max: 65536,
@@ -173,6 +182,7 @@ pub async fn sweep_project(
             let mut s = lock(&snap);
             let outcome = outcome.map(|o| {
                 if let Some(d) = o.device {
+                    s.device_name = Some(d.clone());
                     s.device = d;
                 }
                 s.comparison = o.comparison;

@@ -435,6 +435,8 @@ impl Planner {
                     .outcomes
                     .iter()
                     .any(|o| o.batch == b && o.peak.is_some())
+                    // A line that still has `b` fitting does not explain why it failed.
+                    && self.predicted_fit().is_some_and(|f| f < b)
                 {
                     Some(self.guided(g, Some(b), max).unwrap_or(g + (b - g) / 2))
                 } else {
@@ -876,6 +878,36 @@ mod tests {
             }
         }
         panic!("costly planner did not finish");
+    }
+
+    /// A start that failed at a batch the line says fits (its process held little before it
+    /// died): the gap narrows in the log, never one batch at a time.
+    #[test]
+    fn a_costly_failure_the_line_does_not_explain_narrows_geometrically() {
+        let plan = BatchPlan::Search {
+            start: 16,
+            max: 65536,
+        };
+        let mut p = Planner::new(plan, 20 << 30, None, true).costly();
+        let mut ran = Vec::new();
+        for _ in 0..40 {
+            match p.next_step() {
+                Next::Run { batch, .. } => {
+                    ran.push(batch);
+                    // 300 MiB of runtime, 256 KiB a sample; batches over 300 fail at once.
+                    let peak = (300 << 20) + 262_144 * u64::from(batch);
+                    if batch > 300 {
+                        p.record(batch, PointStatus::Oom, Some(300 << 20), None);
+                    } else {
+                        p.record(batch, PointStatus::Ok, Some(peak), Some(f64::from(batch)));
+                    }
+                }
+                Next::Skip { batch, .. } => p.record(batch, PointStatus::OverBudget, None, None),
+                Next::Done { .. } => break,
+            }
+        }
+        assert!(ran.len() <= 16, "{ran:?}");
+        assert!(ran.iter().any(|b| (250..=300).contains(b)), "{ran:?}");
     }
 
     #[test]

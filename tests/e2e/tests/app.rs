@@ -830,6 +830,193 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
     );
 }
 
+/// A researcher's own training script: an argparse CLI, a DataLoader, an MLP, SGD. Its memory
+/// grows with the batch (it keeps 256 KiB per sample alive through each step, as activations
+/// would), it runs epochs until stopped, and batches above 300 fail the way a laptop's RAM would
+/// end them (this VM has too much memory to reach a real limit in a test's time).
+const PROJECT_TRAIN: &str = r#"
+import argparse, torch, torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+p = argparse.ArgumentParser()
+p.add_argument("--batch-size", type=int, required=True)
+p.add_argument("--device", default="cpu")
+a = p.parse_args()
+if a.batch_size > 300:
+    raise RuntimeError(f"DefaultCPUAllocator: not enough memory: you tried to allocate {a.batch_size * 262144} bytes.")
+torch.manual_seed(0)
+n = a.batch_size * 20
+loader = DataLoader(TensorDataset(torch.randn(n, 128), torch.randint(0, 10, (n,))), batch_size=a.batch_size, shuffle=True)
+model = nn.Sequential(nn.Linear(128, 512), nn.ReLU(), nn.Linear(512, 10)).to(a.device)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+epoch = 0
+while True:
+    for x, y in loader:
+        x, y = x.to(a.device), y.to(a.device)
+        kept = torch.ones(a.batch_size, 65536)
+        loss = nn.functional.cross_entropy(model(x), y) + kept[0, 0] * 0
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    epoch += 1
+    print(f"epoch {epoch} loss {loss.item():.3f}")
+"#;
+
+/// The run id at the head of a status line (`run 12 · …`).
+fn run_id_of(status: &str) -> i64 {
+    status
+        .strip_prefix("run ")
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no run id in {status:?}"))
+}
+
+/// The user's own training, from the project bar: a project added in the window (a folder, the
+/// Python doctor found, a command), one click on "Sweep my training" → points, chart and
+/// recommendation, the Overview citing that sweep; "Watch my training" at the sweep's batch →
+/// epochs live, Stop; "Compare with the CPU" over cpu@1 and cpu@2 → the speed-up.
+#[test]
+#[ignore = "needs Xvfb, tauri-driver and WebKitWebDriver: run scripts/e2e.sh"]
+fn your_own_training_swept_watched_and_compared_in_the_real_window() {
+    let app = env_path("HEADROOM_E2E_APP");
+    let out = env_path("HEADROOM_E2E_OUT");
+    std::fs::create_dir_all(&out).expect("output dir");
+    let home = tempfile::tempdir().expect("temp HEADROOM_HOME");
+    let project = tempfile::tempdir().expect("project folder");
+    std::fs::write(project.path().join("train.py"), PROJECT_TRAIN).expect("train.py");
+    let driver = start_driver(home.path());
+    let s = Session::new(&driver, &app);
+
+    // Doctor has run (the Python list is what the add form offers).
+    s.click(&s.wait(r#"[data-testid="tab-readiness"]"#, 5));
+    s.wait(r#"[data-testid="light-cpu"]"#, 120);
+    let status = s.wait(r#"[data-testid="project-status"]"#, 5);
+    assert!(s.text(&status).contains("No project yet"), "{}", s.text(&status));
+    s.click(&s.wait(r#"[data-testid="add-project-form"] summary"#, 5));
+    let venv = std::fs::canonicalize(env_path("HEADROOM_E2E_VENV").join("bin/python"))
+        .expect("venv python");
+    let offered = s.wait(r#"[data-testid="project-python-pick"] option:not([value="__other__"])"#, 10);
+    let offered_text = s.text(&offered);
+    assert!(offered_text.contains("torch 2.11.0"), "{offered_text}");
+    s.type_into(&s.wait(r#"[data-testid="project-name"]"#, 5), "mlp-cifar");
+    s.type_into(
+        &s.wait(r#"[data-testid="project-dir"]"#, 5),
+        project.path().to_str().expect("utf-8"),
+    );
+    s.type_into(
+        &s.wait(r#"[data-testid="project-command"]"#, 5),
+        "python train.py --batch-size {batch} --device {device}",
+    );
+    s.click(&s.wait(r#"[data-testid="add-project"]"#, 5));
+    s.wait(r#"[data-testid="project-status"][data-state="done"]"#, 10);
+    let config = std::fs::read_to_string(home.path().join("config.toml")).expect("config");
+    assert!(config.contains("[projects.mlp-cifar]"), "{config}");
+    let python_line = config
+        .lines()
+        .find(|l| l.starts_with("python"))
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        python_line.contains("bin/python"),
+        "the Python picked from doctor's list is kept: {config} (venv {})",
+        venv.display()
+    );
+
+    // Sweep my training: batch=auto on the script, live.
+    s.click(&s.wait(r#"[data-testid="sweep-my-training"]"#, 5));
+    let sweep_status = s.wait(r#"[data-testid="sweep-status"][data-state="running"]"#, 30);
+    let until = Instant::now() + Duration::from_secs(420);
+    let mut saw_step = false;
+    while s.attr(&sweep_status, "data-state").as_deref() == Some("running") {
+        saw_step |= s.text(&sweep_status).contains(", step ");
+        assert!(Instant::now() < until, "the sweep did not finish in 420 s");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let shown = s.text(&sweep_status);
+    assert_eq!(
+        s.attr(&sweep_status, "data-state").as_deref(),
+        Some("complete"),
+        "{shown}"
+    );
+    assert!(saw_step, "the steps of a start were shown while it ran");
+    let sweep_id = run_id_of(&shown);
+    assert!(shown.contains("train.py --batch-size {batch}"), "{shown}");
+    let rows = s.find_all(r#"[data-testid="sweep-point"]"#);
+    assert!(rows.len() >= 4, "{} points", rows.len());
+    let failed = s.find_all(r#"[data-testid="sweep-point"].failed"#);
+    assert!(!failed.is_empty(), "the batches past 300 failed");
+    let chart = s.wait(r#"[data-testid="sweep-chart"]:not([hidden])"#, 5);
+    assert!(s.attr(&chart, "src").is_some_and(|src| src.starts_with("data:image/svg")));
+    let rec = s.wait(r#"[data-testid="sweep-recommendation"][data-state="done"]"#, 5);
+    let rec_text = s.text(&rec);
+    let chosen: u32 = rec_text
+        .strip_prefix("Recommended batch ")
+        .and_then(|r| r.split(':').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{rec_text}"));
+    assert!((16..=300).contains(&chosen), "{rec_text}");
+    s.screenshot(&out.join("project_sweep.png"));
+
+    // The Overview, judged from this project, cites that sweep.
+    s.click(&s.wait(r#"[data-testid="tab-overview"]"#, 5));
+    let until = Instant::now() + Duration::from_secs(30);
+    let cite = format!("run {sweep_id}");
+    loop {
+        let texts: Vec<String> = s
+            .find_all(r#"[data-testid^="column-"]"#)
+            .iter()
+            .map(|e| s.text(e))
+            .collect();
+        if texts.iter().any(|t| t.contains(&cite)) {
+            break;
+        }
+        assert!(Instant::now() < until, "no column cites {cite}: {texts:?}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    s.screenshot(&out.join("project_overview.png"));
+
+    // Watch my training: at the batch the sweep chose, epochs live, then Stop.
+    s.click(&s.wait(r#"[data-testid="watch-my-training"]"#, 5));
+    let mem_status = s.wait(r#"[data-testid="memory-status"][data-state="running"]"#, 30);
+    let until = Instant::now() + Duration::from_secs(120);
+    while s.find_all(r#"[data-testid="memory-row"]"#).len() < 3 {
+        assert!(
+            Instant::now() < until,
+            "no 3 epochs in 120 s: {}",
+            s.text(&mem_status)
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let live = s.text(&mem_status);
+    assert!(live.contains("steps") && live.contains("epochs"), "{live}");
+    assert!(live.contains(&format!("--batch-size {chosen} --device cpu")), "{live}");
+    s.screenshot(&out.join("project_watch.png"));
+    s.click(&s.wait(r#"[data-testid="stop-memory"]"#, 5));
+    let stopped = s.wait(
+        r#"[data-testid="memory-status"][data-state="interrupted"]"#,
+        30,
+    );
+    let stopped_text = s.text(&stopped);
+    assert!(stopped_text.contains("stopped by you"), "{stopped_text}");
+    assert!(s.find_all(r#"[data-testid="memory-row"]"#).len() >= 3, "the epochs are kept");
+    s.wait(r#"[data-testid="memory-verdict"]:not([hidden])"#, 5);
+
+    // Compare with the CPU: cpu@2 stands in for the accelerator here.
+    s.click(&s.wait(r#"[data-testid="projects"] .project-options summary"#, 5));
+    s.type_into(
+        &s.wait(r#"[data-testid="project-compare-devices"]"#, 5),
+        "cpu@1,cpu@2",
+    );
+    s.click(&s.wait(r#"[data-testid="compare-with-cpu"]"#, 5));
+    let speed = s.wait(r#"[data-testid="sweep-speedup"]:not([hidden])"#, 420);
+    let speed_text = s.text(&speed);
+    assert!(
+        speed_text.starts_with("Speed-up at batch ") && speed_text.contains("on cpu@2 vs"),
+        "{speed_text}"
+    );
+    s.screenshot(&out.join("project_compare.png"));
+    s.close();
+}
+
 /// Readiness still shows its verdict (the CPU light green) when the ledger cannot take it, with a
 /// note that the check was not recorded that carries `advice`.
 fn readiness_shown_but_not_recorded(s: &Session, advice: &str) {

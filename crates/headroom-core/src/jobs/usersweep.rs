@@ -116,6 +116,14 @@ pub fn default_devices() -> Option<Vec<DeviceChoice>> {
     )
 }
 
+/// The device to fill `{device}` with when nobody named one: this machine's accelerator, else
+/// the CPU.
+pub fn default_device() -> String {
+    default_devices()
+        .and_then(|d| d.last().map(|c| c.device.clone()))
+        .unwrap_or_else(|| "cpu".into())
+}
+
 /// What to sweep.
 #[derive(Debug, Clone)]
 pub struct ScriptSweep {
@@ -271,7 +279,7 @@ pub fn run_script_sweep(
         headroom_version: env!("CARGO_PKG_VERSION").into(),
         libtorch: "unknown".into(),
         device: label.clone(),
-        device_name: shown.clone(),
+        device_name: label.clone(),
         capacity_bytes: 0,
         available_bytes: 0,
         budget_bytes: budgets.planner,
@@ -367,7 +375,15 @@ pub fn run_script_sweep(
         }
         let mut p = as_point(&w, batch, planner.budget());
         p.predicted_peak_bytes = predicted;
-        planner.record(batch, p.status, p.peak_bytes, p.samples_per_s);
+        // A start that ran out of memory (or crashed) says nothing of the peak its batch needs:
+        // what its processes held before the failure is not on the memory line.
+        let measured = matches!(p.status, PointStatus::Ok | PointStatus::OverBudget);
+        planner.record(
+            batch,
+            p.status,
+            p.peak_bytes.filter(|_| measured),
+            p.samples_per_s,
+        );
         add_point(ledger, run_id, &mut out.sweep, p, on)?;
         if interrupted {
             break Limit::Error;
