@@ -332,8 +332,7 @@ pub async fn watch_project(
     let device = device
         .filter(|d| !d.trim().is_empty())
         .unwrap_or_else(jobs::usersweep::default_device);
-    let command =
-        headroom_core::project::fill(&project.argv(), batch, Some(device.as_str()));
+    let command = headroom_core::project::fill(&project.argv(), batch, Some(device.as_str()));
     let t = configured_thresholds();
     let interrupt = Arc::new(std::sync::atomic::AtomicI32::new(0));
     let mut opts = WatchOptions::for_pid(Duration::from_millis(500), t);
@@ -362,7 +361,11 @@ pub async fn watch_project(
     install(&state, running)?;
     // Stop reaches the command through the interrupt flag the run polls.
     {
-        let (stop, flag, snap) = (Arc::clone(&stop), Arc::clone(&interrupt), Arc::clone(&snapshot));
+        let (stop, flag, snap) = (
+            Arc::clone(&stop),
+            Arc::clone(&interrupt),
+            Arc::clone(&snapshot),
+        );
         std::thread::spawn(move || loop {
             if stop.load(Ordering::SeqCst) {
                 flag.store(libc::SIGTERM, Ordering::SeqCst);

@@ -112,6 +112,21 @@ pub struct SweepFact {
     pub peak_bytes: Option<u64>,
     /// Batches that ran out of memory in that sweep.
     pub oom_batches: Vec<u32>,
+    /// The largest batch that fitted in that sweep, when larger than `batch`.
+    #[serde(default)]
+    pub largest_fit: Option<u32>,
+}
+
+/// Batches in words, smallest first: `512, 1024`, or `301, 305, 312 and 5 more up to 24815`.
+fn batch_list(batches: &[u32]) -> String {
+    let mut b = batches.to_vec();
+    b.sort_unstable();
+    b.dedup();
+    let head: Vec<String> = b.iter().take(3).map(u32::to_string).collect();
+    match b.len() {
+        0..=3 => head.join(", "),
+        n => format!("{} and {} more up to {}", head.join(", "), n - 3, b[n - 1]),
+    }
 }
 
 /// What the newest `epochs` run (or wrapped `run`) found.
@@ -595,8 +610,12 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
     for (column, sweep) in [(Column::Cpu, &f.cpu), (Column::Mps, &f.mps)] {
         let Some(sweep) = sweep else { continue };
         if !sweep.oom_batches.is_empty() {
-            let batches: Vec<String> = sweep.oom_batches.iter().map(u32::to_string).collect();
-            say(Rule::Oom, column, format!("out of memory at batch {} in sweep {} (max safe {}{}): use a smaller batch and release the cache", batches.join(", "), sweep.run_id, sweep.batch, sweep.peak_bytes.map(|b| format!(", {} peak", format_bytes(b))).unwrap_or_default()));
+            // The batch the sweep chose is its max safe one unless a larger batch fitted.
+            let chosen = match sweep.largest_fit {
+                Some(b) => format!("largest that fitted {b}; recommended {}", sweep.batch),
+                None => format!("max safe {}", sweep.batch),
+            };
+            say(Rule::Oom, column, format!("out of memory at batch {} in sweep {} ({chosen}{}): use a smaller batch and release the cache", batch_list(&sweep.oom_batches), sweep.run_id, sweep.peak_bytes.map(|b| format!(", {} peak", format_bytes(b))).unwrap_or_default()));
         }
     }
 

@@ -292,6 +292,12 @@ fn sweep_fact(
         .filter(|p| p.status == PointStatus::Oom)
         .map(|p| p.batch)
         .collect();
+    let largest_fit = points
+        .iter()
+        .filter(|p| p.status == PointStatus::Ok)
+        .map(|p| p.batch)
+        .max()
+        .filter(|b| *b > batch);
     Ok(points
         .iter()
         .find(|p| p.batch == batch && p.status == PointStatus::Ok)
@@ -306,6 +312,7 @@ fn sweep_fact(
                 gpu_busy: p.gpu_busy,
                 peak_bytes: p.peak_bytes,
                 oom_batches,
+                largest_fit,
             })
         }))
 }

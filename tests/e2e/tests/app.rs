@@ -142,6 +142,29 @@ impl Session {
             .to_owned()
     }
 
+    /// The text and one attribute of the element `css` matches now, found afresh (a status line
+    /// rewritten at every step can go stale between a lookup and a read).
+    fn read(&self, css: &str, name: &str) -> (String, Option<String>) {
+        for _ in 0..20 {
+            if let Some(e) = self.find_all(css).into_iter().next() {
+                let text = try_request("GET", &format!("{}/element/{e}/text", self.base), None);
+                let attr = try_request(
+                    "GET",
+                    &format!("{}/element/{e}/attribute/{name}", self.base),
+                    None,
+                );
+                if let (Ok(t), Ok(a)) = (text, attr) {
+                    return (
+                        t["value"].as_str().unwrap_or_default().to_owned(),
+                        a["value"].as_str().map(ToOwned::to_owned),
+                    );
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("{css}: could not be read");
+    }
+
     fn attr(&self, e: &str, name: &str) -> Option<String> {
         request(
             "GET",
@@ -890,11 +913,18 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
     s.click(&s.wait(r#"[data-testid="tab-readiness"]"#, 5));
     s.wait(r#"[data-testid="light-cpu"]"#, 120);
     let status = s.wait(r#"[data-testid="project-status"]"#, 5);
-    assert!(s.text(&status).contains("No project yet"), "{}", s.text(&status));
+    assert!(
+        s.text(&status).contains("No project yet"),
+        "{}",
+        s.text(&status)
+    );
     s.click(&s.wait(r#"[data-testid="add-project-form"] summary"#, 5));
     let venv = std::fs::canonicalize(env_path("HEADROOM_E2E_VENV").join("bin/python"))
         .expect("venv python");
-    let offered = s.wait(r#"[data-testid="project-python-pick"] option:not([value="__other__"])"#, 10);
+    let offered = s.wait(
+        r#"[data-testid="project-python-pick"] option:not([value="__other__"])"#,
+        10,
+    );
     let offered_text = s.text(&offered);
     assert!(offered_text.contains("torch 2.11.0"), "{offered_text}");
     s.type_into(&s.wait(r#"[data-testid="project-name"]"#, 5), "mlp-cifar");
@@ -923,20 +953,19 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
 
     // Sweep my training: batch=auto on the script, live.
     s.click(&s.wait(r#"[data-testid="sweep-my-training"]"#, 5));
-    let sweep_status = s.wait(r#"[data-testid="sweep-status"][data-state="running"]"#, 30);
+    s.wait(r#"[data-testid="sweep-status"][data-state="running"]"#, 30);
     let until = Instant::now() + Duration::from_secs(420);
     let mut saw_step = false;
-    while s.attr(&sweep_status, "data-state").as_deref() == Some("running") {
-        saw_step |= s.text(&sweep_status).contains(", step ");
+    let (shown, state) = loop {
+        let (text, state) = s.read(r#"[data-testid="sweep-status"]"#, "data-state");
+        if state.as_deref() != Some("running") {
+            break (text, state);
+        }
+        saw_step |= text.contains(", step ");
         assert!(Instant::now() < until, "the sweep did not finish in 420 s");
         std::thread::sleep(Duration::from_millis(300));
-    }
-    let shown = s.text(&sweep_status);
-    assert_eq!(
-        s.attr(&sweep_status, "data-state").as_deref(),
-        Some("complete"),
-        "{shown}"
-    );
+    };
+    assert_eq!(state.as_deref(), Some("complete"), "{shown}");
     assert!(saw_step, "the steps of a start were shown while it ran");
     let sweep_id = run_id_of(&shown);
     assert!(shown.contains("train.py --batch-size {batch}"), "{shown}");
@@ -945,8 +974,13 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
     let failed = s.find_all(r#"[data-testid="sweep-point"].failed"#);
     assert!(!failed.is_empty(), "the batches past 300 failed");
     let chart = s.wait(r#"[data-testid="sweep-chart"]:not([hidden])"#, 5);
-    assert!(s.attr(&chart, "src").is_some_and(|src| src.starts_with("data:image/svg")));
-    let rec = s.wait(r#"[data-testid="sweep-recommendation"][data-state="done"]"#, 5);
+    assert!(s
+        .attr(&chart, "src")
+        .is_some_and(|src| src.starts_with("data:image/svg")));
+    let rec = s.wait(
+        r#"[data-testid="sweep-recommendation"][data-state="done"]"#,
+        5,
+    );
     let rec_text = s.text(&rec);
     let chosen: u32 = rec_text
         .strip_prefix("Recommended batch ")
@@ -959,36 +993,39 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
     // The Overview, judged from this project, cites that sweep.
     s.click(&s.wait(r#"[data-testid="tab-overview"]"#, 5));
     let until = Instant::now() + Duration::from_secs(30);
-    let cite = format!("run {sweep_id}");
+    let cite = format!("sweep {sweep_id} (");
     loop {
-        let texts: Vec<String> = s
-            .find_all(r#"[data-testid^="column-"]"#)
-            .iter()
-            .map(|e| s.text(e))
-            .collect();
-        if texts.iter().any(|t| t.contains(&cite)) {
+        // The table is redrawn at every decision: read the panel, which stays.
+        let (text, _) = s.read(".panel.overview", "class");
+        if text.contains(&cite) {
             break;
         }
-        assert!(Instant::now() < until, "no column cites {cite}: {texts:?}");
+        assert!(
+            Instant::now() < until,
+            "the Overview does not cite {cite}: {text}"
+        );
         std::thread::sleep(Duration::from_millis(500));
     }
     s.screenshot(&out.join("project_overview.png"));
 
     // Watch my training: at the batch the sweep chose, epochs live, then Stop.
     s.click(&s.wait(r#"[data-testid="watch-my-training"]"#, 5));
-    let mem_status = s.wait(r#"[data-testid="memory-status"][data-state="running"]"#, 30);
+    s.wait(r#"[data-testid="memory-status"][data-state="running"]"#, 30);
     let until = Instant::now() + Duration::from_secs(120);
     while s.find_all(r#"[data-testid="memory-row"]"#).len() < 3 {
         assert!(
             Instant::now() < until,
             "no 3 epochs in 120 s: {}",
-            s.text(&mem_status)
+            s.read(r#"[data-testid="memory-status"]"#, "data-state").0
         );
         std::thread::sleep(Duration::from_millis(300));
     }
-    let live = s.text(&mem_status);
+    let live = s.read(r#"[data-testid="memory-status"]"#, "data-state").0;
     assert!(live.contains("steps") && live.contains("epochs"), "{live}");
-    assert!(live.contains(&format!("--batch-size {chosen} --device cpu")), "{live}");
+    assert!(
+        live.contains(&format!("--batch-size {chosen} --device cpu")),
+        "{live}"
+    );
     s.screenshot(&out.join("project_watch.png"));
     s.click(&s.wait(r#"[data-testid="stop-memory"]"#, 5));
     let stopped = s.wait(
@@ -997,7 +1034,10 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
     );
     let stopped_text = s.text(&stopped);
     assert!(stopped_text.contains("stopped by you"), "{stopped_text}");
-    assert!(s.find_all(r#"[data-testid="memory-row"]"#).len() >= 3, "the epochs are kept");
+    assert!(
+        s.find_all(r#"[data-testid="memory-row"]"#).len() >= 3,
+        "the epochs are kept"
+    );
     s.wait(r#"[data-testid="memory-verdict"]:not([hidden])"#, 5);
 
     // Compare with the CPU: cpu@2 stands in for the accelerator here.

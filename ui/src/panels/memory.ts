@@ -99,10 +99,13 @@ export function memoryPanel(
   const tbody = el("tbody");
   tbody.dataset.testid = "memory-table";
   table.append(tbody);
-  root.append(form, watchHead, list, mineHead, status, verdict, chart, table);
+  // What runs (or ran) first, then the ways to start one.
+  root.append(status, verdict, chart, table, form, watchHead, list, mineHead);
 
   function show(s: MemorySnapshot): void {
-    status.textContent = `${s.title} · ${s.running ? s.message : s.status}`;
+    // A finished run of the user's command says what was observed, not only how it ended.
+    const ended = s.kind === "run" && s.message ? `${s.status} · ${s.message}` : s.status;
+    status.textContent = `${s.title} · ${s.running ? s.message : ended}`;
     status.dataset.state = s.running ? "running" : s.status;
     run.disabled = s.running;
     stop.disabled = !s.running;
@@ -212,8 +215,6 @@ export function memoryPanel(
   function showWrapped(s: MemorySnapshot | null): void {
     if (s) {
       show(s);
-      // A finished run's status line says what was observed, not only how it ended.
-      status.textContent = `${s.title} · ${s.status} · ${s.message}`;
     } else {
       status.textContent = "no `headroom run` recorded yet: run your training as headroom run -- python train.py";
       status.dataset.state = "";

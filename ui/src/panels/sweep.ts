@@ -190,8 +190,10 @@ export function sweepPanel(
   stop.type = "button";
   stop.dataset.testid = "cancel-my-training";
   stop.disabled = true;
+  stop.hidden = true;
   bar.append(stop);
-  root.append(builtin, bar, status, chart, results);
+  // What runs (or ran) first, then the built-in workloads below it.
+  root.append(bar, status, chart, results, builtin);
   const parts = { status, chart, table: tbody, recommendation };
 
   function show(s: SweepSnapshot): void {
@@ -205,6 +207,7 @@ export function sweepPanel(
     run.disabled = s.running;
     cancel.disabled = !s.running;
     stop.disabled = !s.running;
+    stop.hidden = !s.running;
     onRunning(s.running);
   }
 
@@ -221,7 +224,10 @@ export function sweepPanel(
         status.textContent = `cannot sweep ${name}: ${err.message}`;
         status.dataset.state = "error";
         onRunning(false);
-        if (err.code === "busy") stop.disabled = false;
+        if (err.code === "busy") {
+          stop.disabled = false;
+          stop.hidden = false;
+        }
       });
   }
   stop.addEventListener("click", () => {

@@ -347,7 +347,16 @@ pub fn run_script_sweep(
             step: 0,
             of: 0,
         });
-        let w = point(s, batch, accel, budgets.host_kill, run_id, &matcher, ledger, on)?;
+        let w = point(
+            s,
+            batch,
+            accel,
+            budgets.host_kill,
+            run_id,
+            &matcher,
+            ledger,
+            on,
+        )?;
         out.runs.push(w.run_id);
         out.seconds.push((batch, w.seconds, w.first_step_s));
         if w.interrupted {

@@ -17,6 +17,7 @@ fn sweep(device_ms: f64, busy: Option<f64>) -> SweepFact {
         gpu_busy: busy,
         peak_bytes: Some(3 << 30),
         oom_batches: Vec::new(),
+        largest_fit: None,
     }
 }
 
@@ -162,7 +163,7 @@ fn a_leak_is_named_and_one_that_survives_release_sends_the_run_remote() {
 fn oom_points_ask_for_a_smaller_batch() {
     let mut f = compared(40.0, Some(0.9));
     if let Some(m) = f.mps.as_mut() {
-        m.oom_batches = vec![512, 1024];
+        m.oom_batches = vec![1024, 512];
     }
     let d = decide(&f, &t());
     let r = d
@@ -173,6 +174,24 @@ fn oom_points_ask_for_a_smaller_batch() {
     assert_eq!(r.column, Column::Mps);
     assert!(
         r.text.contains("batch 512, 1024") && r.text.contains("max safe 64"),
+        "{}",
+        r.text
+    );
+    // A bisection's many failures, smallest first, and the largest batch that did fit.
+    if let Some(m) = f.mps.as_mut() {
+        m.oom_batches = vec![24815, 1260, 598, 412, 342, 312, 305, 301];
+        m.largest_fit = Some(298);
+    }
+    let d = decide(&f, &t());
+    let r = d
+        .reasons
+        .iter()
+        .find(|r| r.rule == Rule::Oom)
+        .expect("oom reason");
+    assert!(
+        r.text
+            .contains("batch 301, 305, 312 and 5 more up to 24815")
+            && r.text.contains("largest that fitted 298; recommended 64"),
         "{}",
         r.text
     );
