@@ -318,7 +318,6 @@ pub fn run_script_sweep(
         max: s.max,
     };
     let mut planner = Planner::new(plan, budgets.planner, None, true).costly();
-    let matcher = EpochMatcher::new(crate::monitor::DEFAULT_EPOCH_PATTERN)?;
     let mut interrupted = false;
     let mut libtorch = None;
     let limit = loop {
@@ -347,16 +346,7 @@ pub fn run_script_sweep(
             step: 0,
             of: 0,
         });
-        let w = point(
-            s,
-            batch,
-            accel,
-            budgets.host_kill,
-            run_id,
-            &matcher,
-            ledger,
-            on,
-        )?;
+        let w = point(s, batch, accel, budgets.host_kill, run_id, ledger, on)?;
         out.runs.push(w.run_id);
         out.seconds.push((batch, w.seconds, w.first_step_s));
         if w.interrupted {
@@ -420,16 +410,7 @@ pub fn run_script_sweep(
             step: 0,
             of: 0,
         });
-        let w = point(
-            s,
-            batch,
-            Some(base),
-            budgets.host_kill,
-            base_id,
-            &matcher,
-            ledger,
-            on,
-        )?;
+        let w = point(s, batch, Some(base), budgets.host_kill, base_id, ledger, on)?;
         out.runs.push(w.run_id);
         out.seconds.push((batch, w.seconds, w.first_step_s));
         interrupted |= w.interrupted;
@@ -503,10 +484,10 @@ fn point(
     device: Option<&DeviceChoice>,
     host_kill: u64,
     sweep_id: i64,
-    matcher: &EpochMatcher,
     ledger: &Ledger,
     on: &mut dyn FnMut(&Update),
 ) -> Result<WatchOutcome, CoreError> {
+    let matcher = EpochMatcher::new(crate::monitor::DEFAULT_EPOCH_PATTERN)?;
     let command = crate::project::fill(&s.command, Some(batch), device.map(|d| d.device.as_str()));
     let mut env = s.watch.env.clone();
     env.extend(device.map(DeviceChoice::env).unwrap_or_default());
@@ -521,7 +502,7 @@ fn point(
     };
     // Each step as it comes: warming up, then timed until the step time settles.
     let mut told = 0;
-    run_command_with(&command, matcher, &opts, ledger, &mut |p| {
+    run_command_with(&command, &matcher, &opts, ledger, &mut |p| {
         if p.steps == told {
             return;
         }
