@@ -103,7 +103,12 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
                 };
                 chart
                     .draw_series(std::iter::once(Text::new(
-                        format!("recommended {rb}"),
+                        // The top of a rising curve is the best so far, not a knee.
+                        if spec.summary.is_some_and(|s| s.still_rising) {
+                            format!("still rising at {rb}")
+                        } else {
+                            format!("recommended {rb}")
+                        },
                         (x + nudge, y * 0.86),
                         small
                             .clone()

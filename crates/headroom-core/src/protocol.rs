@@ -327,6 +327,10 @@ pub struct SweepSummary {
     /// Why, in one sentence with the numbers.
     pub reason: String,
     pub peak_bytes_at_recommended: Option<u64>,
+    /// The throughput was still rising at the largest batch measured: no knee is known (the
+    /// curve's top is not one), and the largest batch is recommended only as the best so far.
+    #[serde(default)]
+    pub still_rising: bool,
 }
 
 /// Progress within one point.

@@ -72,7 +72,22 @@ pub fn summarize(points: &[Point], limit: Limit, budget: u64) -> SweepSummary {
         .map(|p| p.batch)
         .min();
 
+    // The best is the largest batch measured and the one below it is more than the knee's share
+    // slower: the curve has not bent, so its top is no knee.
+    let below = best.and_then(|b| {
+        ok.iter()
+            .copied()
+            .filter(|p| p.batch < b.batch)
+            .max_by_key(|p| p.batch)
+    });
+    let still_rising = matches!((best, knee, max_fit), (Some(b), Some(k), Some(m)) if k.batch == b.batch && b.batch == m)
+        && below.is_some();
+    let knee = knee.filter(|_| !still_rising);
     let (recommended, reason) = match (best, knee) {
+        (Some(b), None) if still_rising => (
+            Some(b.batch),
+            rising_reason(b, below, limit, budget),
+        ),
         (Some(b), Some(k)) if k.batch == b.batch => (
             Some(b.batch),
             format!(
@@ -111,7 +126,43 @@ pub fn summarize(points: &[Point], limit: Limit, budget: u64) -> SweepSummary {
         recommended_batch: recommended,
         reason,
         peak_bytes_at_recommended: peak_at,
+        still_rising,
     }
+}
+
+/// Why the largest batch is recommended while throughput still rises there, and what to do.
+fn rising_reason(b: &Point, below: Option<&Point>, limit: Limit, budget: u64) -> String {
+    let sps = |p: &Point| p.samples_per_s.unwrap_or(0.0);
+    let gain = below
+        .filter(|p| sps(p) > 0.0)
+        .map(|p| {
+            format!(
+                " (+{:.0}% over batch {})",
+                (sps(b) / sps(p) - 1.0) * 100.0,
+                p.batch
+            )
+        })
+        .unwrap_or_default();
+    let then = match limit {
+        Limit::MaxBatch => format!(
+            "it is the largest allowed: to find the knee, raise the largest batch (--max-batch {})",
+            b.batch.saturating_mul(4)
+        ),
+        Limit::Budget => format!(
+            "a larger batch needs more than the {} budget, so this is the fastest that fits",
+            format_bytes(budget)
+        ),
+        Limit::Oom => {
+            "a larger batch ran out of memory, so this is the fastest that fits".to_owned()
+        }
+        _ => "no larger batch was measured".to_owned(),
+    };
+    format!(
+        "throughput is still rising at batch {}, {:.1} samples/s{gain}, peaking at {}; no knee yet: {then}",
+        b.batch,
+        sps(b),
+        peak_text(b)
+    )
 }
 
 fn peak_text(p: &Point) -> String {
@@ -184,6 +235,49 @@ mod tests {
         assert_eq!(s.recommended_batch, Some(4));
         assert_eq!(s.peak_bytes_at_recommended, Some(40));
         assert!(s.reason.contains("batch 4"), "{}", s.reason);
+    }
+
+    #[test]
+    fn a_curve_still_rising_at_the_largest_batch_has_no_knee_and_says_what_to_try() {
+        let pts = vec![
+            ok(128, 2600.0, 10),
+            ok(256, 4000.0, 20),
+            ok(512, 6000.0, 40),
+        ];
+        let s = summarize(&pts, Limit::MaxBatch, 1000);
+        assert!(s.still_rising);
+        assert_eq!(
+            s.knee_batch, None,
+            "the top of a rising curve is not its knee"
+        );
+        assert_eq!(s.recommended_batch, Some(512));
+        assert!(
+            s.reason.contains("still rising at batch 512")
+                && s.reason.contains("+50% over batch 256")
+                && s.reason.contains("--max-batch 2048"),
+            "{}",
+            s.reason
+        );
+        // Stopped by the budget, the top is the fastest that fits.
+        let b = summarize(&pts, Limit::Budget, 1000);
+        assert!(
+            b.still_rising && b.reason.contains("the fastest that fits"),
+            "{}",
+            b.reason
+        );
+        // Bent at the top: the knee is below it, as before.
+        let bent = vec![
+            ok(128, 2600.0, 10),
+            ok(256, 5900.0, 20),
+            ok(512, 6000.0, 40),
+        ];
+        let k = summarize(&bent, Limit::MaxBatch, 1000);
+        assert!(!k.still_rising);
+        assert_eq!(k.knee_batch, Some(256));
+        // One point is not a curve.
+        let one = summarize(&[ok(16, 100.0, 1)], Limit::MaxBatch, 1000);
+        assert!(!one.still_rising);
+        assert_eq!(one.knee_batch, Some(16));
     }
 
     #[test]

@@ -224,7 +224,12 @@ recommended_batch: number | null,
 /**
  * Why, in one sentence with the numbers.
  */
-reason: string, peak_bytes_at_recommended: number | null, };
+reason: string, peak_bytes_at_recommended: number | null, 
+/**
+ * The throughput was still rising at the largest batch measured: no knee is known (the
+ * curve's top is not one), and the largest batch is recommended only as the best so far.
+ */
+still_rising: boolean, };
 
 export type Hello = { protocol: number, headroom_version: string, libtorch: string, 
 /**

@@ -59,10 +59,14 @@ pub(crate) fn print_human(r: &Report) {
     if let Some(s) = &r.summary {
         let b = |v: Option<u32>| v.map_or_else(|| "-".into(), |x| x.to_string());
         println!();
+        let knee = if s.still_rising {
+            "not reached (still rising)".to_owned()
+        } else {
+            b(s.knee_batch)
+        };
         println!(
-            "best batch {} · knee {} · largest that fits {} (stopped by {})",
+            "best batch {} · knee {knee} · largest that fits {} (stopped by {})",
             b(s.best_batch),
-            b(s.knee_batch),
             b(s.max_fit_batch),
             s.limit
         );
