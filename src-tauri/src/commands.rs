@@ -136,6 +136,11 @@ pub fn finish(
             s.summary.clone_from(&o.summary);
             s.points.clone_from(&o.points);
             s.error.clone_from(&o.error);
+            for w in &o.warnings {
+                if !s.warnings.contains(w) {
+                    s.warnings.push(w.clone());
+                }
+            }
             s.message = match (&o.summary, &o.error) {
                 (_, Some(e)) => e.message.clone(),
                 (Some(sum), None) => sum.reason.clone(),
@@ -177,7 +182,12 @@ pub fn apply(s: &mut SweepSnapshot, u: &Update) {
             s.points.push(point.clone());
             redraw(s);
         }
-        Update::Warning { message } => s.message = format!("warning: {message}"),
+        Update::Warning { message } => {
+            s.message = format!("warning: {message}");
+            if !s.warnings.contains(message) {
+                s.warnings.push(message.clone());
+            }
+        }
     }
 }
 

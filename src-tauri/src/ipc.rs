@@ -82,6 +82,7 @@ pub fn typescript() -> String {
         crate::ledger::RunReport::decl(),
         crate::ledger::Comparison::decl(),
         headroom_core::summary::Comparison::decl(),
+        headroom_core::load::PointLoad::decl(),
         crate::about::About::decl(),
     ];
     let mut out = String::from(

@@ -33,6 +33,8 @@ pub struct SweepSnapshot {
     pub chart_svg: String,
     /// The accelerator against the CPU at the recommended batch ("Compare with the CPU").
     pub comparison: Option<headroom_core::summary::Comparison>,
+    /// What makes the figures less sure: a point timed under load or still noisy at its cap.
+    pub warnings: Vec<String>,
 }
 
 /// A sweep running on its own thread; dropping the handle cancels it.

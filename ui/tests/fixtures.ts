@@ -49,6 +49,7 @@ export function snapshot(over: Partial<SweepSnapshot>): SweepSnapshot {
     error: null,
     chart_svg: "<svg xmlns='http://www.w3.org/2000/svg'><text>chart</text></svg>",
     comparison: null,
+    warnings: [],
     ...over,
   };
 }

@@ -172,3 +172,23 @@ describe("sweep panel", () => {
     expect(seq).toHaveLength(0);
   });
 });
+
+describe("warnings", () => {
+  it("lists what makes the figures less sure beside the chart, and nothing when there is none", async () => {
+    const b = mockBackend({});
+    const panel = sweepPanel(b);
+    document.body.append(panel.root);
+    await panel.restore();
+    get<HTMLButtonElement>(panel.root, "run-sweep").click();
+    await flush();
+    const list = get<HTMLUListElement>(panel.root, "sweep-warnings");
+    b.push(snapshot({ points: [point(16, 900, 2 ** 20)] }));
+    expect(list.hidden).toBe(true);
+    const w = "batch 64 was timed while zoom.us used 1.4 cores, other processes 1.6 cores in all: its throughput may read low; measure again when the machine is quieter";
+    b.push(snapshot({ running: false, status: "complete", warnings: [w] }));
+    expect(list.hidden).toBe(false);
+    expect(list.querySelectorAll("li")).toHaveLength(1);
+    expect(list.textContent).toContain("zoom.us used 1.4 cores");
+    panel.root.remove();
+  });
+});

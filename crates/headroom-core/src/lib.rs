@@ -21,6 +21,7 @@ pub mod gpu_busy;
 pub mod instrument;
 pub mod jobs;
 pub mod ledger;
+pub mod load;
 pub mod machine;
 pub mod mlx;
 pub mod monitor;

@@ -253,6 +253,12 @@ pub struct Point {
     /// shape and is never timed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_step_s: Option<f64>,
+    /// The spread of the timed steps: their coefficient of variation (0.05: 5 %).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_cv: Option<f64>,
+    /// What the rest of the machine did while the point was timed (local sweeps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<crate::load::PointLoad>,
 }
 
 impl Point {
@@ -279,7 +285,15 @@ impl Point {
             gpu_busy: None,
             steps_s: None,
             first_step_s: None,
+            step_cv: None,
+            load: None,
         }
+    }
+
+    /// The half-width of its throughput's 95 % confidence interval, as a share (from the
+    /// spread of its timed steps).
+    pub fn ci_share(&self) -> Option<f64> {
+        crate::stats::ci_share(self.step_cv?, self.timed_steps as usize)
     }
 }
 

@@ -24,6 +24,25 @@ pub fn mean(values: &[f64]) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / n)
 }
 
+/// Coefficient of variation (sample standard deviation over the mean); `None` for fewer than
+/// two values or a mean of zero.
+pub fn cv(values: &[f64]) -> Option<f64> {
+    let m = mean(values).filter(|m| *m > 0.0 && values.len() >= 2)?;
+    #[allow(clippy::cast_precision_loss)]
+    let var = values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (values.len() - 1) as f64;
+    Some(var.sqrt() / m)
+}
+
+/// A throughput is known when half its 95 % confidence interval is at most this share.
+pub const KNOWN_WITHIN: f64 = 0.05;
+
+/// The half-width of the 95 % confidence interval of the mean, as a share of the mean, for `n`
+/// values with coefficient of variation `cv` (normal approximation: 1.96·cv/√n).
+pub fn ci_share(cv: f64, n: usize) -> Option<f64> {
+    #[allow(clippy::cast_precision_loss)]
+    (n >= 2).then(|| 1.96 * cv / (n as f64).sqrt())
+}
+
 /// Warm-up is settled when the last `window` step times lie within `tolerance` (relative) of
 /// their median.
 pub fn settled(times: &[f64], window: usize, tolerance: f64) -> bool {

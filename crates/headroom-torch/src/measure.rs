@@ -39,6 +39,10 @@ pub struct StepPolicy {
     pub max_timed: u32,
     /// Steps measured with synchronisation between phases.
     pub split_steps: u32,
+    /// With the step count chosen here, timing goes on past `target_timed_s` until the
+    /// throughput is known within [`headroom_core::stats::KNOWN_WITHIN`], for at most this many
+    /// times the target.
+    pub noisy_cap: f64,
 }
 
 impl Default for StepPolicy {
@@ -53,6 +57,7 @@ impl Default for StepPolicy {
             min_timed: 1,
             max_timed: 200,
             split_steps: 2,
+            noisy_cap: 4.0,
         }
     }
 }
@@ -435,17 +440,38 @@ impl Stepper {
 
         // Timed steps; a long step carries the split itself, as the last timed step (unless a
         // settled warm-up step already did).
-        while times.len() < n_timed as usize || (inline_split && !have_split) {
+        // Noisy steps are timed longer, up to the cap, until the mean is known.
+        let known = |times: &[f64]| {
+            let total: f64 = times.iter().sum();
+            policy.timed_steps.is_some()
+                || total >= policy.target_timed_s * policy.noisy_cap
+                || times.len() >= (policy.max_timed as usize) * 4
+                || stats::cv(times)
+                    .and_then(|cv| stats::ci_share(cv, times.len()))
+                    .is_none_or(|ci| ci <= stats::KNOWN_WITHIN)
+        };
+        let hook = noise_hook();
+        while times.len() < n_timed as usize || (inline_split && !have_split) || !known(&times) {
             let i = times.len();
             let split = inline_split && !have_split && i + 1 >= n_timed as usize;
-            let t = self.step(&input, split)?;
+            let mut t = self.step(&input, split)?;
+            if let Some(extra) = hook.filter(|h| i.is_multiple_of(h.0)).map(|h| h.1) {
+                std::thread::sleep(extra);
+                t[0] += extra.as_secs_f64();
+            }
             stepped += sum(t);
             if split {
                 add_split(&mut parts, t);
                 have_split = true;
             }
             times.push(sum(t));
-            throttle.emit(emit, batch, Phase::Timed, i + 1, n_timed);
+            throttle.emit(
+                emit,
+                batch,
+                Phase::Timed,
+                i + 1,
+                n_timed.max(u32::try_from(times.len()).unwrap_or(u32::MAX)),
+            );
         }
         let n_timed = u32::try_from(times.len()).unwrap_or(u32::MAX);
 
@@ -472,6 +498,7 @@ impl Stepper {
         p.samples_per_s = (total > 0.0).then(|| f64::from(batch) * f64::from(n_timed) / total);
         p.step_ms_p50 = stats::percentile(&ms, 50.0);
         p.step_ms_p95 = stats::percentile(&ms, 95.0);
+        p.step_cv = stats::cv(&ms);
         p.data_ms = stats::percentile(&parts[0], 50.0);
         p.forward_ms = stats::percentile(&parts[1], 50.0);
         p.backward_ms = stats::percentile(&parts[2], 50.0);
@@ -489,6 +516,17 @@ impl Stepper {
         });
         Ok(p)
     }
+}
+
+/// A test hook: `HEADROOM_TEST_STEP_SLEEP=EVERY:MS` sleeps MS milliseconds in every EVERY-th
+/// timed step (counted into its time), a stand-in for a machine that takes the cores away now
+/// and then.
+fn noise_hook() -> Option<(usize, std::time::Duration)> {
+    let v = std::env::var("HEADROOM_TEST_STEP_SLEEP").ok()?;
+    let (every, ms) = v.split_once(':')?;
+    let every: usize = every.trim().parse().ok().filter(|n| *n > 0)?;
+    let ms: u64 = ms.trim().parse().ok()?;
+    Some((every, std::time::Duration::from_millis(ms)))
 }
 
 /// Adds one split step's (data, forward, backward) seconds to `parts`, in ms.

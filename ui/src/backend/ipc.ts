@@ -192,7 +192,15 @@ steps_s?: number | null,
  * Seconds of the point's first step, which allocates memory and picks kernels for the new
  * shape and is never timed.
  */
-first_step_s?: number | null, };
+first_step_s?: number | null, 
+/**
+ * The spread of the timed steps: their coefficient of variation (0.05: 5 %).
+ */
+step_cv?: number | null, 
+/**
+ * What the rest of the machine did while the point was timed (local sweeps).
+ */
+load?: PointLoad | null, };
 
 export type PointStatus = "ok" | "oom" | "over_budget" | "error";
 
@@ -299,7 +307,11 @@ chart_svg: string,
 /**
  * The accelerator against the CPU at the recommended batch ("Compare with the CPU").
  */
-comparison: SpeedComparison | null, };
+comparison: SpeedComparison | null, 
+/**
+ * What makes the figures less sure: a point timed under load or still noisy at its cap.
+ */
+warnings: Array<string>, };
 
 export type SweepForm = { 
 /**
@@ -606,6 +618,20 @@ speedup: number,
  * How much less time a step takes on the device: (cpu − device) / cpu.
  */
 faster: number, cpu_run_id: number | null, };
+
+export type PointLoad = { 
+/**
+ * Cores' worth of CPU the other processes used on average (1.0: one core all the time).
+ */
+other_cores: number, 
+/**
+ * The busiest other process, by name, and its cores.
+ */
+busiest: string | null, busiest_cores: number, 
+/**
+ * Seconds the reading spans.
+ */
+seconds: number, };
 
 export type About = { 
 /**

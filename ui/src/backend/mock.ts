@@ -129,6 +129,7 @@ export function mockBackend(opts: {
         error: null,
         chart_svg: "",
         comparison: null,
+        warnings: [],
       };
       return first;
     },
@@ -163,7 +164,7 @@ export function mockBackend(opts: {
       return {
         running: true, run_id: null, workload: p.command.join(" "), device: "script", host: null,
         device_name: null, budget_bytes: null, message: `starting ${name}`, points: [], summary: null,
-        status: "running", error: null, chart_svg: "", comparison: null,
+        status: "running", error: null, chart_svg: "", comparison: null, warnings: [],
       };
     },
     async cancelSweep() {

@@ -71,11 +71,16 @@ function pointRow(p: Point, recommended: number | null): HTMLTableRowElement {
   return tr;
 }
 
-/** Draws a snapshot: status, chart, table, recommendation. */
+/** Draws a snapshot: status, chart, warnings, table, recommendation. */
 export function renderSnapshot(
-  parts: { status: HTMLElement; chart: HTMLImageElement; table: HTMLTableSectionElement; recommendation: HTMLElement },
+  parts: { status: HTMLElement; chart: HTMLImageElement; table: HTMLTableSectionElement; recommendation: HTMLElement; warnings?: HTMLElement },
   s: SweepSnapshot,
 ): void {
+  if (parts.warnings) {
+    // What makes the figures less sure, next to the chart they qualify.
+    parts.warnings.replaceChildren(...(s.warnings ?? []).map((w) => el("li", undefined, w)));
+    parts.warnings.hidden = !(s.warnings ?? []).length;
+  }
   const head = s.run_id !== null ? `run ${s.run_id} · ` : "";
   const where = s.host ? ` (host ${s.host})` : "";
   parts.status.textContent = `${head}${s.workload} on ${s.device_name ?? s.device}${where} · ${s.running ? s.message : s.status}`;
@@ -193,8 +198,11 @@ export function sweepPanel(
   stop.hidden = true;
   bar.append(stop);
   // What runs (or ran) first, then the built-in workloads below it.
-  root.append(bar, status, chart, results, builtin);
-  const parts = { status, chart, table: tbody, recommendation };
+  const warnings = el("ul", "warnings");
+  warnings.dataset.testid = "sweep-warnings";
+  warnings.hidden = true;
+  root.append(bar, status, chart, warnings, results, builtin);
+  const parts = { status, chart, table: tbody, recommendation, warnings };
 
   function show(s: SweepSnapshot): void {
     renderSnapshot(parts, s);

@@ -246,3 +246,101 @@ fn matmul_counts_its_flops_exactly() {
         }
     }
 }
+
+/// Steps that stall now and then (the worker's test hook sleeps 30 ms in every third timed
+/// step): the point is timed longer than a quiet one, up to its cap, and still noisy there it is
+/// flagged with its spread; quiet, no warning.
+#[test]
+fn a_noisy_point_is_timed_longer_and_flagged_with_its_spread() {
+    let args = ["--workload", "mlp", "--batches", "16", "--threads", "1"];
+    let home = Home::new();
+    let quiet = home.cpu_sweep(&args);
+    let q = &points(&quiet)[0];
+    let warned = |v: &serde_json::Value| {
+        v["warnings"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|w| w.as_str().map(str::to_owned))
+            .filter(|w| w.contains("known only within"))
+            .collect::<Vec<_>>()
+    };
+    let mut cmd = home.cmd(&[&["sweep", "--device", "cpu"][..], &args, &["--json"]].concat());
+    cmd.env("HEADROOM_TEST_STEP_SLEEP", "3:30");
+    let out = cmd.output().expect("sweep");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let noisy: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let n = &points(&noisy)[0];
+    assert!(f(n, "step_cv") > 0.3, "{n}");
+    assert!(
+        f(n, "steps_s") > 0.9,
+        "timed past the 0.25 s target towards its 1 s cap: {n}"
+    );
+    let w = warned(&noisy);
+    assert!(
+        w.iter()
+            .any(|w| w.contains("batch 16's throughput is known only within ±")),
+        "{w:?}"
+    );
+    assert!(f(q, "step_cv") < f(n, "step_cv"), "{q} vs {n}");
+    // The quiet run may still be noisy on a shared machine, but it is never the stalled one's.
+    assert!(warned(&quiet).len() <= w.len());
+}
+
+/// A process outside Headroom keeps the cores busy while the sweep times its points: the sweep
+/// says so, naming it, and records the load with each point.
+#[test]
+fn a_sweep_beside_a_busy_process_names_it() {
+    let home = Home::new();
+    let bin = home.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("bin");
+    let py = std::fs::canonicalize(crate::common::python()).expect("python");
+    std::os::unix::fs::symlink(&py, bin.join("busy-neighbour")).expect("symlink");
+    // Two spinners started in the background by a shell that exits: outside this tree, as a
+    // conferencing app would be.
+    let spin = format!(
+        "for i in 1 2; do {} -c 'import time\nt=time.time()\nwhile time.time()-t<60: pass' >/dev/null 2>&1 & echo $!; done",
+        bin.join("busy-neighbour").display()
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &spin])
+        .output()
+        .expect("spinners");
+    let pids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    struct Kill(Vec<String>);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            for p in &self.0 {
+                let _ = std::process::Command::new("kill").arg(p).status();
+            }
+        }
+    }
+    let _kill = Kill(pids);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let v = home.cpu_sweep(&["--workload", "mlp", "--batches", "16,64", "--threads", "1"]);
+    let pts = points(&v);
+    for p in &pts {
+        assert!(f(&p["load"], "other_cores") >= 0.5, "{p}");
+    }
+    let warnings: Vec<String> = v["warnings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|w| w.as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("was timed while busy-neighbour used") && w.contains("cores")),
+        "{warnings:?}"
+    );
+}

@@ -209,6 +209,22 @@ impl Launcher {
     }
 }
 
+/// The warning for a point whose timed steps varied too much to trust its throughput.
+pub fn noise_warning(p: &Point) -> Option<String> {
+    let ci = p.ci_share().filter(|c| *c > crate::stats::KNOWN_WITHIN)?;
+    Some(format!(
+        "batch {}'s throughput is known only within ±{:.0} % (its {} timed steps varied by {:.0} %, p95/p50 {:.2}): read it as a rough figure",
+        p.batch,
+        ci * 100.0,
+        p.timed_steps,
+        p.step_cv.unwrap_or(0.0) * 100.0,
+        match (p.step_ms_p95, p.step_ms_p50) {
+            (Some(a), Some(b)) if b > 0.0 => a / b,
+            _ => f64::NAN,
+        }
+    ))
+}
+
 struct Session<'a> {
     launcher: &'a Launcher,
     req: &'a SweepRequest,
@@ -231,6 +247,12 @@ impl Session<'_> {
         (self.on)(&Update::WorkerStarted { pid: worker.pid() });
         let mut watch: Option<MemoryWatch> = None;
         let mut busy: Option<crate::gpu_busy::BusySampler> = None;
+        // What else ran while each point was timed (a remote worker's machine is not this one).
+        let mut load = self
+            .launcher
+            .remote()
+            .is_none()
+            .then(crate::load::OtherLoad::new);
         let mut last_phase = None;
         let mut current = None;
         let mut garbage = Vec::new();
@@ -264,6 +286,9 @@ impl Session<'_> {
                         if let Some(b) = &busy {
                             b.reset();
                         }
+                        if let Some(l) = load.as_mut() {
+                            l.start();
+                        }
                     }
                     last_phase = Some(phase);
                     (self.on)(&Update::Progress {
@@ -279,7 +304,17 @@ impl Session<'_> {
                     if p.gpu_busy.is_none() && p.status == PointStatus::Ok {
                         p.gpu_busy = busy.as_ref().and_then(crate::gpu_busy::BusySampler::mean);
                     }
+                    if p.status == PointStatus::Ok {
+                        p.load = load.as_mut().and_then(crate::load::OtherLoad::read);
+                    }
+                    let warnings = [
+                        p.load.as_ref().and_then(|l| l.warning(p.batch)),
+                        noise_warning(&p),
+                    ];
                     self.add_point(p)?;
+                    for w in warnings.into_iter().flatten() {
+                        self.warn(w);
+                    }
                 }
                 Event::Warning { message } => self.warn(message),
                 Event::Result(s) => {
