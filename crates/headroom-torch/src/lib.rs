@@ -69,6 +69,37 @@ pub(crate) fn set_threads(threads: Option<u32>) -> Result<(), TorchError> {
     Ok(())
 }
 
+/// With no `--threads` on the CPU: as many libtorch threads as the cores other processes leave
+/// free, read over a moment before the first point (a thread waiting for a core another process
+/// holds stalls every step of an intra-op parallel kernel: one busy core made a 2-thread sweep
+/// 4–8× slower). `None` when every core is free; else the count and why, for a warning.
+pub(crate) fn free_core_threads() -> Option<(u32, String)> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    if cores <= 1 {
+        return None;
+    }
+    let mut load = headroom_core::load::OtherLoad::new();
+    load.start();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let r = load.read()?;
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let busy = (r.other_cores.round().max(0.0) as usize).min(cores - 1);
+    if busy == 0 {
+        return None;
+    }
+    let threads = u32::try_from(cores - busy).unwrap_or(1);
+    let who = r.busiest.as_ref().map_or_else(String::new, |b| {
+        format!(", {b} {:.1} of them", r.busiest_cores)
+    });
+    Some((
+        threads,
+        format!(
+            "other processes were using {:.1} of this machine's {cores} cores{who}: libtorch runs {threads} thread(s) on the cores left (--threads N sets it)",
+            r.other_cores
+        ),
+    ))
+}
+
 /// The `hello` a worker sends once its workload is built: who it is and what it runs.
 pub(crate) fn hello(
     info: &device::DeviceInfo,

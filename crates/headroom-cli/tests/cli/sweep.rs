@@ -343,4 +343,19 @@ fn a_sweep_beside_a_busy_process_names_it() {
             .any(|w| w.contains("was timed while busy-neighbour used") && w.contains("cores")),
         "{warnings:?}"
     );
+    // Without --threads, libtorch gets the cores left free (one busy core made two threads
+    // 4–8× slower on this 2-core machine; bench/README.md).
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    if cores > 1 {
+        let auto = home.cpu_sweep(&["--workload", "mlp", "--batches", "16"]);
+        let threads = auto["hello"]["threads"].as_u64().unwrap_or(0);
+        assert!(threads >= 1 && threads < cores as u64, "{}", auto["hello"]);
+        let said = auto["warnings"].to_string();
+        assert!(
+            said.contains(&format!(
+                "libtorch runs {threads} thread(s) on the cores left"
+            )),
+            "{said}"
+        );
+    }
 }
