@@ -361,21 +361,12 @@ pub async fn watch_project(
     install(&state, running)?;
     // Stop reaches the command through the interrupt flag the run polls.
     {
-        let (stop, flag, snap) = (
-            Arc::clone(&stop),
+        let (stop, snap) = (Arc::clone(&stop), Arc::clone(&snapshot));
+        crate::state::relay_stop(
+            move || stop.load(Ordering::SeqCst),
+            move || lock(&snap).running,
             Arc::clone(&interrupt),
-            Arc::clone(&snapshot),
         );
-        std::thread::spawn(move || loop {
-            if stop.load(Ordering::SeqCst) {
-                flag.store(libc::SIGTERM, Ordering::SeqCst);
-                return;
-            }
-            if !lock(&snap).running {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        });
     }
     let handle = app.clone();
     std::thread::spawn(move || {

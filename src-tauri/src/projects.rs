@@ -3,7 +3,6 @@
 //! `headroom run --project P --sweep batch=auto` runs), shown live in the Sweep panel's snapshot
 //! with the same chart and Cancel.
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -149,18 +148,12 @@ pub async fn sweep_project(
     let cancel = CancelToken::new("cancelled from the app");
     // Cancel reaches the running start through the interrupt flag the watch polls.
     {
-        let (token, flag) = (cancel.clone(), Arc::clone(&interrupt));
-        let snap = Arc::clone(&snapshot);
-        std::thread::spawn(move || loop {
-            if token.is_cancelled() {
-                flag.store(libc::SIGTERM, Ordering::SeqCst);
-                return;
-            }
-            if !lock(&snap).running {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        });
+        let (token, snap) = (cancel.clone(), Arc::clone(&snapshot));
+        crate::state::relay_stop(
+            move || token.is_cancelled(),
+            move || lock(&snap).running,
+            Arc::clone(&interrupt),
+        );
     }
     let (snap, handle) = (Arc::clone(&snapshot), app.clone());
     let thread = std::thread::spawn(move || {

@@ -82,3 +82,23 @@ pub struct AppState {
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+/// Relays a stop to a command Headroom runs: once `stopped()` says so, SIGTERM goes into the
+/// interrupt flag the command's watch polls (which forwards it to the command's group); the
+/// relay ends with the job (`running()` false).
+pub fn relay_stop(
+    stopped: impl Fn() -> bool + Send + 'static,
+    running: impl Fn() -> bool + Send + 'static,
+    flag: Arc<std::sync::atomic::AtomicI32>,
+) {
+    std::thread::spawn(move || loop {
+        if stopped() {
+            flag.store(libc::SIGTERM, std::sync::atomic::Ordering::SeqCst);
+            return;
+        }
+        if !running() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    });
+}

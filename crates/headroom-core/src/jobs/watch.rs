@@ -626,7 +626,6 @@ impl Tally {
                 .observed
                 .peak_device_held_bytes
                 .or(self.obs.observed.peak_device_bytes),
-            settled_at: self.window,
         }
     }
 
@@ -737,8 +736,6 @@ pub struct RunProgress<'a> {
     /// The device memory the observer saw (held by the allocator at its peak), when on an
     /// accelerator.
     pub device_peak_bytes: Option<u64>,
-    /// The step from which step time settled, once it has (a sweep's point).
-    pub settled_at: Option<usize>,
 }
 
 /// Runs `command` (program and arguments), passing its output through, recording it in
