@@ -88,6 +88,8 @@ describe("the project bar", () => {
     expect(b.calls).toContain("cancelSweep");
     b.push(snapshot({ running: false, status: "complete" }));
     expect(get<HTMLButtonElement>(root, "compare-with-cpu").disabled).toBe(false);
+    expect(get(root, "project-status").textContent).toContain("python train.py --batch-size {batch}");
+    expect(get(root, "project-status").dataset.state).toBe("");
 
     // Compare: the devices typed (empty: this machine's pair), and the speed-up shown.
     get<HTMLInputElement>(root, "project-compare-devices").value = "cpu@1,cpu@2";

@@ -261,7 +261,10 @@ fn batch_panel<'a, 'b>(
 ) -> Result<BatchChart<'a, 'b>, CoreError> {
     let label = ("sans-serif", 17).into_font().color(&INK);
     let small = ("sans-serif", 15).into_font().color(&INK);
-    let ticks = ((hi - lo).round() as usize + 1).min(12);
+    // Every power of two over a short span; over a wide one (a sweep whose jump reached 32k)
+    // every other, so the labels do not run into each other in a popover-wide chart.
+    let span = (hi - lo).round() as usize + 1;
+    let ticks = if span > 8 { span.div_ceil(2) } else { span };
     let mut chart = ChartBuilder::on(area)
         .margin(8)
         .caption(caption, label)
@@ -297,7 +300,12 @@ fn batch_label(x: &f64) -> String {
     if (x - x.round()).abs() > 0.01 || *x < -0.01 {
         return String::new();
     }
-    format!("{}", 2u64.pow(x.round() as u32))
+    let v = 2u64.pow(x.round() as u32);
+    if v >= 1024 {
+        format!("{}k", v / 1024)
+    } else {
+        v.to_string()
+    }
 }
 
 /// 1234567 → "1.2M", 2500 → "2.5k".

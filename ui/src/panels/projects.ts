@@ -213,9 +213,13 @@ export function projectBar(
     root,
     load,
     busy(s: boolean, w: boolean) {
+      // A job started here has ended: the line says which project is picked again (its
+      // panel says how the job went).
+      const ended = (sweeping || watching) && !s && !w && note.dataset.state === "running";
       sweeping = s;
       watching = w;
       enable();
+      if (ended) say(describe(picker.value), "");
     },
   };
 }

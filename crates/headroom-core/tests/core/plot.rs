@@ -114,3 +114,38 @@ fn the_memory_chart_draws_each_series_and_the_threshold() {
     }
     assert!(memory_svg(&[], "seconds", None, 360, 300).is_ok());
 }
+
+/// A sweep whose jump reached 24815 spans 16 to 32k: every other power of two is labelled, the
+/// large ones as `k`, so the labels of a popover-wide chart do not run together; a curve still
+/// rising at its top is marked so, not as a recommendation.
+#[test]
+fn a_wide_batch_axis_is_labelled_sparsely_and_a_rising_top_says_so() {
+    let mut points: Vec<Point> = [(16, 2000.0), (64, 9000.0), (256, 11000.0)]
+        .iter()
+        .map(|&(b, s)| ok_point(b, s, u64::from(b) * (1 << 20)))
+        .collect();
+    points.push(Point::failed(24815, PointStatus::Oom, "not enough memory"));
+    let summary = summarize(&points, Limit::Oom, 20 << 30);
+    let svg = sweep_svg(&ChartSpec {
+        points: &points,
+        summary: Some(&summary),
+        budget_bytes: Some(20 << 30),
+        width: 360,
+        height: 420,
+    })
+    .expect("svg");
+    let labels: Vec<&str> = [
+        "16", "32", "64", "128", "256", "512", "1k", "2k", "4k", "8k", "16k", "32k",
+    ]
+    .into_iter()
+    .filter(|l| svg.contains(&format!(">\n{l}\n<")))
+    .collect();
+    assert!(labels.len() <= 7, "every other power: {labels:?}");
+    assert!(labels.iter().any(|l| l.ends_with('k')), "{labels:?}");
+    assert!(!svg.contains(">\n32768\n<") && !svg.contains(">\n16384\n<"));
+    assert!(summary.still_rising, "{}", summary.reason);
+    assert!(
+        svg.contains("still rising at 256"),
+        "the top of a rising curve is marked as such"
+    );
+}
