@@ -52,7 +52,7 @@ fn a_run_exports_as_standalone_html_parsable_svg_csv_and_json() {
     );
     assert!(html.contains("<th>apps holding memory</th>"), "{html}");
     assert!(
-        html.contains("<th>libtorch</th>") && html.contains("recommend"),
+        html.contains("<th>libtorch</th>") && html.contains("<strong>Recommendation</strong>: "),
         "facts and recommendation"
     );
     let md = std::fs::read_to_string(out.join(format!("run-{id}.md"))).expect("md");
