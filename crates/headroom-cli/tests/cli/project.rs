@@ -3,9 +3,11 @@
 
 use crate::common::{after_output, python, Home};
 
-/// A plain training loop whose memory grows with the batch: it keeps 256 KiB per sample alive
-/// through each step (activations a real model would keep). With CRASH_AT, it fails at that
-/// batch or above the way a bug in user code does.
+/// A plain training loop whose memory grows with the batch: it holds 256 KiB per sample for the
+/// whole run (a buffer sized by the batch, like a replay or feature cache), so the memory line is
+/// the script's and not the sampler's luck in catching a step's transient tensors (a 50 ms
+/// sampler missed them under CI's load and bent the line). With CRASH_AT, it fails at that batch
+/// or above the way a bug in user code does.
 const TRAIN: &str = r#"
 import argparse, os, torch, torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
@@ -22,10 +24,10 @@ data = TensorDataset(torch.randn(n, 256), torch.randint(0, 10, (n,)))
 loader = DataLoader(data, batch_size=a.batch_size, shuffle=True, drop_last=True)
 model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 10)).to(a.device)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
+kept = torch.ones(a.batch_size, 65536)
 while True:
     for x, y in loader:
         x, y = x.to(a.device), y.to(a.device)
-        kept = torch.ones(a.batch_size, 65536)
         loss = nn.functional.cross_entropy(model(x), y) + kept[0, 0] * 0
         opt.zero_grad()
         loss.backward()
