@@ -53,6 +53,15 @@ pub struct RunningMemory {
 }
 
 impl RunningMemory {
+    /// The job showing in `snapshot`, not stopped yet.
+    fn new(snapshot: &Arc<Mutex<MemorySnapshot>>) -> Self {
+        Self {
+            snapshot: Arc::clone(snapshot),
+            cancel: CancelToken::new("stopped from the app"),
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
     pub fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
         self.cancel.cancel();
@@ -229,11 +238,7 @@ pub async fn start_epochs(
     }));
     redraw(&mut lock(&snapshot), &t);
     let first = lock(&snapshot).clone();
-    let running = RunningMemory {
-        snapshot: Arc::clone(&snapshot),
-        cancel: CancelToken::new("stopped from the app"),
-        stop: Arc::new(AtomicBool::new(false)),
-    };
+    let running = RunningMemory::new(&snapshot);
     let token = running.cancel.clone();
     install(&state, running)?;
     let handle = app.clone();
@@ -352,11 +357,7 @@ pub async fn watch_project(
     }));
     redraw(&mut lock(&snapshot), &t);
     let first = lock(&snapshot).clone();
-    let running = RunningMemory {
-        snapshot: Arc::clone(&snapshot),
-        cancel: CancelToken::new("stopped from the app"),
-        stop: Arc::new(AtomicBool::new(false)),
-    };
+    let running = RunningMemory::new(&snapshot);
     let stop = Arc::clone(&running.stop);
     install(&state, running)?;
     // Stop reaches the command through the interrupt flag the run polls.
@@ -510,11 +511,7 @@ pub async fn start_watch(
         ..MemorySnapshot::default()
     }));
     let first = lock(&snapshot).clone();
-    let running = RunningMemory {
-        snapshot: Arc::clone(&snapshot),
-        cancel: CancelToken::new("stopped from the app"),
-        stop: Arc::new(AtomicBool::new(false)),
-    };
+    let running = RunningMemory::new(&snapshot);
     let stop = Arc::clone(&running.stop);
     install(&state, running)?;
     let handle = app.clone();

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use headroom_core::budget::BudgetSpec;
-use headroom_core::jobs::{self, sweep::CancelToken, JobStatus};
+use headroom_core::jobs::{self, sweep::CancelToken, sweep::Update, JobStatus};
 use headroom_core::project::Project;
 use tauri::ipc::Channel;
 use tauri::{AppHandle, State};
@@ -168,7 +168,10 @@ pub async fn sweep_project(
                     s.clone()
                 };
                 send(&copy);
-                crate::tray::refresh(&handle);
+                // As the built-in sweep: the tray moves with points, not with every step.
+                if matches!(u, Update::Point { .. } | Update::Started { .. }) {
+                    crate::tray::refresh(&handle);
+                }
             })
         });
         let last = {
