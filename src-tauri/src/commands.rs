@@ -179,7 +179,7 @@ pub fn apply(s: &mut SweepSnapshot, u: &Update) {
             of,
         } => s.message = progress_line(*batch, *phase, *step, *of),
         Update::Point { point } => {
-            s.points.push(point.clone());
+            headroom_core::protocol::upsert_point(&mut s.points, point.clone());
             redraw(s);
         }
         Update::Warning { message } => {

@@ -83,6 +83,8 @@ pub fn typescript() -> String {
         crate::ledger::Comparison::decl(),
         headroom_core::summary::Comparison::decl(),
         headroom_core::load::PointLoad::decl(),
+        headroom_core::load::AccelUser::decl(),
+        headroom_core::protocol::TimedUntil::decl(),
         crate::about::About::decl(),
     ];
     let mut out = String::from(

@@ -441,7 +441,7 @@ pub fn macos_pressure(
 }
 
 /// Reads swap and pressure on this OS: `(swap used, pressure, where it came from)`.
-fn system_pressure(cfg: &ContentionConfig) -> (Option<u64>, Option<Pressure>, String) {
+pub fn system_pressure(cfg: &ContentionConfig) -> (Option<u64>, Option<Pressure>, String) {
     #[cfg(target_os = "linux")]
     {
         let swap = std::fs::read_to_string("/proc/meminfo")

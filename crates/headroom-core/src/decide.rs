@@ -66,6 +66,8 @@ pub enum Rule {
     RemoteDown,
     Unmeasured,
     MlxFaster,
+    /// The accelerator-vs-CPU difference is within the measured noise of its threshold.
+    WithinNoise,
     /// What the user's own newest run measured (throughput, accumulation, autocast).
     YourRun,
     /// The allocator's cache grows over epochs while live tensors stay flat.
@@ -115,6 +117,10 @@ pub struct SweepFact {
     /// The largest batch that fitted in that sweep, when larger than `batch`.
     #[serde(default)]
     pub largest_fit: Option<u32>,
+    /// The half-width of the point's 95 % interval, as a share of its figure (from the spread
+    /// of its timed steps), when known.
+    #[serde(default)]
+    pub ci: Option<f64>,
 }
 
 /// Batches in words, smallest first: `512, 1024`, or `301, 305, 312 and 5 more up to 24815`.
@@ -361,6 +367,7 @@ pub const SYMPTOMS: &[Symptom] = &[
     Symptom { rule: Rule::LlmInference, symptom: "the main job is LLM inference", hypothesis: "MLX (and Ollama on MLX) is faster and leaner for it on Apple Silicon", action: "try `mlx-lm` first; keep torch for training", observe: "tokens/s on both stacks" },
     Symptom { rule: Rule::CudaParity, symptom: "results must match CUDA bit for bit", hypothesis: "no Apple backend gives CUDA's numerics", action: "train where CUDA is", observe: "a reference run's outputs compared exactly" },
     Symptom { rule: Rule::MlxFaster, symptom: "MLX runs the same workload faster than torch here", hypothesis: "MLX's kernels and lazy evaluation suit this model on Apple Silicon", action: "port the training step to `mlx.nn` where it pays; keep torch where its ecosystem matters", observe: "samples/s of both at the same batch (`headroom sweep --compare mlx`)" },
+    Symptom { rule: Rule::WithinNoise, symptom: "the speed difference is too close to its threshold to call", hypothesis: "the two points were timed with more spread than the difference: other work on the machine, or steps that vary", action: "measure again with the machine quiet (close the call, the build, the browser tabs)", observe: "each point's ± and the load it was timed beside (`headroom sweep`'s ± column and warnings)" },
     Symptom { rule: Rule::Contention, symptom: "the call and the IDE eat the memory training needs", hypothesis: "memory contention, not the model", action: "close the call or the IDE, or move the run to the remote host", observe: "`headroom contention`: memory by app group, swap growth, pressure" },
 ];
 
@@ -544,6 +551,7 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
 
     // Speed: the accelerator against the CPU at the same batch.
     let mut accel_wins = None;
+    let mut too_close = false;
     if let (Some(cpu), Some(mps)) = (&f.cpu, &f.mps) {
         let faster = (cpu.step_ms - mps.step_ms) / cpu.step_ms;
         let speedup = cpu.step_ms / mps.step_ms;
@@ -556,52 +564,69 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
             "{} at batch {}: {:.1} ms per step on {on} vs {:.1} ms on the CPU ({speedup:.2}×, sweep run {}, baseline run {})",
             mps.workload, mps.batch, mps.step_ms, cpu.step_ms, mps.run_id, cpu.run_id
         );
-        // The user's own run measured its DataLoader waits: that share decides whether the data
-        // pipeline bounds the work (the built-in sweep's inputs live on the device and only
-        // suggest it); the sweep stays the machine's speed check.
-        let pipeline_measured = f.run.as_ref().is_some_and(|r| r.data_share.is_some());
-        let idle = mps
-            .gpu_busy
-            .filter(|b| *b < t.gpu_busy && !pipeline_measured);
-        let mut explained = false;
-        if faster < t.pipeline_speedup {
-            if let Some(busy) = idle {
-                explained = true;
-                say(Rule::DataPipeline, Column::Mps, format!("{at}, {} faster (threshold {}) while the GPU was busy {} of the time (threshold {}): suspect the data pipeline, not MPS", pct(faster), pct(t.pipeline_speedup), pct(busy), pct(t.gpu_busy)));
-                set(Column::Mps, Status::Risky);
-            }
-        }
-        if (speedup - 1.0).abs() <= t.near_one {
-            explained = true;
+        // The ratio's interval from the two points' (shares add in quadrature), carried to
+        // "faster" (1 − device/CPU): a difference from the threshold inside it calls nothing.
+        let noise = (1.0 - faster).abs() * cpu.ci.unwrap_or(0.0).hypot(mps.ci.unwrap_or(0.0));
+        too_close = noise > 0.0 && (faster - t.pipeline_speedup).abs() < noise;
+        if too_close {
             say(
-                Rule::NearOne,
+                Rule::WithinNoise,
                 Column::Mps,
                 format!(
-                    "{at}: near 1× (within ±{}); check device placement and synchronisation",
-                    pct(t.near_one)
+                    "{at}, {} faster ± {} (the two points' measured spread): too close to the {} threshold to call either way; measure both again on a quieter machine",
+                    pct(faster),
+                    pct(noise),
+                    pct(t.pipeline_speedup)
                 ),
             );
-            set(Column::Mps, Status::Risky);
-        }
-        if faster >= t.pipeline_speedup {
-            say(
-                Rule::Faster,
-                Column::Mps,
-                format!("{at}, {} faster than the CPU", pct(faster)),
-            );
-            accel_wins = Some(true);
         } else {
-            accel_wins = Some(false);
-            if !explained {
+            // The user's own run measured its DataLoader waits: that share decides whether the data
+            // pipeline bounds the work (the built-in sweep's inputs live on the device and only
+            // suggest it); the sweep stays the machine's speed check.
+            let pipeline_measured = f.run.as_ref().is_some_and(|r| r.data_share.is_some());
+            let idle = mps
+                .gpu_busy
+                .filter(|b| *b < t.gpu_busy && !pipeline_measured);
+            let mut explained = false;
+            if faster < t.pipeline_speedup {
+                if let Some(busy) = idle {
+                    explained = true;
+                    say(Rule::DataPipeline, Column::Mps, format!("{at}, {} faster (threshold {}) while the GPU was busy {} of the time (threshold {}): suspect the data pipeline, not MPS", pct(faster), pct(t.pipeline_speedup), pct(busy), pct(t.gpu_busy)));
+                    set(Column::Mps, Status::Risky);
+                }
+            }
+            if (speedup - 1.0).abs() <= t.near_one {
+                explained = true;
                 say(
-                    Rule::Faster,
-                    Column::Cpu,
+                    Rule::NearOne,
+                    Column::Mps,
                     format!(
-                        "{at}: only {} faster than the CPU (threshold {})",
-                        pct(faster),
-                        pct(t.pipeline_speedup)
+                        "{at}: near 1× (within ±{}); check device placement and synchronisation",
+                        pct(t.near_one)
                     ),
                 );
+                set(Column::Mps, Status::Risky);
+            }
+            if faster >= t.pipeline_speedup {
+                say(
+                    Rule::Faster,
+                    Column::Mps,
+                    format!("{at}, {} faster than the CPU", pct(faster)),
+                );
+                accel_wins = Some(true);
+            } else {
+                accel_wins = Some(false);
+                if !explained {
+                    say(
+                        Rule::Faster,
+                        Column::Cpu,
+                        format!(
+                            "{at}: only {} faster than the CPU (threshold {})",
+                            pct(faster),
+                            pct(t.pipeline_speedup)
+                        ),
+                    );
+                }
             }
         }
     } else if f.apple_silicon && !f.rosetta {
@@ -753,6 +778,8 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
     } else if usable(Column::Mps, &status) && accel_wins != Some(false) {
         let head = if accel_wins == Some(true) {
             "MPS: measured faster than the CPU"
+        } else if too_close {
+            "MPS, too close to call: its lead over the CPU is within the measured noise"
         } else {
             "MPS, unmeasured: run `headroom sweep --device mps --compare cpu`"
         };

@@ -313,6 +313,7 @@ fn sweep_fact(
                 peak_bytes: p.peak_bytes,
                 oom_batches,
                 largest_fit,
+                ci: p.ci_share(),
             })
         }))
 }

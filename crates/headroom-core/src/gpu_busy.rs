@@ -49,6 +49,8 @@ pub fn nvidia_index(device: &str, visible: Option<&str>) -> Option<u32> {
 struct Acc {
     sum: f64,
     n: u32,
+    /// The Apple GPU's last submitter at each reading.
+    submitters: Vec<u32>,
 }
 
 /// Averages utilisation readings from a background tool until dropped.
@@ -146,6 +148,14 @@ impl BusySampler {
                 if let Some(v) = text.as_deref().and_then(parse_ioreg_device_utilization) {
                     Self::add(&acc, v);
                 }
+                if let Some(pid) = text
+                    .as_deref()
+                    .and_then(crate::load::parse_agc_last_submission_pid)
+                {
+                    if let Ok(mut a) = acc.lock() {
+                        a.submitters.push(pid);
+                    }
+                }
                 std::thread::sleep(std::time::Duration::from_millis(250));
             }
         });
@@ -157,6 +167,15 @@ impl BusySampler {
         if let Ok(mut a) = self.acc.lock() {
             *a = Acc::default();
         }
+    }
+
+    /// The Apple GPU's last submitter at each reading since the last [`Self::reset`] (empty
+    /// elsewhere).
+    pub fn submitters(&self) -> Vec<u32> {
+        self.acc
+            .lock()
+            .map(|a| a.submitters.clone())
+            .unwrap_or_default()
     }
 
     /// The mean since the last [`Self::reset`], `None` before any reading.

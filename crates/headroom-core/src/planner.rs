@@ -156,6 +156,18 @@ impl Planner {
         }
     }
 
+    /// Puts a batch measured again in the place of its first outcome.
+    pub fn replace(
+        &mut self,
+        batch: u32,
+        status: PointStatus,
+        peak: Option<u64>,
+        samples_per_s: Option<f64>,
+    ) {
+        self.outcomes.retain(|o| o.batch != batch);
+        self.record(batch, status, peak, samples_per_s);
+    }
+
     /// The line peak memory follows over the batch, as (a point on it, slope in bytes per
     /// sample): through the two largest measured points (fitting, or measured over budget), or
     /// through the baseline and the only one.

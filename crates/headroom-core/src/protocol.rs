@@ -259,6 +259,49 @@ pub struct Point {
     /// What the rest of the machine did while the point was timed (local sweeps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<crate::load::PointLoad>,
+    /// Seconds of its timed steps, and why timing stopped there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timed_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timed_until: Option<TimedUntil>,
+    /// The samples/s this batch first measured, when that figure broke the curve's shape (a
+    /// drop between two rises) and the point was measured again; the point's figures are the
+    /// second measurement's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remeasured_from: Option<f64>,
+}
+
+/// Adds `p` to a sweep's `points`, or, when it is a batch measured again, puts it in the place of
+/// that batch's first measurement; returns its index.
+pub fn upsert_point(points: &mut Vec<Point>, p: Point) -> usize {
+    let again = p
+        .remeasured_from
+        .and_then(|_| points.iter().position(|q| q.batch == p.batch));
+    match again {
+        Some(i) => {
+            points[i] = p;
+            i
+        }
+        None => {
+            points.push(p);
+            points.len() - 1
+        }
+    }
+}
+
+/// Why a point's timing stopped where it did.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimedUntil {
+    /// The target time was reached and the mean was known within ±5 % by then.
+    Target,
+    /// The steps varied, so it was timed past the target until the mean was known within ±5 %.
+    Known,
+    /// Still not known within ±5 % at the per-point cap (4× the target).
+    Cap,
+    /// The request fixed the number of timed steps (`--steps`).
+    Steps,
 }
 
 impl Point {
@@ -287,6 +330,9 @@ impl Point {
             first_step_s: None,
             step_cv: None,
             load: None,
+            timed_s: None,
+            timed_until: None,
+            remeasured_from: None,
         }
     }
 
@@ -294,6 +340,55 @@ impl Point {
     /// spread of its timed steps).
     pub fn ci_share(&self) -> Option<f64> {
         crate::stats::ci_share(self.step_cv?, self.timed_steps as usize)
+    }
+
+    /// How long it was timed and why, in words: "0.26 s", "0.93 s, timed longer until known
+    /// within ±5 %", "1.00 s, the cap, still ±9 %"; `None` for a point that was not timed.
+    pub fn timing_note(&self) -> Option<String> {
+        let s = self.timed_s?;
+        let mut note = match self.timed_until {
+            Some(TimedUntil::Known) => format!("{s:.2} s, timed longer until known within ±5 %"),
+            Some(TimedUntil::Cap) => format!(
+                "{s:.2} s, the per-point cap, still ±{:.0} %",
+                self.ci_share().unwrap_or(0.0) * 100.0
+            ),
+            Some(TimedUntil::Steps) => format!("{s:.2} s, {} steps as asked", self.timed_steps),
+            Some(TimedUntil::Target) | None => format!("{s:.2} s"),
+        };
+        if let Some(first) = self.remeasured_from {
+            note.push_str(&format!(
+                "; measured again: its first {first:.1} samples/s broke the curve"
+            ));
+        }
+        Some(note)
+    }
+
+    /// Why its figure should be read with care, one line per cause: measured beside other work
+    /// (CPU, memory pressure, the accelerator shared) or still noisy at its cap. Empty for a
+    /// point to trust, and for one that was not measured.
+    pub fn cautions(&self) -> Vec<String> {
+        if self.status != PointStatus::Ok {
+            return Vec::new();
+        }
+        let mut out = self
+            .load
+            .as_ref()
+            .map(|l| l.warnings(self.batch))
+            .unwrap_or_default();
+        if let Some(ci) = self.ci_share().filter(|c| *c > crate::stats::KNOWN_WITHIN) {
+            out.push(format!(
+                "batch {}'s throughput is known only within ±{:.1} % (its {} timed steps varied by {:.0} %, p95/p50 {:.2}): read it as a rough figure",
+                self.batch,
+                ci * 100.0,
+                self.timed_steps,
+                self.step_cv.unwrap_or(0.0) * 100.0,
+                match (self.step_ms_p95, self.step_ms_p50) {
+                    (Some(a), Some(b)) if b > 0.0 => a / b,
+                    _ => f64::NAN,
+                }
+            ));
+        }
+        out
     }
 }
 
@@ -345,6 +440,10 @@ pub struct SweepSummary {
     /// curve's top is not one), and the largest batch is recommended only as the best so far.
     #[serde(default)]
     pub still_rising: bool,
+    /// Why the answer is uncertain, when points it rests on were measured beside other work or
+    /// stayed noisy (their warnings name the cause).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncertain: Option<String>,
 }
 
 /// Progress within one point.

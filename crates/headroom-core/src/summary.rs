@@ -127,7 +127,63 @@ pub fn summarize(points: &[Point], limit: Limit, budget: u64) -> SweepSummary {
         reason,
         peak_bytes_at_recommended: peak_at,
         still_rising,
+        uncertain: uncertainty(points, recommended),
     }
+}
+
+/// Says when the answer rests on points to read with care ([`Point::cautions`]): which, and
+/// whether the recommended batch is one of them. `None` when every measured point is trusted.
+pub fn uncertainty(points: &[Point], recommended: Option<u32>) -> Option<String> {
+    let measured = points
+        .iter()
+        .filter(|p| p.status == PointStatus::Ok && p.samples_per_s.is_some())
+        .count();
+    let mut warned: Vec<u32> = points
+        .iter()
+        .filter(|p| !p.cautions().is_empty())
+        .map(|p| p.batch)
+        .collect();
+    warned.sort_unstable();
+    warned.dedup();
+    if warned.is_empty() {
+        return None;
+    }
+    let list = warned
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let own = recommended
+        .filter(|r| warned.contains(r))
+        .map(|r| format!(", the recommended {r} among them"))
+        .unwrap_or_default();
+    Some(format!(
+        "{} of {measured} measured points (batch {list}{own}) were timed beside other work or stayed noisy (see the warnings): measure again on a quieter machine before relying on this answer",
+        warned.len()
+    ))
+}
+
+/// A drop below both neighbours larger than this share (or than the points' own spread, when
+/// that is wider) breaks the curve's shape.
+pub const DIP_SHARE: f64 = 0.10;
+
+/// The batch whose throughput breaks the curve's shape — a drop between two rises, below both
+/// measured neighbours by more than [`DIP_SHARE`] and the three points' own intervals — and
+/// that was not measured again yet: the first such, smallest batch first.
+pub fn shape_break(points: &[Point]) -> Option<u32> {
+    let mut ok: Vec<&Point> = points
+        .iter()
+        .filter(|p| p.status == PointStatus::Ok && p.samples_per_s.is_some())
+        .collect();
+    ok.sort_by_key(|p| p.batch);
+    let sps = |p: &Point| p.samples_per_s.unwrap_or(0.0);
+    let ci = |p: &Point| p.ci_share().unwrap_or(0.0);
+    ok.windows(3).find_map(|w| {
+        let (a, b, c) = (w[0], w[1], w[2]);
+        let tol = DIP_SHARE.max(ci(b) + ci(a).max(ci(c)));
+        (b.remeasured_from.is_none() && sps(b) < sps(a).min(sps(c)) * (1.0 - tol))
+            .then_some(b.batch)
+    })
 }
 
 /// Why the largest batch is recommended while throughput still rises there, and what to do.
@@ -216,6 +272,96 @@ mod tests {
         p.samples_per_s = Some(sps);
         p.peak_bytes = Some(peak);
         p
+    }
+
+    #[test]
+    fn a_drop_between_two_rises_is_a_shape_break_and_only_once() {
+        // The curve: 2600 at 128, 690 at 256, then up again at 512.
+        let mut pts = vec![
+            ok(64, 1500.0, 1),
+            ok(128, 2600.0, 2),
+            ok(256, 690.0, 3),
+            ok(512, 3100.0, 4),
+        ];
+        assert_eq!(shape_break(&pts), Some(256));
+        // Measured again, it is not asked for twice.
+        pts[2].remeasured_from = Some(690.0);
+        assert_eq!(shape_break(&pts), None);
+        // At its boundary: 10 % below the lower neighbour breaks nothing, 10.1 % does.
+        let at = |mid: f64| shape_break(&[ok(1, 1000.0, 1), ok(2, mid, 1), ok(4, 1200.0, 1)]);
+        assert_eq!(at(900.0), None);
+        assert_eq!(at(899.0), Some(2));
+        // A knee that falls off past its top is no break: nothing rises after the drop.
+        assert_eq!(
+            shape_break(&[ok(1, 100.0, 1), ok(2, 300.0, 1), ok(4, 200.0, 1)]),
+            None
+        );
+        // Noisy points widen the band: ±8 % each makes a 15 % drop inside it.
+        let mut noisy = [ok(1, 1000.0, 1), ok(2, 850.0, 1), ok(4, 1000.0, 1)];
+        for p in &mut noisy {
+            p.step_cv = Some(0.41);
+            p.timed_steps = 100;
+        }
+        assert!(noisy[1]
+            .ci_share()
+            .is_some_and(|c| (c - 0.08).abs() < 0.001));
+        assert_eq!(shape_break(&noisy), None);
+        // Failed points are not neighbours.
+        let with_oom = [
+            ok(1, 1000.0, 1),
+            Point::failed(2, PointStatus::Oom, "oom"),
+            ok(4, 1200.0, 1),
+        ];
+        assert_eq!(shape_break(&with_oom), None);
+    }
+
+    #[test]
+    fn the_answer_is_uncertain_when_its_points_carry_cautions() {
+        let mut pts = vec![ok(64, 1000.0, 1), ok(128, 1900.0, 2), ok(256, 2000.0, 3)];
+        assert_eq!(summarize(&pts, Limit::MaxBatch, 1 << 30).uncertain, None);
+        pts[1].load = Some(crate::load::PointLoad {
+            other_cores: 1.2,
+            busiest: Some("zoom.us".into()),
+            busiest_cores: 1.1,
+            seconds: 0.3,
+            pressure: None,
+            pressure_detail: None,
+            swap_growth_bytes: None,
+            accel_others: Vec::new(),
+        });
+        let s = summarize(&pts, Limit::MaxBatch, 1 << 30);
+        assert_eq!(s.recommended_batch, Some(128));
+        let u = s.uncertain.expect("uncertain");
+        assert!(
+            u.starts_with("1 of 3 measured points (batch 128, the recommended 128 among them)"),
+            "{u}"
+        );
+        // A failed point carries none.
+        let mut failed = Point::failed(512, PointStatus::Oom, "oom");
+        failed.step_cv = Some(1.0);
+        assert!(failed.cautions().is_empty());
+    }
+
+    #[test]
+    fn a_batch_measured_again_takes_its_first_measurement_s_place() {
+        let mut pts = vec![ok(1, 10.0, 1), ok(2, 5.0, 1), ok(4, 40.0, 1)];
+        let mut again = ok(2, 20.0, 1);
+        again.remeasured_from = Some(5.0);
+        assert_eq!(crate::protocol::upsert_point(&mut pts, again), 1);
+        assert_eq!(pts.len(), 3);
+        assert_eq!(pts[1].samples_per_s, Some(20.0));
+        // A new batch, or the same batch not marked as measured again, is added.
+        assert_eq!(crate::protocol::upsert_point(&mut pts, ok(8, 50.0, 1)), 3);
+        assert_eq!(crate::protocol::upsert_point(&mut pts, ok(8, 51.0, 1)), 4);
+        let mut timed = ok(2, 20.0, 1);
+        timed.timed_s = Some(0.931);
+        timed.timed_until = Some(crate::protocol::TimedUntil::Known);
+        timed.remeasured_from = Some(5.0);
+        assert_eq!(
+            timed.timing_note().as_deref(),
+            Some("0.93 s, timed longer until known within ±5 %; measured again: its first 5.0 samples/s broke the curve")
+        );
+        assert_eq!(ok(2, 1.0, 1).timing_note(), None);
     }
 
     #[test]

@@ -81,7 +81,7 @@ pub(crate) fn free_core_threads() -> Option<(u32, String)> {
     let mut load = headroom_core::load::OtherLoad::new();
     load.start();
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let r = load.read()?;
+    let r = load.read(&[])?;
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let busy = (r.other_cores.round().max(0.0) as usize).min(cores - 1);
     if busy == 0 {

@@ -13,7 +13,7 @@ use headroom_core::error::ErrorCode;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
-use headroom_core::protocol::{Event, Phase, Point, PointStatus};
+use headroom_core::protocol::{Event, Phase, Point, PointStatus, TimedUntil};
 use headroom_core::{failure, stats, sysmem};
 use tch::nn::{self, OptimizerConfig};
 use tch::{Device, Kind, Tensor};
@@ -450,7 +450,7 @@ impl Stepper {
                     .and_then(|cv| stats::ci_share(cv, times.len()))
                     .is_none_or(|ci| ci <= stats::KNOWN_WITHIN)
         };
-        let hook = noise_hook();
+        let hook = noise_hook(batch);
         while times.len() < n_timed as usize || (inline_split && !have_split) || !known(&times) {
             let i = times.len();
             let split = inline_split && !have_split && i + 1 >= n_timed as usize;
@@ -473,6 +473,18 @@ impl Stepper {
                 n_timed.max(u32::try_from(times.len()).unwrap_or(u32::MAX)),
             );
         }
+        let ci_known = stats::cv(&times)
+            .and_then(|cv| stats::ci_share(cv, times.len()))
+            .is_none_or(|ci| ci <= stats::KNOWN_WITHIN);
+        let timed_until = if policy.timed_steps.is_some() {
+            TimedUntil::Steps
+        } else if !ci_known {
+            TimedUntil::Cap
+        } else if times.len() > n_timed as usize {
+            TimedUntil::Known
+        } else {
+            TimedUntil::Target
+        };
         let n_timed = u32::try_from(times.len()).unwrap_or(u32::MAX);
 
         // Short steps: split steps of their own, synchronised between phases (fewer when split
@@ -504,6 +516,8 @@ impl Stepper {
         p.backward_ms = stats::percentile(&parts[2], 50.0);
         p.warmup_steps = u32::try_from(warm.len()).unwrap_or(u32::MAX);
         p.timed_steps = n_timed;
+        p.timed_s = Some(total);
+        p.timed_until = Some(timed_until);
         p.steps_s = Some(stepped);
         p.first_step_s = first_step;
         let w = &self.workload;
@@ -520,9 +534,22 @@ impl Stepper {
 
 /// A test hook: `HEADROOM_TEST_STEP_SLEEP=EVERY:MS` sleeps MS milliseconds in every EVERY-th
 /// timed step (counted into its time), a stand-in for a machine that takes the cores away now
-/// and then.
-fn noise_hook() -> Option<(usize, std::time::Duration)> {
+/// and then; `EVERY:MS@BATCH` does so only in the first measurement of batch BATCH (a point that
+/// breaks the curve once).
+fn noise_hook(batch: u32) -> Option<(usize, std::time::Duration)> {
+    static MEASURED: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
     let v = std::env::var("HEADROOM_TEST_STEP_SLEEP").ok()?;
+    let (v, only) = match v.split_once('@') {
+        Some((v, b)) => (v.to_owned(), Some(b.trim().parse::<u32>().ok()?)),
+        None => (v, None),
+    };
+    if let Some(b) = only {
+        let mut seen = MEASURED.lock().ok()?;
+        if b != batch || seen.contains(&b) {
+            return None;
+        }
+        seen.push(b);
+    }
     let (every, ms) = v.split_once(':')?;
     let every: usize = every.trim().parse().ok().filter(|n| *n > 0)?;
     let ms: u64 = ms.trim().parse().ok()?;

@@ -3,8 +3,10 @@
 
 use headroom_core::budget::format_bytes;
 use headroom_core::planner::{Next, Planner};
-use headroom_core::protocol::{BatchPlan, Event, Mode, Point, PointStatus, SweepRequest};
-use headroom_core::summary::summarize;
+use headroom_core::protocol::{
+    upsert_point, BatchPlan, Event, Mode, Point, PointStatus, SweepRequest,
+};
+use headroom_core::summary::{shape_break, summarize};
 use headroom_core::sysmem;
 use tch::Device;
 
@@ -91,22 +93,26 @@ pub fn run_sweep(req: &SweepRequest, emit: &mut dyn FnMut(Event)) -> Result<(), 
         planner.record(p.batch, p.status, p.peak_bytes, p.samples_per_s);
         points.push(p.clone());
     }
+    let over_budget = |mut p: Point| {
+        if let (PointStatus::Ok, Some(peak)) = (p.status, p.peak_bytes) {
+            if peak > budget {
+                p.status = PointStatus::OverBudget;
+                p.message = Some(format!(
+                    "peak {} is above the {} budget",
+                    format_bytes(peak),
+                    format_bytes(budget)
+                ));
+            }
+        }
+        p
+    };
+    let mut again: Vec<u32> = Vec::new();
     loop {
         let point = match planner.next_step() {
             Next::Run { batch, predicted } => {
                 let mut p = stepper.measure(batch, &policy, emit);
                 p.predicted_peak_bytes = predicted;
-                if let (PointStatus::Ok, Some(peak)) = (p.status, p.peak_bytes) {
-                    if peak > budget {
-                        p.status = PointStatus::OverBudget;
-                        p.message = Some(format!(
-                            "peak {} is above the {} budget",
-                            format_bytes(peak),
-                            format_bytes(budget)
-                        ));
-                    }
-                }
-                p
+                over_budget(p)
             }
             Next::Skip { batch, predicted } => {
                 let mut p = Point::failed(
@@ -134,8 +140,26 @@ pub fn run_sweep(req: &SweepRequest, emit: &mut dyn FnMut(Event)) -> Result<(), 
         );
         emit(Event::Point(point.clone()));
         points.push(point);
+        // A drop between two rises is measured once more before it is believed.
+        if let Some(b) =
+            shape_break(&points).filter(|b| !again.contains(b) && again.len() < MAX_AGAIN)
+        {
+            again.push(b);
+            let first = points.iter().find(|p| p.batch == b).cloned();
+            let mut p = over_budget(stepper.measure(b, &policy, emit));
+            if p.status == PointStatus::Ok {
+                p.predicted_peak_bytes = first.as_ref().and_then(|f| f.predicted_peak_bytes);
+                p.remeasured_from = first.and_then(|f| f.samples_per_s);
+                planner.replace(b, p.status, p.peak_bytes, p.samples_per_s);
+                emit(Event::Point(p.clone()));
+                upsert_point(&mut points, p);
+            }
+        }
     }
 }
+
+/// At most this many points of one sweep are measured again for breaking the curve's shape.
+const MAX_AGAIN: usize = 3;
 
 /// The largest batch a search visits when the request leaves it to the device (`max: 0`): small
 /// on the CPU, where big batches take minutes per step, large on accelerators.

@@ -200,7 +200,17 @@ step_cv?: number | null,
 /**
  * What the rest of the machine did while the point was timed (local sweeps).
  */
-load?: PointLoad | null, };
+load?: PointLoad | null, 
+/**
+ * Seconds of its timed steps, and why timing stopped there.
+ */
+timed_s?: number | null, timed_until?: TimedUntil | null, 
+/**
+ * The samples/s this batch first measured, when that figure broke the curve's shape (a
+ * drop between two rises) and the point was measured again; the point's figures are the
+ * second measurement's.
+ */
+remeasured_from?: number | null, };
 
 export type PointStatus = "ok" | "oom" | "over_budget" | "error";
 
@@ -237,7 +247,12 @@ reason: string, peak_bytes_at_recommended: number | null,
  * The throughput was still rising at the largest batch measured: no knee is known (the
  * curve's top is not one), and the largest batch is recommended only as the best so far.
  */
-still_rising: boolean, };
+still_rising: boolean, 
+/**
+ * Why the answer is uncertain, when points it rests on were measured beside other work or
+ * stayed noisy (their warnings name the cause).
+ */
+uncertain?: string | null, };
 
 export type Hello = { protocol: number, headroom_version: string, libtorch: string, 
 /**
@@ -474,7 +489,7 @@ export type Column = "cpu" | "mps" | "mlx" | "remote";
 
 export type Status = "recommended" | "viable" | "risky" | "blocked";
 
-export type Rule = "rosetta" | "not_available" | "data_pipeline" | "near_one" | "faster" | "leak" | "leak_persists" | "oom" | "fast_then_slow" | "slow_layer" | "fallback" | "llm_inference" | "cuda_parity" | "contention" | "no_remote" | "remote_down" | "unmeasured" | "mlx_faster" | "your_run" | "cache_growth";
+export type Rule = "rosetta" | "not_available" | "data_pipeline" | "near_one" | "faster" | "leak" | "leak_persists" | "oom" | "fast_then_slow" | "slow_layer" | "fallback" | "llm_inference" | "cuda_parity" | "contention" | "no_remote" | "remote_down" | "unmeasured" | "mlx_faster" | "within_noise" | "your_run" | "cache_growth";
 
 export type Reason = { rule: Rule, column: Column, text: string, };
 
@@ -631,7 +646,35 @@ busiest: string | null, busiest_cores: number,
 /**
  * Seconds the reading spans.
  */
-seconds: number, };
+seconds: number, 
+/**
+ * The OS's memory pressure, the worse of the point's start and end, with its figures.
+ */
+pressure?: Pressure | null, pressure_detail?: string | null, 
+/**
+ * How much swap grew while the point was timed (bytes; negative: it shrank).
+ */
+swap_growth_bytes?: number | null, 
+/**
+ * Other processes on the accelerator the point ran on.
+ */
+accel_others?: Array<AccelUser>, };
+
+export type AccelUser = { 
+/**
+ * Its pid as the tool reported it (`None` when only a count could be told).
+ */
+pid: number | null, name: string, 
+/**
+ * Device memory it held (NVIDIA).
+ */
+bytes: number | null, 
+/**
+ * The share of readings in which it was the last to submit GPU work (Apple GPUs).
+ */
+share: number | null, };
+
+export type TimedUntil = "target" | "known" | "cap" | "steps";
 
 export type About = { 
 /**

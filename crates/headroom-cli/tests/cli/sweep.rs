@@ -343,6 +343,13 @@ fn a_sweep_beside_a_busy_process_names_it() {
             .any(|w| w.contains("was timed while busy-neighbour used") && w.contains("cores")),
         "{warnings:?}"
     );
+    // The answer says it rests on those points.
+    let uncertain = v["summary"]["uncertain"].as_str().unwrap_or_default();
+    assert!(
+        uncertain.contains("2 of 2 measured points (batch 16, 64"),
+        "{}",
+        v["summary"]
+    );
     // Without --threads, libtorch gets the cores left free (one busy core made two threads
     // 4–8× slower on this 2-core machine; bench/README.md).
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
@@ -358,4 +365,73 @@ fn a_sweep_beside_a_busy_process_names_it() {
             "{said}"
         );
     }
+}
+
+/// A point whose first measurement falls between two rises (the worker's test hook stalls every
+/// step of batch 64's first measurement by 400 ms) is measured again before it is believed: the
+/// sweep keeps the second figure in the first one's place, in its answer and in the ledger, and
+/// says how long each point was timed and why.
+#[test]
+fn a_point_that_breaks_the_curve_is_measured_again_once() {
+    let home = Home::new();
+    let args = [
+        "sweep",
+        "--device",
+        "cpu",
+        "--workload",
+        "mlp",
+        "--batches",
+        "16,64,256",
+        "--threads",
+        "1",
+        "--json",
+    ];
+    let mut cmd = home.cmd(&args);
+    cmd.env("HEADROOM_TEST_STEP_SLEEP", "1:400@64");
+    let out = cmd.output().expect("sweep");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let pts = points(&v);
+    let batches: Vec<u64> = pts.iter().filter_map(|p| p["batch"].as_u64()).collect();
+    assert_eq!(batches, [16, 64, 256], "one point per batch: {v}");
+    let again = &pts[1];
+    let first = f(again, "remeasured_from");
+    // Its stalled timed steps took ≥ 400 ms each (64 samples in 400 ms: 160 samples/s; the
+    // settled warm-up steps counted among them were not stalled).
+    assert!(first < 400.0, "{again}");
+    assert!(f(again, "samples_per_s") > 4.0 * first, "{again}");
+    assert!(
+        f(again, "samples_per_s") > f(&pts[0], "samples_per_s"),
+        "{v}"
+    );
+    for p in &pts {
+        assert!(f(p, "timed_s") > 0.0, "{p}");
+        assert!(p["timed_until"].is_string(), "{p}");
+    }
+    assert!(pts[0]["remeasured_from"].is_null() && pts[2]["remeasured_from"].is_null());
+    // The ledger holds the second measurement, in the first one's place.
+    let id = v["run_id"].as_i64().expect("run id").to_string();
+    let (_, shown) = home.json(&["ledger", "show", &id, "--json"]);
+    let stored = shown["points"].as_array().cloned().unwrap_or_default();
+    assert_eq!(stored.len(), 3, "{shown}");
+    let stored64 = stored.iter().find(|p| p["batch"] == 64).expect("batch 64");
+    assert_eq!(
+        stored64["samples_per_s"], again["samples_per_s"],
+        "{stored64}"
+    );
+    // The table and the live lines say it was measured again, and why.
+    let mut cmd = home.cmd(&args[..args.len() - 1]);
+    cmd.env("HEADROOM_TEST_STEP_SLEEP", "1:400@64");
+    let out = cmd.output().expect("human sweep");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(" again"), "{text}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("measured again: its first") && said.contains("broke the curve"),
+        "{said}"
+    );
 }

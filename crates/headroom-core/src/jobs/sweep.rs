@@ -25,6 +25,9 @@ use crate::CoreError;
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+// Updates are handed to a callback one at a time and never kept in bulk: a point's size in the
+// enum costs nothing that boxing it would save.
+#[allow(clippy::large_enum_variant)]
 pub enum Update {
     /// A worker process started (again, after a restart).
     WorkerStarted { pid: u32 },
@@ -209,22 +212,6 @@ impl Launcher {
     }
 }
 
-/// The warning for a point whose timed steps varied too much to trust its throughput.
-pub fn noise_warning(p: &Point) -> Option<String> {
-    let ci = p.ci_share().filter(|c| *c > crate::stats::KNOWN_WITHIN)?;
-    Some(format!(
-        "batch {}'s throughput is known only within ±{:.0} % (its {} timed steps varied by {:.0} %, p95/p50 {:.2}): read it as a rough figure",
-        p.batch,
-        ci * 100.0,
-        p.timed_steps,
-        p.step_cv.unwrap_or(0.0) * 100.0,
-        match (p.step_ms_p95, p.step_ms_p50) {
-            (Some(a), Some(b)) if b > 0.0 => a / b,
-            _ => f64::NAN,
-        }
-    ))
-}
-
 struct Session<'a> {
     launcher: &'a Launcher,
     req: &'a SweepRequest,
@@ -272,6 +259,9 @@ impl Session<'_> {
                         watch = Some(worker.watch_memory(hard_limit(h.budget_bytes)));
                     }
                     busy = crate::gpu_busy::BusySampler::for_device(&h.device);
+                    if let Some(l) = load.as_mut() {
+                        l.watch_device(&h.device);
+                    }
                     self.on_hello(h)?;
                 }
                 Event::Progress {
@@ -305,19 +295,23 @@ impl Session<'_> {
                         p.gpu_busy = busy.as_ref().and_then(crate::gpu_busy::BusySampler::mean);
                     }
                     if p.status == PointStatus::Ok {
-                        p.load = load.as_mut().and_then(crate::load::OtherLoad::read);
+                        let submitters = busy
+                            .as_ref()
+                            .map(crate::gpu_busy::BusySampler::submitters)
+                            .unwrap_or_default();
+                        p.load = load.as_mut().and_then(|l| l.read(&submitters));
                     }
-                    let warnings = [
-                        p.load.as_ref().and_then(|l| l.warning(p.batch)),
-                        noise_warning(&p),
-                    ];
+                    let warnings = p.cautions();
                     self.add_point(p)?;
-                    for w in warnings.into_iter().flatten() {
+                    for w in warnings {
                         self.warn(w);
                     }
                 }
                 Event::Warning { message } => self.warn(message),
-                Event::Result(s) => {
+                Event::Result(mut s) => {
+                    // The worker cannot see the rest of the machine; the points here carry it.
+                    s.uncertain =
+                        crate::summary::uncertainty(&self.out.points, s.recommended_batch);
                     self.out.summary = Some(s);
                     // The result is a worker's last word; its stdout closes only once the
                     // process has let go of its memory (on a GPU, 0.05–0.1 s of the driver's
@@ -401,14 +395,22 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// Records a point in the ledger the moment it arrives.
+    /// Records a point in the ledger the moment it arrives (a batch measured again in the place
+    /// of its first measurement).
     fn add_point(&mut self, p: Point) -> Result<(), CoreError> {
+        // A batch measured again: the first measurement's warnings no longer stand.
+        if p.remeasured_from.is_some() {
+            if let Some(old) = self.out.points.iter().find(|q| q.batch == p.batch) {
+                let gone = old.cautions();
+                self.out.warnings.retain(|w| !gone.contains(w));
+            }
+        }
+        let at = crate::protocol::upsert_point(&mut self.out.points, p.clone());
         if let Some(id) = self.out.run_id {
-            let seq = u32::try_from(self.out.points.len()).unwrap_or(u32::MAX);
+            let seq = u32::try_from(at).unwrap_or(u32::MAX);
             self.ledger.add_point(id, seq, &p)?;
         }
-        (self.on)(&Update::Point { point: p.clone() });
-        self.out.points.push(p);
+        (self.on)(&Update::Point { point: p });
         Ok(())
     }
 }

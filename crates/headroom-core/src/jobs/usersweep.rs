@@ -346,7 +346,7 @@ pub fn run_script_sweep(
             step: 0,
             of: 0,
         });
-        let w = point(s, batch, accel, budgets.host_kill, run_id, ledger, on)?;
+        let (w, load) = point(s, batch, accel, budgets.host_kill, run_id, ledger, on)?;
         out.runs.push(w.run_id);
         out.seconds.push((batch, w.seconds, w.first_step_s));
         if w.interrupted {
@@ -374,6 +374,9 @@ pub fn run_script_sweep(
         }
         let mut p = as_point(&w, batch, planner.budget());
         p.predicted_peak_bytes = predicted;
+        if p.status == PointStatus::Ok {
+            p.load = load;
+        }
         // A start that ran out of memory (or crashed) says nothing of the peak its batch needs:
         // what its processes held before the failure is not on the memory line.
         let measured = matches!(p.status, PointStatus::Ok | PointStatus::OverBudget);
@@ -410,11 +413,14 @@ pub fn run_script_sweep(
             step: 0,
             of: 0,
         });
-        let w = point(s, batch, Some(base), budgets.host_kill, base_id, ledger, on)?;
+        let (w, load) = point(s, batch, Some(base), budgets.host_kill, base_id, ledger, on)?;
         out.runs.push(w.run_id);
         out.seconds.push((batch, w.seconds, w.first_step_s));
         interrupted |= w.interrupted;
-        let p = as_point(&w, batch, budgets.host_kill);
+        let mut p = as_point(&w, batch, budgets.host_kill);
+        if p.status == PointStatus::Ok {
+            p.load = load;
+        }
         ledger.add_point(base_id, 0, &p)?;
         let base_points = [p];
         let base_summary = summarize(&base_points, Limit::List, budgets.host_kill);
@@ -477,7 +483,8 @@ pub fn run_script_sweep(
     Ok(out)
 }
 
-/// One start of the command at `batch` (on `device`), stopped once its steps settle.
+/// One start of the command at `batch` (on `device`), stopped once its steps settle, with what
+/// the rest of the machine did from its first timed step on.
 fn point(
     s: &ScriptSweep,
     batch: u32,
@@ -486,8 +493,13 @@ fn point(
     sweep_id: i64,
     ledger: &Ledger,
     on: &mut dyn FnMut(&Update),
-) -> Result<WatchOutcome, CoreError> {
+) -> Result<(WatchOutcome, Option<crate::load::PointLoad>), CoreError> {
     let matcher = EpochMatcher::new(crate::monitor::DEFAULT_EPOCH_PATTERN)?;
+    let mut load = crate::load::OtherLoad::new();
+    if let Some(d) = device {
+        load.watch_device(&d.device);
+    }
+    let mut timing = false;
     let command = crate::project::fill(&s.command, Some(batch), device.map(|d| d.device.as_str()));
     let mut env = s.watch.env.clone();
     env.extend(device.map(DeviceChoice::env).unwrap_or_default());
@@ -512,12 +524,20 @@ fn point(
         } else {
             Phase::Timed
         };
+        if phase == Phase::Timed && !timing {
+            timing = true;
+            load.start();
+        }
         on(&Update::Progress {
             batch,
             phase,
             step: p.steps,
             of: 0,
         });
+    })
+    .map(|w| {
+        let l = timing.then(|| load.read(&[])).flatten();
+        (w, l)
     })
 }
 
@@ -584,8 +604,15 @@ fn add_point(
 ) -> Result<(), CoreError> {
     let seq = u32::try_from(out.points.len()).unwrap_or(u32::MAX);
     ledger.add_point(run_id, seq, &p)?;
+    let cautions = p.cautions();
     on(&Update::Point { point: p.clone() });
     out.points.push(p);
+    for w in cautions {
+        if !out.warnings.contains(&w) {
+            on(&Update::Warning { message: w.clone() });
+            out.warnings.push(w);
+        }
+    }
     Ok(())
 }
 

@@ -207,6 +207,9 @@ pub struct WatchOutcome {
     pub step_ms_p50: Option<f64>,
     #[serde(default)]
     pub step_ms_p95: Option<f64>,
+    /// The spread of those step times (coefficient of variation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_cv: Option<f64>,
     /// Samples over the time from the first step to the last (the batch times the steps, or
     /// the backward calls where the observer saw them).
     #[serde(default)]
@@ -277,6 +280,7 @@ impl WatchOutcome {
         p.samples_per_s = self.samples_per_s;
         p.step_ms_p50 = self.step_ms_p50;
         p.step_ms_p95 = self.step_ms_p95;
+        p.step_cv = self.step_cv;
         p.data_ms = self.data_ms_p50;
         p.peak_process_bytes = Some(self.peak_tree_bytes);
         // On an accelerator its allocator's peak is what runs out; on the CPU, the processes'.
@@ -1151,6 +1155,7 @@ fn finish(
         steps: u32::try_from(f.steps).unwrap_or(u32::MAX),
         step_ms_p50: crate::stats::percentile(&f.step_ms, 50.0),
         step_ms_p95: crate::stats::percentile(&f.step_ms, 95.0),
+        step_cv: crate::stats::cv(&f.step_ms),
         samples_per_s: f.samples_per_s,
         data_ms_p50: crate::stats::percentile(&f.data_ms, 50.0),
         compute_ms_p50: crate::stats::percentile(&f.compute_ms, 50.0),

@@ -140,12 +140,13 @@ impl Ledger {
         }
     }
 
-    /// Stores one point of run `run_id`; `seq` orders the points of a run.
+    /// Stores one point of run `run_id`; `seq` orders the points of a run. A point stored again
+    /// at the same `seq` replaces it (a batch measured again).
     pub fn add_point(&self, run_id: i64, seq: u32, point: &Point) -> Result<(), CoreError> {
         let json = serde_json::to_string(point)?;
         self.conn
             .execute(
-                "INSERT INTO points (run_id, seq, batch, status, samples_per_s, step_ms_p50, step_ms_p95,
+                "INSERT OR REPLACE INTO points (run_id, seq, batch, status, samples_per_s, step_ms_p50, step_ms_p95,
                     peak_bytes, point_json, recorded_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 params![

@@ -18,6 +18,7 @@ fn sweep(device_ms: f64, busy: Option<f64>) -> SweepFact {
         peak_bytes: Some(3 << 30),
         oom_batches: Vec::new(),
         largest_fit: None,
+        ci: None,
     }
 }
 
@@ -671,4 +672,63 @@ fn your_runs_gpu_busy_is_among_what_it_measured() {
         "{}",
         mine[0]
     );
+}
+
+/// CPU and MPS at `mps_ms` against 100 ms, each point known within ±`ci`.
+fn compared_with_noise(mps_ms: f64, ci: f64) -> Facts {
+    let mut f = compared(mps_ms, Some(0.9));
+    for s in [f.cpu.as_mut(), f.mps.as_mut()].into_iter().flatten() {
+        s.ci = Some(ci);
+    }
+    f
+}
+
+#[test]
+fn a_difference_inside_the_measured_noise_fires_no_speed_rule() {
+    // 25 % faster, 3 points over the 22 % threshold; each point ±5 %: the ratio's spread
+    // carried to "faster" is 0.75 × √(0.05² + 0.05²) = 5.3 %, wider than the 3 points.
+    let d = decide(&compared_with_noise(75.0, 0.05), &t());
+    assert!(d.fired(Rule::WithinNoise), "{:?}", d.reasons);
+    assert!(
+        !d.fired(Rule::Faster) && !d.fired(Rule::DataPipeline),
+        "{:?}",
+        d.reasons
+    );
+    let r = d
+        .reasons
+        .iter()
+        .find(|r| r.rule == Rule::WithinNoise)
+        .expect("reason");
+    assert!(
+        r.text.contains("25.0 % faster ± 5.3 %") && r.text.contains("22.0 % threshold"),
+        "{}",
+        r.text
+    );
+    assert!(d.headline.contains("too close to call"), "{}", d.headline);
+    assert_eq!(d.verdict, Some(Column::Mps), "at least as fast as the CPU");
+    assert!(d.symptoms.iter().any(|s| s.rule == Rule::WithinNoise));
+    // Slower than the threshold by as little: not called "only … faster" either.
+    let d = decide(&compared_with_noise(80.0, 0.05), &t());
+    assert!(
+        d.fired(Rule::WithinNoise) && !d.fired(Rule::Faster),
+        "{:?}",
+        d.reasons
+    );
+    // The same difference measured tightly (±2 %: 2.1 % < 3 points) is called.
+    let d = decide(&compared_with_noise(75.0, 0.02), &t());
+    assert!(
+        d.fired(Rule::Faster) && !d.fired(Rule::WithinNoise),
+        "{:?}",
+        d.reasons
+    );
+    assert_eq!(d.verdict, Some(Column::Mps));
+    // A wide margin is called however noisy: 50 % faster ± 7 %.
+    let d = decide(&compared_with_noise(50.0, 0.10), &t());
+    assert!(
+        d.fired(Rule::Faster) && !d.fired(Rule::WithinNoise),
+        "{:?}",
+        d.reasons
+    );
+    // No interval known (an older ledger): the thresholds alone, as before.
+    assert!(decide(&compared(75.0, Some(0.9)), &t()).fired(Rule::Faster));
 }

@@ -169,7 +169,7 @@ impl Progress {
             }
             Update::Point { point } => {
                 self.say(output::point_line(point));
-                self.points.push(point.clone());
+                headroom_core::protocol::upsert_point(&mut self.points, point.clone());
             }
             Update::Warning { message } => self.say(format!("warning: {message}")),
         }

@@ -9,17 +9,47 @@ fn opt_ms(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |x| format!("{x:.2}"))
 }
 
+/// The ± of a point's throughput, e.g. "±3%".
+fn opt_ci(p: &Point) -> String {
+    p.ci_share()
+        .map_or_else(|| "-".into(), |c| format!("±{:.0}%", c * 100.0))
+}
+
+/// How long a point was timed, marked when it was timed longer ("+"), hit the cap ("cap") or was
+/// measured again ("again").
+fn timed_cell(p: &Point) -> String {
+    use headroom_core::protocol::TimedUntil;
+    let Some(s) = p.timed_s else {
+        return "-".into();
+    };
+    let mark = match p.timed_until {
+        Some(TimedUntil::Known) => "+",
+        Some(TimedUntil::Cap) => " cap",
+        _ => "",
+    };
+    let again = if p.remeasured_from.is_some() {
+        " again"
+    } else {
+        ""
+    };
+    format!("{s:.2}s{mark}{again}")
+}
+
 pub(crate) fn point_line(p: &Point) -> String {
     match p.status {
         PointStatus::Ok => format!(
-            "  batch {:>6}  {:>12.1} samples/s  p50 {:>9} ms  p95 {:>9} ms  peak {}{}",
+            "  batch {:>6}  {:>12.1} samples/s {:>5}  p50 {:>9} ms  p95 {:>9} ms  peak {}{}{}",
             p.batch,
             p.samples_per_s.unwrap_or(0.0),
+            opt_ci(p),
             opt_ms(p.step_ms_p50),
             opt_ms(p.step_ms_p95),
             p.peak_bytes.map_or_else(|| "-".into(), format_bytes),
             p.gpu_busy
                 .map(|b| format!("  GPU busy {:.0} %", b * 100.0))
+                .unwrap_or_default(),
+            p.timing_note()
+                .map(|n| format!("  (timed {n})"))
                 .unwrap_or_default()
         ),
         s => format!(
@@ -36,16 +66,27 @@ pub(crate) fn print_human(r: &Report) {
         return;
     }
     println!(
-        "{:>7} {:>11} {:>12} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10}",
-        "batch", "status", "samples/s", "p50 ms", "p95 ms", "data ms", "fwd ms", "bwd ms", "peak"
+        "{:>7} {:>11} {:>12} {:>5} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10} {:>12}",
+        "batch",
+        "status",
+        "samples/s",
+        "±",
+        "p50 ms",
+        "p95 ms",
+        "data ms",
+        "fwd ms",
+        "bwd ms",
+        "peak",
+        "timed"
     );
     for p in &r.points {
         println!(
-            "{:>7} {:>11} {:>12} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10}",
+            "{:>7} {:>11} {:>12} {:>5} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10} {:>12}",
             p.batch,
             p.status.as_str(),
             p.samples_per_s
                 .map_or_else(|| "-".into(), |s| format!("{s:.1}")),
+            opt_ci(p),
             opt_ms(p.step_ms_p50),
             opt_ms(p.step_ms_p95),
             opt_ms(p.data_ms),
@@ -54,6 +95,7 @@ pub(crate) fn print_human(r: &Report) {
             p.peak_bytes
                 .or(p.predicted_peak_bytes)
                 .map_or_else(|| "-".into(), format_bytes),
+            timed_cell(p),
         );
     }
     if let Some(s) = &r.summary {
@@ -73,6 +115,9 @@ pub(crate) fn print_human(r: &Report) {
         match s.recommended_batch {
             Some(rb) => println!("recommended: batch {rb} — {}", s.reason),
             None => println!("no recommendation: {}", s.reason),
+        }
+        if let Some(u) = &s.uncertain {
+            println!("uncertain: {u}");
         }
     }
     if let Some(id) = r.run_id {
