@@ -191,4 +191,25 @@ describe("warnings", () => {
     expect(list.textContent).toContain("zoom.us used 1.4 cores");
     panel.root.remove();
   });
+
+  it("an answer resting on such points says it is uncertain, and a sure one does not", async () => {
+    const b = mockBackend({});
+    const panel = sweepPanel(b);
+    document.body.append(panel.root);
+    await panel.restore();
+    get<HTMLButtonElement>(panel.root, "run-sweep").click();
+    await flush();
+    const rec = get(panel.root, "sweep-recommendation");
+    const done = (uncertain: string | null) =>
+      snapshot({
+        running: false,
+        status: "complete",
+        summary: { recommended_batch: 64, reason: "batch 64 gives the highest throughput measured", uncertain } as never,
+      });
+    b.push(done(null));
+    expect(rec.textContent).toBe("Recommended batch 64: batch 64 gives the highest throughput measured");
+    b.push(done("1 of 3 measured points (batch 64, the recommended 64 among them) were timed beside other work"));
+    expect(rec.textContent).toContain("Uncertain: 1 of 3 measured points (batch 64, the recommended 64 among them)");
+    panel.root.remove();
+  });
 });

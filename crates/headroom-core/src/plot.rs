@@ -13,6 +13,7 @@ const BLUE: RGBColor = RGBColor(37, 99, 235);
 const PURPLE: RGBColor = RGBColor(124, 58, 237);
 const FAIL: RGBColor = RGBColor(220, 38, 38);
 const GREEN_MARK: RGBColor = RGBColor(22, 163, 74);
+const AMBER: RGBColor = RGBColor(217, 119, 6);
 const GRID: RGBColor = RGBColor(229, 231, 235);
 const INK: RGBColor = RGBColor(55, 65, 81);
 
@@ -84,6 +85,57 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
                     .map(|&(x, y)| Circle::new((x, y), 3, BLUE.filled())),
             )
             .map_err(plot_err)?;
+        // Each point's 95 % interval as a bar; a point to read with care ringed in amber.
+        let measured = spec
+            .points
+            .iter()
+            .filter_map(|p| Some((p, bx(p.batch), p.samples_per_s?)));
+        for (p, x, y) in measured {
+            if let Some(ci) = p.ci_share().filter(|c| *c > 0.0) {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        [(x, y * (1.0 - ci)), (x, y * (1.0 + ci))],
+                        BLUE.mix(0.6).stroke_width(1),
+                    )))
+                    .map_err(plot_err)?;
+            }
+            if !p.cautions().is_empty() {
+                chart
+                    .draw_series(std::iter::once(Circle::new(
+                        (x, y),
+                        5,
+                        AMBER.stroke_width(2),
+                    )))
+                    .map_err(plot_err)?;
+            }
+        }
+        let cautioned: Vec<String> = spec
+            .points
+            .iter()
+            .filter(|p| !p.cautions().is_empty())
+            .map(|p| p.batch.to_string())
+            .collect();
+        if !cautioned.is_empty() {
+            let list = if cautioned.len() > 4 {
+                format!(
+                    "{} and {} more",
+                    cautioned[..3].join(", "),
+                    cautioned.len() - 3
+                )
+            } else {
+                cautioned.join(", ")
+            };
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    format!("○ read with care: batch {list}"),
+                    (lo + 0.1, max_sps * 1.12),
+                    small
+                        .clone()
+                        .color(&AMBER)
+                        .pos(Pos::new(HPos::Left, VPos::Top)),
+                )))
+                .map_err(plot_err)?;
+        }
         if let Some(rb) = spec.summary.and_then(|s| s.recommended_batch) {
             let x = bx(rb);
             if let Some(&(_, y)) = ok.iter().find(|(b, _)| (*b - x).abs() < 0.5) {

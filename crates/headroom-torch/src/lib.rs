@@ -69,6 +69,24 @@ pub(crate) fn set_threads(threads: Option<u32>) -> Result<(), TorchError> {
     Ok(())
 }
 
+/// The thread count a job on `dev` runs with: `threads` when given (checked), else on the CPU the
+/// cores other processes leave free ([`free_core_threads`]), said in a warning.
+pub(crate) fn fit_threads(
+    threads: Option<u32>,
+    dev: tch::Device,
+    emit: &mut dyn FnMut(headroom_core::protocol::Event),
+) -> Result<(), TorchError> {
+    set_threads(threads)?;
+    if threads.is_some() || dev != tch::Device::Cpu {
+        return Ok(());
+    }
+    if let Some((t, why)) = free_core_threads() {
+        tch::set_num_threads(i32::try_from(t).unwrap_or(1));
+        emit(headroom_core::protocol::Event::Warning { message: why });
+    }
+    Ok(())
+}
+
 /// With no `--threads` on the CPU: as many libtorch threads as the cores other processes leave
 /// free, read over a moment before the first point (a thread waiting for a core another process
 /// holds stalls every step of an intra-op parallel kernel: one busy core made a 2-thread sweep

@@ -102,8 +102,8 @@ pub fn start_training_job(
     threads: Option<u32>,
     emit: &mut dyn FnMut(Event),
 ) -> Result<(Stepper, Device), TorchError> {
-    crate::set_threads(threads)?;
     let dev = device::resolve(device_spec)?;
+    crate::fit_threads(threads, dev, emit)?;
     let info = device::info(dev)?;
     let workload = crate::workloads::build(workload, input_shape, dtype, dev)?;
     let (name, shape, params) = (

@@ -17,18 +17,9 @@ use crate::{alloc, device, TorchError};
 /// Runs the sweep `req`, handing every event to `emit`. Errors before the `hello` event mean
 /// nothing was measured (bad device, workload, shape or model).
 pub fn run_sweep(req: &SweepRequest, emit: &mut dyn FnMut(Event)) -> Result<(), TorchError> {
-    crate::set_threads(req.threads)?;
     let dev = device::resolve(&req.device)?;
+    crate::fit_threads(req.threads, dev, emit)?;
     let info = device::info(dev)?;
-    let free_threads = (req.threads.is_none() && dev == Device::Cpu)
-        .then(crate::free_core_threads)
-        .flatten();
-    if let Some((t, why)) = &free_threads {
-        tch::set_num_threads(i32::try_from(*t).unwrap_or(1));
-        emit(Event::Warning {
-            message: why.clone(),
-        });
-    }
     let mut budget = req.budget.resolve(info.capacity, info.available);
     let ceiling = headroom_core::budget::accelerator_ceiling(info.capacity);
     if device::accel_index(dev).is_some() && budget > ceiling {

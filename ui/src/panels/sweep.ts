@@ -98,8 +98,10 @@ export function renderSnapshot(
     parts.recommendation.dataset.state = "stopped";
     parts.recommendation.hidden = false;
   } else if (!s.running && s.summary) {
-    parts.recommendation.textContent =
+    const answer =
       rec !== null ? `Recommended batch ${rec}: ${s.summary.reason}` : `No recommendation: ${s.summary.reason}`;
+    // An answer resting on points measured beside other work says so with it.
+    parts.recommendation.textContent = s.summary.uncertain ? `${answer}. Uncertain: ${s.summary.uncertain}` : answer;
     parts.recommendation.dataset.state = "done";
     parts.recommendation.hidden = false;
   } else {

@@ -87,6 +87,9 @@ pub fn run(a: &EpochsArgs) -> Result<ExitCode> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
+        for w in &out.warnings {
+            eprintln!("warning: {w}");
+        }
         if let Some(v) = &out.verdict {
             let head = match v.kind {
                 EpochVerdictKind::LeakSuspected => "LEAK SUSPECTED",

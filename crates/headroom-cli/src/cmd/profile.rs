@@ -47,6 +47,11 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
     let cancel = CancelToken::new("interrupted");
     let out =
         jobs::profile::run_profile(&exe, &req, config.decide.slow_layer_share, &ledger, &cancel)?;
+    if !a.json {
+        for w in &out.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else if let Some(r) = &out.report {

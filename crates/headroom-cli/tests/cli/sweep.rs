@@ -364,6 +364,39 @@ fn a_sweep_beside_a_busy_process_names_it() {
             )),
             "{said}"
         );
+        // Epochs and profile fit their threads the same way, and say so.
+        for job in [
+            &[
+                "epochs",
+                "--device",
+                "cpu",
+                "--workload",
+                "mlp",
+                "--epochs",
+                "2",
+                "--json",
+            ][..],
+            &["profile", "--device", "cpu", "--workload", "mlp", "--json"][..],
+        ] {
+            let (out, v) = home.json(job);
+            assert!(
+                out.status.success(),
+                "{job:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                v["hello"]["threads"]
+                    .as_u64()
+                    .is_some_and(|t| t < cores as u64),
+                "{job:?}: {}",
+                v["hello"]
+            );
+            assert!(
+                v["warnings"].to_string().contains("on the cores left"),
+                "{job:?}: {}",
+                v["warnings"]
+            );
+        }
     }
 }
 

@@ -23,6 +23,9 @@ pub struct EpochsOutcome {
     pub samples: Vec<EpochSample>,
     pub verdict: Option<EpochVerdict>,
     pub error: Option<JobError>,
+    /// What the worker warned of (the thread count it fitted to the free cores).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Runs `req` with a worker from `exe`, recording it in `ledger`; `on` sees each epoch.
@@ -41,6 +44,7 @@ pub fn run_epochs(
         samples: Vec::new(),
         verdict: None,
         error: None,
+        warnings: Vec::new(),
     };
     let mut worker = Worker::start(exe, &Job::Epochs(req.clone()))?;
     cancel.set_pid(Some(worker.pid()));
@@ -76,6 +80,7 @@ pub fn run_epochs(
                 out.samples.push(s);
             }
             Event::Error { code, message } => out.error = Some(JobError { code, message }),
+            Event::Warning { message } => out.warnings.push(message),
             _ => {}
         }
     }

@@ -22,6 +22,9 @@ pub struct ProfileOutcome {
     /// The slow layer's sentence, when one layer stands out (see [`ProfileReport::slow_layer`]).
     pub slow_layer: Option<String>,
     pub error: Option<JobError>,
+    /// What the worker warned of (the thread count it fitted to the free cores).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// The sentence for a slow layer at `share` of the forward time or more.
@@ -56,6 +59,7 @@ pub fn run_profile(
         report: None,
         slow_layer: None,
         error: None,
+        warnings: Vec::new(),
     };
     let mut worker = Worker::start(exe, &Job::Profile(req.clone()))?;
     cancel.set_pid(Some(worker.pid()));
@@ -74,6 +78,7 @@ pub fn run_profile(
             }
             Event::Profile(r) => out.report = Some(r),
             Event::Error { code, message } => out.error = Some(JobError { code, message }),
+            Event::Warning { message } => out.warnings.push(message),
             _ => {}
         }
     }

@@ -149,3 +149,58 @@ fn a_wide_batch_axis_is_labelled_sparsely_and_a_rising_top_says_so() {
         "the top of a rising curve is marked as such"
     );
 }
+
+/// Each point's interval is a bar, and the points to read with care (timed beside other work,
+/// noisy at the cap) are ringed in amber and named on the chart itself.
+#[test]
+fn points_to_read_with_care_are_marked_on_the_chart() {
+    let mut points: Vec<Point> = [(1, 900.0), (2, 1700.0), (4, 3000.0)]
+        .iter()
+        .map(|&(b, s)| ok_point(b, s, u64::from(b) * (300 << 20)))
+        .collect();
+    let draw = |points: &[Point]| {
+        sweep_svg(&ChartSpec {
+            points,
+            summary: None,
+            budget_bytes: None,
+            width: 360,
+            height: 420,
+        })
+        .expect("svg")
+    };
+    let quiet = draw(&points);
+    assert!(
+        !quiet.contains("measured beside other work"),
+        "nothing to say"
+    );
+    // Batch 2 noisy (±20 %), batch 4 beside a busy neighbour.
+    points[1].step_cv = Some(0.51);
+    points[1].timed_steps = 25;
+    points[2].load = Some(headroom_core::load::PointLoad {
+        other_cores: 1.3,
+        busiest: Some("zoom.us".into()),
+        busiest_cores: 1.2,
+        seconds: 0.3,
+        pressure: None,
+        pressure_detail: None,
+        swap_growth_bytes: None,
+        accel_others: Vec::new(),
+    });
+    let marked = draw(&points);
+    assert!(
+        marked.contains("○ read with care: batch 2, 4"),
+        "the chart names them"
+    );
+    // Two amber rings more than the quiet chart, and an interval bar per point with a spread.
+    assert_eq!(
+        marked.matches("<circle").count(),
+        quiet.matches("<circle").count() + 2
+    );
+    assert!(marked.matches("<polyline").count() > quiet.matches("<polyline").count());
+    if let Ok(dir) = std::env::var("HEADROOM_PLOT_OUT") {
+        let dir = std::path::Path::new(&dir);
+        std::fs::write(dir.join("sweep_chart_cautions.svg"), &marked).expect("write");
+        let png = headroom_core::plot::png_from_svg(&marked, 2.0).expect("png");
+        std::fs::write(dir.join("sweep_chart_cautions.png"), png).expect("write");
+    }
+}
