@@ -208,8 +208,8 @@ describe("warnings", () => {
       });
     b.push(done(null));
     expect(rec.textContent).toBe("Recommended batch 64: batch 64 gives the highest throughput measured");
-    b.push(done("1 of 3 measured points (batch 64, the recommended 64 among them) were timed beside other work"));
-    expect(rec.textContent).toContain("Uncertain: 1 of 3 measured points (batch 64, the recommended 64 among them)");
+    b.push(done("the answer rests on batch 32 and 64 (the recommended 64 among them), timed beside other work"));
+    expect(rec.textContent).toContain("Uncertain: the answer rests on batch 32 and 64 (the recommended 64 among them)");
     panel.root.remove();
   });
 });

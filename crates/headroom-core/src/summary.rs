@@ -131,35 +131,53 @@ pub fn summarize(points: &[Point], limit: Limit, budget: u64) -> SweepSummary {
     }
 }
 
-/// Says when the answer rests on points to read with care ([`Point::cautions`]): which, and
-/// whether the recommended batch is one of them. `None` when every measured point is trusted.
+/// Says when the answer rests on points to read with care ([`Point::cautions`]): the
+/// recommended batch, the best, and the measured batch just below the recommended one (whose
+/// figure decides whether the recommended one is a knee or still rising). A noisy batch far down
+/// the curve changes no answer and makes none uncertain. `None` when the answer's points are
+/// trusted.
 pub fn uncertainty(points: &[Point], recommended: Option<u32>) -> Option<String> {
-    let measured = points
+    let ok: Vec<&Point> = points
         .iter()
         .filter(|p| p.status == PointStatus::Ok && p.samples_per_s.is_some())
-        .count();
-    let mut warned: Vec<u32> = points
-        .iter()
-        .filter(|p| !p.cautions().is_empty())
-        .map(|p| p.batch)
         .collect();
-    warned.sort_unstable();
-    warned.dedup();
+    let recommended = recommended?;
+    let sps = |p: &Point| p.samples_per_s.unwrap_or(0.0);
+    let best = ok
+        .iter()
+        .max_by(|a, b| sps(a).total_cmp(&sps(b)))
+        .map(|p| p.batch);
+    let below = ok
+        .iter()
+        .filter(|p| p.batch < recommended)
+        .map(|p| p.batch)
+        .max();
+    let mut rests_on: Vec<u32> = [Some(recommended), best, below]
+        .into_iter()
+        .flatten()
+        .collect();
+    rests_on.sort_unstable();
+    rests_on.dedup();
+    let warned: Vec<u32> = rests_on
+        .iter()
+        .copied()
+        .filter(|b| ok.iter().any(|p| p.batch == *b && !p.cautions().is_empty()))
+        .collect();
     if warned.is_empty() {
         return None;
     }
-    let list = warned
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(", ");
-    let own = recommended
-        .filter(|r| warned.contains(r))
-        .map(|r| format!(", the recommended {r} among them"))
-        .unwrap_or_default();
+    let names: Vec<String> = warned.iter().map(u32::to_string).collect();
+    let list = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.join(""),
+    };
+    let own = if warned.contains(&recommended) {
+        format!(" (the recommended {recommended} among them)")
+    } else {
+        String::new()
+    };
     Some(format!(
-        "{} of {measured} measured points (batch {list}{own}) were timed beside other work or stayed noisy (see the warnings): measure again on a quieter machine before relying on this answer",
-        warned.len()
+        "the answer rests on batch {list}{own}, timed beside other work or still noisy (see the warnings): measure again on a quieter machine before relying on it"
     ))
 }
 
@@ -317,9 +335,7 @@ mod tests {
 
     #[test]
     fn the_answer_is_uncertain_when_its_points_carry_cautions() {
-        let mut pts = vec![ok(64, 1000.0, 1), ok(128, 1900.0, 2), ok(256, 2000.0, 3)];
-        assert_eq!(summarize(&pts, Limit::MaxBatch, 1 << 30).uncertain, None);
-        pts[1].load = Some(crate::load::PointLoad {
+        let busy = || crate::load::PointLoad {
             other_cores: 1.2,
             busiest: Some("zoom.us".into()),
             busiest_cores: 1.1,
@@ -328,15 +344,42 @@ mod tests {
             pressure_detail: None,
             swap_growth_bytes: None,
             accel_others: Vec::new(),
-        });
+        };
+        let mut pts = vec![
+            ok(1, 100.0, 1),
+            ok(64, 1000.0, 1),
+            ok(128, 1900.0, 2),
+            ok(256, 2000.0, 3),
+        ];
+        assert_eq!(summarize(&pts, Limit::MaxBatch, 1 << 30).uncertain, None);
+        // A noisy batch far down the curve changes no answer.
+        pts[0].step_cv = Some(1.0);
+        pts[0].timed_steps = 20;
+        assert!(!pts[0].cautions().is_empty());
+        assert_eq!(summarize(&pts, Limit::MaxBatch, 1 << 30).uncertain, None);
+        // The batch below the knee decides it: timed under load, the answer is uncertain.
+        pts[1].load = Some(busy());
         let s = summarize(&pts, Limit::MaxBatch, 1 << 30);
         assert_eq!(s.recommended_batch, Some(128));
         let u = s.uncertain.expect("uncertain");
         assert!(
-            u.starts_with("1 of 3 measured points (batch 128, the recommended 128 among them)"),
+            u.starts_with("the answer rests on batch 64, timed beside other work"),
             "{u}"
         );
-        // A failed point carries none.
+        // The recommended batch itself, and the best.
+        pts[2].load = Some(busy());
+        pts[3].load = Some(busy());
+        let u = summarize(&pts, Limit::MaxBatch, 1 << 30)
+            .uncertain
+            .expect("uncertain");
+        assert!(
+            u.starts_with(
+                "the answer rests on batch 64, 128 and 256 (the recommended 128 among them)"
+            ),
+            "{u}"
+        );
+        // No answer, nothing to be unsure of; a failed point carries no caution.
+        assert_eq!(uncertainty(&pts, None), None);
         let mut failed = Point::failed(512, PointStatus::Oom, "oom");
         failed.step_cv = Some(1.0);
         assert!(failed.cautions().is_empty());

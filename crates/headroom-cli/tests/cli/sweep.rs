@@ -346,7 +346,7 @@ fn a_sweep_beside_a_busy_process_names_it() {
     // The answer says it rests on those points.
     let uncertain = v["summary"]["uncertain"].as_str().unwrap_or_default();
     assert!(
-        uncertain.contains("2 of 2 measured points (batch 16, 64"),
+        uncertain.contains("the answer rests on batch 16 and 64 (the recommended"),
         "{}",
         v["summary"]
     );
