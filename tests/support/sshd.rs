@@ -37,10 +37,23 @@ pub struct Sshd {
     pub dir: tempfile::TempDir,
     pub port: u16,
     child: Option<Child>,
+    /// Serves users from their own `~/.ssh/authorized_keys` and takes passwords (a fresh
+    /// rental's first login), instead of the test key alone.
+    passwords: bool,
 }
 
 impl Sshd {
     pub fn start() -> Self {
+        Self::start_with(false)
+    }
+
+    /// An sshd as a freshly rented machine has one: each user's own `~/.ssh/authorized_keys`,
+    /// passwords accepted.
+    pub fn start_with_passwords() -> Self {
+        Self::start_with(true)
+    }
+
+    fn start_with(passwords: bool) -> Self {
         assert!(
             Path::new(SSHD).exists(),
             "{SSHD} is missing: install openssh-server (scripts/bootstrap.sh does)"
@@ -59,6 +72,7 @@ impl Sshd {
             dir,
             port: free_port(),
             child: None,
+            passwords,
         };
         s.launch();
         s
@@ -66,14 +80,18 @@ impl Sshd {
 
     fn launch(&mut self) {
         let d = self.dir.path();
+        let (keys, passwords) = if self.passwords {
+            (".ssh/authorized_keys".to_owned(), "yes")
+        } else {
+            (d.join("authorized_keys").display().to_string(), "no")
+        };
         let config = format!(
-            "Port {}\nListenAddress 127.0.0.1\nHostKey {}\nPidFile {}\nAuthorizedKeysFile {}\n\
-             PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
+            "Port {}\nListenAddress 127.0.0.1\nHostKey {}\nPidFile {}\nAuthorizedKeysFile {keys}\n\
+             PasswordAuthentication {passwords}\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
              PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\nLogLevel INFO\n",
             self.port,
             d.join("hostkey").display(),
             d.join("sshd.pid").display(),
-            d.join("authorized_keys").display(),
         );
         std::fs::write(d.join("sshd_config"), config).expect("sshd_config");
         let child = Command::new(SSHD)
@@ -136,5 +154,75 @@ impl Sshd {
 impl Drop for Sshd {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// A user made for one test with an empty home and a password: a freshly rented machine's login,
+/// with no Headroom and no project. Removed, home and all, when dropped. Needs root (useradd);
+/// where it is refused the test is skipped, unless HEADROOM_REQUIRE_MOUNT=1 (set by .ci/run as
+/// root) makes that a failure.
+pub struct FreshUser {
+    pub name: String,
+    pub password: String,
+    pub home: PathBuf,
+}
+
+impl FreshUser {
+    pub fn create() -> Option<Self> {
+        let name = format!("hr-fresh-{}", std::process::id() % 100_000);
+        let _ = Command::new("userdel")
+            .args(["-r", &name])
+            .stderr(Stdio::null())
+            .status();
+        let made = Command::new("useradd")
+            .args(["-m", "-s", "/bin/sh", &name])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !made {
+            assert!(
+                std::env::var("HEADROOM_REQUIRE_MOUNT").as_deref() != Ok("1"),
+                "useradd is refused here but HEADROOM_REQUIRE_MOUNT=1 asks for this test"
+            );
+            eprintln!("skipped: cannot make a fresh user here (needs root)");
+            return None;
+        }
+        let password = format!("pw-{}-{}", std::process::id(), name.len() * 7919);
+        let mut chpasswd = Command::new("chpasswd")
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("chpasswd");
+        use std::io::Write;
+        chpasswd
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(format!("{name}:{password}\n").as_bytes())
+            .expect("password");
+        assert!(chpasswd.wait().expect("chpasswd").success());
+        let home = PathBuf::from(format!("/home/{name}"));
+        Some(Self {
+            name,
+            password,
+            home,
+        })
+    }
+
+    /// Runs `script` as this user (for the test's own set-up and checks).
+    pub fn sh(&self, script: &str) -> std::process::Output {
+        Command::new("su")
+            .args(["-s", "/bin/sh", "-c", script, &self.name])
+            .output()
+            .expect("su")
+    }
+}
+
+impl Drop for FreshUser {
+    fn drop(&mut self) {
+        let _ = Command::new("pkill").args(["-u", &self.name]).status();
+        let _ = Command::new("userdel")
+            .args(["-r", &self.name])
+            .stderr(Stdio::null())
+            .status();
     }
 }

@@ -96,6 +96,32 @@ pub enum RemoteCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Move a project to this host step by step: host, key (installed with your password, read
+    /// once and never stored), check (with the free disk there), Headroom there, the project
+    /// copied and verified with its environment, then your training there, side by side, and the
+    /// screen. Resumes at the first step that has not passed; each step runs only after the ones
+    /// before it passed.
+    Migrate {
+        name: String,
+        #[arg(long)]
+        project: String,
+        /// The project's folder on the remote [default: headroom-projects/PROJECT under the
+        /// login folder].
+        #[arg(long)]
+        remote_dir: Option<String>,
+        /// Run this one step again (host, key, check, headroom, project, training, compare,
+        /// screen).
+        #[arg(long)]
+        step: Option<String>,
+        /// Read the remote login password from standard input (one line), for the key step.
+        #[arg(long)]
+        password_stdin: bool,
+        /// Seconds each ssh connection may take.
+        #[arg(long, default_value_t = 10)]
+        timeout: u64,
+        #[arg(long)]
+        json: bool,
+    },
     /// Reachable? Authenticated? Host key? RTT, OS, architecture, memory, remote headroom.
     Check {
         name: String,
@@ -285,6 +311,25 @@ pub fn run(c: &RemoteCommand) -> Result<ExitCode> {
                 Duration::from_secs((*timeout).max(1)),
             );
         }
+        RemoteCommand::Migrate {
+            name,
+            project,
+            remote_dir,
+            step,
+            password_stdin,
+            timeout,
+            json,
+        } => {
+            return migrate(
+                name,
+                project,
+                remote_dir.as_deref(),
+                step.as_deref(),
+                *password_stdin,
+                *timeout,
+                *json,
+            )
+        }
         RemoteCommand::Check {
             name,
             timeout,
@@ -406,4 +451,101 @@ fn vnc(
     }
     eprintln!("headroom: error: the ssh carrying the tunnel ended");
     Ok(ExitCode::from(1))
+}
+
+/// `headroom remote migrate`: runs the given step, or every step from the first that has not
+/// passed up to the first that fails, saving the state after each.
+fn migrate(
+    name: &str,
+    project: &str,
+    remote_dir: Option<&str>,
+    step: Option<&str>,
+    password_stdin: bool,
+    timeout: u64,
+    json: bool,
+) -> Result<ExitCode> {
+    use headroom_core::remote::migrate::{run_step, Context, Migration, Step};
+    if timeout == 0 {
+        anyhow::bail!("--timeout must be 1 second or more");
+    }
+    let hosts = Hosts::load()?;
+    let p = hosts.get(name)?;
+    sync(&hosts)?;
+    let proj = headroom_core::project::get(project)?;
+    let password = if password_stdin {
+        let mut line = String::new();
+        std::io::stdin()
+            .read_line(&mut line)
+            .context("cannot read the password from standard input")?;
+        Some(line.trim_end_matches(['\r', '\n']).to_owned())
+    } else {
+        None
+    };
+    let mut m = Migration::load_or_new(name, project, remote_dir)?;
+    let only = step.map(Step::parse).transpose()?;
+    if let Some(s) = only {
+        m.gate(s)?;
+    }
+    let remote_dir = m.remote_dir.clone();
+    let mut ran = Vec::new();
+    let mut say = |line: &str| {
+        if !json {
+            eprintln!("  {line}");
+        }
+    };
+    let mut next = only.or_else(|| m.next_step());
+    while let Some(s) = next {
+        let mut ctx = Context {
+            profile: p,
+            project: &proj,
+            remote_dir: &remote_dir,
+            password: password.as_deref(),
+            timeout: Duration::from_secs(timeout),
+            on: &mut say,
+        };
+        let r = run_step(&mut m, s, &mut ctx);
+        m.save()?;
+        if !json {
+            let n = Step::ALL.iter().position(|x| *x == s).map_or(0, |i| i + 1);
+            println!(
+                "[{}] {n} {} ({}): {}",
+                if r.passed { " ok " } else { "FAIL" },
+                s.as_str(),
+                s.title(),
+                r.detail
+            );
+            if let Some(f) = &r.fix {
+                println!("       fix: {f}");
+            }
+        }
+        let passed = r.passed;
+        ran.push(r);
+        next = if only.is_some() || !passed {
+            None
+        } else {
+            m.next_step()
+        };
+    }
+    let ok = ran.iter().all(|r| r.passed);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({ "migration": m, "ran": ran, "ok": ok })
+            )?
+        );
+    } else if let Some(s) = m.next_step() {
+        println!(
+            "next: step {} ({}) — `headroom remote migrate {name} --project {project}`",
+            s.as_str(),
+            s.title()
+        );
+    } else {
+        println!("every step passed");
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
+    })
 }

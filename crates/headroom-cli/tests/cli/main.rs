@@ -14,6 +14,7 @@ mod injection;
 // Every kill test follows processes through /proc.
 #[cfg(target_os = "linux")]
 mod kill;
+mod migrate;
 mod mlx;
 mod observe;
 mod profile;

@@ -1,0 +1,333 @@
+//! `headroom remote migrate` against a really fresh host: a user made for the test with an empty
+//! home and a password (no Headroom, no project, no key), served by a real sshd on 127.0.0.1 that
+//! reads that user's own `~/.ssh/authorized_keys`. The project is a plain script with a
+//! DataLoader in a git repository. Each failure stops at its step with its fix and loses nothing.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+use crate::common::Home;
+use crate::sshd::{free_port, FreshUser, Sshd};
+
+fn headroom(home: &Home, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut c = home.cmd(args);
+    c.env("HEADROOM_SSH_DIR", home.path().join("ssh"));
+    c.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = c.spawn().expect("headroom");
+    if let Some(s) = stdin {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(s.as_bytes())
+            .expect("write stdin");
+    }
+    child.wait_with_output().expect("headroom")
+}
+
+fn migrate(home: &Home, name: &str, extra: &[&str], stdin: Option<&str>) -> (Output, Value) {
+    let mut args = vec!["remote", "migrate", name, "--project", "train", "--json"];
+    args.extend_from_slice(extra);
+    let out = headroom(home, &args, stdin);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out, v)
+}
+
+/// The steps this call ran, as (step, passed, detail, fix).
+fn ran(v: &Value) -> Vec<(String, bool, String, String)> {
+    v["ran"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|r| {
+            (
+                r["step"].as_str().unwrap_or("?").to_owned(),
+                r["passed"] == true,
+                r["detail"].as_str().unwrap_or("").to_owned(),
+                r["fix"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn add_host(home: &Home, name: &str, port: u16, user: &str, key: &Path, extra: &[&str]) {
+    let port = port.to_string();
+    let mut args = vec![
+        "remote",
+        "add",
+        name,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        &port,
+        "--user",
+        user,
+        "--identity",
+        key.to_str().expect("utf-8"),
+    ];
+    args.extend_from_slice(extra);
+    let out = headroom(home, &args, None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn sh(dir: &Path, script: &str) {
+    let st = Command::new("sh")
+        .args(["-c", script])
+        .current_dir(dir)
+        .status()
+        .expect("sh");
+    assert!(st.success(), "{script}");
+}
+
+#[test]
+fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_step() {
+    let Some(user) = FreshUser::create() else {
+        return;
+    };
+    let sshd = Sshd::start_with_passwords();
+    let home = Home::new();
+    // The project: a plain training script, its requirements, a git repository that ignores its
+    // data folder, and a local environment folder that must not travel.
+    let proj = home.path().join("proj");
+    std::fs::create_dir_all(proj.join("data")).expect("proj");
+    std::fs::write(
+        proj.join("train.py"),
+        "import argparse\nimport torch\nfrom torch.utils.data import DataLoader, TensorDataset\n\
+         p = argparse.ArgumentParser(); p.add_argument('--batch-size', type=int, default=8)\n\
+         a = p.parse_args()\nds = TensorDataset(torch.randn(256, 8), torch.randn(256, 1))\n\
+         m = torch.nn.Linear(8, 1); opt = torch.optim.SGD(m.parameters(), lr=0.1)\n\
+         for x, y in DataLoader(ds, batch_size=a.batch_size):\n    opt.zero_grad(); torch.nn.functional.mse_loss(m(x), y).backward(); opt.step()\n",
+    )
+    .expect("train.py");
+    std::fs::write(
+        proj.join("requirements.txt"),
+        "# the standard library only, for the test\n",
+    )
+    .expect("requirements");
+    std::fs::write(proj.join(".gitignore"), "data/\n").expect("gitignore");
+    std::fs::write(proj.join("data/big.bin"), vec![7u8; 4096]).expect("data");
+    std::fs::create_dir_all(proj.join(".venv")).expect("venv");
+    std::fs::write(proj.join(".venv/marker"), "local env").expect("marker");
+    sh(
+        &proj,
+        "git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm first",
+    );
+    let out = headroom(
+        &home,
+        &[
+            "project",
+            "add",
+            "train",
+            "--dir",
+            proj.to_str().expect("utf-8"),
+            "--",
+            "python3",
+            "train.py",
+            "--batch-size",
+            "{batch}",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A key file that does not exist yet: the key step makes it.
+    let key = home.path().join("keys/id_ed25519");
+    add_host(&home, "box", sshd.port, &user.name, &key, &[]);
+
+    // No password given: the host passes, the key stops with the fix.
+    let (out, v) = migrate(&home, "box", &[], None);
+    assert_eq!(out.status.code(), Some(3), "{v}");
+    let r = ran(&v);
+    assert_eq!((r[0].0.as_str(), r[0].1), ("host", true), "{r:?}");
+    assert_eq!((r[1].0.as_str(), r[1].1), ("key", false), "{r:?}");
+    assert!(r[1].3.contains("--password-stdin"), "{r:?}");
+    assert_eq!(r.len(), 2, "nothing past the failed step ran");
+
+    // A wrong password is refused at the key step.
+    let (_, v) = migrate(
+        &home,
+        "box",
+        &["--password-stdin"],
+        Some("not-the-password\n"),
+    );
+    let r = ran(&v);
+    assert_eq!(r[0].0, "key", "it resumes at the key: {r:?}");
+    assert!(!r[0].1 && r[0].2.contains("refused the password"), "{r:?}");
+
+    // The right one: the key is installed and proven, the check passes with the free disk
+    // named, and Headroom is not on the fresh host.
+    let (_, v) = migrate(
+        &home,
+        "box",
+        &["--password-stdin"],
+        Some(&format!("{}\n", user.password)),
+    );
+    let r = ran(&v);
+    assert_eq!(
+        r.iter().map(|x| (x.0.as_str(), x.1)).collect::<Vec<_>>(),
+        [("key", true), ("check", true), ("headroom", false)],
+        "{r:?}"
+    );
+    assert!(
+        r[0].2.contains("installed") && r[0].2.contains("batch-mode login"),
+        "{r:?}"
+    );
+    assert!(r[1].2.contains("free in headroom-projects/train"), "{r:?}");
+    assert!(r[2].3.contains("--headroom-path"), "{r:?}");
+    let keys = std::fs::read_to_string(user.home.join(".ssh/authorized_keys")).expect("keys");
+    let public = std::fs::read_to_string(home.path().join("keys/id_ed25519.pub")).expect("pub");
+    assert_eq!(keys.trim(), public.trim(), "installed once");
+    // The password is nowhere in Headroom's files.
+    let grep = Command::new("grep")
+        .args(["-rF", &user.password])
+        .arg(home.path())
+        .output()
+        .expect("grep");
+    assert!(
+        grep.stdout.is_empty(),
+        "the password was stored: {}",
+        String::from_utf8_lossy(&grep.stdout)
+    );
+
+    // Headroom installed there by hand, as the fix says; the migration resumes at that step,
+    // copies the project and makes its environment, and stops where the steps are not built.
+    let bin = user.home.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin");
+    std::fs::copy(env!("CARGO_BIN_EXE_headroom"), bin.join("headroom")).expect("copy");
+    sh(&user.home, &format!("chown -R {0}:{0} bin", user.name));
+    add_host(
+        &home,
+        "box",
+        sshd.port,
+        &user.name,
+        &key,
+        &[
+            "--headroom-path",
+            bin.join("headroom").to_str().expect("utf-8"),
+            "--replace",
+        ],
+    );
+    let (_, v) = migrate(&home, "box", &[], None);
+    let r = ran(&v);
+    assert_eq!(
+        r.iter().map(|x| (x.0.as_str(), x.1)).collect::<Vec<_>>(),
+        [("headroom", true), ("project", true), ("training", false)],
+        "{r:?}"
+    );
+    assert!(
+        r[0].2.contains("headroom") && r[0].2.contains("answers on box"),
+        "{r:?}"
+    );
+    assert!(
+        r[1].2.contains("checksums match") && r[1].2.contains(".venv made"),
+        "{r:?}"
+    );
+    let there = user.home.join("headroom-projects/train");
+    assert!(there.join("train.py").is_file() && there.join(".git").is_dir());
+    assert!(!there.join("data").exists(), "git-ignored data stays here");
+    assert!(
+        !there.join(".venv/marker").exists(),
+        "the local environment stays here"
+    );
+    assert!(
+        there.join(".venv/bin/python").exists(),
+        "the remote made its own"
+    );
+    // The state is kept: the next call starts at the first step not passed.
+    let state = &v["migration"]["steps"];
+    assert_eq!(state["project"]["passed"], true, "{state}");
+
+    // No requirements file: the project step stops with its fix; the copy is there.
+    std::fs::remove_file(proj.join("requirements.txt")).expect("rm");
+    std::fs::write(proj.join("notes.txt"), "new").expect("notes");
+    let (out, v) = migrate(&home, "box", &["--step", "project"], None);
+    assert_eq!(out.status.code(), Some(3));
+    let r = ran(&v);
+    assert!(!r[0].1 && r[0].2.contains("no requirements.txt"), "{r:?}");
+    assert!(r[0].3.contains("pip freeze > requirements.txt"), "{r:?}");
+    assert!(there.join("notes.txt").is_file(), "copied before the stop");
+
+    // A full remote disk: a 1 MiB tmpfs as the remote folder stops the check with its figures.
+    if let Some(fs) = crate::tmpfs::Tmpfs::mount("size=1m") {
+        sh(
+            Path::new("/"),
+            &format!(
+                "chmod 755 {} && chown {}:{} {}",
+                fs.at.parent().expect("parent").display(),
+                user.name,
+                user.name,
+                fs.at.display()
+            ),
+        );
+        std::fs::write(proj.join("data.bin"), vec![1u8; 2 << 20]).expect("big");
+        let dir = fs.at.join("p");
+        let (_, v) = migrate(
+            &home,
+            "box",
+            &["--remote-dir", dir.to_str().expect("utf-8")],
+            None,
+        );
+        let r = ran(&v);
+        assert_eq!(r[0].0, "check", "a new folder checks again: {r:?}");
+        assert!(
+            !r[0].1 && r[0].2.contains("only") && r[0].2.contains("free in"),
+            "{r:?}"
+        );
+        assert!(r[0].3.contains("--remote-dir"), "{r:?}");
+        // Steps before it stand.
+        assert_eq!(v["migration"]["steps"]["key"]["passed"], true);
+    }
+
+    // A port nothing listens on stops at the key step, with ssh's reason.
+    add_host(&home, "dead", free_port(), &user.name, &key, &[]);
+    let (_, v) = migrate(&home, "dead", &[], None);
+    let r = ran(&v);
+    assert_eq!((r[1].0.as_str(), r[1].1), ("key", false), "{r:?}");
+    assert!(
+        r[1].2.to_lowercase().contains("refused") || r[1].2.contains("nothing"),
+        "{r:?}"
+    );
+    // A step out of order is refused with the one to run first.
+    let out = headroom(
+        &home,
+        &[
+            "remote",
+            "migrate",
+            "dead",
+            "--project",
+            "train",
+            "--step",
+            "project",
+        ],
+        None,
+    );
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("needs step key"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,0 +1,941 @@
+//! `headroom remote migrate`: the steps from a host profile to the user's project running on a
+//! freshly rented machine, each one gated on the one before, re-runnable, and failing with its
+//! fix. The state of every step is kept in a file under Headroom's data folder (not in the app's
+//! webview), so the CLI and the app resume where either stopped.
+//!
+//! Built so far: the host, the key (installed the way `ssh-copy-id` does, with a password read
+//! once and never stored), the check (with the free disk in the remote folder), whether Headroom
+//! answers there, and the project copied with `rsync` over the same ssh, verified by checksum,
+//! with its Python environment recreated from its requirements. The remaining steps say so.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::check::{self, sh_quote, CheckOptions};
+use super::HostProfile;
+use crate::project::Project;
+use crate::CoreError;
+
+/// One step of the migration, in order.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    Host,
+    Key,
+    Check,
+    Headroom,
+    Project,
+    Training,
+    Compare,
+    Screen,
+}
+
+impl Step {
+    pub const ALL: [Self; 8] = [
+        Self::Host,
+        Self::Key,
+        Self::Check,
+        Self::Headroom,
+        Self::Project,
+        Self::Training,
+        Self::Compare,
+        Self::Screen,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Host => "host",
+            Self::Key => "key",
+            Self::Check => "check",
+            Self::Headroom => "headroom",
+            Self::Project => "project",
+            Self::Training => "training",
+            Self::Compare => "compare",
+            Self::Screen => "screen",
+        }
+    }
+
+    /// What the step does, for a list.
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Host => "the host profile",
+            Self::Key => "a key that opens it",
+            Self::Check => "reachable, with room in the remote folder",
+            Self::Headroom => "Headroom there",
+            Self::Project => "your project there, verified, with its environment",
+            Self::Training => "your training there",
+            Self::Compare => "here and there side by side",
+            Self::Screen => "the remote screen",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Self, CoreError> {
+        Self::ALL
+            .into_iter()
+            .find(|x| x.as_str() == s)
+            .ok_or_else(|| {
+                CoreError::InvalidInput(format!(
+                    "no migration step {s:?}: the steps are {}",
+                    Self::ALL.map(Self::as_str).join(", ")
+                ))
+            })
+    }
+}
+
+/// How one step went, the last time it ran.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepResult {
+    pub step: Step,
+    pub passed: bool,
+    /// What it found or did, with the figures.
+    pub detail: String,
+    /// What to do about a failure.
+    pub fix: Option<String>,
+    pub at: String,
+    pub seconds: f64,
+}
+
+/// A migration of one project to one host: where it goes and how each step went.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Migration {
+    pub host: String,
+    pub project: String,
+    /// The project's folder on the remote (relative paths start at the login folder).
+    pub remote_dir: String,
+    pub steps: BTreeMap<Step, StepResult>,
+}
+
+impl Migration {
+    pub fn new(host: &str, project: &str, remote_dir: Option<&str>) -> Self {
+        Self {
+            host: host.to_owned(),
+            project: project.to_owned(),
+            remote_dir: remote_dir.map_or_else(|| default_remote_dir(project), str::to_owned),
+            steps: BTreeMap::new(),
+        }
+    }
+
+    /// Where migration state lives: `<data>/migrations/<host>--<project>.json`.
+    pub fn path(host: &str, project: &str) -> Result<PathBuf, CoreError> {
+        Ok(crate::paths::data_dir()?
+            .join("migrations")
+            .join(format!("{host}--{project}.json")))
+    }
+
+    /// The saved state, or a new one; a `remote_dir` given changes where the project goes (and
+    /// the steps that depend on it run again).
+    pub fn load_or_new(
+        host: &str,
+        project: &str,
+        remote_dir: Option<&str>,
+    ) -> Result<Self, CoreError> {
+        let path = Self::path(host, project)?;
+        let mut m = match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str::<Self>(&text).map_err(|e| {
+                CoreError::InvalidInput(format!(
+                    "the migration state in {} is not readable ({e}); delete it to start over",
+                    path.display()
+                ))
+            })?,
+            Err(_) => Self::new(host, project, remote_dir),
+        };
+        if let Some(d) = remote_dir.filter(|d| *d != m.remote_dir) {
+            m.remote_dir = d.to_owned();
+            m.steps.retain(|s, _| *s < Step::Check);
+        }
+        Ok(m)
+    }
+
+    pub fn save(&self) -> Result<(), CoreError> {
+        let path = Self::path(&self.host, &self.project)?;
+        if let Some(dir) = path.parent() {
+            crate::paths::ensure_dir(dir)?;
+        }
+        let text = serde_json::to_string_pretty(self)?;
+        std::fs::write(&path, text).map_err(|source| CoreError::Io {
+            what: "cannot write the migration state",
+            path: path.display().to_string(),
+            source,
+        })
+    }
+
+    /// The first step that has not passed: where a resumed migration goes on.
+    pub fn next_step(&self) -> Option<Step> {
+        Step::ALL
+            .into_iter()
+            .find(|s| !self.steps.get(s).is_some_and(|r| r.passed))
+    }
+
+    /// Whether every step before `step` passed (a step runs only then).
+    pub fn gate(&self, step: Step) -> Result<(), CoreError> {
+        match Step::ALL
+            .into_iter()
+            .take_while(|s| *s < step)
+            .find(|s| !self.steps.get(s).is_some_and(|r| r.passed))
+        {
+            Some(s) => Err(CoreError::InvalidInput(format!(
+                "step {} needs step {} ({}) to pass first: run `headroom remote migrate {} --project {} --step {}`",
+                step.as_str(),
+                s.as_str(),
+                s.title(),
+                self.host,
+                self.project,
+                s.as_str()
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Where a project goes when no folder is given: `headroom-projects/<project>` under the login
+/// folder.
+pub fn default_remote_dir(project: &str) -> String {
+    format!("headroom-projects/{project}")
+}
+
+/// What a step needs.
+pub struct Context<'a> {
+    pub profile: &'a HostProfile,
+    pub project: &'a Project,
+    pub remote_dir: &'a str,
+    /// The password for the key step's install, read once by the caller and never stored.
+    pub password: Option<&'a str>,
+    pub timeout: Duration,
+    /// Progress lines (rsync's, pip's).
+    pub on: &'a mut dyn FnMut(&str),
+}
+
+impl std::fmt::Debug for Context<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("profile", &self.profile.name)
+            .field("project", &self.project.name)
+            .field("remote_dir", &self.remote_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Outcome {
+    passed: bool,
+    detail: String,
+    fix: Option<String>,
+}
+
+fn pass(detail: impl Into<String>) -> Outcome {
+    Outcome {
+        passed: true,
+        detail: detail.into(),
+        fix: None,
+    }
+}
+
+fn fail(detail: impl Into<String>, fix: impl Into<String>) -> Outcome {
+    Outcome {
+        passed: false,
+        detail: detail.into(),
+        fix: Some(fix.into()),
+    }
+}
+
+/// Runs `step` and records how it went in `m` (saved by the caller).
+pub fn run_step(m: &mut Migration, step: Step, ctx: &mut Context<'_>) -> StepResult {
+    let started = Instant::now();
+    let o = match step {
+        Step::Host => host_step(ctx.profile),
+        Step::Key => key_step(ctx),
+        Step::Check => check_step(ctx),
+        Step::Headroom => headroom_step(ctx),
+        Step::Project => project_step(ctx),
+        Step::Training | Step::Compare | Step::Screen => fail(
+            format!("step {} ({}) is not built yet", step.as_str(), step.title()),
+            "run it by hand for now: `headroom run --remote` is planned; `headroom remote vnc NAME` opens the screen",
+        ),
+    };
+    let r = StepResult {
+        step,
+        passed: o.passed,
+        detail: o.detail,
+        fix: o.fix,
+        at: crate::time::now_rfc3339(),
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    m.steps.insert(step, r.clone());
+    // A step run again invalidates the ones after it.
+    if !r.passed {
+        m.steps.retain(|s, _| *s <= step);
+    }
+    r
+}
+
+fn host_step(p: &HostProfile) -> Outcome {
+    match p.validate() {
+        Ok(()) => pass(format!(
+            "{}: {}:{}{}",
+            p.name,
+            p.target(),
+            p.port.unwrap_or(22),
+            p.jump
+                .as_ref()
+                .map(|j| format!(" through {j}"))
+                .unwrap_or_default()
+        )),
+        Err(e) => fail(
+            e.to_string(),
+            format!(
+                "fix the profile: `headroom remote add {} … --replace`",
+                p.name
+            ),
+        ),
+    }
+}
+
+/// `ssh NAME SCRIPT` in batch mode, `stdin` written to the remote command.
+fn remote(
+    p: &HostProfile,
+    script: &str,
+    stdin: Option<&[u8]>,
+    limit: Duration,
+    connect: Duration,
+) -> Result<crate::child::Finished, CoreError> {
+    let mut c = check::ssh_command(p, connect)?;
+    c.arg(&p.name).arg(script);
+    run_fed(&mut c, stdin, limit)
+}
+
+/// Runs `cmd` for at most `limit`, writing `stdin` to it first.
+fn run_fed(
+    cmd: &mut Command,
+    stdin: Option<&[u8]>,
+    limit: Duration,
+) -> Result<crate::child::Finished, CoreError> {
+    let Some(input) = stdin else {
+        return crate::child::run_within(cmd, limit).map_err(|e| spawn_err("ssh", &e));
+    };
+    // Small inputs (a public key): written before waiting, so the pipe never fills.
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| spawn_err("ssh", &e))?;
+    if let Some(mut i) = child.stdin.take() {
+        let _ = i.write_all(input);
+    }
+    let started = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if started.elapsed() < limit => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                break;
+            }
+        }
+    }
+    let out = child.wait_with_output().map_err(|e| spawn_err("ssh", &e))?;
+    Ok(crate::child::Finished {
+        status: (started.elapsed() < limit).then_some(out.status),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
+}
+
+fn spawn_err(what: &str, e: &std::io::Error) -> CoreError {
+    CoreError::InvalidInput(format!(
+        "cannot start {what} ({e}): install OpenSSH's client (and rsync for the project step)"
+    ))
+}
+
+fn key_step(ctx: &mut Context<'_>) -> Outcome {
+    let p = ctx.profile;
+    let login = |t| remote(p, "true", None, t + Duration::from_secs(5), t);
+    let f = match login(ctx.timeout) {
+        Ok(f) => f,
+        Err(e) => return fail(e.to_string(), "install OpenSSH's client"),
+    };
+    if f.success() {
+        return pass(format!("the key opens {} (a batch-mode login)", p.name));
+    }
+    let why = check::classify(p, &f.stderr, f.timed_out(), ctx.timeout);
+    if why.kind != check::FailureKind::Auth {
+        return fail(why.message, why.fix);
+    }
+    let Some(identity) = p.identity.as_deref() else {
+        return fail(
+            format!("{} refused every key offered, and the profile names no key file to install", p.name),
+            format!("give the profile a key: `headroom remote add {} … --identity ~/.ssh/id_ed25519 --replace` (Headroom makes the key when the file does not exist)", p.name),
+        );
+    };
+    let Some(password) = ctx.password else {
+        return fail(
+            format!("{} refused the key {identity}", p.name),
+            format!("install it with your password, typed once and never stored: `headroom remote migrate {} --project {} --step key --password-stdin`, or by hand: `ssh-copy-id -i {identity}.pub {}`", p.name, ctx.project.name, p.target()),
+        );
+    };
+    if let Err(e) = ensure_key(Path::new(identity)) {
+        return fail(e.to_string(), "check that the key's folder is writable");
+    }
+    match install_key(p, Path::new(identity), password, ctx.timeout) {
+        Ok(()) => {}
+        Err(o) => return o,
+    }
+    match login(ctx.timeout) {
+        Ok(f) if f.success() => pass(format!(
+            "installed {identity}.pub in {}'s ~/.ssh/authorized_keys with your password (not stored); a batch-mode login now opens it",
+            p.name
+        )),
+        Ok(f) => fail(
+            format!("the key was installed but {} still refuses it: {}", p.name, f.stderr.trim()),
+            "check the remote's ~/.ssh permissions (700) and authorized_keys (600), and whether its sshd allows public keys",
+        ),
+        Err(e) => fail(e.to_string(), "install OpenSSH's client"),
+    }
+}
+
+/// Makes an ed25519 key at `path` when there is none (no passphrase, as the profile uses it in
+/// batch mode).
+fn ensure_key(path: &Path) -> Result<(), CoreError> {
+    if path.exists() && path.with_extension(pub_ext(path)).exists() {
+        return Ok(());
+    }
+    if let Some(d) = path.parent() {
+        crate::paths::ensure_dir(d)?;
+    }
+    let f = crate::child::run_within(
+        Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-C", "headroom", "-f"])
+            .arg(path),
+        Duration::from_secs(20),
+    )
+    .map_err(|e| spawn_err("ssh-keygen", &e))?;
+    if f.success() {
+        Ok(())
+    } else {
+        Err(CoreError::InvalidInput(format!(
+            "ssh-keygen could not make {}: {}",
+            path.display(),
+            f.stderr.trim()
+        )))
+    }
+}
+
+fn pub_ext(path: &Path) -> String {
+    match path.extension() {
+        Some(e) => format!("{}.pub", e.to_string_lossy()),
+        None => "pub".into(),
+    }
+}
+
+/// Appends the public key of `identity` to the remote's `authorized_keys` (once), logging in with
+/// `password` through an askpass helper that reads it from a FIFO in a private folder: the
+/// password is never written to a file, an argument or the environment.
+fn install_key(
+    p: &HostProfile,
+    identity: &Path,
+    password: &str,
+    timeout: Duration,
+) -> Result<(), Outcome> {
+    let public = std::fs::read(identity.with_extension(pub_ext(identity))).map_err(|e| {
+        fail(
+            format!("cannot read {}.pub: {e}", identity.display()),
+            "make the key again (delete the private key file and run this step again)",
+        )
+    })?;
+    let dir = tempdir().map_err(|e| fail(e, "check that the temp folder is writable"))?;
+    let fifo = dir.join("pw");
+    let askpass = dir.join("askpass");
+    let made = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes())
+        .ok()
+        .is_some_and(|c| unsafe { libc::mkfifo(c.as_ptr(), 0o600) } == 0);
+    let script = format!("#!/bin/sh\ncat {}\n", sh_quote(&fifo.display().to_string()));
+    let wrote = made && std::fs::write(&askpass, script).is_ok() && set_mode(&askpass, 0o700);
+    if !wrote {
+        let _ = std::fs::remove_dir_all(&dir);
+        return Err(fail(
+            "cannot make the private password channel",
+            "check that the temp folder is writable",
+        ));
+    }
+    // The writer blocks until the helper reads; it is unblocked below if ssh never asks.
+    let secret = format!("{password}\n");
+    let fifo_w = fifo.clone();
+    let writer = std::thread::spawn(move || {
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(&fifo_w) {
+            let _ = f.write_all(secret.as_bytes());
+        }
+    });
+    let dir_ssh = match super::ssh_dir() {
+        Ok(d) => d,
+        Err(e) => return Err(fail(e.to_string(), "set HEADROOM_SSH_DIR or HOME")),
+    };
+    let overridden = std::env::var_os(super::SSH_DIR_ENV).is_some_and(|v| !v.is_empty());
+    let mut args = check::ssh_args(&dir_ssh, overridden, timeout);
+    // The password login: no batch mode, no key, one prompt answered by the helper.
+    for a in args.iter_mut() {
+        if a == "BatchMode=yes" {
+            *a = "BatchMode=no".into();
+        }
+    }
+    let mut c = Command::new("ssh");
+    if let Some(j) = &p.jump {
+        c.arg("-o").arg(format!(
+            "ProxyCommand={}",
+            check::proxy_command(&check::ssh_args(&dir_ssh, overridden, timeout), j)
+        ));
+    }
+    c.args(&args)
+        .args([
+            "-o",
+            "PubkeyAuthentication=no",
+            "-o",
+            "PreferredAuthentications=password,keyboard-interactive",
+            "-o",
+            "NumberOfPasswordPrompts=1",
+        ])
+        .arg(&p.name)
+        .arg("umask 077; mkdir -p ~/.ssh && touch ~/.ssh/authorized_keys && read -r k && { grep -qxF \"$k\" ~/.ssh/authorized_keys || printf '%s\\n' \"$k\" >> ~/.ssh/authorized_keys; }")
+        .env("SSH_ASKPASS", &askpass)
+        .env("SSH_ASKPASS_REQUIRE", "force")
+        .env("DISPLAY", std::env::var("DISPLAY").unwrap_or_else(|_| ":0".into()));
+    let f = run_fed(&mut c, Some(&public), timeout + Duration::from_secs(10));
+    // Unblock the writer if the helper never ran, then forget everything.
+    if !writer.is_finished() {
+        let _ = std::fs::File::open(&fifo);
+    }
+    let _ = writer.join();
+    let _ = std::fs::remove_dir_all(&dir);
+    match f {
+        Ok(f) if f.success() => Ok(()),
+        Ok(f) => {
+            let e = f.stderr.trim();
+            if e.contains("Permission denied") {
+                Err(fail(
+                    format!("{} refused the password", p.name),
+                    "type the password again (the rental's login password), or install the key by hand with `ssh-copy-id`",
+                ))
+            } else {
+                let why = check::classify(p, e, f.timed_out(), timeout);
+                Err(fail(why.message, why.fix))
+            }
+        }
+        Err(e) => Err(fail(e.to_string(), "install OpenSSH's client")),
+    }
+}
+
+fn set_mode(path: &Path, mode: u32) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).is_ok()
+}
+
+/// A private (0700) temp folder.
+fn tempdir() -> Result<PathBuf, String> {
+    let base = std::env::temp_dir();
+    for i in 0..100u32 {
+        let d = base.join(format!("headroom-askpass-{}-{i}", std::process::id()));
+        if std::fs::create_dir(&d).is_ok() {
+            if set_mode(&d, 0o700) {
+                return Ok(d);
+            }
+            let _ = std::fs::remove_dir_all(&d);
+        }
+    }
+    Err(format!(
+        "cannot make a private folder in {}",
+        base.display()
+    ))
+}
+
+/// The available KiB in `df -Pk`'s output (POSIX format: the 4th field of the last line).
+pub fn parse_df_available(text: &str) -> Option<u64> {
+    let line = text.lines().rev().find(|l| !l.trim().is_empty())?;
+    let kib: u64 = line.split_whitespace().nth(3)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// Room a project needs on the remote beyond its own bytes (its environment is made there).
+pub const DISK_MARGIN: u64 = 64 << 20;
+
+fn check_step(ctx: &mut Context<'_>) -> Outcome {
+    let p = ctx.profile;
+    let opts = CheckOptions {
+        timeout: ctx.timeout,
+        doctor: false,
+        ..CheckOptions::default()
+    };
+    let r = match check::check(p, &opts) {
+        Ok(r) => r,
+        Err(e) => return fail(e.to_string(), "install OpenSSH's client"),
+    };
+    if !r.ok {
+        let f = r.failure.unwrap_or(check::Failure {
+            kind: check::FailureKind::Other,
+            message: "the check failed".into(),
+            fix: "run `headroom remote check NAME`".into(),
+        });
+        return fail(f.message, f.fix);
+    }
+    let dir = sh_quote(ctx.remote_dir);
+    let df = remote(
+        p,
+        &format!("mkdir -p {dir} && df -Pk {dir}"),
+        None,
+        ctx.timeout + Duration::from_secs(10),
+        ctx.timeout,
+    );
+    let free = match df {
+        Ok(f) if f.success() => parse_df_available(&f.stdout),
+        Ok(f) => {
+            return fail(
+                format!(
+                    "cannot make the remote folder {}: {}",
+                    ctx.remote_dir,
+                    f.stderr.trim()
+                ),
+                "choose a folder the remote user may write: --remote-dir DIR",
+            )
+        }
+        Err(e) => return fail(e.to_string(), "install OpenSSH's client"),
+    };
+    let need = project_bytes(&ctx.project.dir).saturating_add(DISK_MARGIN);
+    let fmt = crate::budget::format_bytes;
+    let figures = format!(
+        "{}: RTT {}, {} {}, {} memory",
+        p.name,
+        r.rtt_ms
+            .map_or_else(|| "?".into(), |v| format!("{v:.1} ms")),
+        r.os.as_deref().unwrap_or("?"),
+        r.arch.as_deref().unwrap_or("?"),
+        r.memory_bytes.map_or_else(|| "?".into(), fmt)
+    );
+    match free {
+        Some(f) if f >= need => pass(format!(
+            "{figures}; {} free in {} (the project needs {})",
+            fmt(f),
+            ctx.remote_dir,
+            fmt(need)
+        )),
+        Some(f) => fail(
+            format!(
+                "{figures}; only {} free in {} on {}, and the project needs {} (its files and {} for its environment)",
+                fmt(f),
+                ctx.remote_dir,
+                p.name,
+                fmt(need),
+                fmt(DISK_MARGIN)
+            ),
+            "free space there, or choose a folder on a larger disk with --remote-dir DIR",
+        ),
+        None => fail(
+            format!("{figures}; `df -Pk {}` gave no free-space figure", ctx.remote_dir),
+            "check that the remote has a POSIX df",
+        ),
+    }
+}
+
+fn headroom_step(ctx: &mut Context<'_>) -> Outcome {
+    let p = ctx.profile;
+    let hr = check::remote_headroom(p);
+    let f = remote(
+        p,
+        &format!("{} --version", sh_quote(&hr)),
+        None,
+        ctx.timeout + Duration::from_secs(20),
+        ctx.timeout,
+    );
+    match f {
+        Ok(f) if f.success() => pass(format!("{} answers on {}", f.stdout.trim(), p.name)),
+        Ok(f) => fail(
+            format!("`{hr} --version` does not answer on {}: {}", p.name, last_line(&f.stderr)),
+            format!("install Headroom there (copy the bundle: the .deb on Linux, Headroom.app on macOS, built by `bash scripts/bundle.sh`), or name where it is: `headroom remote add {} … --headroom-path PATH --replace`; installing it from here is not built yet", p.name),
+        ),
+        Err(e) => fail(e.to_string(), "install OpenSSH's client"),
+    }
+}
+
+fn last_line(s: &str) -> &str {
+    s.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+}
+
+/// Folders never copied: environments and caches that the remote makes for itself.
+pub const NEVER_COPIED: &[&str] = &[
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".ipynb_checkpoints",
+    ".mypy_cache",
+    ".pytest_cache",
+    "node_modules",
+];
+
+/// What `rsync` leaves out of the project: [`NEVER_COPIED`] and, in a git repository, what git
+/// ignores (`.git` itself is kept).
+pub fn excludes(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = NEVER_COPIED.iter().map(|s| format!("/{s}/")).collect();
+    out.extend(NEVER_COPIED.iter().map(|s| format!("{s}/")));
+    if let Ok(f) = crate::child::run_within(
+        Command::new("git").arg("-C").arg(dir).args([
+            "ls-files",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+            "--directory",
+        ]),
+        Duration::from_secs(20),
+    ) {
+        if f.success() {
+            out.extend(
+                f.stdout
+                    .lines()
+                    .filter(|l| !l.is_empty())
+                    .map(|l| format!("/{}", l.trim_end_matches('/'))),
+            );
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Bytes of the files the project step copies (an estimate: [`NEVER_COPIED`] left out).
+pub fn project_bytes(dir: &Path) -> u64 {
+    fn walk(d: &Path, top: bool) -> u64 {
+        let Ok(rd) = std::fs::read_dir(d) else {
+            return 0;
+        };
+        rd.flatten()
+            .map(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                match e.file_type() {
+                    Ok(t) if t.is_dir() => {
+                        if NEVER_COPIED.contains(&name.as_ref()) || (top && name == "target") {
+                            0
+                        } else {
+                            walk(&e.path(), false)
+                        }
+                    }
+                    Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+                    _ => 0,
+                }
+            })
+            .sum()
+    }
+    walk(dir, true)
+}
+
+/// The `-e` command rsync runs: the same ssh, quoted for rsync's own splitting.
+fn rsync_shell(p: &HostProfile, timeout: Duration) -> Result<String, CoreError> {
+    let dir = super::ssh_dir()?;
+    let overridden = std::env::var_os(super::SSH_DIR_ENV).is_some_and(|v| !v.is_empty());
+    let args = check::ssh_args(&dir, overridden, timeout);
+    let mut parts = vec!["ssh".to_owned()];
+    if let Some(j) = &p.jump {
+        parts.push("-o".into());
+        parts.push(sh_quote(&format!(
+            "ProxyCommand={}",
+            check::proxy_command(&args, j)
+        )));
+    }
+    parts.extend(args.iter().map(|a| sh_quote(a)));
+    Ok(parts.join(" "))
+}
+
+fn rsync(
+    p: &HostProfile,
+    src: &Path,
+    dest: &str,
+    excludes: &[String],
+    extra: &[&str],
+    timeout: Duration,
+) -> Result<crate::child::Finished, CoreError> {
+    let mut c = Command::new("rsync");
+    c.arg("-a")
+        .args(extra)
+        .arg("-e")
+        .arg(rsync_shell(p, timeout)?);
+    for e in excludes {
+        c.arg(format!("--exclude={e}"));
+    }
+    c.arg(format!("{}/", src.display()))
+        .arg(format!("{}:{}/", p.name, dest));
+    crate::child::run_within(&mut c, Duration::from_secs(3600)).map_err(|e| spawn_err("rsync", &e))
+}
+
+/// The requirements file the remote environment is made from.
+pub const REQUIREMENTS: &str = "requirements.txt";
+
+fn project_step(ctx: &mut Context<'_>) -> Outcome {
+    let p = ctx.profile;
+    let src = &ctx.project.dir;
+    if !src.is_dir() {
+        return fail(
+            format!("the project folder {} does not exist here", src.display()),
+            format!(
+                "fix the project: `headroom project add {} --dir DIR … --replace`",
+                ctx.project.name
+            ),
+        );
+    }
+    let ex = excludes(src);
+    (ctx.on)(&format!(
+        "copying {} to {}:{} (rsync over ssh)",
+        src.display(),
+        p.name,
+        ctx.remote_dir
+    ));
+    let copy = match rsync(p, src, ctx.remote_dir, &ex, &["--stats"], ctx.timeout) {
+        Ok(f) => f,
+        Err(e) => return fail(e.to_string(), "install rsync here and on the remote"),
+    };
+    if !copy.success() {
+        let e = last_line(&copy.stderr);
+        let fix = if e.contains("No space left") {
+            "free space there, or choose a folder on a larger disk with --remote-dir DIR"
+        } else if e.contains("rsync: command not found") || e.contains("rsync: not found") {
+            "install rsync on the remote (macOS has it; Debian: apt install rsync)"
+        } else {
+            "run the step again; if it fails the same way, copy the folder by hand with rsync"
+        };
+        return fail(format!("the copy to {} failed: {e}", p.name), fix);
+    }
+    let files = copy
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Number of regular files transferred: "))
+        .map(|n| n.replace(',', ""))
+        .unwrap_or_else(|| "?".into());
+    // The copied tree against this one, file by file by checksum.
+    let verify = match rsync(
+        p,
+        src,
+        ctx.remote_dir,
+        &ex,
+        &["--checksum", "--dry-run", "--itemize-changes"],
+        ctx.timeout,
+    ) {
+        Ok(f) => f,
+        Err(e) => return fail(e.to_string(), "install rsync here and on the remote"),
+    };
+    let differ: Vec<&str> = verify
+        .stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with(".d"))
+        .collect();
+    if !verify.success() || !differ.is_empty() {
+        return fail(
+            format!(
+                "the copy on {} differs from the project here by checksum ({} file(s): {})",
+                p.name,
+                differ.len(),
+                differ
+                    .iter()
+                    .take(3)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+            "run the step again (it copies what differs)",
+        );
+    }
+    let copied = format!(
+        "copied {} to {}:{} ({files} file(s) sent, .git kept, {} left out), checksums match",
+        src.display(),
+        p.name,
+        ctx.remote_dir,
+        if ex.is_empty() {
+            "nothing".into()
+        } else {
+            format!("{} ignored or environment path(s)", ex.len())
+        }
+    );
+    if !src.join(REQUIREMENTS).is_file() {
+        return fail(
+            format!("{copied}; but the project has no {REQUIREMENTS} to make its environment from"),
+            format!("write one in {} (`python -m pip freeze > {REQUIREMENTS}` in the project's environment, or list what it imports) and run this step again", src.display()),
+        );
+    }
+    (ctx.on)(&format!(
+        "making the environment on {} from {REQUIREMENTS}",
+        p.name
+    ));
+    let dir = sh_quote(ctx.remote_dir);
+    let env = remote(
+        p,
+        &format!("cd {dir} && python3 -m venv .venv && .venv/bin/python -m pip install --disable-pip-version-check -q -r {REQUIREMENTS}"),
+        None,
+        Duration::from_secs(3600),
+        ctx.timeout,
+    );
+    match env {
+        Ok(f) if f.success() => pass(format!(
+            "{copied}; environment {}/.venv made from {REQUIREMENTS}",
+            ctx.remote_dir
+        )),
+        Ok(f) => fail(
+            format!("{copied}; but its environment could not be made on {}: {}", p.name, last_line(&f.stderr)),
+            "install Python 3 with venv on the remote (Debian: apt install python3-venv; macOS: python.org or Homebrew), or fix the requirement pip names, then run this step again",
+        ),
+        Err(e) => fail(e.to_string(), "install OpenSSH's client"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn df_gives_the_available_bytes() {
+        let linux = "Filesystem     1024-blocks    Used Available Capacity Mounted on\ntmpfs                 1024       4      1020       1% /tmp/x\n";
+        assert_eq!(parse_df_available(linux), Some(1020 * 1024));
+        let macos = "Filesystem   1024-blocks      Used Available Capacity  Mounted on\n/dev/disk3s5  482797652 301471328 148893612    67%    /System/Volumes/Data\n";
+        assert_eq!(parse_df_available(macos), Some(148_893_612 * 1024));
+        assert_eq!(parse_df_available(""), None);
+        assert_eq!(
+            parse_df_available("df: /nope: No such file or directory"),
+            None
+        );
+    }
+
+    #[test]
+    fn steps_run_in_order_and_each_waits_for_the_ones_before() {
+        let mut m = Migration::new("box", "train", None);
+        assert_eq!(m.remote_dir, "headroom-projects/train");
+        assert_eq!(m.next_step(), Some(Step::Host));
+        assert!(m.gate(Step::Host).is_ok());
+        let e = m.gate(Step::Project).expect_err("gated").to_string();
+        assert!(e.contains("needs step host"), "{e}");
+        for s in [Step::Host, Step::Key] {
+            m.steps.insert(
+                s,
+                StepResult {
+                    step: s,
+                    passed: true,
+                    detail: String::new(),
+                    fix: None,
+                    at: String::new(),
+                    seconds: 0.0,
+                },
+            );
+        }
+        assert_eq!(m.next_step(), Some(Step::Check));
+        assert!(m.gate(Step::Check).is_ok());
+        assert!(m.gate(Step::Headroom).is_err());
+        assert_eq!(Step::parse("project").ok(), Some(Step::Project));
+        assert!(Step::parse("nope")
+            .expect_err("bad")
+            .to_string()
+            .contains("host, key, check"));
+    }
+}
