@@ -12,7 +12,20 @@ use crate::common::Home;
 use crate::sshd::{free_port, FreshUser, Sshd};
 
 fn headroom(home: &Home, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut c = home.cmd(args);
+    headroom_from(env!("CARGO_BIN_EXE_headroom").as_ref(), home, args, stdin)
+}
+
+/// `headroom` run from `program` (a copy laid out as an installed bundle), with `home`'s
+/// environment.
+fn headroom_from(program: &Path, home: &Home, args: &[&str], stdin: Option<&str>) -> Output {
+    let base = home.cmd(args);
+    let mut c = Command::new(program);
+    c.args(args).current_dir(home.path());
+    for (k, v) in base.get_envs() {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
     c.env("HEADROOM_SSH_DIR", home.path().join("ssh"));
     c.stdin(if stdin.is_some() {
         Stdio::piped()
@@ -35,9 +48,25 @@ fn headroom(home: &Home, args: &[&str], stdin: Option<&str>) -> Output {
 }
 
 fn migrate(home: &Home, name: &str, extra: &[&str], stdin: Option<&str>) -> (Output, Value) {
+    migrate_from(
+        env!("CARGO_BIN_EXE_headroom").as_ref(),
+        home,
+        name,
+        extra,
+        stdin,
+    )
+}
+
+fn migrate_from(
+    program: &Path,
+    home: &Home,
+    name: &str,
+    extra: &[&str],
+    stdin: Option<&str>,
+) -> (Output, Value) {
     let mut args = vec!["remote", "migrate", name, "--project", "train", "--json"];
     args.extend_from_slice(extra);
-    let out = headroom(home, &args, stdin);
+    let out = headroom_from(program, home, &args, stdin);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "{e}: {}\n{}",
@@ -196,7 +225,12 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
         "{r:?}"
     );
     assert!(r[1].2.contains("free in headroom-projects/train"), "{r:?}");
-    assert!(r[2].3.contains("--headroom-path"), "{r:?}");
+    // This test's Headroom is a development build: it says it cannot be copied, and what to do.
+    assert!(r[2].2.contains("development build"), "{r:?}");
+    assert!(
+        r[2].3.contains("installed Headroom") && r[2].3.contains("--headroom-path"),
+        "{r:?}"
+    );
     let keys = std::fs::read_to_string(user.home.join(".ssh/authorized_keys")).expect("keys");
     let public = std::fs::read_to_string(home.path().join("keys/id_ed25519.pub")).expect("pub");
     assert_eq!(keys.trim(), public.trim(), "installed once");
@@ -212,25 +246,22 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
         String::from_utf8_lossy(&grep.stdout)
     );
 
-    // Headroom installed there by hand, as the fix says; the migration resumes at that step,
-    // copies the project and makes its environment, and stops where the steps are not built.
-    let bin = user.home.join("bin");
-    std::fs::create_dir_all(&bin).expect("bin");
-    std::fs::copy(env!("CARGO_BIN_EXE_headroom"), bin.join("headroom")).expect("copy");
-    sh(&user.home, &format!("chown -R {0}:{0} bin", user.name));
-    add_host(
-        &home,
-        "box",
-        sshd.port,
-        &user.name,
-        &key,
-        &[
-            "--headroom-path",
-            bin.join("headroom").to_str().expect("utf-8"),
-            "--replace",
-        ],
-    );
-    let (_, v) = migrate(&home, "box", &[], None);
+    // From an installed bundle's layout (bin/headroom, bin/headroom-worker, lib/headroom/), the
+    // step copies Headroom and its libraries there and names the new path in the profile; the
+    // migration goes on to copy the project and make its environment, and stops where the steps
+    // are not built.
+    let bundle = home.path().join("bundle");
+    std::fs::create_dir_all(bundle.join("bin")).expect("bin");
+    std::fs::create_dir_all(bundle.join("lib/headroom")).expect("lib");
+    let built = Path::new(env!("CARGO_BIN_EXE_headroom"));
+    std::fs::copy(built, bundle.join("bin/headroom")).expect("headroom");
+    std::fs::copy(
+        built.with_file_name("headroom-worker"),
+        bundle.join("bin/headroom-worker"),
+    )
+    .expect("worker");
+    std::fs::write(bundle.join("lib/headroom/libtorch_marker.so"), "a library").expect("lib");
+    let (_, v) = migrate_from(&bundle.join("bin/headroom"), &home, "box", &[], None);
     let r = ran(&v);
     assert_eq!(
         r.iter().map(|x| (x.0.as_str(), x.1)).collect::<Vec<_>>(),
@@ -238,8 +269,23 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
         "{r:?}"
     );
     assert!(
-        r[0].2.contains("headroom") && r[0].2.contains("answers on box"),
+        r[0].2.contains("answers there") && r[0].2.contains(".headroom/bin/headroom"),
         "{r:?}"
+    );
+    let copied = user.home.join(".headroom");
+    assert!(copied.join("bin/headroom").is_file() && copied.join("bin/headroom-worker").is_file());
+    assert_eq!(
+        std::fs::read_to_string(copied.join("lib/headroom/libtorch_marker.so"))
+            .ok()
+            .as_deref(),
+        Some("a library"),
+        "the libraries sit where the worker's rpath ($ORIGIN/../lib/headroom) looks"
+    );
+    let out = headroom(&home, &["remote", "show", "box", "--json"], None);
+    let shown: Value = serde_json::from_slice(&out.stdout).expect("show json");
+    assert!(
+        shown.to_string().contains(".headroom/bin/headroom"),
+        "{shown}"
     );
     assert!(
         r[1].2.contains("checksums match") && r[1].2.contains(".venv made"),
