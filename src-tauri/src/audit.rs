@@ -190,9 +190,36 @@ fn every_command_with_arguments_refuses_bad_values_as_the_cli_does() {
             &["remote", "rm", "--", name],
         );
     }
-    let e = block_on(crate::remote::migration(format!("x; touch {s}"), None))
-        .expect_err("a hostile name in the migration commands");
-    assert_eq!(e.code, "invalid_input", "{e:?}");
+    // The migration wizard: a hostile host name is refused as `remote migrate` refuses it.
+    for name in ["nosuch", "-oProxyCommand=sh", &format!("x; touch {s}")] {
+        same_refusal(
+            &home,
+            block_on(crate::remote::migration_state(name.to_owned(), "p".into())),
+            "invalid_input",
+            &["remote", "migrate", "--project", "p", "--", name],
+        );
+        same_refusal(
+            &home,
+            block_on(crate::remote::run_migration_step(
+                name.to_owned(),
+                "p".into(),
+                headroom_core::remote::migrate::Step::Host,
+                None,
+                None,
+            )),
+            "invalid_input",
+            &[
+                "remote",
+                "migrate",
+                "--project",
+                "p",
+                "--step",
+                "host",
+                "--",
+                name,
+            ],
+        );
+    }
 
     // Ledger commands: the same message for the same bad format; ids that name nothing.
     same_refusal(

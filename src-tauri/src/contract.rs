@@ -68,7 +68,8 @@ contract! {
     remote::list_keys() -> Vec<KeyInfo>;
     remote::make_key() -> KeyInfo;
     remote::check_host(name: arg String) -> CheckReport;
-    remote::migration(name: arg String, project: arg Option<String>) -> MigrationCommands;
+    remote::migration_state(name: arg String, project: arg String) -> Migration;
+    remote::run_migration_step(name: arg String, project: arg String, step: arg Step, password: arg Option<String>, remote_dir: arg Option<String>) -> Migration;
     remote::open_vnc(name: arg String) -> String;
     remote::close_vnc() -> bool;
     about::about() -> About;
@@ -87,11 +88,12 @@ use {
     headroom_core::ledger::RunRecord,
     headroom_core::project::Project,
     headroom_core::readiness::Report,
+    headroom_core::remote::migrate::{Migration, Step},
     headroom_core::remote::{check::CheckReport, HostProfile},
     ledger::{Comparison, RunReport},
     memory::{EpochsForm, MemorySnapshot, ProcessInfo},
     overview::OverviewSnapshot,
-    remote::{KeyInfo, MigrationCommands},
+    remote::KeyInfo,
 };
 
 /// One command of the contract.

@@ -1,4 +1,4 @@
-//! The Remote panel's commands: host profiles, keys, checks, the migration commands to show, and
+//! The Remote panel's commands: host profiles, keys, checks, the migration wizard's steps, and
 //! the VNC tunnel. Thin adapters over `headroom_core::remote`; blocking work runs off the main
 //! thread.
 
@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use headroom_core::remote::check::{check, record, CheckOptions, CheckReport};
+use headroom_core::remote::migrate::{run_step, Context, Migration, Step};
 use headroom_core::remote::vnc::{open_tunnel, opener, Tunnel};
 use headroom_core::remote::{ssh_dir, sshconfig, HostProfile, Hosts};
 use serde::{Deserialize, Serialize};
@@ -158,76 +159,53 @@ pub async fn check_host(name: String) -> Result<CheckReport, AppError> {
     .await
 }
 
-/// The exact commands that put the project on the host.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
-pub struct MigrationCommands {
-    pub project: String,
-    pub rsync: String,
-    /// Present when the project is a git checkout with an `origin`.
-    pub git: Option<String>,
-    pub venv: String,
-}
-
-/// Quotes a word for the user's shell when it needs it.
-fn shell_word(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:@~+=,".contains(c))
-    {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
-/// The commands for `project` (a folder here) and host `name`; `origin` is its git remote URL.
-pub fn migration_commands(name: &str, project: &Path, origin: Option<&str>) -> MigrationCommands {
-    let folder = project
-        .file_name()
-        .map_or_else(|| "project".into(), |f| f.to_string_lossy().into_owned());
-    let dest = format!("{name}:{}/", shell_word(&folder));
-    MigrationCommands {
-        project: project.display().to_string(),
-        rsync: format!(
-            "rsync -az --info=progress2 --exclude .venv --exclude __pycache__ --exclude .git {}/ {dest}",
-            shell_word(&project.display().to_string())
-        ),
-        git: origin.map(|o| {
-            format!(
-                "ssh {name} -- git clone {} {}",
-                shell_word(o),
-                shell_word(&folder)
-            )
-        }),
-        venv: format!(
-            "ssh {name} -- 'cd {} && python3 -m venv .venv && .venv/bin/pip install -r requirements.txt'",
-            shell_word(&folder).replace('\'', "")
-        ),
-    }
-}
-
-/// The migration commands for the app's working folder (the project it was started in).
+/// The migration of `project` to host `name` as saved, or a new one (every step pending): the
+/// wizard's state lives in Headroom's folder, so it resumes where the CLI or the app stopped.
 #[tauri::command]
-pub async fn migration(
-    name: String,
-    project: Option<String>,
-) -> Result<MigrationCommands, AppError> {
+pub async fn migration_state(name: String, project: String) -> Result<Migration, AppError> {
     blocking(move || {
-        headroom_core::remote::check_name(&name)?;
-        let dir = project
-            .map(PathBuf::from)
-            .or_else(|| std::env::current_dir().ok())
-            .unwrap_or_else(|| PathBuf::from("."));
-        let origin = std::process::Command::new("git")
-            .args(["-C"])
-            .arg(&dir)
-            .args(["remote", "get-url", "origin"])
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-            .filter(|s| !s.is_empty());
-        Ok(migration_commands(&name, &dir, origin.as_deref()))
+        Hosts::load()?.get(&name)?;
+        headroom_core::project::get(&project)?;
+        Ok(Migration::load_or_new(&name, &project, None)?)
+    })
+    .await
+}
+
+/// Runs one step of the migration (only once the steps before it passed), saves how it went
+/// and returns the whole state. `password` (the key step's) is used once and never kept;
+/// `remote_dir` moves the project's folder there (the steps from the check on run again).
+#[tauri::command]
+pub async fn run_migration_step(
+    name: String,
+    project: String,
+    step: Step,
+    password: Option<String>,
+    remote_dir: Option<String>,
+) -> Result<Migration, AppError> {
+    blocking(move || {
+        let hosts = Hosts::load()?;
+        let p = hosts.get(&name)?.clone();
+        sshconfig::sync(&ssh_dir()?, hosts.list())?;
+        let proj = headroom_core::project::get(&project)?;
+        let mut m = Migration::load_or_new(
+            &name,
+            &project,
+            remote_dir.as_deref().filter(|d| !d.trim().is_empty()),
+        )?;
+        m.gate(step)?;
+        let dir = m.remote_dir.clone();
+        let mut quiet = |_: &str| {};
+        let mut ctx = Context {
+            profile: &p,
+            project: &proj,
+            remote_dir: &dir,
+            password: password.as_deref().filter(|p| !p.is_empty()),
+            timeout: Duration::from_secs(10),
+            on: &mut quiet,
+        };
+        run_step(&mut m, step, &mut ctx);
+        m.save()?;
+        Ok(m)
     })
     .await
 }
@@ -268,30 +246,6 @@ pub async fn close_vnc(state: State<'_, AppState>) -> Result<bool, AppError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_commands_to_show_are_exact_and_quoted() {
-        let m = migration_commands(
-            "rented-m4",
-            Path::new("/Users/ada/My Project"),
-            Some("git@github.com:ada/proj.git"),
-        );
-        assert_eq!(
-            m.rsync,
-            "rsync -az --info=progress2 --exclude .venv --exclude __pycache__ --exclude .git '/Users/ada/My Project'/ rented-m4:'My Project'/"
-        );
-        assert_eq!(
-            m.git.as_deref(),
-            Some("ssh rented-m4 -- git clone git@github.com:ada/proj.git 'My Project'")
-        );
-        let plain = migration_commands("box", Path::new("/srv/proj"), None);
-        assert!(plain.git.is_none());
-        assert!(
-            plain.rsync.ends_with(" /srv/proj/ box:proj/"),
-            "{}",
-            plain.rsync
-        );
-    }
 
     #[test]
     fn a_key_is_made_once_and_never_overwritten() {

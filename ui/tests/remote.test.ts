@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import type { CheckReport } from "../src/backend";
+import type { CheckReport, HostProfile } from "../src/backend";
 import { mockBackend } from "../src/backend/mock";
 import { checkText, remotePanel } from "../src/panels/remote";
 
@@ -39,7 +39,6 @@ describe("remote panel", () => {
     expect(p.root.querySelector<HTMLElement>('[data-testid="step-3"]')?.hidden).toBe(false);
     expect(p.root.querySelector('[data-testid="public-key"]')?.textContent).toBe("ssh-ed25519 AAAA ada");
     expect(p.root.querySelector('[data-testid="copy-id"]')?.textContent).toBe("ssh-copy-id -i /home/ada/.ssh/id_ed25519.pub box");
-    expect(p.root.querySelector('[data-testid="migration-rsync"]')?.textContent).toBe("rsync -az /p/ box:p/");
     click(p.root, "check-host");
     await flush();
     const r = p.root.querySelector<HTMLElement>('[data-testid="check-result"]');
@@ -66,5 +65,82 @@ describe("remote panel", () => {
     expect(
       checkText({ ...ok, ok: false, failure: { kind: "auth", message: "ada@h refused every key offered", fix: "install your public key" } }),
     ).toBe("ada@h refused every key offered. Fix: install your public key");
+  });
+});
+
+const q = (root: HTMLElement, testid: string) => root.querySelector<HTMLElement>(`[data-testid="${testid}"]`);
+
+describe("migration wizard", () => {
+  const project = { name: "train", dir: "/home/ada/train", python: null, command: ["python", "train.py", "--batch-size", "{batch}"] };
+  const host: HostProfile = { name: "box", host: "127.0.0.1", port: 2222, user: "ada", identity: null, jump: null, vnc_port: 5900, headroom_path: null, notes: "" };
+
+  it("runs each step, waits for it to pass before Next, asks the key step for the password once, and shows a fix", async () => {
+    const b = mockBackend({
+      hosts: [host],
+      projects: [project],
+      steps: {
+        key: (pw) =>
+          pw
+            ? { passed: true, detail: "installed ~/.ssh/headroom_ed25519.pub; a batch-mode login now opens it" }
+            : { passed: false, detail: "box refused the key", fix: "type the login password and run the step again" },
+        headroom: () => ({ passed: false, detail: "`headroom --version` does not answer on box", fix: "install Headroom there" }),
+      },
+    });
+    const p = remotePanel(b, () => {});
+    await p.load();
+    await flush();
+    expect(b.calls).toContain("migrationState box train");
+    const steps = () => [...p.root.querySelectorAll<HTMLElement>('[data-testid="wizard-step"]')].map((li) => li.dataset.state);
+    expect(steps()).toEqual(Array(8).fill("pending"));
+    expect(q(p.root, "wizard-title")?.textContent).toBe("1 · The host profile");
+    expect((q(p.root, "wizard-next") as HTMLButtonElement).disabled).toBe(true);
+    click(p.root, "wizard-run");
+    await flush();
+    expect(steps()[0]).toBe("passed");
+    expect((q(p.root, "wizard-next") as HTMLButtonElement).disabled).toBe(false);
+    click(p.root, "wizard-next");
+    // The key step: without a password it fails with its fix, and Next stays off.
+    expect(q(p.root, "wizard-title")?.textContent).toBe("2 · A key that opens it");
+    expect(q(p.root, "wizard-password")?.closest("label")?.hidden).toBe(false);
+    click(p.root, "wizard-run");
+    await flush();
+    expect(q(p.root, "wizard-detail")?.textContent).toBe("box refused the key");
+    expect(q(p.root, "wizard-fix")?.textContent).toBe("Fix: type the login password and run the step again");
+    expect((q(p.root, "wizard-next") as HTMLButtonElement).disabled).toBe(true);
+    // With it: passed, and the field is emptied.
+    set(p.root, "wizard-password", "s3cret");
+    click(p.root, "wizard-run");
+    await flush();
+    expect(b.calls).toContain("runMigrationStep box train key with a password");
+    expect((q(p.root, "wizard-password") as HTMLInputElement).value).toBe("");
+    expect(steps().slice(0, 2)).toEqual(["passed", "passed"]);
+    click(p.root, "wizard-next");
+    click(p.root, "wizard-run");
+    await flush();
+    click(p.root, "wizard-next");
+    expect(q(p.root, "wizard-password")?.closest("label")?.hidden).toBe(true);
+    click(p.root, "wizard-run");
+    await flush();
+    expect(steps().slice(0, 4)).toEqual(["passed", "passed", "passed", "failed"]);
+    expect(q(p.root, "wizard-fix")?.textContent).toBe("Fix: install Headroom there");
+    // Back to a passed step, then forward again only as far as the failed one.
+    click(p.root, "wizard-back");
+    expect(q(p.root, "wizard-title")?.textContent).toBe("3 · Reachable, with room in the remote folder");
+    click(p.root, "wizard-next");
+    expect((q(p.root, "wizard-next") as HTMLButtonElement).disabled).toBe(true);
+    // A popover opened later resumes at the first step not passed.
+    const again = remotePanel(b, () => {});
+    await again.load();
+    await flush();
+    expect(q(again.root, "wizard-title")?.textContent).toBe("4 · Headroom there");
+  });
+
+  it("asks for a project first when there is none", async () => {
+    const b = mockBackend({ hosts: [host] });
+    const p = remotePanel(b, () => {});
+    await p.load();
+    await flush();
+    expect(q(p.root, "wizard")?.textContent).toContain("Add a project in the bar at the top first");
+    expect(q(p.root, "wizard-run")?.closest(".wizard-card")?.hasAttribute("hidden")).toBe(true);
   });
 });

@@ -18,7 +18,7 @@ const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 mod sshd;
 #[path = "../../support/tmpfs.rs"]
 mod tmpfs;
-use sshd::{whoami, Sshd};
+use sshd::{whoami, FreshUser, Sshd};
 
 fn env_path(key: &str) -> PathBuf {
     PathBuf::from(
@@ -767,11 +767,13 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
     }
     s.click(&s.wait(r#"[data-testid="add-host"]"#, 5));
     s.wait(r#"[data-testid="host-row"][data-name="box"]"#, 10);
-    let rsync = s.wait(r#"[data-testid="migration-rsync"]"#, 10);
+    // No project in this home: the wizard asks for one first.
+    let wizard = s.wait(r#"[data-testid="wizard"]"#, 10);
     assert!(
-        s.text(&rsync).starts_with("rsync -az"),
+        s.text(&wizard)
+            .contains("Add a project in the bar at the top first"),
         "{}",
-        s.text(&rsync)
+        s.text(&wizard)
     );
     s.click(&s.wait(r#"[data-testid="make-key"]"#, 5));
     let copy_id = s.wait(r#"[data-testid="copy-id"]"#, 20);
@@ -1054,6 +1056,65 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
         "{speed_text}"
     );
     s.screenshot(&out.join("project_compare.png"));
+
+    // The migration wizard moves this project to a really fresh host (a user made for the test,
+    // an empty home, a password), step by step in the Remote panel.
+    if let Some(user) = FreshUser::create() {
+        let sshd = Sshd::start_with_passwords();
+        s.click(&s.wait(r#"[data-testid="tab-remote"]"#, 5));
+        let key = home.path().join("ssh/wizard_ed25519");
+        for (id, value) in [
+            ("host-name", "fresh".to_owned()),
+            ("host-host", "127.0.0.1".to_owned()),
+            ("host-port", sshd.port.to_string()),
+            ("host-user", user.name.clone()),
+            ("host-identity", key.display().to_string()),
+        ] {
+            s.type_into(&s.wait(&format!(r#"[data-testid="{id}"]"#), 5), &value);
+        }
+        s.click(&s.wait(r#"[data-testid="add-host"]"#, 5));
+        s.wait(r#"[data-testid="host-row"][data-name="fresh"]"#, 10);
+        s.wait(r#"[data-testid="wizard-title"]"#, 10);
+        let step_state = |step: &str, want: &str, secs: u64| {
+            s.wait(
+                &format!(r#"[data-testid="wizard-step"][data-step="{step}"][data-state="{want}"]"#),
+                secs,
+            )
+        };
+        s.click(&s.wait(r#"[data-testid="wizard-run"]"#, 5));
+        step_state("host", "passed", 20);
+        s.click(&s.wait(r#"[data-testid="wizard-next"]"#, 5));
+        // The key: refused without the password, installed with it (typed once).
+        s.click(&s.wait(r#"[data-testid="wizard-run"]"#, 5));
+        step_state("key", "failed", 30);
+        let fix = s.read(r#"[data-testid="wizard-fix"]"#, "hidden").0;
+        assert!(fix.contains("password"), "{fix}");
+        s.screenshot(&out.join("wizard_key_refused.png"));
+        s.type_into(
+            &s.wait(r#"[data-testid="wizard-password"]"#, 5),
+            &user.password,
+        );
+        s.click(&s.wait(r#"[data-testid="wizard-run"]"#, 5));
+        step_state("key", "passed", 40);
+        s.click(&s.wait(r#"[data-testid="wizard-next"]"#, 5));
+        s.click(&s.wait(r#"[data-testid="wizard-run"]"#, 5));
+        step_state("check", "passed", 60);
+        let checked = s.read(r#"[data-testid="wizard-detail"]"#, "data-state").0;
+        assert!(
+            checked.contains("free in headroom-projects/mlp-cifar"),
+            "{checked}"
+        );
+        s.click(&s.wait(r#"[data-testid="wizard-next"]"#, 5));
+        // This app's Headroom is a development build: the step says what to install instead.
+        s.click(&s.wait(r#"[data-testid="wizard-run"]"#, 5));
+        step_state("headroom", "failed", 60);
+        let fix = s.read(r#"[data-testid="wizard-fix"]"#, "hidden").0;
+        assert!(fix.contains("installed Headroom"), "{fix}");
+        s.screenshot(&out.join("wizard_headroom.png"));
+        let keys = std::fs::read_to_string(user.home.join(".ssh/authorized_keys"))
+            .expect("the key installed on the fresh host");
+        assert!(keys.contains("ssh-ed25519 "), "{keys}");
+    }
     s.close();
 }
 

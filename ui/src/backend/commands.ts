@@ -2,7 +2,7 @@
 // run `HEADROOM_BLESS=1 cargo test -p headroom-app` after changing the contract.
 import { Channel, invoke } from "@tauri-apps/api/core";
 
-import type { About, CheckReport, Comparison, EpochsForm, HostProfile, KeyInfo, MemorySnapshot, MigrationCommands, OverviewSnapshot, ProcessInfo, Project, Report, RunRecord, RunReport, SweepForm, SweepSnapshot } from "./ipc";
+import type { About, CheckReport, Comparison, EpochsForm, HostProfile, KeyInfo, MemorySnapshot, Migration, OverviewSnapshot, ProcessInfo, Project, Report, RunRecord, RunReport, Step, SweepForm, SweepSnapshot } from "./ipc";
 
 /** The events the app emits. */
 export const EVENTS = { overview: "headroom://overview", navigate: "headroom://navigate" } as const;
@@ -57,8 +57,10 @@ export const commands = {
   makeKey: (): Promise<KeyInfo> => invoke<KeyInfo>("make_key"),
   /** `remote::check_host` */
   checkHost: (name: string): Promise<CheckReport> => invoke<CheckReport>("check_host", { name }),
-  /** `remote::migration` */
-  migration: (name: string, project: string | null): Promise<MigrationCommands> => invoke<MigrationCommands>("migration", { name, project }),
+  /** `remote::migration_state` */
+  migrationState: (name: string, project: string): Promise<Migration> => invoke<Migration>("migration_state", { name, project }),
+  /** `remote::run_migration_step` */
+  runMigrationStep: (name: string, project: string, step: Step, password: string | null, remoteDir: string | null): Promise<Migration> => invoke<Migration>("run_migration_step", { name, project, step, password, remoteDir }),
   /** `remote::open_vnc` */
   openVnc: (name: string): Promise<string> => invoke<string>("open_vnc", { name }),
   /** `remote::close_vnc` */

@@ -11,7 +11,7 @@ import type {
   HostProfile,
   KeyInfo,
   MemorySnapshot,
-  MigrationCommands,
+  Migration, Step,
   OverviewSnapshot,
   ProcessInfo,
   Project,
@@ -64,7 +64,11 @@ export interface Backend {
   makeKey(): Promise<KeyInfo>;
   /** Checks a host over ssh (seconds) and records it. */
   checkHost(name: string): Promise<CheckReport>;
-  migration(name: string): Promise<MigrationCommands>;
+  /** The saved migration of a project to a host (every step pending when there is none). */
+  migrationState(name: string, project: string): Promise<Migration>;
+  /** Runs one migration step (only after the ones before it passed); the password, for the key
+   * step, is used once and never kept. */
+  runMigrationStep(name: string, project: string, step: Step, password: string | null, remoteDir: string | null): Promise<Migration>;
   /** Opens the SSH tunnel to the host's screen and the OS viewer; returns the vnc:// URL. */
   openVnc(name: string): Promise<string>;
   closeVnc(): Promise<boolean>;

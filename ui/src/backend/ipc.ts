@@ -600,11 +600,23 @@ export type KeyInfo = {
  */
 path: string, public_key: string, };
 
-export type MigrationCommands = { project: string, rsync: string, 
+export type Migration = { host: string, project: string, 
 /**
- * Present when the project is a git checkout with an `origin`.
+ * The project's folder on the remote (relative paths start at the login folder).
  */
-git: string | null, venv: string, };
+remote_dir: string, steps: { [key in Step]?: StepResult }, };
+
+export type StepResult = { step: Step, passed: boolean, 
+/**
+ * What it found or did, with the figures.
+ */
+detail: string, 
+/**
+ * What to do about a failure.
+ */
+fix: string | null, at: string, seconds: number, };
+
+export type Step = "host" | "key" | "check" | "headroom" | "project" | "training" | "compare" | "screen";
 
 export type Fact = { label: string, value: string, };
 

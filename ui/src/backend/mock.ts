@@ -10,6 +10,9 @@ import type {
   HostProfile,
   KeyInfo,
   MemorySnapshot,
+  Migration,
+  Step,
+  StepResult,
   OverviewSnapshot,
   ProcessInfo,
   Report,
@@ -51,9 +54,12 @@ export function mockBackend(opts: {
   comparison?: Comparison;
   about?: About;
   projects?: Project[];
+  /** How each migration step goes when run: passed, or failed with this detail and fix. */
+  steps?: Partial<Record<Step, (password: string | null) => { passed: boolean; detail: string; fix?: string }>>;
 }): MockBackend {
   const projects: Project[] = [...(opts.projects ?? [])];
   const hosts: HostProfile[] = [...(opts.hosts ?? [])];
+  const migrations: Record<string, Migration> = {};
   let overviewListener: ((s: OverviewSnapshot) => void) | null = null;
   let memoryListener: ((s: MemorySnapshot) => void) | null = null;
   const memoryStart = (kind: RunKind, title: string): MemorySnapshot => ({
@@ -239,9 +245,22 @@ export function mockBackend(opts: {
       if (!opts.check) throw { code: "internal", message: "no check in this mock" };
       return opts.check;
     },
-    async migration(name) {
-      m.calls.push(`migration ${name}`);
-      return { project: "/p", rsync: `rsync -az /p/ ${name}:p/`, git: null, venv: `ssh ${name} -- 'cd p'` };
+    async migrationState(name, project) {
+      m.calls.push(`migrationState ${name} ${project}`);
+      return migrations[`${name}--${project}`] ?? { host: name, project, remote_dir: `headroom-projects/${project}`, steps: {} };
+    },
+    async runMigrationStep(name, project, step, password, remoteDir) {
+      m.calls.push(`runMigrationStep ${name} ${project} ${step}${password ? " with a password" : ""}`);
+      const key = `${name}--${project}`;
+      const mig: Migration = migrations[key] ?? { host: name, project, remote_dir: remoteDir || `headroom-projects/${project}`, steps: {} };
+      const order: Step[] = ["host", "key", "check", "headroom", "project", "training", "compare", "screen"];
+      const before = order.slice(0, order.indexOf(step)).find((s) => !mig.steps[s]?.passed);
+      if (before) throw { code: "invalid_input", message: `step ${step} needs step ${before} to pass first` };
+      const how = opts.steps?.[step]?.(password) ?? { passed: true, detail: `${step} done` };
+      const r: StepResult = { step, passed: how.passed, detail: how.detail, fix: how.fix ?? null, at: "2026-12-02T05:00:00Z", seconds: 0.1 };
+      mig.steps = { ...mig.steps, [step]: r };
+      migrations[key] = mig;
+      return structuredClone(mig);
     },
     async openVnc(name) {
       m.calls.push(`openVnc ${name}`);

@@ -1,10 +1,12 @@
 // The Remote panel: moving the work to a rented Mac step by step — add the host, make or pick a
-// key (and install its public half), check it, copy the project, run the same sweep there,
-// compare in the Overview, open its screen. Every step calls the same code as `headroom remote`.
+// key, check it, then the migration wizard moves a project there (the same steps as `headroom
+// remote migrate`); the built-in sweep there, the Overview's comparison and the screen follow.
+// Every step calls the same code as `headroom remote`.
 import type { Backend, CheckReport, HostProfile, KeyInfo } from "../backend";
 import { asAppError } from "../backend";
 import { field } from "../controls";
 import { el, formatBytes } from "../format";
+import { migrationWizard } from "./migrate";
 
 function input(testid: string, placeholder = ""): HTMLInputElement {
   const i = el("input");
@@ -90,10 +92,10 @@ export function remotePanel(
   result.dataset.testid = "check-result";
   s3.body.append(check, result);
 
-  // 4 · the project.
-  const s4 = step(4, "Copy or clone the project");
-  const commands = el("div");
-  s4.body.append(commands);
+  // 4 · the project, moved by the wizard.
+  const s4 = step(4, "Move a project there, step by step");
+  const wizard = migrationWizard(backend);
+  s4.body.append(wizard.root);
 
   // 5 · the same sweep there; 6 · compare; 7 · the screen.
   const s5 = step(5, "Run the sweep there");
@@ -142,16 +144,7 @@ export function remotePanel(
     status.dataset.state = "";
     result.textContent = "";
     drawKeys(await backend.listKeys().catch(() => []));
-    const m = await backend.migration(h).catch((e) => {
-      fail(e);
-      return null;
-    });
-    commands.replaceChildren();
-    if (m) {
-      commands.append(el("div", "machine", `from ${m.project}:`), command(m.rsync, "migration-rsync"));
-      if (m.git) commands.append(el("div", "machine", "or clone it there:"), command(m.git, "migration-git"));
-      commands.append(el("div", "machine", "then its Python environment:"), command(m.venv, "migration-venv"));
-    }
+    await wizard.show(h).catch(fail);
   }
 
   function drawHosts(hs: HostProfile[]): void {
