@@ -469,7 +469,7 @@ fn migrate(
         anyhow::bail!("--timeout must be 1 second or more");
     }
     let hosts = Hosts::load()?;
-    let p = hosts.get(name)?;
+    hosts.get(name)?;
     sync(&hosts)?;
     let proj = headroom_core::project::get(project)?;
     let password = if password_stdin {
@@ -495,8 +495,10 @@ fn migrate(
     };
     let mut next = only.or_else(|| m.next_step());
     while let Some(s) = next {
+        // A step may change the profile (Headroom there names its path): read it afresh.
+        let p = Hosts::load()?.get(name)?.clone();
         let mut ctx = Context {
-            profile: p,
+            profile: &p,
             project: &proj,
             remote_dir: &remote_dir,
             password: password.as_deref(),

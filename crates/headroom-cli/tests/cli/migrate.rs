@@ -306,6 +306,68 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
     let state = &v["migration"]["steps"];
     assert_eq!(state["project"]["passed"], true, "{state}");
 
+    // Its training there: the fresh environment has no torch (the requirements name none), so
+    // the project's run fails there, is recorded here anyway, and the step says so.
+    assert!(
+        r[2].2.contains("ended failed") && r[2].2.contains("recorded here as run"),
+        "{r:?}"
+    );
+    // Give that environment this checkout's torch (a .pth naming its site-packages: the same
+    // Python minor version, and no 4.7 GB download into a throwaway home), then run the step
+    // again: the project trains there and its run lands in this ledger under the host's name.
+    let ours = Command::new(crate::common::python())
+        .args([
+            "-c",
+            "import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))",
+        ])
+        .output()
+        .expect("site-packages");
+    let ours = String::from_utf8_lossy(&ours.stdout).trim().to_owned();
+    let lib = std::fs::read_dir(there.join(".venv/lib"))
+        .expect("the remote venv's lib")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("python3"))
+        })
+        .expect("python3.X");
+    std::fs::write(
+        lib.join("site-packages/headroom-test-torch.pth"),
+        format!("{ours}\n"),
+    )
+    .expect("pth");
+    let (_, v) = migrate(&home, "box", &["--step", "training"], None);
+    let r = ran(&v);
+    assert!(r[0].1, "{r:?}");
+    assert!(
+        r[0].2
+            .contains("batch 32 (no sweep of the project chose one here yet)")
+            && r[0].2.contains("under host box"),
+        "{r:?}"
+    );
+    let (_, runs) = home.json(&["ledger", "list", "--json"]);
+    let here = runs
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .find(|r| r["host"] == "box" && r["kind"] == "run" && r["status"] == "complete")
+        .unwrap_or_else(|| panic!("no complete run from box in {runs}"));
+    assert!(
+        here["workload"]
+            .as_str()
+            .unwrap_or("")
+            .contains(".venv/bin/python train.py --batch-size 32"),
+        "{here}"
+    );
+    let id = here["id"].as_i64().expect("id").to_string();
+    let (_, shown) = home.json(&["ledger", "show", &id, "--json"]);
+    assert!(
+        shown["run"]["report"]["steps"].as_u64().unwrap_or(0) > 0,
+        "{shown}"
+    );
+
     // No requirements file: the project step stops with its fix; the copy is there.
     std::fs::remove_file(proj.join("requirements.txt")).expect("rm");
     std::fs::write(proj.join("notes.txt"), "new").expect("notes");

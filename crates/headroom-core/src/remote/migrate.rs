@@ -7,7 +7,9 @@
 //! once and never stored), the check (with the free disk in the remote folder), Headroom there
 //! (copied with its libtorch from an installed bundle when the remote runs the same OS and
 //! architecture), and the project copied with `rsync` over the same ssh, verified by checksum,
-//! with its Python environment recreated from its requirements. The remaining steps say so.
+//! with its Python environment recreated from its requirements, and the project's training run
+//! there with `headroom run`, recorded in this ledger under the host's name. The remaining steps
+//! (the side-by-side comparison, the screen) say so.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -255,7 +257,8 @@ pub fn run_step(m: &mut Migration, step: Step, ctx: &mut Context<'_>) -> StepRes
         Step::Check => check_step(ctx),
         Step::Headroom => headroom_step(ctx),
         Step::Project => project_step(ctx),
-        Step::Training | Step::Compare | Step::Screen => fail(
+        Step::Training => training_step(ctx),
+        Step::Compare | Step::Screen => fail(
             format!("step {} ({}) is not built yet", step.as_str(), step.title()),
             "run it by hand for now: `headroom run --remote` is planned; `headroom remote vnc NAME` opens the screen",
         ),
@@ -719,7 +722,7 @@ fn headroom_step(ctx: &mut Context<'_>) -> Outcome {
     // Not there: copy this Headroom when the remote runs what it was built for.
     let probe = match remote(
         p,
-        "uname -s; uname -m",
+        "uname -s; uname -m; echo \"$HOME\"",
         None,
         ctx.timeout + Duration::from_secs(10),
         ctx.timeout,
@@ -739,6 +742,8 @@ fn headroom_step(ctx: &mut Context<'_>) -> Outcome {
     };
     let mut lines = probe.lines();
     let (os, arch) = rust_platform(lines.next().unwrap_or(""), lines.next().unwrap_or(""));
+    // The profile names it by its absolute path: commands there run in other folders too.
+    let remote_home = lines.next().unwrap_or("").trim().to_owned();
     let here = (std::env::consts::OS, std::env::consts::ARCH);
     let install_there = format!(
         "install Headroom on {} for {os} {arch} (the .deb on Linux, Headroom.app on macOS, built by `bash scripts/bundle.sh` on such a machine), then name it: `headroom remote add {} … --headroom-path PATH --replace`",
@@ -800,8 +805,13 @@ fn headroom_step(ctx: &mut Context<'_>) -> Outcome {
         }
         Err(e) => return fail(e.to_string(), "install rsync here and on the remote"),
     }
+    let path = if remote_home.starts_with('/') {
+        format!("{remote_home}/{bin}/headroom")
+    } else {
+        format!("{bin}/headroom")
+    };
     let installed = HostProfile {
-        headroom_path: Some(format!("{bin}/headroom")),
+        headroom_path: Some(path.clone()),
         ..p.clone()
     };
     let answer = match version(&installed) {
@@ -847,7 +857,7 @@ fn headroom_step(ctx: &mut Context<'_>) -> Outcome {
     })
     .unwrap_or_else(|e| e.to_string());
     pass(format!(
-        "copied {} and its libtorch ({}) to {}:{REMOTE_HOME}; {answer} answers there (the profile's headroom path is now {bin}/headroom); its doctor: {lights}",
+        "copied {} and its libtorch ({}) to {}:{REMOTE_HOME}; {answer} answers there (the profile's headroom path is now {path}); its doctor: {lights}",
         bundle.headroom.display(),
         bundle.libs.display(),
         p.name
@@ -981,6 +991,186 @@ fn rsync(
     crate::child::run_within(&mut c, Duration::from_secs(3600)).map_err(|e| spawn_err("rsync", &e))
 }
 
+/// How long the training step lets the project's command run there: long enough for its first
+/// epochs and a settled step time, short of a whole training run.
+pub const TRAINING_SECONDS: u64 = 120;
+
+/// The batch the training step runs at when no sweep of the project chose one here.
+pub const DEFAULT_BATCH: u32 = 32;
+
+/// The project's command as the remote runs it: `{batch}` and `{device}` filled in, and
+/// `python`/`python3` (or the project's own interpreter here) as the environment the project
+/// step made there.
+pub fn remote_argv(project: &Project, batch: u32, device: &str) -> Vec<String> {
+    let mut argv = crate::project::fill(&project.command, Some(batch), Some(device));
+    if let Some(first) = argv.first_mut() {
+        if matches!(first.as_str(), "python" | "python3")
+            || project
+                .python
+                .as_deref()
+                .is_some_and(|p| Path::new(first.as_str()) == p)
+        {
+            *first = ".venv/bin/python".into();
+        }
+    }
+    argv
+}
+
+/// The device the remote's training runs on: MPS on Apple Silicon, else the CPU.
+pub fn remote_device(os: &str, arch: &str) -> &'static str {
+    match rust_platform(os, arch) {
+        (o, a) if o == "macos" && a == "aarch64" => "mps",
+        _ => "cpu",
+    }
+}
+
+fn training_step(ctx: &mut Context<'_>) -> Outcome {
+    let p = ctx.profile;
+    let ledger = match crate::jobs::open_ledger() {
+        Ok(l) => l,
+        Err(e) => return fail(e.to_string(), "check that Headroom's folder is writable"),
+    };
+    let (batch, chosen) = match crate::facts::project_batch(&ledger, &ctx.project.name) {
+        Ok(Some((b, run))) => (b, format!("batch {b}, the one sweep {run} chose here")),
+        _ => (
+            DEFAULT_BATCH,
+            format!("batch {DEFAULT_BATCH} (no sweep of the project chose one here yet)"),
+        ),
+    };
+    let uname = remote(
+        p,
+        "uname -s; uname -m",
+        None,
+        ctx.timeout + Duration::from_secs(10),
+        ctx.timeout,
+    );
+    let device = match &uname {
+        Ok(f) if f.success() => {
+            let mut l = f.stdout.lines();
+            remote_device(l.next().unwrap_or(""), l.next().unwrap_or(""))
+        }
+        _ => "cpu",
+    };
+    let argv = remote_argv(ctx.project, batch, device);
+    let hr = check::remote_headroom(p);
+    let script = format!(
+        "cd {} && {} run --json --batch {batch} --max-seconds {TRAINING_SECONDS} -- {}",
+        sh_quote(ctx.remote_dir),
+        sh_quote(&hr),
+        argv.iter()
+            .map(|a| sh_quote(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    (ctx.on)(&format!(
+        "running the project there at {chosen} on {device} (at most {TRAINING_SECONDS} s)"
+    ));
+    let f = match remote(
+        p,
+        &script,
+        None,
+        Duration::from_secs(TRAINING_SECONDS + 120),
+        ctx.timeout,
+    ) {
+        Ok(f) => f,
+        Err(e) => return fail(e.to_string(), "install OpenSSH's client"),
+    };
+    let out: crate::jobs::watch::WatchOutcome = match serde_json::from_str(&f.stdout) {
+        Ok(o) => o,
+        Err(_) => {
+            return fail(
+                format!("`headroom run` of the project on {} gave no result: {}", p.name, last_line(&f.stderr)),
+                "run the headroom and project steps again (Headroom and the environment must be there), then this one",
+            )
+        }
+    };
+    let command = argv.join(" ");
+    let observed_device = out
+        .observed
+        .as_ref()
+        .and_then(|o| o.device.clone())
+        .unwrap_or_else(|| device.to_owned());
+    let status = if out.interrupted {
+        crate::ledger::RunStatus::Interrupted
+    } else if out.exit_code == Some(0) || (out.stopped_at_limit && out.steps > 0) {
+        crate::ledger::RunStatus::Complete
+    } else {
+        crate::ledger::RunStatus::Failed
+    };
+    let id = ledger
+        .begin_run(&crate::ledger::NewRun {
+            kind: crate::ledger::RunKind::Run,
+            host: p.name.clone(),
+            device: observed_device.clone(),
+            device_name: command.chars().take(120).collect(),
+            workload: command.chars().take(200).collect(),
+            dtype: None,
+            mode: None,
+            libtorch: out.torch_version.clone().unwrap_or_else(|| "unknown".into()),
+            git_commit: None,
+            git_dirty: None,
+            budget_bytes: None,
+            fallback: None,
+            request_json: serde_json::json!({
+                "command": command,
+                "batch": batch,
+                "tag": { "project": ctx.project.name, "migrated_to": p.name, "remote_run": out.run_id },
+            })
+            .to_string(),
+            owner_pid: Some(std::process::id()),
+        })
+        .and_then(|id| {
+            for e in &out.epochs {
+                ledger.add_sample(id, 100_000 + e.epoch, "epoch", e)?;
+            }
+            ledger.finish_watch(
+                id,
+                status,
+                &out,
+                out.batch,
+                out.peak_tree_bytes,
+                out.fallback,
+                &format!("run {} on {}: {}", out.run_id, p.name, out.verdict.reason),
+            )?;
+            Ok(id)
+        });
+    let id = match id {
+        Ok(id) => id,
+        Err(e) => {
+            return fail(
+                format!(
+                    "the run on {} finished but could not be recorded here: {e}",
+                    p.name
+                ),
+                "check that Headroom's folder is writable",
+            )
+        }
+    };
+    let figures = format!(
+        "{} steps, {} samples/s, its processes peaking at {}",
+        out.steps,
+        out.samples_per_s
+            .map_or_else(|| "?".into(), |v| format!("{v:.1}")),
+        crate::budget::format_bytes(out.peak_tree_bytes)
+    );
+    if status == crate::ledger::RunStatus::Complete {
+        pass(format!(
+            "ran `{command}` in {} on {} ({observed_device}, {chosen}): {figures}; recorded here as run {id} under host {} (run {} there)",
+            ctx.remote_dir, p.name, p.name, out.run_id
+        ))
+    } else {
+        fail(
+            format!(
+                "`{command}` on {} ended {} ({figures}); recorded here as run {id}: {}",
+                p.name,
+                status.as_str(),
+                out.verdict.reason
+            ),
+            format!("run it there by hand to see its output: `ssh {} 'cd {} && .venv/bin/python …'`, fix the project or its requirements, then this step again", p.name, ctx.remote_dir),
+        )
+    }
+}
+
 /// The requirements file the remote environment is made from.
 pub const REQUIREMENTS: &str = "requirements.txt";
 
@@ -1102,6 +1292,39 @@ fn project_step(ctx: &mut Context<'_>) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_remote_runs_the_project_with_its_own_environment() {
+        let p = Project {
+            name: "train".into(),
+            dir: PathBuf::from("/home/ada/train"),
+            python: Some(PathBuf::from("/home/ada/train/.venv/bin/python")),
+            command: [
+                "python",
+                "train.py",
+                "--batch-size",
+                "{batch}",
+                "--device",
+                "{device}",
+            ]
+            .map(String::from)
+            .to_vec(),
+        };
+        assert_eq!(
+            remote_argv(&p, 64, "mps"),
+            [
+                ".venv/bin/python",
+                "train.py",
+                "--batch-size",
+                "64",
+                "--device",
+                "mps"
+            ]
+        );
+        assert_eq!(remote_device("Darwin", "arm64"), "mps");
+        assert_eq!(remote_device("Darwin", "x86_64"), "cpu");
+        assert_eq!(remote_device("Linux", "x86_64"), "cpu");
+    }
 
     #[test]
     fn uname_in_rust_s_names() {
