@@ -161,6 +161,8 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
         &proj,
         "git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm first",
     );
+    // Here the project runs with this checkout's Python (torch in it).
+    let venv_python = crate::common::python().display().to_string();
     let out = headroom(
         &home,
         &[
@@ -169,6 +171,8 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
             "train",
             "--dir",
             proj.to_str().expect("utf-8"),
+            "--python",
+            &venv_python,
             "--",
             "python3",
             "train.py",
@@ -367,6 +371,76 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
         shown["run"]["report"]["steps"].as_u64().unwrap_or(0) > 0,
         "{shown}"
     );
+
+    // Side by side: nothing to compare before the project ran here; after one run here, both
+    // runs' figures and the decision table's verdict.
+    let (_, v) = migrate(&home, "box", &[], None);
+    let r = ran(&v);
+    assert_eq!((r[0].0.as_str(), r[0].1), ("compare", false), "{r:?}");
+    assert!(
+        r[0].3.contains("headroom run --project train --batch N"),
+        "{r:?}"
+    );
+    let local = headroom(
+        &home,
+        &["run", "--project", "train", "--batch", "32", "--json"],
+        None,
+    );
+    assert!(
+        local.status.success(),
+        "{}",
+        String::from_utf8_lossy(&local.stderr)
+    );
+    let (_, v) = migrate(&home, "box", &["--step", "compare"], None);
+    let r = ran(&v);
+    assert!(r[0].1, "{r:?}");
+    assert!(
+        r[0].2.starts_with("here: ")
+            && r[0].2.contains("; there: ")
+            && r[0].2.contains(" on box)")
+            && r[0].2.contains("the decision table now: "),
+        "{r:?}"
+    );
+
+    // The screen: nothing speaks VNC on the default port there; then a listener greeting as a
+    // VNC server does (RFB's version line) is reached through the tunnel, and every step passed.
+    let (_, v) = migrate(&home, "box", &[], None);
+    let r = ran(&v);
+    assert_eq!((r[0].0.as_str(), r[0].1), ("screen", false), "{r:?}");
+    assert!(r[0].3.contains("Screen Sharing"), "{r:?}");
+    let screen = std::net::TcpListener::bind("127.0.0.1:0").expect("screen");
+    let screen_port = screen.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for s in screen.incoming().flatten() {
+            let mut s = s;
+            let _ = std::io::Write::write_all(&mut s, b"RFB 003.008\n");
+        }
+    });
+    let installed = user.home.join(".headroom/bin/headroom");
+    add_host(
+        &home,
+        "box",
+        sshd.port,
+        &user.name,
+        &key,
+        &[
+            "--vnc-port",
+            &screen_port.to_string(),
+            "--headroom-path",
+            installed.to_str().expect("utf-8"),
+            "--replace",
+        ],
+    );
+    let (out, v) = migrate(&home, "box", &["--step", "screen"], None);
+    let r = ran(&v);
+    assert!(r[0].1 && r[0].2.contains("RFB 003.008"), "{r:?}");
+    assert!(out.status.success());
+    let steps = &v["migration"]["steps"];
+    for s in [
+        "host", "key", "check", "headroom", "project", "training", "compare", "screen",
+    ] {
+        assert_eq!(steps[s]["passed"], true, "{s}: {steps}");
+    }
 
     // No requirements file: the project step stops with its fix; the copy is there.
     std::fs::remove_file(proj.join("requirements.txt")).expect("rm");

@@ -8,8 +8,8 @@
 //! (copied with its libtorch from an installed bundle when the remote runs the same OS and
 //! architecture), and the project copied with `rsync` over the same ssh, verified by checksum,
 //! with its Python environment recreated from its requirements, and the project's training run
-//! there with `headroom run`, recorded in this ledger under the host's name. The remaining steps
-//! (the side-by-side comparison, the screen) say so.
+//! there with `headroom run`, recorded in this ledger under the host's name, compared with a run
+//! here and judged by the decision table, and the remote screen reached through an SSH tunnel.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -258,10 +258,8 @@ pub fn run_step(m: &mut Migration, step: Step, ctx: &mut Context<'_>) -> StepRes
         Step::Headroom => headroom_step(ctx),
         Step::Project => project_step(ctx),
         Step::Training => training_step(ctx),
-        Step::Compare | Step::Screen => fail(
-            format!("step {} ({}) is not built yet", step.as_str(), step.title()),
-            "run it by hand for now: `headroom run --remote` is planned; `headroom remote vnc NAME` opens the screen",
-        ),
+        Step::Compare => compare_step(ctx),
+        Step::Screen => screen_step(ctx),
     };
     let r = StepResult {
         step,
@@ -1168,6 +1166,137 @@ fn training_step(ctx: &mut Context<'_>) -> Outcome {
             ),
             format!("run it there by hand to see its output: `ssh {} 'cd {} && .venv/bin/python …'`, fix the project or its requirements, then this step again", p.name, ctx.remote_dir),
         )
+    }
+}
+
+/// The project a run measured, from its request's tag.
+fn project_of(ledger: &crate::ledger::Ledger, id: i64) -> Option<String> {
+    let req: serde_json::Value = serde_json::from_str(&ledger.request_json(id).ok()??).ok()?;
+    req.get("project")
+        .or_else(|| req.get("tag").and_then(|t| t.get("project")))
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned)
+}
+
+/// One figure of a run's report (a wrapped run's outcome).
+fn figure(r: &crate::ledger::RunRecord, key: &str) -> Option<f64> {
+    r.report.as_ref()?.get(key)?.as_f64()
+}
+
+fn compare_step(ctx: &mut Context<'_>) -> Outcome {
+    use crate::ledger::{RunKind, RunStatus};
+    let p = ctx.profile;
+    let ledger = match crate::jobs::open_ledger() {
+        Ok(l) => l,
+        Err(e) => return fail(e.to_string(), "check that Headroom's folder is writable"),
+    };
+    let runs = match ledger.list_runs(500) {
+        Ok(r) => r,
+        Err(e) => return fail(e.to_string(), "check the ledger: `headroom ledger list`"),
+    };
+    let ours = |r: &&crate::ledger::RunRecord| {
+        r.kind == RunKind::Run
+            && r.status == RunStatus::Complete
+            && project_of(&ledger, r.id).as_deref() == Some(ctx.project.name.as_str())
+    };
+    let Some(there) = runs.iter().filter(ours).find(|r| r.host == p.name) else {
+        return fail(
+            format!(
+                "no finished run of {} from {} in this ledger",
+                ctx.project.name, p.name
+            ),
+            "run the training step first",
+        );
+    };
+    let Some(here) = runs.iter().filter(ours).find(|r| r.host != p.name) else {
+        return fail(
+            format!("{} ran on {} (run {}), but never here, so there is nothing to compare it with", ctx.project.name, p.name, there.id),
+            format!("run it here once: `headroom run --project {} --batch N` (or Watch my training in the app), then this step again", ctx.project.name),
+        );
+    };
+    let side = |r: &crate::ledger::RunRecord| {
+        format!(
+            "{} samples/s, step {} ms, peak {} (run {}, {} on {})",
+            figure(r, "samples_per_s").map_or_else(|| "?".into(), |v| format!("{v:.1}")),
+            figure(r, "step_ms_p50").map_or_else(|| "?".into(), |v| format!("{v:.1}")),
+            r.peak_bytes
+                .map_or_else(|| "?".into(), crate::budget::format_bytes),
+            r.id,
+            r.device,
+            r.host
+        )
+    };
+    let ratio = match (
+        figure(here, "samples_per_s"),
+        figure(there, "samples_per_s"),
+    ) {
+        (Some(a), Some(b)) if a > 0.0 => {
+            let c = b / a - 1.0;
+            if c >= 0.0 {
+                format!("{} is {:.0} % faster", p.name, c * 100.0)
+            } else {
+                format!("{} is {:.0} % slower", p.name, -c * 100.0)
+            }
+        }
+        _ => "their throughputs cannot be compared (one run measured no steps)".into(),
+    };
+    let differ: Vec<String> = crate::report::compare(&ledger, here.id, there.id)
+        .unwrap_or_default()
+        .into_iter()
+        .skip_while(|l| !l.starts_with("facts that differ"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.trim().to_owned())
+        .collect();
+    let mut sampler = crate::contention::Sampler::new();
+    let (now, _) = crate::jobs::decision::now(&mut sampler, Some(&ctx.project.name));
+    pass(format!(
+        "here: {}; there: {}; {ratio}{}; the decision table now: {}",
+        side(here),
+        side(there),
+        if differ.is_empty() {
+            String::new()
+        } else {
+            format!(" (they differ in {})", differ.join("; "))
+        },
+        now.decision.headline
+    ))
+}
+
+/// Reads the first line a VNC server sends (`RFB 003.008`) from `port` here, the local end of a
+/// tunnel, within `limit`.
+fn rfb_banner(port: u16, limit: Duration) -> Option<String> {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(limit)).ok()?;
+    let mut buf = [0u8; 12];
+    let mut got = 0;
+    while got < buf.len() {
+        match s.read(&mut buf[got..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got += n,
+        }
+    }
+    let line = String::from_utf8_lossy(&buf[..got]).trim().to_owned();
+    line.starts_with("RFB ").then_some(line)
+}
+
+fn screen_step(ctx: &mut Context<'_>) -> Outcome {
+    let p = ctx.profile;
+    let tunnel = match super::vnc::open_tunnel(p, None, ctx.timeout) {
+        Ok(Ok(t)) => t,
+        Ok(Err(f)) => return fail(f.message, f.fix),
+        Err(e) => return fail(e.to_string(), "install OpenSSH's client"),
+    };
+    match rfb_banner(tunnel.local_port, ctx.timeout) {
+        Some(banner) => pass(format!(
+            "{}'s screen (VNC port {}) answers through an SSH tunnel ({banner}): `headroom remote vnc {}` or Open VNC opens it in the viewer",
+            p.name, p.vnc_port, p.name
+        )),
+        None => fail(
+            format!("the tunnel to {} opened, but nothing that speaks VNC answers on its port {}", p.name, p.vnc_port),
+            format!("turn on Screen Sharing there (macOS: System Settings → General → Sharing → Screen Sharing), or give the profile its port: `headroom remote add {} … --vnc-port N --replace`", p.name),
+        ),
     }
 }
 
