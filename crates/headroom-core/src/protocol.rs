@@ -343,7 +343,8 @@ impl Point {
     }
 
     /// How long it was timed and why, in words: "0.26 s", "0.93 s, timed longer until known
-    /// within ±5 %", "1.00 s, the cap, still ±9 %"; `None` for a point that was not timed.
+    /// within ±5 %", "1.00 s, the per-point cap, still ±9 %"; `None` for a point that was not
+    /// timed.
     pub fn timing_note(&self) -> Option<String> {
         let s = self.timed_s?;
         let mut note = match self.timed_until {

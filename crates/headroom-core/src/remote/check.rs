@@ -206,19 +206,37 @@ pub fn ssh_args(ssh_dir: &Path, overridden: bool, timeout: Duration) -> Vec<Stri
     a
 }
 
-/// The base `ssh` command for `p`; the profile name that follows resolves through the managed
-/// config. A jump host is reached with the same options as the host itself (see
-/// [`proxy_command`]).
-pub fn ssh_command(p: &HostProfile, timeout: Duration) -> Result<Command, CoreError> {
+/// The words of the base `ssh` command for `p` (`ssh` first); the profile name that follows
+/// resolves through the managed config. A jump host is reached with the same options as the host
+/// itself (see [`proxy_command`]). `batch` false makes a login that may ask for a password
+/// (answered by an askpass helper; the jump host stays in batch mode): ssh takes the first value
+/// of an option, so `BatchMode=no` goes before the shared options.
+pub fn ssh_words(
+    p: &HostProfile,
+    timeout: Duration,
+    batch: bool,
+) -> Result<Vec<String>, CoreError> {
     let dir = super::ssh_dir()?;
     let overridden = std::env::var_os(super::SSH_DIR_ENV).is_some_and(|v| !v.is_empty());
     let args = ssh_args(&dir, overridden, timeout);
-    let mut c = Command::new("ssh");
+    let mut words = vec!["ssh".to_owned()];
     if let Some(j) = &p.jump {
-        c.arg("-o")
-            .arg(format!("ProxyCommand={}", proxy_command(&args, j)));
+        words.push("-o".into());
+        words.push(format!("ProxyCommand={}", proxy_command(&args, j)));
     }
-    c.args(args);
+    if !batch {
+        words.push("-o".into());
+        words.push("BatchMode=no".into());
+    }
+    words.extend(args);
+    Ok(words)
+}
+
+/// The base `ssh` command for `p` in batch mode ([`ssh_words`]).
+pub fn ssh_command(p: &HostProfile, timeout: Duration) -> Result<Command, CoreError> {
+    let words = ssh_words(p, timeout, true)?;
+    let mut c = Command::new(&words[0]);
+    c.args(&words[1..]);
     Ok(c)
 }
 

@@ -474,26 +474,13 @@ fn install_key(
             let _ = f.write_all(secret.as_bytes());
         }
     });
-    let dir_ssh = match super::ssh_dir() {
-        Ok(d) => d,
+    // The password login: no key, one prompt, answered by the helper.
+    let words = match check::ssh_words(p, timeout, false) {
+        Ok(w) => w,
         Err(e) => return Err(fail(e.to_string(), "set HEADROOM_SSH_DIR or HOME")),
     };
-    let overridden = std::env::var_os(super::SSH_DIR_ENV).is_some_and(|v| !v.is_empty());
-    let mut args = check::ssh_args(&dir_ssh, overridden, timeout);
-    // The password login: no batch mode, no key, one prompt answered by the helper.
-    for a in args.iter_mut() {
-        if a == "BatchMode=yes" {
-            *a = "BatchMode=no".into();
-        }
-    }
-    let mut c = Command::new("ssh");
-    if let Some(j) = &p.jump {
-        c.arg("-o").arg(format!(
-            "ProxyCommand={}",
-            check::proxy_command(&check::ssh_args(&dir_ssh, overridden, timeout), j)
-        ));
-    }
-    c.args(&args)
+    let mut c = Command::new(&words[0]);
+    c.args(&words[1..])
         .args([
             "-o",
             "PubkeyAuthentication=no",
@@ -718,30 +705,10 @@ fn headroom_step(ctx: &mut Context<'_>) -> Outcome {
         Err(e) => return fail(e.to_string(), "install OpenSSH's client"),
     }
     // Not there: copy this Headroom when the remote runs what it was built for.
-    let probe = match remote(
-        p,
-        "uname -s; uname -m; echo \"$HOME\"",
-        None,
-        ctx.timeout + Duration::from_secs(10),
-        ctx.timeout,
-    ) {
-        Ok(f) if f.success() => f.stdout,
-        Ok(f) => {
-            return fail(
-                format!(
-                    "cannot ask {} what it runs: {}",
-                    p.name,
-                    last_line(&f.stderr)
-                ),
-                "run the check step again",
-            )
-        }
-        Err(e) => return fail(e.to_string(), "install OpenSSH's client"),
+    let (os, arch, remote_home) = match remote_platform(p, ctx.timeout) {
+        Ok(x) => x,
+        Err(o) => return o,
     };
-    let mut lines = probe.lines();
-    let (os, arch) = rust_platform(lines.next().unwrap_or(""), lines.next().unwrap_or(""));
-    // The profile names it by its absolute path: commands there run in other folders too.
-    let remote_home = lines.next().unwrap_or("").trim().to_owned();
     let here = (std::env::consts::OS, std::env::consts::ARCH);
     let install_there = format!(
         "install Headroom on {} for {os} {arch} (the .deb on Linux, Headroom.app on macOS, built by `bash scripts/bundle.sh` on such a machine), then name it: `headroom remote add {} … --headroom-path PATH --replace`",
@@ -953,19 +920,11 @@ pub fn project_bytes(dir: &Path) -> u64 {
 
 /// The `-e` command rsync runs: the same ssh, quoted for rsync's own splitting.
 fn rsync_shell(p: &HostProfile, timeout: Duration) -> Result<String, CoreError> {
-    let dir = super::ssh_dir()?;
-    let overridden = std::env::var_os(super::SSH_DIR_ENV).is_some_and(|v| !v.is_empty());
-    let args = check::ssh_args(&dir, overridden, timeout);
-    let mut parts = vec!["ssh".to_owned()];
-    if let Some(j) = &p.jump {
-        parts.push("-o".into());
-        parts.push(sh_quote(&format!(
-            "ProxyCommand={}",
-            check::proxy_command(&args, j)
-        )));
-    }
-    parts.extend(args.iter().map(|a| sh_quote(a)));
-    Ok(parts.join(" "))
+    Ok(check::ssh_words(p, timeout, true)?
+        .iter()
+        .map(|w| sh_quote(w))
+        .collect::<Vec<_>>()
+        .join(" "))
 }
 
 fn rsync(
@@ -1014,11 +973,43 @@ pub fn remote_argv(project: &Project, batch: u32, device: &str) -> Vec<String> {
     argv
 }
 
-/// The device the remote's training runs on: MPS on Apple Silicon, else the CPU.
+/// The device the remote's training runs on (`os`, `arch` in Rust's names): MPS on Apple
+/// Silicon, else the CPU.
 pub fn remote_device(os: &str, arch: &str) -> &'static str {
-    match rust_platform(os, arch) {
-        (o, a) if o == "macos" && a == "aarch64" => "mps",
-        _ => "cpu",
+    if os == "macos" && arch == "aarch64" {
+        "mps"
+    } else {
+        "cpu"
+    }
+}
+
+/// What the remote runs, in Rust's names, and its login folder: `uname -s`, `uname -m` and
+/// `$HOME` asked over ssh.
+fn remote_platform(
+    p: &HostProfile,
+    timeout: Duration,
+) -> Result<(String, String, String), Outcome> {
+    match remote(
+        p,
+        "uname -s; uname -m; echo \"$HOME\"",
+        None,
+        timeout + Duration::from_secs(10),
+        timeout,
+    ) {
+        Ok(f) if f.success() => {
+            let mut lines = f.stdout.lines();
+            let (os, arch) = rust_platform(lines.next().unwrap_or(""), lines.next().unwrap_or(""));
+            Ok((os, arch, lines.next().unwrap_or("").trim().to_owned()))
+        }
+        Ok(f) => Err(fail(
+            format!(
+                "cannot ask {} what it runs: {}",
+                p.name,
+                last_line(&f.stderr)
+            ),
+            "run the check step again",
+        )),
+        Err(e) => Err(fail(e.to_string(), "install OpenSSH's client")),
     }
 }
 
@@ -1035,20 +1026,8 @@ fn training_step(ctx: &mut Context<'_>) -> Outcome {
             format!("batch {DEFAULT_BATCH} (no sweep of the project chose one here yet)"),
         ),
     };
-    let uname = remote(
-        p,
-        "uname -s; uname -m",
-        None,
-        ctx.timeout + Duration::from_secs(10),
-        ctx.timeout,
-    );
-    let device = match &uname {
-        Ok(f) if f.success() => {
-            let mut l = f.stdout.lines();
-            remote_device(l.next().unwrap_or(""), l.next().unwrap_or(""))
-        }
-        _ => "cpu",
-    };
+    let device =
+        remote_platform(p, ctx.timeout).map_or("cpu", |(os, arch, _)| remote_device(&os, &arch));
     let argv = remote_argv(ctx.project, batch, device);
     let hr = check::remote_headroom(p);
     let script = format!(
@@ -1450,9 +1429,13 @@ mod tests {
                 "mps"
             ]
         );
-        assert_eq!(remote_device("Darwin", "arm64"), "mps");
-        assert_eq!(remote_device("Darwin", "x86_64"), "cpu");
-        assert_eq!(remote_device("Linux", "x86_64"), "cpu");
+        let on = |os, arch| {
+            let (o, a) = rust_platform(os, arch);
+            remote_device(&o, &a)
+        };
+        assert_eq!(on("Darwin", "arm64"), "mps");
+        assert_eq!(on("Darwin", "x86_64"), "cpu");
+        assert_eq!(on("Linux", "x86_64"), "cpu");
     }
 
     #[test]
