@@ -18,16 +18,22 @@ pub fn parse_nvidia_smi_utilization(line: &str) -> Option<(u32, f64)> {
         .then_some((index.trim().parse().ok()?, pct / 100.0))
 }
 
-/// The first `"Device Utilization %"=N` in `ioreg -r -d 1 -w 0 -c IOAccelerator` output, as a
-/// share (0–1).
-pub fn parse_ioreg_device_utilization(text: &str) -> Option<f64> {
-    const KEY: &str = "\"Device Utilization %\"=";
-    let at = text.find(KEY)? + KEY.len();
+/// The whole number after the first `"KEY"=` in `ioreg` output (`"Device Utilization %"=2`).
+pub fn ioreg_number(text: &str, key: &str) -> Option<u64> {
+    let quoted = format!("\"{key}\"=");
+    let at = text.find(&quoted)? + quoted.len();
     let digits: String = text[at..]
         .chars()
         .take_while(char::is_ascii_digit)
         .collect();
-    let pct: f64 = digits.parse().ok()?;
+    digits.parse().ok()
+}
+
+/// The first `"Device Utilization %"=N` in `ioreg -r -d 1 -w 0 -c IOAccelerator` output, as a
+/// share (0–1).
+pub fn parse_ioreg_device_utilization(text: &str) -> Option<f64> {
+    #[allow(clippy::cast_precision_loss)]
+    let pct = ioreg_number(text, "Device Utilization %")? as f64;
     (pct <= 100.0).then_some(pct / 100.0)
 }
 

@@ -128,13 +128,9 @@ pub fn parse_nvidia_compute_apps(text: &str) -> Vec<(u32, String, Option<u64>)> 
 /// The pid that last submitted work to the Apple GPU, from `ioreg -r -d 1 -w 0 -c
 /// IOAccelerator`'s `"AGCInfo" = {"fLastSubmissionPID"=390,…}`.
 pub fn parse_agc_last_submission_pid(text: &str) -> Option<u32> {
-    const KEY: &str = "\"fLastSubmissionPID\"=";
-    let at = text.find(KEY)? + KEY.len();
-    let digits: String = text[at..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().ok().filter(|p| *p > 0)
+    crate::gpu_busy::ioreg_number(text, "fLastSubmissionPID")
+        .and_then(|p| u32::try_from(p).ok())
+        .filter(|p| *p > 0)
 }
 
 /// The other processes on an NVIDIA GPU, from its compute-apps list. `mine` says whether a pid
