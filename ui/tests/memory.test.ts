@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 
 import type { EpochSample, MemorySnapshot } from "../src/backend";
 import { mockBackend } from "../src/backend/mock";
@@ -94,6 +94,30 @@ describe("memory panel", () => {
     expect(verdictText(crossed)).toBe("Leak suspected: memory grew past the threshold (+31 % since watching began)");
     get<HTMLButtonElement>(panel.root, "stop-memory").click();
     expect(b.calls).toContain("stopMemory");
+  });
+
+  it("reads the job back after a Stop whose last update never came, so it never stays running", async () => {
+    vi.useFakeTimers();
+    const ended = snap({ running: false, kind: "run", title: "run 7: python train.py", status: "interrupted", message: "stopped by you; 3 epochs" });
+    const b = mockBackend({ processes: [{ pid: 77, command: "python train.py", rss_bytes: 2 ** 30 }], memory: ended });
+    const panel = memoryPanel(b);
+    get<HTMLButtonElement>(panel.root, "list-processes").click();
+    await vi.advanceTimersByTimeAsync(0);
+    panel.root.querySelector<HTMLButtonElement>('[data-testid="process-row"] button')?.click();
+    await vi.advanceTimersByTimeAsync(0);
+    b.pushMemory(snap({ kind: "watch", title: "process 77", message: "watching" }));
+    const status = get(panel.root, "memory-status");
+    expect(status.dataset.state).toBe("running");
+    get<HTMLButtonElement>(panel.root, "stop-memory").click();
+    await vi.advanceTimersByTimeAsync(2100);
+    expect(b.calls).toContain("memorySnapshot");
+    expect(status.dataset.state).toBe("interrupted");
+    expect(status.textContent).toContain("stopped by you");
+    // Once ended, it stops asking.
+    const asked = b.calls.filter((c) => c === "memorySnapshot").length;
+    await vi.advanceTimersByTimeAsync(6000);
+    expect(b.calls.filter((c) => c === "memorySnapshot").length).toBe(asked);
+    vi.useRealTimers();
   });
 
   it("shows the user's newest wrapped run with its epochs and verdict, on open and on the button", async () => {

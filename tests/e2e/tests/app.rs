@@ -135,6 +135,23 @@ impl Session {
         }
     }
 
+    /// Waits for the element `testid` to reach `state` (its `data-state`); on a timeout says
+    /// which state and text it was left in, the first thing to know about a job that did not end.
+    fn wait_state(&self, testid: &str, state: &str, secs: u64) -> String {
+        let css = format!(r#"[data-testid="{testid}"][data-state="{state}"]"#);
+        let until = Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(e) = self.find_all(&css).into_iter().next() {
+                return e;
+            }
+            if Instant::now() >= until {
+                let (text, now) = self.read(&format!(r#"[data-testid="{testid}"]"#), "data-state");
+                panic!("{testid} did not reach {state} within {secs} s: it is {now:?}: {text}");
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
     fn text(&self, e: &str) -> String {
         request("GET", &format!("{}/element/{e}/text", self.base), None)["value"]
             .as_str()
@@ -525,10 +542,7 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
         std::thread::sleep(Duration::from_millis(200));
     }
     s.click(&s.wait(r#"[data-testid="cancel-sweep"]"#, 5));
-    s.wait(
-        r#"[data-testid="sweep-status"][data-state="interrupted"]"#,
-        30,
-    );
+    s.wait_state("sweep-status", "interrupted", 30);
     let why = s.text(&s.wait(r#"[data-testid="sweep-recommendation"]:not([hidden])"#, 5));
     assert!(why.starts_with("cancelled from the app after "), "{why}");
 
@@ -645,10 +659,7 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
         "{sent:?} / {flagged_text}"
     );
     s.click(&s.wait(r#"[data-testid="stop-memory"]"#, 5));
-    s.wait(
-        r#"[data-testid="memory-status"][data-state="complete"]"#,
-        10,
-    );
+    s.wait_state("memory-status", "complete", 10);
     drop(grower);
 
     // Your own training: a plain DataLoader loop (no markers) that keeps 96 MiB per epoch, run
@@ -1030,10 +1041,7 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
     );
     s.screenshot(&out.join("project_watch.png"));
     s.click(&s.wait(r#"[data-testid="stop-memory"]"#, 5));
-    let stopped = s.wait(
-        r#"[data-testid="memory-status"][data-state="interrupted"]"#,
-        30,
-    );
+    let stopped = s.wait_state("memory-status", "interrupted", 30);
     let stopped_text = s.text(&stopped);
     assert!(stopped_text.contains("stopped by you"), "{stopped_text}");
     assert!(

@@ -46,6 +46,8 @@ export function mockBackend(opts: {
   epochsError?: { code: string; message: string };
   /** The newest wrapped run the ledger would give. */
   wrapped?: MemorySnapshot;
+  /** The memory job's state as the backend holds it (what `memorySnapshot` reads back). */
+  memory?: MemorySnapshot;
   processes?: ProcessInfo[];
   overview?: OverviewSnapshot;
   hosts?: HostProfile[];
@@ -95,7 +97,7 @@ export function mockBackend(opts: {
     },
     async memorySnapshot() {
       m.calls.push("memorySnapshot");
-      return null;
+      return opts.memory ?? null;
     },
     async lastWrappedRun() {
       m.calls.push("lastWrappedRun");

@@ -188,6 +188,20 @@ export function memoryPanel(
   stop.addEventListener("click", () => {
     stop.disabled = true;
     void backend.stopMemory();
+    // The job's own updates say when it has ended; should that last one not arrive, the job's
+    // state is read back, so that the panel never stays "running" after a Stop.
+    const poll = window.setInterval(() => {
+      if (status.dataset.state !== "running") {
+        window.clearInterval(poll);
+        return;
+      }
+      void backend
+        .memorySnapshot()
+        .then((s) => {
+          if (s && !s.running && status.dataset.state === "running") show(s);
+        })
+        .catch(() => undefined);
+    }, 2000);
   });
   refresh.addEventListener("click", () => {
     backend

@@ -604,6 +604,78 @@ fn a_signal_to_headroom_run_reaches_the_command_and_closes_the_run() {
     }
 }
 
+/// A command that catches SIGTERM (to save a checkpoint, as Lightning does) has its grace, and
+/// one that then keeps running is killed after it: Stop always stops, and the run is kept as
+/// interrupted.
+#[test]
+fn a_command_that_ignores_the_stop_is_killed_after_its_grace() {
+    let py = crate::common::python();
+    let home = Home::new();
+    let pidfile = home.path().join("pid");
+    let saved = home.path().join("checkpoint");
+    let script = "import os, signal, sys, time\ndef save(*_):\n    open(sys.argv[2], 'w').write('saved')\nsignal.signal(signal.SIGTERM, save)\nopen(sys.argv[1] + '.tmp', 'w').write(str(os.getpid()))\nos.rename(sys.argv[1] + '.tmp', sys.argv[1])\nwhile True:\n    time.sleep(0.1)\n";
+    let child = home
+        .cmd(&[
+            "run",
+            "--json",
+            "--",
+            py.to_str().expect("utf-8"),
+            "-c",
+            script,
+            pidfile.to_str().expect("utf-8"),
+            saved.to_str().expect("utf-8"),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start headroom run");
+    let started = Instant::now();
+    let pid: i32 = loop {
+        if let Some(p) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            break p;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the command never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let asked = Instant::now();
+    // SAFETY: plain kill(2) on the child we started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let out = child.wait_with_output().expect("wait for headroom run");
+    let took = asked.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&saved).ok().as_deref(),
+        Some("saved"),
+        "the command's handler ran: {err}"
+    );
+    assert!(
+        err.contains("did not stop within 10 s of being asked to; killing it"),
+        "{err}"
+    );
+    // Killed after the grace, not before it.
+    assert!(
+        took >= Duration::from_secs(10),
+        "ended after {took:?}: {err}"
+    );
+    // SAFETY: kill(2) with signal 0 only asks whether the process exists.
+    assert_ne!(
+        unsafe { libc::kill(pid, 0) },
+        0,
+        "the command {pid} still runs"
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    assert_eq!(v["interrupted"], true, "{v}");
+    assert_eq!(home.runs()[0]["status"], "interrupted");
+}
+
 /// A command killed by a signal (the OOM killer's SIGKILL) is reported with the signal, and
 /// `headroom run` exits 128 + N as a shell does.
 #[test]

@@ -708,6 +708,10 @@ fn pump(mut pipe: impl Read, to_stderr: bool, started: Instant, tx: &mpsc::Sende
 }
 
 /// Sends `sig` to the command: to its process group when it has its own.
+/// How long a stopped command may take to end (its handler saving a checkpoint) before it is
+/// killed.
+pub const STOP_GRACE: Duration = Duration::from_secs(10);
+
 fn forward(pid: u32, own_group: bool, sig: i32) {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return;
@@ -856,6 +860,7 @@ pub fn run_command_with(
         forward(pid, own_group, libc::SIGKILL);
     };
     let mut child_done = None;
+    let (mut asked_at, mut killed_after_grace) = (None::<Instant>, false);
     let (mut told_at, mut told_epochs) = (Instant::now(), 0usize);
     // Lines, events and readings until both pipes close (the child and anything holding them
     // is done).
@@ -870,7 +875,20 @@ pub fn run_command_with(
             // At a terminal the command has the terminal's Ctrl-C already.
             if own_group || sig != libc::SIGINT {
                 forward(pid, own_group, sig);
+                asked_at.get_or_insert_with(Instant::now);
             }
+        }
+        // A command that catches the signal to save a checkpoint (Lightning does) has its
+        // grace; one that does not end within it is killed, so that Stop always stops.
+        if asked_at.is_some_and(|a| a.elapsed() >= STOP_GRACE)
+            && child_done.is_none()
+            && !killed_after_grace
+        {
+            killed_after_grace = true;
+            stop_command(format!(
+                "the command did not stop within {} s of being asked to; killing it",
+                STOP_GRACE.as_secs()
+            ));
         }
         let over_time = opts
             .max_time
