@@ -546,44 +546,53 @@ fn a_hundred_workers_killed_at_random_moments_lose_no_recorded_point() {
     );
 }
 
+/// `headroom run --json -- python -c SCRIPT PIDFILE ARGS...`, once the script has written its
+/// pid to PIDFILE (its first argument): the run and the command's pid.
+fn run_until_started(home: &Home, script: &str, args: &[&str]) -> (Child, i32) {
+    let py = crate::common::python();
+    let pidfile = home.path().join("pid");
+    let mut argv = vec![
+        "run",
+        "--json",
+        "--",
+        py.to_str().expect("utf-8"),
+        "-c",
+        script,
+        pidfile.to_str().expect("utf-8"),
+    ];
+    argv.extend_from_slice(args);
+    let child = home
+        .cmd(&argv)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start headroom run");
+    let started = Instant::now();
+    let pid = loop {
+        if let Some(p) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            break p;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the command never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (child, pid)
+}
+
 /// Ctrl-C or SIGTERM sent to `headroom run` (not to the terminal's group) reaches the command
 /// too: nothing is left running unmonitored, and the run is closed as interrupted.
 #[test]
 fn a_signal_to_headroom_run_reaches_the_command_and_closes_the_run() {
-    let py = crate::common::python();
+    let script = "import os, sys, time\nopen(sys.argv[1] + '.tmp', 'w').write(str(os.getpid()))\nos.rename(sys.argv[1] + '.tmp', sys.argv[1])\nfor i in range(600):\n    print('tick', i, flush=True)\n    time.sleep(0.1)\n";
     for sig in [libc::SIGINT, libc::SIGTERM] {
         let home = Home::new();
-        let pidfile = home.path().join("pid");
-        let script = "import os, sys, time\nopen(sys.argv[1] + '.tmp', 'w').write(str(os.getpid()))\nos.rename(sys.argv[1] + '.tmp', sys.argv[1])\nfor i in range(600):\n    print('tick', i, flush=True)\n    time.sleep(0.1)\n";
-        let child = home
-            .cmd(&[
-                "run",
-                "--json",
-                "--",
-                py.to_str().expect("utf-8"),
-                "-c",
-                script,
-                pidfile.to_str().expect("utf-8"),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start headroom run");
-        let started = Instant::now();
-        let pid: i32 = loop {
-            if let Some(p) = std::fs::read_to_string(&pidfile)
-                .ok()
-                .and_then(|t| t.trim().parse().ok())
-            {
-                break p;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "the command never started"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let (child, pid) = run_until_started(&home, script, &[]);
         // SAFETY: plain kill(2) on the child we started.
         assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
         let out = child.wait_with_output().expect("wait for headroom run");
@@ -609,41 +618,10 @@ fn a_signal_to_headroom_run_reaches_the_command_and_closes_the_run() {
 /// interrupted.
 #[test]
 fn a_command_that_ignores_the_stop_is_killed_after_its_grace() {
-    let py = crate::common::python();
     let home = Home::new();
-    let pidfile = home.path().join("pid");
     let saved = home.path().join("checkpoint");
     let script = "import os, signal, sys, time\ndef save(*_):\n    open(sys.argv[2], 'w').write('saved')\nsignal.signal(signal.SIGTERM, save)\nopen(sys.argv[1] + '.tmp', 'w').write(str(os.getpid()))\nos.rename(sys.argv[1] + '.tmp', sys.argv[1])\nwhile True:\n    time.sleep(0.1)\n";
-    let child = home
-        .cmd(&[
-            "run",
-            "--json",
-            "--",
-            py.to_str().expect("utf-8"),
-            "-c",
-            script,
-            pidfile.to_str().expect("utf-8"),
-            saved.to_str().expect("utf-8"),
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start headroom run");
-    let started = Instant::now();
-    let pid: i32 = loop {
-        if let Some(p) = std::fs::read_to_string(&pidfile)
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-        {
-            break p;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the command never started"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let (child, pid) = run_until_started(&home, script, &[saved.to_str().expect("utf-8")]);
     let asked = Instant::now();
     // SAFETY: plain kill(2) on the child we started.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
