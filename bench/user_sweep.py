@@ -91,7 +91,7 @@ def main():
     ap.add_argument("--headroom", default="dist/headroom")
     ap.add_argument("--python", default="python3")
     ap.add_argument("--out", default="user-sweep-out")
-    ap.add_argument("--parts", default="headroom,accelerate,lightning")
+    ap.add_argument("--parts", default="headroom,headroom-serial,accelerate,lightning")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     out = os.path.abspath(a.out)
@@ -101,18 +101,25 @@ def main():
     res = {}
     rows = []
     for part in a.parts.split(","):
-        if part == "headroom":
-            s, r = timed([os.path.abspath(a.headroom), "run", "--sweep", "batch=auto", "--json", "--",
+        if part in ("headroom", "headroom-serial"):
+            # headroom: starts begun ahead (the default on CUDA); headroom-serial: one at a time.
+            extra = ["--prestart", "off"] if part == "headroom-serial" else []
+            s, r = timed([os.path.abspath(a.headroom), "run", "--sweep", "batch=auto", *extra, "--json", "--",
                           a.python, "train.py", "--bs", "{batch}"], out, env)
-            open(os.path.join(out, "headroom.stderr"), "w").write(r.stderr)
+            n = sum(1 for k in res if k.startswith(part))
+            key = f"{part}-{n + 1}"
+            open(os.path.join(out, f"{key}.stderr"), "w").write(r.stderr)
             doc = json.loads(r.stdout) if r.returncode in (0, 3) and r.stdout.strip() else None
-            res["headroom"] = {"seconds": s, "rc": r.returncode, "doc": doc}
+            res[key] = {"seconds": s, "rc": r.returncode, "doc": doc}
             summ = (doc or {}).get("sweep", {}).get("summary") or {}
             pts = (doc or {}).get("sweep", {}).get("points") or []
-            rows.append(("headroom batch=auto", s, f"recommended {summ.get('recommended_batch')} · knee {summ.get('knee_batch')} · largest verified {summ.get('max_fit_batch')} · {len(pts)} points, each with samples/s and GPU peak"))
-            for (b, secs, first) in (doc or {}).get("seconds", []):
+            how = "starts one at a time" if extra else "next start begun ahead"
+            rows.append((f"headroom batch=auto ({how})", s, f"recommended {summ.get('recommended_batch')} · knee {summ.get('knee_batch')} · largest verified {summ.get('max_fit_batch')} · {len(pts)} points, each with samples/s and GPU peak"))
+            for t in (doc or {}).get("seconds", []):
+                b, secs, first, waited = t["batch"], t["seconds"], t.get("first_step_s"), t.get("waited_s")
                 p = next((p for p in pts if p["batch"] == b), {})
-                rows.append((f"  start at batch {b}", secs, f"first step after {first if first is None else round(first, 1)} s · {p.get('status')} · {p.get('samples_per_s') and round(p['samples_per_s'])} samples/s · peak {p.get('peak_bytes') and round(p['peak_bytes'] / 2**30, 1)} GiB"))
+                ahead = "" if waited is None else f" · waited {waited:.1f} s at its gate"
+                rows.append((f"  start at batch {b}", secs, f"first step after {first if first is None else round(first, 1)} s{ahead} · {p.get('status')} · {p.get('samples_per_s') and round(p['samples_per_s'])} samples/s · peak {p.get('peak_bytes') and round(p['peak_bytes'] / 2**30, 1)} GiB"))
         elif part == "accelerate":
             s, r = timed([a.python, "train.py", "--bs", "4096", "--find", "accelerate"], out)
             found = [l for l in r.stdout.splitlines() if "found" in l]

@@ -132,6 +132,7 @@ pub async fn sweep_project(
         budget: BudgetSpec::Default,
         devices,
         point_limit: Duration::from_secs(180),
+        prestart: jobs::usersweep::Prestart::Auto,
         watch,
     };
     jobs::usersweep::check(&spec)?;

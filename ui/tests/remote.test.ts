@@ -18,27 +18,51 @@ function set(root: HTMLElement, testid: string, value: string): void {
   i.value = value;
 }
 
+const q = (root: HTMLElement, testid: string) => root.querySelector<HTMLElement>(`[data-testid="${testid}"]`);
+
 const click = (root: HTMLElement, testid: string) => root.querySelector<HTMLElement>(`[data-testid="${testid}"]`)?.click();
 
 describe("remote panel", () => {
-  it("walks a host from adding to checking, with the key and the commands to copy the project", async () => {
+  it("adds a host with every field, refuses a second of the same name unless replaced, and keeps the tools for it", async () => {
     const b = mockBackend({ check: ok, keys: [{ path: "/home/ada/.ssh/id_ed25519", public_key: "ssh-ed25519 AAAA ada" }] });
     const tabs: string[] = [];
     const p = remotePanel(b, (t) => tabs.push(t));
     await p.load();
-    expect(p.root.querySelector<HTMLElement>('[data-testid="step-3"]')?.hidden).toBe(true);
+    expect(q(p.root, "host-tools")?.hidden).toBe(true);
+    expect(p.root.querySelector('[data-testid="public-key"]')?.textContent).toBe("ssh-ed25519 AAAA ada");
+    click(p.root, "use-key");
+    expect(p.root.querySelector<HTMLInputElement>('[data-testid="host-identity"]')?.value).toBe("/home/ada/.ssh/id_ed25519");
     set(p.root, "host-name", "box");
     set(p.root, "host-host", "127.0.0.1");
     set(p.root, "host-port", "2222");
     set(p.root, "host-user", "ada");
+    set(p.root, "host-jump", "ops@bastion:2200");
+    set(p.root, "host-artifact-store", "nas.local:445");
     click(p.root, "add-host");
     await flush();
     await flush();
     expect(b.calls).toContain("addHost box");
+    const added = (await b.listHosts()).find((h) => h.name === "box");
+    expect(added?.jump).toBe("ops@bastion:2200");
+    expect(added?.artifact_store).toBe("nas.local:445");
+    expect(added?.identity).toBe("/home/ada/.ssh/id_ed25519");
     expect(p.root.querySelector('[data-testid="host-row"]')?.textContent).toContain("box · ada@127.0.0.1:2222");
-    expect(p.root.querySelector<HTMLElement>('[data-testid="step-3"]')?.hidden).toBe(false);
-    expect(p.root.querySelector('[data-testid="public-key"]')?.textContent).toBe("ssh-ed25519 AAAA ada");
-    expect(p.root.querySelector('[data-testid="copy-id"]')?.textContent).toBe("ssh-copy-id -i /home/ada/.ssh/id_ed25519.pub box");
+    expect(q(p.root, "host-tools")?.hidden).toBe(false);
+    expect(q(p.root, "step-2")?.hidden).toBe(false);
+    // The same name again is refused and says how to replace it; ticked, it replaces.
+    set(p.root, "host-host", "10.0.0.9");
+    click(p.root, "add-host");
+    await flush();
+    await flush();
+    expect(q(p.root, "remote-status")?.textContent).toContain("exists already");
+    expect(q(p.root, "remote-status")?.textContent).toContain("replace a host of the same name");
+    expect((await b.listHosts()).filter((h) => h.name === "box").map((h) => h.host)).toEqual(["127.0.0.1"]);
+    p.root.querySelector<HTMLInputElement>('[data-testid="host-replace"]')!.checked = true;
+    click(p.root, "add-host");
+    await flush();
+    await flush();
+    expect((await b.listHosts()).filter((h) => h.name === "box").map((h) => h.host)).toEqual(["10.0.0.9"]);
+    expect(p.root.querySelector<HTMLInputElement>('[data-testid="host-replace"]')?.checked).toBe(false);
     click(p.root, "check-host");
     await flush();
     const r = p.root.querySelector<HTMLElement>('[data-testid="check-result"]');
@@ -67,8 +91,6 @@ describe("remote panel", () => {
     ).toBe("ada@h refused every key offered. Fix: install your public key");
   });
 });
-
-const q = (root: HTMLElement, testid: string) => root.querySelector<HTMLElement>(`[data-testid="${testid}"]`);
 
 describe("migration wizard", () => {
   const project = { name: "train", dir: "/home/ada/train", python: null, command: ["python", "train.py", "--batch-size", "{batch}"] };

@@ -31,7 +31,9 @@ pub struct ContentionConfig {
     pub conferencing: Vec<String>,
     pub ides: Vec<String>,
     pub browsers: Vec<String>,
-    /// Raise contention when conferencing + IDEs hold at least this share of RAM while what is
+    /// Local LLM servers (a model kept in memory all day), counted with conferencing and IDEs.
+    pub llm_servers: Vec<String>,
+    /// Raise contention when conferencing + IDEs (+ local LLM servers) hold at least this share of RAM while what is
     /// available no longer covers the training run's measured need plus the reserve.
     pub apps_share: f64,
     /// The share of RAM kept free beyond the training run's need (macOS compresses and swaps
@@ -92,6 +94,18 @@ impl Default for ContentionConfig {
                 "msedge",
                 "Brave Browser",
                 "brave",
+            ]),
+            llm_servers: list(&[
+                "ollama",
+                "Ollama",
+                "LM Studio",
+                "lms",
+                "llama-server",
+                "llama-cli",
+                "llamafile",
+                "koboldcpp",
+                "local-ai",
+                "Jan",
             ]),
             apps_share: 0.25,
             reserve_share: 0.15,

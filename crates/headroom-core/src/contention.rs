@@ -20,6 +20,8 @@ pub enum Group {
     Conferencing,
     Ide,
     Browser,
+    /// Ollama, LM Studio, llama.cpp's server and the like: a model held in memory the whole day.
+    LocalLlm,
     Training,
     Other,
 }
@@ -30,6 +32,7 @@ impl Group {
             Self::Conferencing => "conferencing",
             Self::Ide => "IDEs",
             Self::Browser => "browsers",
+            Self::LocalLlm => "local LLM servers",
             Self::Training => "training",
             Self::Other => "everything else",
         }
@@ -163,6 +166,7 @@ fn own_app(p: &Proc, cfg: &ContentionConfig) -> Option<(Group, String)> {
         (Group::Conferencing, &cfg.conferencing),
         (Group::Ide, &cfg.ides),
         (Group::Browser, &cfg.browsers),
+        (Group::LocalLlm, &cfg.llm_servers),
     ];
     cands.iter().find_map(|c| {
         lists.iter().find_map(|(g, list)| {
@@ -214,6 +218,7 @@ pub fn classify(procs: &[Proc], cfg: &ContentionConfig, training: &[u32]) -> Vec
         Group::Conferencing,
         Group::Ide,
         Group::Browser,
+        Group::LocalLlm,
         Group::Training,
         Group::Other,
     ]
@@ -259,9 +264,24 @@ pub fn judge(
     let mut reasons = Vec::new();
     let held: u64 = groups
         .iter()
-        .filter(|g| matches!(g.group, Group::Conferencing | Group::Ide))
+        .filter(|g| matches!(g.group, Group::Conferencing | Group::Ide | Group::LocalLlm))
         .map(|g| g.bytes)
         .sum();
+    // A local LLM server is named with what it holds: it keeps its model in memory all day.
+    let llm: Vec<String> = groups
+        .iter()
+        .filter(|g| g.group == Group::LocalLlm && g.bytes > 0)
+        .flat_map(|g| &g.apps)
+        .map(|a| format!("{} {}", a.name, format_bytes(a.bytes)))
+        .collect();
+    let holders = if llm.is_empty() {
+        "conferencing and IDEs".to_owned()
+    } else {
+        format!(
+            "conferencing, IDEs and local LLM servers ({})",
+            llm.join(", ")
+        )
+    };
     let total = system.total_bytes.max(1);
     let share = held as f64 / total as f64;
     let reserve = (total as f64 * cfg.reserve_share) as u64;
@@ -282,7 +302,7 @@ pub fn judge(
     let short = system.available_bytes < need.map_or(0, |n| n.bytes).saturating_add(reserve);
     if share >= cfg.apps_share && short {
         reasons.push(format!(
-            "conferencing and IDEs hold {} ({:.0} % of {} RAM; threshold {:.0} %) and {} is available, {against}",
+            "{holders} hold {} ({:.0} % of {} RAM; threshold {:.0} %) and {} is available, {against}",
             format_bytes(held),
             share * 100.0,
             format_bytes(system.total_bytes),
@@ -693,6 +713,72 @@ mod tests {
         // No measured need: the floor is 15 % of RAM.
         assert!(!judge(&held(6, 4), &system(32, 4, None), None, None, &cfg).is_empty());
         assert!(judge(&held(6, 4), &system(32, 5, None), None, None, &cfg).is_empty());
+    }
+
+    /// A local LLM server (Ollama's daemon and its runner, LM Studio's app, llama.cpp's server)
+    /// is a group of its own, and its memory counts with conferencing and IDEs, named.
+    #[test]
+    fn local_llm_servers_are_grouped_and_count_toward_contention() {
+        let cfg = ContentionConfig::default();
+        let procs = [
+            p(1, 0, "launchd", "/sbin/launchd", 20),
+            p(
+                100,
+                1,
+                "ollama",
+                "/Applications/Ollama.app/Contents/Resources/ollama",
+                300,
+            ),
+            p(
+                101,
+                100,
+                "ollama",
+                "/Applications/Ollama.app/Contents/Resources/ollama",
+                4700,
+            ),
+            p(
+                200,
+                1,
+                "LM Studio",
+                "/Applications/LM Studio.app/Contents/MacOS/LM Studio",
+                900,
+            ),
+            p(
+                300,
+                1,
+                "llama-server",
+                "/opt/homebrew/bin/llama-server",
+                2100,
+            ),
+            p(400, 1, "python3.11", "/opt/homebrew/bin/python3.11", 2000),
+        ];
+        let groups = classify(&procs, &cfg, &[400]);
+        let llm = groups
+            .iter()
+            .find(|g| g.group == Group::LocalLlm)
+            .expect("llm group");
+        assert_eq!(
+            (llm.bytes, llm.processes),
+            ((300 + 4700 + 900 + 2100) << 20, 4)
+        );
+        assert_eq!(llm.apps[0].name, "Ollama");
+        assert_eq!(llm.apps[0].bytes, 5000 << 20);
+        let need = Need {
+            bytes: 6 << 30,
+            source: "run 7 at batch 64".into(),
+        };
+        // 2 GiB of conferencing and IDEs alone is under the 25 % share of 32 GiB...
+        assert!(judge(&held(1, 1), &system(32, 5, None), Some(&need), None, &cfg).is_empty());
+        // ...with the LLM servers' 7.8 GiB it is over, and the reason names them.
+        let mut with = held(1, 1);
+        with.push(llm.clone());
+        let r = judge(&with, &system(32, 5, None), Some(&need), None, &cfg);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert!(
+            r[0].starts_with("conferencing, IDEs and local LLM servers (Ollama 4.9 GiB, llama-server 2.1 GiB, LM Studio 900 MiB) hold 9.8 GiB"),
+            "{}",
+            r[0]
+        );
     }
 
     #[test]

@@ -24,6 +24,11 @@ pub const SITECUSTOMIZE: &str = include_str!("instrument/sitecustomize.py");
 /// The environment variable that names the socket (the observer does nothing without it).
 pub const EVENTS_ENV: &str = "HEADROOM_EVENTS";
 
+/// The environment variable that names a start's gate: the observer stops the process before
+/// its first batch until that file exists (see the observer's head), and says where it stands
+/// beside it (`.armed` once torch is imported, `.waiting` at the gate).
+pub const GATE_ENV: &str = "HEADROOM_GATE";
+
 /// Host-to-device copies taking this share of the step time make `pin_memory` worth advising.
 pub const COPIES_MATTER: f64 = 0.10;
 
@@ -551,6 +556,40 @@ impl Channel {
             (EVENTS_ENV.to_owned(), self.socket.clone().into_os_string()),
             ("PYTHONPATH".to_owned(), path),
         ]
+    }
+
+    /// The gate file of a process started at a gate ([`GATE_ENV`]), in this channel's folder (a
+    /// process waiting there ends itself when the folder is removed with the channel).
+    pub fn gate_path(&self) -> PathBuf {
+        self.dir.join("gate")
+    }
+
+    /// How far the process started at this channel's gate has come.
+    pub fn gate_state(&self) -> crate::jobs::watch::GateState {
+        use crate::jobs::watch::GateState;
+        let gate = self.gate_path();
+        let beside = |ext: &str| {
+            let mut p = gate.clone().into_os_string();
+            p.push(ext);
+            PathBuf::from(p).exists()
+        };
+        if beside(".waiting") {
+            GateState::Waiting
+        } else if beside(".armed") {
+            GateState::Armed
+        } else {
+            GateState::Starting
+        }
+    }
+
+    /// Lets the process past its gate.
+    pub fn open_gate(&self) -> Result<(), CoreError> {
+        let gate = self.gate_path();
+        std::fs::write(&gate, b"").map_err(|e| CoreError::Io {
+            what: "cannot open the gate of a run started ahead in",
+            path: self.dir.display().to_string(),
+            source: e,
+        })
     }
 
     /// Stops accepting, and waits up to `grace` for the connections still open to end (a

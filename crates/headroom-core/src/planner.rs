@@ -197,6 +197,24 @@ impl Planner {
         Some(v.max(0.0) as u64)
     }
 
+    /// The batch this planner would run after `batch` if `batch` fitted at the peak predicted for
+    /// it (none: none recorded) and ran at twice the best throughput so far, the outcome that
+    /// leaves the most to do (the knee between it and the batch below): a start worth beginning
+    /// while `batch` is measured. `None` when the sweep would end there.
+    pub fn speculate(&self, batch: u32, predicted: Option<u64>) -> Option<u32> {
+        let best = self.throughputs().iter().map(|o| o.1).fold(1.0, f64::max);
+        let mut p = self.clone();
+        p.record(batch, PointStatus::Ok, predicted, Some(best * 2.0));
+        for _ in 0..4 {
+            match p.next_step() {
+                Next::Run { batch: b, .. } => return (b != batch).then_some(b),
+                Next::Skip { batch: b, .. } => p.record(b, PointStatus::OverBudget, None, None),
+                Next::Done { .. } => return None,
+            }
+        }
+        None
+    }
+
     /// The largest batch the line predicts within the budget; `None` when memory does not grow
     /// with the batch (or nothing is measured yet).
     pub fn predicted_fit(&self) -> Option<u32> {
@@ -959,6 +977,57 @@ mod tests {
             f64::from(knee) / f64::from(below) <= COSTLY_KNEE_RATIO,
             "{ok:?}"
         );
+    }
+
+    /// What a sweep begins ahead: the start the planner asks for next when the one measured now
+    /// comes out as foreseen, and nothing it would not ask for.
+    #[test]
+    fn the_next_start_is_foreseen_and_only_asked_for_when_the_outcome_needs_it() {
+        let plan = BatchPlan::Search {
+            start: 16,
+            max: 65536,
+        };
+        let mut p = Planner::new(plan, 200_000, None, true).costly();
+        let peak = |b: u32| 1000 + 100 * u64::from(b);
+        assert!(matches!(p.next_step(), Next::Run { batch: 16, .. }));
+        assert_eq!(
+            p.speculate(16, None),
+            Some(64),
+            "4× the first, whatever it measures"
+        );
+        p.record(16, PointStatus::Ok, Some(peak(16)), Some(160.0));
+        assert!(matches!(p.next_step(), Next::Run { batch: 64, .. }));
+        p.record(64, PointStatus::Ok, Some(peak(64)), Some(640.0));
+        let Next::Run {
+            batch: jump,
+            predicted,
+        } = p.next_step()
+        else {
+            panic!("the jump")
+        };
+        assert!(predicted.is_some() && jump > 1000, "{jump}");
+        let foreseen = p.speculate(jump, predicted).expect("the knee's point");
+        assert!(foreseen > 64 && foreseen < jump, "{foreseen}");
+        let next_after = |mut q: Planner, sps: f64| {
+            q.record(jump, PointStatus::Ok, Some(peak(jump)), Some(sps));
+            loop {
+                match q.next_step() {
+                    Next::Run { batch, .. } => return Some(batch),
+                    Next::Skip { batch, .. } => {
+                        q.record(batch, PointStatus::OverBudget, None, None)
+                    }
+                    Next::Done { .. } => return None,
+                }
+            }
+        };
+        // Throughput still growing with the batch: the knee lies between 64 and the jump, and
+        // the planner asks for exactly the start begun ahead.
+        assert_eq!(
+            next_after(p.clone(), 10.0 * f64::from(jump)),
+            Some(foreseen)
+        );
+        // Flat after 64: no knee point is needed, the start begun ahead is not asked for.
+        assert_eq!(next_after(p, 640.0), None);
     }
 
     #[test]

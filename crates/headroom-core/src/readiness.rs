@@ -4,6 +4,7 @@
 //! Facts come from pure parsers ([`macos`], [`linux`]) fed by a thin layer ([`system`]) and
 //! from running each interpreter ([`python`]); [`verdict`] turns facts into lights and is pure.
 
+pub mod isolation;
 pub mod linux;
 pub mod macos;
 pub mod python;
@@ -51,6 +52,9 @@ pub struct MachineFacts {
     pub gpus: Vec<GpuFacts>,
     /// Running inside the macOS App Sandbox, which hides other environments' files.
     pub sandboxed: bool,
+    /// Linux: the container or VM this runs in (none found: `None`).
+    #[serde(default)]
+    pub isolation: Option<isolation::Isolation>,
 }
 
 /// Where power comes from.

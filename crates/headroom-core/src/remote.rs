@@ -305,7 +305,7 @@ impl Hosts {
         p.validate()?;
         if !replace && self.hosts.contains_key(&p.name) {
             return Err(CoreError::InvalidInput(format!(
-                "a remote host named {:?} exists already; pick another name or add --replace",
+                "a remote host named {:?} exists already; pick another name, or replace it (--replace; in the app, tick \"replace a host of the same name\")",
                 p.name
             )));
         }

@@ -224,9 +224,12 @@ export function mockBackend(opts: {
       m.calls.push("listHosts");
       return [...hosts];
     },
-    async addHost(profile) {
+    async addHost(profile, replace) {
       m.calls.push(`addHost ${profile.name}`);
       if (profile.host.includes(";")) throw { code: "invalid_input", message: `the host "${profile.host}" is refused` };
+      const i = hosts.findIndex((h) => h.name === profile.name);
+      if (i >= 0 && !replace) throw { code: "invalid_input", message: `a remote host named "${profile.name}" exists already; pick another name, or replace it (--replace; in the app, tick "replace a host of the same name")` };
+      if (i >= 0) hosts.splice(i, 1);
       hosts.push(profile);
       return profile;
     },

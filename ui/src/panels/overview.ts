@@ -16,6 +16,7 @@ const GROUP: Record<Group, string> = {
   conferencing: "Calls",
   ide: "IDEs",
   browser: "Browsers",
+  local_llm: "Local LLMs",
   training: "Training",
   other: "Other",
 };

@@ -1,7 +1,9 @@
-// The Remote panel: moving the work to a rented Mac step by step — add the host, make or pick a
-// key, check it, then the migration wizard moves a project there (the same steps as `headroom
-// remote migrate`); the built-in sweep there, the Overview's comparison and the screen follow.
-// Every step calls the same code as `headroom remote`.
+// The Remote panel: moving the work to a rented Mac step by step — add the host (with a key
+// Headroom made or yours), then the migration wizard moves a project there (the same steps as
+// `headroom remote migrate`: the key installed, the check, Headroom, the project, the training,
+// the comparison, the screen). A check without a project, the built-in sweep there, the decision
+// table and the screen sit in "More for this host". Every step calls the same code as
+// `headroom remote`.
 import type { Backend, CheckReport, HostProfile, KeyInfo } from "../backend";
 import { asAppError } from "../backend";
 import { field } from "../controls";
@@ -53,14 +55,16 @@ export function remotePanel(
   status.dataset.testid = "remote-status";
   let selected: string | null = null;
 
-  // 1 · the host.
+  // 1 · the host: everything `remote add` takes, with the keys Headroom knows.
   const s1 = step(1, "Add the rented host");
   const name = input("host-name", "rented-m4");
   const host = input("host-host", "m4.example.com");
   const port = input("host-port", "22");
   const user = input("host-user", "you");
   const identity = input("host-identity", "~/.ssh/id_ed25519");
+  const jump = input("host-jump", "user@bastion:22 (optional)");
   const vnc = input("host-vnc", "5900");
+  const store = input("host-artifact-store", "nas.local:445 or https://… (optional)");
   const headroomPath = input("host-headroom", "headroom");
   const grid = el("div", "form-grid");
   grid.append(
@@ -69,53 +73,59 @@ export function remotePanel(
     field("Port", port),
     field("User", user),
     field("Key file", identity),
+    field("Jump host", jump),
     field("VNC port", vnc),
+    field("Artifact store", store),
     field("headroom there (when not on its PATH)", headroomPath),
   );
-  const add = el("button", "primary", "Add host");
-  add.dataset.testid = "add-host";
-  const list = el("div", "host-list");
-  s1.body.append(grid, add, list);
-
-  // 2 · the key.
-  const s2 = step(2, "Make or pick a key, and install it on the host");
   const keys = el("div", "keys");
   const make = el("button", undefined, "Make a key for Headroom");
   make.dataset.testid = "make-key";
-  s2.body.append(keys, make);
+  const replace = el("input");
+  replace.type = "checkbox";
+  replace.dataset.testid = "host-replace";
+  const replaceLabel = el("label", "inline");
+  replaceLabel.append(replace, el("span", undefined, " replace a host of the same name"));
+  const add = el("button", "primary", "Add host");
+  add.dataset.testid = "add-host";
+  const list = el("div", "host-list");
+  s1.body.append(grid, keys, make, replaceLabel, add, list);
 
-  // 3 · check.
-  const s3 = step(3, "Check the connection");
-  const check = el("button", "primary", "Check");
+  // 2 · the project moved by the wizard: the key installed (password once), the check, Headroom,
+  // the project, the training, the comparison and the screen.
+  const s2 = step(2, "Move a project there, step by step");
+  const wizard = migrationWizard(backend);
+  s2.body.append(wizard.root);
+
+  // Tools for the selected host outside the wizard: a check without a project, the built-in
+  // sweep there, the decision table, the screen.
+  const tools = el("details", "step host-tools");
+  tools.dataset.testid = "host-tools";
+  tools.append(el("summary", undefined, "More for this host: check, built-in sweep, screen"));
+  const check = el("button", undefined, "Check the connection");
   check.dataset.testid = "check-host";
   const result = el("div", "check-result");
   result.dataset.testid = "check-result";
-  s3.body.append(check, result);
-
-  // 4 · the project, moved by the wizard.
-  const s4 = step(4, "Move a project there, step by step");
-  const wizard = migrationWizard(backend);
-  s4.body.append(wizard.root);
-
-  // 5 · the same sweep there; 6 · compare; 7 · the screen.
-  const s5 = step(5, "Run the sweep there");
-  const sweep = el("button", "primary", "Run the sweep on this host");
+  const sweep = el("button", undefined, "Run the built-in sweep there");
   sweep.dataset.testid = "remote-sweep";
-  s5.body.append(sweep, el("div", "machine", "mlp, the same search as the Sweep panel's default, with its worker on the host over ssh; its points land in this Mac's ledger under the host's name."));
-  const s6 = step(6, "Compare");
   const compare = el("button", undefined, "Open the decision table");
   compare.dataset.testid = "open-overview";
-  s6.body.append(el("div", "machine", "The Overview's remote column cites the host's check and sweep; Runs lists local and remote runs side by side."), compare);
-  const s7 = step(7, "Open its screen");
   const openVnc = el("button", undefined, "Open VNC");
   openVnc.dataset.testid = "open-vnc";
   const closeVnc = el("button", undefined, "Close tunnel");
   closeVnc.dataset.testid = "close-vnc";
   const vncUrl = el("div", "machine");
   vncUrl.dataset.testid = "vnc-url";
-  s7.body.append(openVnc, closeVnc, vncUrl);
-  const later = [s2, s3, s4, s5, s6, s7];
-  root.append(status, s1.box, ...later.map((s) => s.box));
+  const toolRow = el("div", "wizard-buttons");
+  toolRow.append(check, sweep, compare, openVnc, closeVnc);
+  tools.append(
+    toolRow,
+    result,
+    el("div", "machine", "The built-in sweep is mlp with its worker on the host over ssh; its points land in this machine's ledger under the host's name. Your own training there is the wizard's step 6."),
+    vncUrl,
+  );
+  const later: HTMLElement[] = [s2.box, tools];
+  root.append(status, s1.box, ...later);
 
   function fail(e: unknown): void {
     status.textContent = asAppError(e).message;
@@ -124,26 +134,25 @@ export function remotePanel(
 
   function drawKeys(ks: KeyInfo[]): void {
     keys.replaceChildren();
-    if (!ks.length) keys.append(el("div", "machine", "No key yet: make one below."));
+    if (!ks.length) keys.append(el("div", "machine", "No key yet: make one below, or name yours. The wizard's key step installs it on the host (the password is asked for once, never stored)."));
     for (const k of ks) {
       const row = el("div", "key-row");
       row.dataset.testid = "key-row";
       const use = el("button", undefined, "Use");
       use.addEventListener("click", () => (identity.value = k.path));
+      use.dataset.testid = "use-key";
       row.append(use, el("span", "python-path", k.path), command(k.public_key, "public-key"));
-      if (selected) row.append(command(`ssh-copy-id -i ${k.path}.pub ${selected}`, "copy-id"));
       keys.append(row);
     }
   }
 
   async function select(h: string): Promise<void> {
     selected = h;
-    for (const s of later) s.box.hidden = false;
+    for (const s of later) s.hidden = false;
     for (const r of list.querySelectorAll<HTMLElement>(".host-row")) r.classList.toggle("active", r.dataset.name === h);
     status.textContent = `host ${h}`;
     status.dataset.state = "";
     result.textContent = "";
-    drawKeys(await backend.listKeys().catch(() => []));
     await wizard.show(h).catch(fail);
   }
 
@@ -169,14 +178,16 @@ export function remotePanel(
       port: num(port),
       user: user.value.trim() || null,
       identity: identity.value.trim() || null,
-      jump: null,
+      jump: jump.value.trim() || null,
       vnc_port: num(vnc) ?? 5900,
       headroom_path: headroomPath.value.trim() || null,
       notes: "",
+      ...(store.value.trim() ? { artifact_store: store.value.trim() } : {}),
     };
     backend
-      .addHost(p, true)
+      .addHost(p, replace.checked)
       .then(async () => {
+        replace.checked = false;
         drawHosts(await backend.listHosts());
         await select(p.name);
       })
@@ -232,7 +243,8 @@ export function remotePanel(
     try {
       const hs = await backend.listHosts();
       drawHosts(hs);
-      if (!selected) for (const s of later) s.box.hidden = true;
+      if (!selected) for (const s of later) s.hidden = true;
+      drawKeys(await backend.listKeys().catch(() => []));
       if (!selected && hs.length) await select(hs[0].name);
     } catch (e) {
       fail(e);

@@ -97,6 +97,12 @@ pub struct RunArgs {
     /// With `batch=auto`: the longest one start may run before it is stopped unsettled.
     #[arg(long, default_value_t = 180)]
     point_seconds: u64,
+    /// With `batch=auto`: begin the next start while this one is measured, each waiting before
+    /// its first batch until its turn, so its start-up overlaps (auto: on a CUDA device, whose
+    /// memory is its own; off on the CPU and MPS, where a waiting start holds memory the
+    /// measured one shares).
+    #[arg(long, default_value = "auto", value_name = "auto|on|off")]
+    prestart: String,
     /// Stop the command (each run of a sweep) after this many seconds.
     #[arg(long)]
     max_seconds: Option<u64>,
@@ -433,7 +439,7 @@ fn auto_sweep(
     ledger: &headroom_core::ledger::Ledger,
 ) -> Result<ExitCode> {
     use headroom_core::jobs::sweep::Update;
-    use headroom_core::jobs::usersweep::{parse_devices, run_script_sweep, ScriptSweep};
+    use headroom_core::jobs::usersweep::{parse_devices, run_script_sweep, Prestart, ScriptSweep};
     if a.sweep.len() != 1 {
         bail!("batch=auto sweeps the batch alone; leave out the other --sweep axes");
     }
@@ -454,6 +460,7 @@ fn auto_sweep(
         },
         devices,
         point_limit: Duration::from_secs(a.point_seconds.max(1)),
+        prestart: Prestart::parse(&a.prestart)?,
         watch: opts.clone(),
     };
     headroom_core::jobs::usersweep::check(&spec)?;
@@ -479,10 +486,16 @@ fn auto_sweep(
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         super::sweep::output::print_human(&out.sweep);
-        for (batch, seconds, first) in &out.seconds {
+        for t in &out.seconds {
             eprintln!(
-                "headroom:   batch {batch}: {seconds:.1} s, of which {} to its first step",
-                first.map_or_else(|| "-".into(), |f| format!("{f:.1} s"))
+                "headroom:   batch {}: {:.1} s, of which {} to its first step{}",
+                t.batch,
+                t.seconds,
+                t.first_step_s
+                    .map_or_else(|| "-".into(), |f| format!("{f:.1} s")),
+                t.waited_s.map_or_else(String::new, |w| format!(
+                    " (begun ahead: {w:.1} s of its start-up overlapped the start before it)"
+                ))
             );
         }
         if let Some(c) = &out.comparison {

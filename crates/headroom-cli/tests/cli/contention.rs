@@ -126,6 +126,58 @@ fn a_call_and_an_ide_holding_memory_are_attributed_and_raise_contention() {
     assert!(text.contains("zoom.us"), "{text}");
 }
 
+/// A local LLM server (a stand-in named `ollama`, as Ollama's daemon is) is a group of its own,
+/// counts toward contention with the call and the IDE, and the decision names it.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_local_llm_server_holding_memory_is_named_in_contention_and_the_decision() {
+    let home = Home::new();
+    let bin = tempfile::tempdir().expect("bin dir");
+    let real = std::fs::canonicalize(python()).expect("python");
+    std::os::unix::fs::symlink(&real, bin.path().join("ollama")).expect("symlink");
+    let _llm = start(&bin.path().join("ollama"), &holder(250, ""));
+    let (out, v) = home.json(&["contention", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let llm = group(&v, "local_llm");
+    assert_eq!(llm["apps"][0]["name"], "ollama", "{llm}");
+    assert!(
+        llm["bytes"].as_u64().is_some_and(|b| b >= 250 << 20),
+        "{llm}"
+    );
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[contention]\napps_share = 0.0001\nreserve_share = 1.0\n",
+    )
+    .expect("config");
+    let (_, v) = home.json(&["contention", "--json"]);
+    let reason = v["reasons"][0].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("conferencing, IDEs and local LLM servers (ollama "),
+        "{reason}"
+    );
+    let (out, d) = home.json(&["decide", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        d.to_string()
+            .contains("memory contention: conferencing, IDEs and local LLM servers (ollama "),
+        "{d}"
+    );
+    let text = home.run(&["contention"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("local LLM servers") && text.contains("ollama"),
+        "{text}"
+    );
+}
+
 #[test]
 fn a_malformed_config_is_named_and_nothing_runs() {
     let home = Home::new();

@@ -97,12 +97,41 @@ fn the_venv_python_is_found_ready_on_the_cpu_and_nothing_false_is_claimed() {
     assert!(lib["devices"][0]["matmul_ms"]
         .as_f64()
         .is_some_and(|m| m > 0.0));
-    // Same torch as Headroom: no drift note.
+    // Same torch as Headroom: no drift note, and a release torch: no pre-release note.
+    let notes = doc["notes"].as_array().cloned().unwrap_or_default();
     assert!(
-        doc["notes"].as_array().is_some_and(Vec::is_empty),
-        "{}",
-        doc["notes"]
+        !notes.iter().any(|n| {
+            let n = n.as_str().unwrap_or_default();
+            n.contains("version drift") || n.contains("pre-release") || n.contains("nightly")
+        }),
+        "{notes:?}"
     );
+    // This machine as it is: in a Docker container (its /.dockerenv), MPS is a gate of its own
+    // and a note says where Headroom runs; elsewhere, nothing of the kind.
+    let iso = &doc["machine"]["isolation"];
+    let mps_reason = light(&doc, "mps")["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    if std::path::Path::new("/.dockerenv").exists() {
+        assert_eq!(iso["container"], "Docker", "{iso}");
+        assert!(
+            mps_reason.contains("runs in a Docker container")
+                && mps_reason.contains("gets no Metal"),
+            "{mps_reason}"
+        );
+        assert!(
+            notes.iter().any(|n| n
+                .as_str()
+                .is_some_and(|n| n.contains("Headroom runs in a Docker container"))),
+            "{notes:?}"
+        );
+    } else if iso.is_null() {
+        assert!(
+            mps_reason.starts_with("MPS is Apple's Metal backend"),
+            "{mps_reason}"
+        );
+    }
     // Recorded in the ledger as a doctor run with the whole report.
     let id = doc["run_id"].as_i64().expect("run id");
     let (_, shown) = home.json(&["ledger", "show", &id.to_string(), "--json"]);

@@ -282,3 +282,83 @@ fn a_device_sweep_gives_the_scripts_speed_up_to_decide() {
         "{reasons}"
     );
 }
+
+/// The processes whose working folder is `dir` (a project's starts).
+fn running_in(dir: &std::path::Path) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == dir)
+                && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                    s.rsplit_once(')')
+                        .is_some_and(|(_, r)| !r.trim_start().starts_with('Z'))
+                })
+        })
+        .collect()
+}
+
+#[test]
+fn starts_begun_ahead_wait_at_their_gate_and_leave_nothing_behind() {
+    let home = Home::new();
+    write_project(&home, "mlp", &[]);
+    let out = home.run(&[
+        "run",
+        "--project",
+        "mlp",
+        "--sweep",
+        "batch=auto",
+        "--budget",
+        "1400MiB",
+        "--interval-ms",
+        "50",
+        "--prestart",
+        "on",
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v = after_output(&out.stdout, '{');
+    let points = v["sweep"]["points"].as_array().expect("points").clone();
+    assert!(points.len() >= 4, "{points:#?}");
+    assert_eq!(points[0]["batch"], 16);
+    assert_eq!(points[1]["batch"], 64);
+    let s = &v["sweep"]["summary"];
+    assert_eq!(s["limit"], "budget", "{s}");
+    assert!(s["max_fit_batch"].as_u64().is_some_and(|b| b > 300), "{s}");
+    // 64 was begun with 16 and waited at its gate while 16 was measured; its first step came
+    // only after that.
+    let starts = v["seconds"].as_array().expect("seconds").clone();
+    let of = |b: u64| {
+        starts
+            .iter()
+            .find(|t| t["batch"].as_u64() == Some(b))
+            .unwrap_or_else(|| panic!("start {b} in {starts:#?}"))
+    };
+    let waited = of(64)["waited_s"].as_f64().expect("64 begun ahead");
+    let first = of(16)["first_step_s"].as_f64().expect("16's first step");
+    assert!(waited > first, "64 waited while 16 ran: {starts:#?}");
+    assert!(
+        of(64)["first_step_s"].as_f64().is_some_and(|f| f > waited),
+        "{starts:#?}"
+    );
+    assert!(
+        of(16)["waited_s"].as_f64().is_some(),
+        "16 waited for 64 to start up"
+    );
+    // A start begun ahead and not asked for left no run; the ones measured each left one.
+    let runs = home.runs();
+    let recorded = runs.iter().filter(|r| r["kind"] == "run").count();
+    assert_eq!(recorded, v["runs"].as_array().map_or(0, Vec::len));
+    assert_eq!(recorded, starts.len());
+    // And no process of the project runs on.
+    let dir = home.path().join("mlp");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !running_in(&dir).is_empty() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(running_in(&dir), Vec::<u32>::new(), "left running");
+}

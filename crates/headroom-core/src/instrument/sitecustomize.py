@@ -7,6 +7,11 @@
 # the DataLoader's batches, waits, epochs and settings, device memory at each step, autocast,
 # torch.compile, activation checkpointing, the seed, CPU-fallback warnings and an out-of-memory
 # exception. Any sitecustomize this file shadows still runs, after it.
+#
+# With HEADROOM_GATE set (a sweep that starts its next run while the current one is measured),
+# the process stops before its first batch-sized work (its first DataLoader batch, its first
+# module call or, at the latest, after its first optimizer step) and waits until Headroom creates
+# the file that variable names: its start-up overlaps another run, its measurement does not.
 
 import os
 import sys
@@ -38,6 +43,12 @@ class _Observer:
         self.lock = threading.Lock()
         self.clock = time.perf_counter
         self.wall = time.time
+        # Only the process Headroom started waits at the gate, once: the variable is taken out
+        # of the environment so that its workers and subprocesses never see it, and a forked
+        # child keeps its parent's pid here.
+        self.gate_path = os.environ.pop("HEADROOM_GATE", None)
+        self.gate_pid = os.getpid()
+        self.gated = False
         self.reset()
 
     def reset(self):
@@ -56,6 +67,30 @@ class _Observer:
         self.checkpoints = 0
         self.seeded = False
         self.device = None
+
+    def gate(self):
+        """Waits at the gate (see the file's head), once: says so beside it, then polls for it.
+        Ends the process if Headroom is gone (its folder removed, or this process reparented)."""
+        path = self.gate_path
+        if self.gated or not path or os.getpid() != self.gate_pid:
+            return
+        self.gated = True
+        import time
+
+        self.flush()
+        folder = os.path.dirname(path)
+        parent = os.getppid()
+        try:
+            with open(path + ".waiting", "w") as f:
+                f.write(str(os.getpid()))
+        except OSError:
+            return
+        while not os.path.exists(path):
+            if not os.path.isdir(folder) or os.getppid() != parent:
+                sys.stderr.write("headroom: the sweep that started this run is gone; exiting\n")
+                sys.stderr.flush()
+                os._exit(75)
+            time.sleep(0.02)
 
     # The channel: one stream connection per process, opened at its first event.
     def send(self, event, now=False):
@@ -169,6 +204,13 @@ def _install(torch, ob):
     import functools
     import warnings
 
+    gate = ob.gate_path
+    if gate and os.getpid() == ob.gate_pid:
+        try:
+            open(gate + ".armed", "w").close()
+        except OSError:
+            pass
+
     mps = getattr(torch.backends, "mps", None)
     ob.send(
         {
@@ -186,6 +228,8 @@ def _install(torch, ob):
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
     def after_step(optimizer, args, kwargs):
+        # A program that reached its first step without a batch or a module call waits here.
+        ob.gate()
         now = ob.clock()
         ob.steps += 1
         device = getattr(optimizer, "_headroom_device", None)
@@ -278,6 +322,7 @@ def _install(torch, ob):
         return it
 
     def loader_next(self):
+        ob.gate()
         start = ob.clock()
         try:
             batch = real_next(self)
@@ -294,6 +339,20 @@ def _install(torch, ob):
 
     dl.DataLoader.__iter__ = loader_iter
     dl._BaseDataLoaderIter.__next__ = loader_next
+
+    # The first call of any module waits at the gate too (a loop without a DataLoader); the
+    # hook is removed at once, so later calls keep the module's fast path.
+    if ob.gate_path and not ob.gated:
+        from torch.nn.modules import module as nn_module
+
+        handle = []
+
+        def first_call(module, args):
+            if handle:
+                handle.pop().remove()
+            ob.gate()
+
+        handle.append(nn_module.register_module_forward_pre_hook(first_call))
 
     # Host-to-device copies (`.to(device)`, `.cuda()` of a CPU tensor): their time, so that the
     # pin_memory advice rests on a measure. A blocking copy waits for the device's queued work

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::sweep::hard_limit;
 use super::sweep::{JobError, SweepOutcome, Update};
-use super::watch::{run_command_with, WatchOptions, WatchOutcome, SETTLE_WARMUP};
+use super::watch::{drive, launch, GateState, Launched, WatchOptions, WatchOutcome, SETTLE_WARMUP};
 use super::JobStatus;
 use crate::budget::{accelerator_ceiling, format_bytes, BudgetSpec};
 use crate::ledger::{Ledger, NewRun, RunKind, RunStatus};
@@ -124,6 +124,31 @@ pub fn default_device() -> String {
         .unwrap_or_else(|| "cpu".into())
 }
 
+/// Whether a sweep begins its next start while the current one is measured (see [`Ahead`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Prestart {
+    /// Where the points run on a CUDA device: its memory is the device's own, and a start
+    /// waiting at its gate holds only its context there. Not on the CPU or MPS, where the one
+    /// waiting holds memory (and, on the CPU, cores) that the measured one uses.
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+impl Prestart {
+    pub fn parse(text: &str) -> Result<Self, CoreError> {
+        match text.trim() {
+            "auto" => Ok(Self::Auto),
+            "on" => Ok(Self::On),
+            "off" => Ok(Self::Off),
+            other => Err(CoreError::InvalidInput(format!(
+                "--prestart {other:?}: give auto, on or off"
+            ))),
+        }
+    }
+}
+
 /// What to sweep.
 #[derive(Debug, Clone)]
 pub struct ScriptSweep {
@@ -138,6 +163,8 @@ pub struct ScriptSweep {
     pub devices: Vec<DeviceChoice>,
     /// The longest one point may run (a script whose steps never settle).
     pub point_limit: Duration,
+    /// Begin the next start while this one is measured.
+    pub prestart: Prestart,
     /// How each start is watched (interval, thresholds, observer, folder, the interrupt flag
     /// that cancels the sweep).
     pub watch: WatchOptions,
@@ -155,11 +182,36 @@ pub struct ScriptSweepOutcome {
     pub device: Option<String>,
     /// The `run` of each start, in order.
     pub runs: Vec<i64>,
-    /// Seconds each start took, and to its first step, in order (where the time goes).
-    pub seconds: Vec<(u32, f64, Option<f64>)>,
+    /// Each start, in order: where the time went.
+    pub seconds: Vec<StartTime>,
     pub comparison: Option<Comparison>,
     /// The baseline's own sweep run (one point at the recommended batch).
     pub baseline_run_id: Option<i64>,
+}
+
+/// Where one start's seconds went.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartTime {
+    pub batch: u32,
+    /// From its start to its end.
+    pub seconds: f64,
+    /// From its start to its first step.
+    pub first_step_s: Option<f64>,
+    /// Begun ahead of its turn: how long it waited at its gate while another start was measured
+    /// (its start-up up to there cost the sweep no wall time).
+    pub waited_s: Option<f64>,
+}
+
+impl StartTime {
+    fn of(batch: u32, w: &WatchOutcome) -> Self {
+        Self {
+            batch,
+            seconds: w.seconds,
+            first_step_s: w.first_step_s,
+            waited_s: w.waited_s,
+        }
+    }
 }
 
 /// Checks the command has what the sweep fills in.
@@ -318,6 +370,10 @@ pub fn run_script_sweep(
         max: s.max,
     };
     let mut planner = Planner::new(plan, budgets.planner, None, true).costly();
+    let mut ahead = Ahead {
+        on: s.prestarts(),
+        waiting: Vec::new(),
+    };
     let mut interrupted = false;
     let mut libtorch = None;
     let limit = loop {
@@ -346,9 +402,33 @@ pub fn run_script_sweep(
             step: 0,
             of: 0,
         });
-        let (w, load) = point(s, batch, accel, budgets.host_kill, run_id, ledger, on)?;
+        let begun = match ahead.take(batch) {
+            Some(b) => b,
+            None => {
+                ahead.abort_all();
+                let next = if ahead.on {
+                    planner.speculate(batch, predicted)
+                } else {
+                    None
+                };
+                let host_kill = budgets.host_kill;
+                let mut b = begin_start(s, batch, accel, host_kill, run_id, next.is_some())?;
+                if let Some(n) = next {
+                    if let Ok(nb) = begin_start(s, n, accel, host_kill, run_id, true) {
+                        ahead.waiting.push(nb);
+                        ahead.wait_at_gates(&mut b, &s.watch.interrupt);
+                    }
+                }
+                b
+            }
+        };
+        let (w, load) = measure(begun, accel, ledger, on)?;
+        // Not observed from inside: its next start would not stop at a gate.
+        if w.observed.is_none() {
+            ahead.stop();
+        }
         out.runs.push(w.run_id);
-        out.seconds.push((batch, w.seconds, w.first_step_s));
+        out.seconds.push(StartTime::of(batch, &w));
         if w.interrupted {
             interrupted = true;
         }
@@ -391,6 +471,7 @@ pub fn run_script_sweep(
             break Limit::Error;
         }
     };
+    ahead.stop();
     let summary = summarize(&out.sweep.points, limit, planner.budget());
     // The baseline at the recommended batch: the speed-up of the user's own script.
     if let (Some(base), Some(accel), Some(batch), false) = (
@@ -413,9 +494,10 @@ pub fn run_script_sweep(
             step: 0,
             of: 0,
         });
-        let (w, load) = point(s, batch, Some(base), budgets.host_kill, base_id, ledger, on)?;
+        let b = begin_start(s, batch, Some(base), budgets.host_kill, base_id, false)?;
+        let (w, load) = measure(b, Some(base), ledger, on)?;
         out.runs.push(w.run_id);
-        out.seconds.push((batch, w.seconds, w.first_step_s));
+        out.seconds.push(StartTime::of(batch, &w));
         interrupted |= w.interrupted;
         let mut p = as_point(&w, batch, budgets.host_kill);
         if p.status == PointStatus::Ok {
@@ -483,23 +565,22 @@ pub fn run_script_sweep(
     Ok(out)
 }
 
-/// One start of the command at `batch` (on `device`), stopped once its steps settle, with what
-/// the rest of the machine did from its first timed step on.
-fn point(
+/// One start of the command at `batch` (on `device`): begun, at its gate when `gated` (see
+/// [`Ahead`]), not yet watched.
+struct Begun {
+    batch: u32,
+    opts: WatchOptions,
+    launched: Launched,
+}
+
+fn begin_start(
     s: &ScriptSweep,
     batch: u32,
     device: Option<&DeviceChoice>,
     host_kill: u64,
     sweep_id: i64,
-    ledger: &Ledger,
-    on: &mut dyn FnMut(&Update),
-) -> Result<(WatchOutcome, Option<crate::load::PointLoad>), CoreError> {
-    let matcher = EpochMatcher::new(crate::monitor::DEFAULT_EPOCH_PATTERN)?;
-    let mut load = crate::load::OtherLoad::new();
-    if let Some(d) = device {
-        load.watch_device(&d.device);
-    }
-    let mut timing = false;
+    gated: bool,
+) -> Result<Begun, CoreError> {
     let command = crate::project::fill(&s.command, Some(batch), device.map(|d| d.device.as_str()));
     let mut env = s.watch.env.clone();
     env.extend(device.map(DeviceChoice::env).unwrap_or_default());
@@ -512,9 +593,32 @@ fn point(
         tag: Some(serde_json::json!({ "project": s.project, "sweep": sweep_id })),
         ..s.watch.clone()
     };
+    let launched = launch(&command, &opts, gated)?;
+    Ok(Begun {
+        batch,
+        opts,
+        launched,
+    })
+}
+
+/// A start watched until its steps settle, with what the rest of the machine did from its first
+/// timed step on.
+fn measure(
+    b: Begun,
+    device: Option<&DeviceChoice>,
+    ledger: &Ledger,
+    on: &mut dyn FnMut(&Update),
+) -> Result<(WatchOutcome, Option<crate::load::PointLoad>), CoreError> {
+    let matcher = EpochMatcher::new(crate::monitor::DEFAULT_EPOCH_PATTERN)?;
+    let mut load = crate::load::OtherLoad::new();
+    if let Some(d) = device {
+        load.watch_device(&d.device);
+    }
+    let mut timing = false;
+    let batch = b.batch;
     // Each step as it comes: warming up, then timed until the step time settles.
     let mut told = 0;
-    run_command_with(&command, &matcher, &opts, ledger, &mut |p| {
+    drive(b.launched, &matcher, &b.opts, ledger, &mut |p| {
         if p.steps == told {
             return;
         }
@@ -539,6 +643,117 @@ fn point(
         let l = timing.then(|| load.read(&[])).flatten();
         (w, l)
     })
+}
+
+/// How long a start begun at a gate may take to import torch (the observer's sign of life)
+/// before the sweep stops beginning starts ahead: a program without torch never reaches a gate.
+const ARM_WAIT: Duration = Duration::from_secs(30);
+
+/// The least a start begun ahead is waited for once the one to measure is at its gate (and at
+/// least as long again as that one took to get there).
+const AHEAD_GRACE: Duration = Duration::from_secs(10);
+
+/// Starts begun ahead of their turn. Each start of the user's program spends seconds (on the
+/// H200's resnet50 script 8–13 s) on its interpreter, imports, device and data workers before its
+/// first step, and the planner's next batch is often known before the current one is measured
+/// ([`Planner::speculate`]). So both are begun together, each stops at a gate before its first
+/// batch (the observer's, [`crate::instrument::GATE_ENV`]), and once both are there the current
+/// one is let through and measured alone while the other waits, idle; its start-up cost no wall
+/// time of its own. A start begun ahead that the planner does not ask for is killed unrecorded.
+struct Ahead {
+    on: bool,
+    waiting: Vec<Begun>,
+}
+
+impl Ahead {
+    fn take(&mut self, batch: u32) -> Option<Begun> {
+        let i = self.waiting.iter().position(|b| b.batch == batch)?;
+        Some(self.waiting.swap_remove(i))
+    }
+
+    fn abort_all(&mut self) {
+        for b in self.waiting.drain(..) {
+            b.launched.abort();
+        }
+    }
+
+    /// Begins no more starts ahead (and ends those begun).
+    fn stop(&mut self) {
+        self.on = false;
+        self.abort_all();
+    }
+
+    /// Waits until `main` and every start begun ahead are at their gates (or ended), so that
+    /// `main` is measured with the others idle. Gives up on one that takes much longer than
+    /// `main` did (killed), and on starting ahead altogether when `main` shows no observer.
+    fn wait_at_gates(&mut self, main: &mut Begun, interrupt: &std::sync::atomic::AtomicI32) {
+        let ready = |s: GateState| matches!(s, GateState::Waiting | GateState::Exited);
+        let mut main_ready_at = None;
+        loop {
+            if interrupt.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+                return;
+            }
+            let m = main.launched.gate_state();
+            let others: Vec<bool> = self
+                .waiting
+                .iter_mut()
+                .map(|b| ready(b.launched.gate_state()))
+                .collect();
+            if ready(m) && others.iter().all(|r| *r) {
+                return;
+            }
+            let age = main.launched.age();
+            let no_gate = match m {
+                GateState::Starting => age > ARM_WAIT,
+                GateState::Armed => age > main.opts.max_time.unwrap_or(ARM_WAIT),
+                _ => false,
+            };
+            if no_gate {
+                self.stop();
+                return;
+            }
+            if ready(m) {
+                let at = *main_ready_at.get_or_insert(age);
+                if age > at + at.max(AHEAD_GRACE) {
+                    let late: Vec<Begun> = {
+                        let (ok, late): (Vec<_>, Vec<_>) = std::mem::take(&mut self.waiting)
+                            .into_iter()
+                            .zip(others)
+                            .partition(|(_, r)| *r);
+                        self.waiting = ok.into_iter().map(|(b, _)| b).collect();
+                        late.into_iter().map(|(b, _)| b).collect()
+                    };
+                    for b in late {
+                        b.launched.abort();
+                    }
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Ahead {
+    fn drop(&mut self) {
+        self.abort_all();
+    }
+}
+
+impl ScriptSweep {
+    /// Whether to begin starts ahead ([`Prestart`]); the observer is what stops them at a gate.
+    fn prestarts(&self) -> bool {
+        self.watch.instrument
+            && match self.prestart {
+                Prestart::On => true,
+                Prestart::Off => false,
+                Prestart::Auto => self
+                    .devices
+                    .last()
+                    .map_or_else(default_device, |d| d.device.clone())
+                    .starts_with("cuda"),
+            }
+    }
 }
 
 /// A start as a sweep point: over the planner's budget when its measured peak is.

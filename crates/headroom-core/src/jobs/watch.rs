@@ -246,6 +246,11 @@ pub struct WatchOutcome {
     /// Seconds from the start to its first step (interpreter, imports, model, data workers).
     #[serde(default)]
     pub first_step_s: Option<f64>,
+    /// Started ahead of its turn (a sweep's next start, begun while another was measured): the
+    /// seconds from its start until it was let past its gate. Its start-up cost no wall time of
+    /// its own up to there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_s: Option<f64>,
 }
 
 impl WatchOutcome {
@@ -767,6 +772,93 @@ pub fn run_command_with(
     ledger: &Ledger,
     on: &mut dyn FnMut(&RunProgress<'_>),
 ) -> Result<WatchOutcome, CoreError> {
+    let launched = launch(command, opts, false)?;
+    drive(launched, matcher, opts, ledger, on)
+}
+
+/// Where a command started at a gate ([`launch`] with `gated`) stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateState {
+    /// Not yet observed from inside (the interpreter starting, or a program without torch).
+    Starting,
+    /// torch is imported and the observer hooked in: the gate comes before its first batch.
+    Armed,
+    /// Waiting at the gate: started up, no batch-sized work done.
+    Waiting,
+    /// The command has ended (before its gate: a crash at import, a bad argument).
+    Exited,
+}
+
+/// A command started and not yet watched ([`drive`] watches it). Its output passes through and
+/// its memory is read meanwhile; started at a gate, it waits there before its first batch until
+/// [`drive`] opens it, so its start-up can overlap another command's measurement.
+pub struct Launched {
+    child: std::process::Child,
+    pid: u32,
+    own_group: bool,
+    shown: String,
+    program: String,
+    readers: Vec<std::thread::JoinHandle<()>>,
+    sampler: std::thread::JoinHandle<()>,
+    stop: Arc<AtomicBool>,
+    channel: Option<crate::instrument::Channel>,
+    rx: mpsc::Receiver<Msg>,
+    started: Instant,
+    started_wall: f64,
+    gated: bool,
+}
+
+impl std::fmt::Debug for Launched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Launched")
+            .field("pid", &self.pid)
+            .field("command", &self.shown)
+            .field("gated", &self.gated)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Launched {
+    /// Where it stands before its gate.
+    pub fn gate_state(&mut self) -> GateState {
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            return GateState::Exited;
+        }
+        match &self.channel {
+            Some(c) if self.gated => c.gate_state(),
+            _ => GateState::Starting,
+        }
+    }
+
+    /// The process started.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Seconds since it was started.
+    pub fn age(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Ends it unwatched (a start begun ahead that the sweep no longer needs): its process
+    /// group is killed and nothing is recorded.
+    pub fn abort(mut self) {
+        forward(self.pid, self.own_group, libc::SIGKILL);
+        let _ = self.child.wait();
+        self.stop.store(true, Ordering::SeqCst);
+        // The pipes close with the group; a reader still held open by a stray process that
+        // left the group is left behind rather than waited on.
+        let until = Instant::now() + Duration::from_secs(2);
+        while self.readers.iter().any(|r| !r.is_finished()) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.sampler.join();
+    }
+}
+
+/// Starts `command` as [`run_command`] does, without watching it yet; with `gated` (and the
+/// observer on), it stops before its first batch until [`drive`] opens its gate.
+pub fn launch(command: &[String], opts: &WatchOptions, gated: bool) -> Result<Launched, CoreError> {
     use std::io::IsTerminal;
     use std::os::unix::process::CommandExt;
     let (program, args) = command.split_first().ok_or_else(|| {
@@ -782,8 +874,9 @@ pub fn run_command_with(
         .stderr(Stdio::piped());
     // Its own process group, so a signal or a stop reaches its DataLoader workers and ranks
     // too; not when it reads a terminal, where a background group could not read its prompts
-    // (the terminal's Ctrl-C then reaches the command directly).
-    let own_group = !std::io::stdin().is_terminal();
+    // (the terminal's Ctrl-C then reaches the command directly). A start begun ahead of its
+    // turn always has its own group: it must be stopped whole if it is not needed.
+    let own_group = gated || !std::io::stdin().is_terminal();
     if own_group {
         cmd.process_group(0);
     }
@@ -809,6 +902,9 @@ pub fn run_command_with(
     let channel = if opts.instrument {
         let c = crate::instrument::Channel::open(tx.clone(), Msg::Event)?;
         cmd.envs(c.env());
+        if gated {
+            cmd.env(crate::instrument::GATE_ENV, c.gate_path());
+        }
         Some(c)
     } else {
         None
@@ -818,7 +914,6 @@ pub fn run_command_with(
             "cannot start {program}: {e}; check the command (is {program} on PATH?)"
         ))
     })?;
-    let run_id = begin(ledger, RunKind::Run, &shown, opts)?;
     let started = Instant::now();
     let started_wall = now_unix();
     let stop = Arc::new(AtomicBool::new(false));
@@ -840,12 +935,58 @@ pub fn run_command_with(
         std::thread::spawn(move || pump(pipe, to_stderr, started, &tx))
     })
     .collect();
-    let sampler_thread = {
+    let sampler = {
         let (tx, stop) = (tx.clone(), Arc::clone(&stop));
         let interval = opts.interval;
         std::thread::spawn(move || sampler(pid, interval, stop, tx))
     };
-    drop(tx);
+    Ok(Launched {
+        child,
+        pid,
+        own_group,
+        shown,
+        program: program.clone(),
+        readers,
+        sampler,
+        stop,
+        channel,
+        rx,
+        started,
+        started_wall,
+        gated: gated && opts.instrument,
+    })
+}
+
+/// Watches a [`launch`]ed command to its end (opening its gate first), recording it in
+/// `ledger` as a run; `opts.max_time` counts from here.
+pub fn drive(
+    launched: Launched,
+    matcher: &EpochMatcher,
+    opts: &WatchOptions,
+    ledger: &Ledger,
+    on: &mut dyn FnMut(&RunProgress<'_>),
+) -> Result<WatchOutcome, CoreError> {
+    let Launched {
+        mut child,
+        pid,
+        own_group,
+        shown,
+        program,
+        readers,
+        sampler: sampler_thread,
+        stop,
+        channel,
+        rx,
+        started,
+        started_wall,
+        gated,
+    } = launched;
+    let released = Instant::now();
+    let waited_s = gated.then(|| released.duration_since(started).as_secs_f64());
+    if let (true, Some(c)) = (gated, &channel) {
+        c.open_gate()?;
+    }
+    let run_id = begin(ledger, RunKind::Run, &shown, opts)?;
     let mut t = Tally::new(run_id);
     let cx = LineContext {
         matcher,
@@ -892,7 +1033,7 @@ pub fn run_command_with(
         }
         let over_time = opts
             .max_time
-            .filter(|l| started.elapsed() >= *l)
+            .filter(|l| released.elapsed() >= *l)
             .map(|l| format!("{:.0} s", l.as_secs_f64()));
         let over_steps = opts
             .max_steps
@@ -982,6 +1123,7 @@ pub fn run_command_with(
         exit_code: status.code(),
         signal,
         success,
+        waited_s,
     };
     finish(ledger, t, end, started, opts)
 }
@@ -1027,6 +1169,7 @@ pub fn watch_pid(
         exit_code: None,
         signal: None,
         success: true,
+        waited_s: None,
     };
     finish(ledger, t, end, started, opts)
 }
@@ -1037,6 +1180,8 @@ struct Ending {
     exit_code: Option<i32>,
     signal: Option<i32>,
     success: bool,
+    /// Seconds it waited at its gate before it was watched (see [`Launched`]).
+    waited_s: Option<f64>,
 }
 
 /// Step figures: from the observer's steps where it saw any, else from `headroom-step` lines.
@@ -1186,6 +1331,7 @@ fn finish(
         observed,
         settled: t.window.is_some(),
         first_step_s,
+        waited_s: end.waited_s,
     };
     let out = WatchOutcome {
         pipeline: out.pipeline_verdict(),

@@ -123,7 +123,10 @@ impl Ledger {
             .iter()
             .filter(|g| {
                 use crate::contention::Group;
-                matches!(g.group, Group::Conferencing | Group::Ide | Group::Browser)
+                matches!(
+                    g.group,
+                    Group::Conferencing | Group::Ide | Group::Browser | Group::LocalLlm
+                )
             })
             .map(|g| super::AppsHeld {
                 group: g.group.label().to_owned(),

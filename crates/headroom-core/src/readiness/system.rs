@@ -64,6 +64,7 @@ pub fn machine() -> MachineFacts {
         memory_total_bytes: crate::sysmem::system_memory().map(|s| s.total),
         gpus: Vec::new(),
         sandboxed: std::env::var_os("APP_SANDBOX_CONTAINER_ID").is_some(),
+        isolation: None,
     };
     #[cfg(target_os = "linux")]
     {
@@ -74,6 +75,8 @@ pub fn machine() -> MachineFacts {
             .ok()
             .map(|s| s.trim().to_owned());
         m.gpus = nvidia_gpus();
+        let iso = super::isolation::read(std::path::Path::new("/"));
+        m.isolation = (!iso.is_none() || !iso.shared_folders.is_empty()).then_some(iso);
     }
     #[cfg(target_os = "macos")]
     {

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::isolation;
 use super::{LibtorchFacts, PowerSource, PythonReport, Report, TorchFacts};
 
 /// A light's colour. `Off` means not applicable here (MPS on Linux) or optional and absent.
@@ -50,6 +51,41 @@ fn light(backend: &str, state: LightState, reason: String, fix: Option<String>) 
 /// The version without its local part: `2.11.0+cu130` → `2.11.0`.
 fn base_version(v: &str) -> &str {
     v.split('+').next().unwrap_or(v).trim()
+}
+
+/// What a torch version says of its build (PEP 440): a nightly (`2.6.0.dev20241112`), a
+/// pre-release (`2.5.0rc1`, `2.5.0a0`, `2.4.0b2`) or a release; a local part (`+cu130`,
+/// `+git8a7b`) is not part of the answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TorchBuild {
+    Release,
+    /// `.devN`: a nightly (N is its date) or an unreleased source build.
+    Nightly(String),
+    /// `aN`, `bN`, `rcN` (and PEP 440's spellings `alpha`, `beta`, `c`, `pre`, `preview`).
+    PreRelease(String),
+}
+
+pub fn torch_build(version: &str) -> TorchBuild {
+    let v = base_version(version).to_ascii_lowercase();
+    if let Some(i) = v.find("dev") {
+        let n: String = v[i + 3..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        return TorchBuild::Nightly(n);
+    }
+    // The release part is digits and dots; whatever letters follow it name a pre-release.
+    let release_end = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let rest = v[release_end..].trim_start_matches(['.', '-', '_']);
+    let tag: String = rest.chars().take_while(char::is_ascii_alphabetic).collect();
+    match tag.as_str() {
+        "a" | "alpha" | "b" | "beta" | "c" | "rc" | "pre" | "preview" => {
+            TorchBuild::PreRelease(rest.to_owned())
+        }
+        _ => TorchBuild::Release,
+    }
 }
 
 fn macos_version(r: &Report) -> Option<(u32, u32, u32)> {
@@ -188,9 +224,21 @@ fn cpu_light(r: &Report) -> Light {
 fn mps_light(r: &Report) -> Light {
     let off = |why: String| light("mps", LightState::Off, why, None);
     if r.machine.os != "macos" {
+        let os = r.machine.os_name.as_deref().unwrap_or(&r.machine.os);
+        // In a container or VM the question is a gate of its own: on a Mac, Docker Desktop,
+        // Colima and Lima run Linux in a VM that gets no Metal.
+        if let Some(inside) = r
+            .machine
+            .isolation
+            .as_ref()
+            .and_then(isolation::Isolation::describe)
+        {
+            return off(format!(
+                "this {os} runs in {inside}: MPS does not exist there, even on a Mac (a Linux VM — Docker Desktop, Colima, Lima — gets no Metal); to use the Mac's GPU, run on macOS itself with an arm64 Python"
+            ));
+        }
         return off(format!(
-            "MPS is Apple's Metal backend; this machine runs {}",
-            r.machine.os_name.as_deref().unwrap_or(&r.machine.os)
+            "MPS is Apple's Metal backend; this machine runs {os}"
         ));
     }
     if !r.machine.apple_silicon {
@@ -588,6 +636,56 @@ pub fn notes(r: &Report) -> Vec<String> {
                     t.version, p.path, lib.version, base_version(&lib.version)
                 ));
             }
+        }
+    }
+    for p in &r.pythons {
+        let Some(t) = p.facts.as_ref().and_then(|f| f.torch.as_ref()) else {
+            continue;
+        };
+        let what = match torch_build(&t.version) {
+            TorchBuild::Release => continue,
+            TorchBuild::Nightly(date) if date.len() == 8 => format!(
+                "a nightly build ({}-{}-{})",
+                &date[..4],
+                &date[4..6],
+                &date[6..]
+            ),
+            TorchBuild::Nightly(_) => "an unreleased development build".to_owned(),
+            TorchBuild::PreRelease(tag) => format!("a pre-release ({tag})"),
+        };
+        notes.push(format!(
+            "torch {} in {} is {what}: its operators, MPS coverage and numerics can change from one day to the next; for work with promises (a deadline, a latency, a result to reproduce) pin a stable release: `{} -m pip install torch=={}`",
+            t.version,
+            p.path,
+            p.path,
+            r.libtorch
+                .as_ref()
+                .map_or("2.11.0", |l| base_version(&l.version))
+        ));
+    }
+    if let Some(iso) = &r.machine.isolation {
+        if let Some(inside) = iso.describe() {
+            let memory = r.machine.memory_total_bytes.map_or_else(String::new, |b| {
+                format!(
+                    "; it sees {} of memory, the share of the host's RAM its VM or container was given, held whether the work uses it or not",
+                    crate::budget::format_bytes(b)
+                )
+            });
+            notes.push(format!(
+                "Headroom runs in {inside} ({}){memory}; figures measured here are this guest's, not the host's",
+                iso.evidence.join("; ")
+            ));
+        }
+        if !iso.shared_folders.is_empty() {
+            let list: Vec<String> = iso
+                .shared_folders
+                .iter()
+                .map(|f| format!("{} ({})", f.path, f.fs_type))
+                .collect();
+            notes.push(format!(
+                "folders shared from the host pass through the VM's file sharing: {}; data read from them loads several times slower than from the guest's own disk, so keep data sets and checkpoints on the guest's disk (or measure with --data PATH)",
+                list.join(", ")
+            ));
         }
     }
     if r.machine.translated == Some(true) {

@@ -36,6 +36,7 @@ fn before_tools() -> MachineFacts {
         memory_total_bytes: None,
         gpus: Vec::new(),
         sandboxed: false,
+        isolation: None,
     }
 }
 

@@ -4,6 +4,7 @@
 mod boundary;
 mod decide;
 mod fuzz;
+mod gate;
 mod ledger;
 mod macos;
 mod plot;

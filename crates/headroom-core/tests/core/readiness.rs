@@ -311,6 +311,7 @@ fn mac(apple_silicon: bool, version: &str) -> MachineFacts {
             source: "system_profiler".into(),
         }],
         sandboxed: false,
+        isolation: None,
     }
 }
 
@@ -543,6 +544,7 @@ fn linux_box(gpu: bool) -> MachineFacts {
             Vec::new()
         },
         sandboxed: false,
+        isolation: None,
     }
 }
 
@@ -700,4 +702,59 @@ fn figures_too_large_for_bytes_are_unknown_not_wrapped() {
         headroom_core::sysmem::parse_smaps_rollup_pss("Pss: 99999999999999999 kB\n"),
         None
     );
+}
+
+#[test]
+fn a_nightly_or_pre_release_torch_is_named_and_a_release_is_not() {
+    use headroom_core::readiness::verdict::{torch_build, TorchBuild};
+    for v in ["2.11.0", "2.11.0+cu130", "2.5.1+cpu", "2.4.0+git8a7b9c"] {
+        assert_eq!(torch_build(v), TorchBuild::Release, "{v}");
+    }
+    assert_eq!(
+        torch_build("2.6.0.dev20241112+cpu"),
+        TorchBuild::Nightly("20241112".into())
+    );
+    assert_eq!(torch_build("2.7.0.dev0"), TorchBuild::Nightly("0".into()));
+    assert_eq!(
+        torch_build("2.5.0rc1"),
+        TorchBuild::PreRelease("rc1".into())
+    );
+    assert_eq!(
+        torch_build("2.5.0a0+git1234"),
+        TorchBuild::PreRelease("a0".into())
+    );
+    assert_eq!(torch_build("2.4.0b2"), TorchBuild::PreRelease("b2".into()));
+    // Doctor says it of the interpreter that has it, with the stable pin to install.
+    let nightly = python(
+        "arm64",
+        Some(torch("2.6.0.dev20241112", (true, true), false, "mps:0")),
+        &["arm64"],
+    );
+    let r = Report::new(
+        mac(true, "15.1"),
+        Conditions::default(),
+        Ok(lib(true, 0)),
+        vec![nightly],
+    );
+    let note = r
+        .notes
+        .iter()
+        .find(|n| n.contains("nightly"))
+        .unwrap_or_else(|| panic!("{:?}", r.notes));
+    assert!(
+        note.contains("2024-11-12") && note.contains("pip install torch==2.11.0"),
+        "{note}"
+    );
+    let release = python(
+        "arm64",
+        Some(torch("2.11.0", (true, true), false, "mps:0")),
+        &["arm64"],
+    );
+    let r = Report::new(
+        mac(true, "15.1"),
+        Conditions::default(),
+        Ok(lib(true, 0)),
+        vec![release],
+    );
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
 }
