@@ -18,6 +18,8 @@ pub fn typescript() -> String {
         Report::decl(),
         MachineFacts::decl(),
         GpuFacts::decl(),
+        headroom_core::readiness::isolation::Isolation::decl(),
+        headroom_core::readiness::isolation::SharedFolder::decl(),
         Conditions::decl(),
         PowerSource::decl(),
         BatteryFacts::decl(),

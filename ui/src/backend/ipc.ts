@@ -37,7 +37,11 @@ translated: boolean | null, memory_total_bytes: number | null, gpus: Array<GpuFa
 /**
  * Running inside the macOS App Sandbox, which hides other environments' files.
  */
-sandboxed: boolean, };
+sandboxed: boolean, 
+/**
+ * Linux: the container or VM this runs in (none found: `None`).
+ */
+isolation: Isolation | null, };
 
 export type GpuFacts = { name: string, 
 /**
@@ -48,6 +52,28 @@ cores: number | null, memory_bytes: number | null, driver: string | null,
  * Which command or file said so.
  */
 source: string, };
+
+export type Isolation = { 
+/**
+ * `Docker`, `Podman`, `Kubernetes`, `LXC`, `containerd`.
+ */
+container: string | null, 
+/**
+ * `Apple Virtualization`, `QEMU`, `Docker Desktop (LinuxKit)`, `VMware`, `VirtualBox`,
+ * `Hyper-V`, `Parallels`, `Xen`, `a hypervisor` (the CPU's flag alone).
+ */
+vm: string | null, 
+/**
+ * Folders shared from the host: where they are mounted and through what (`virtiofs`,
+ * `9p`, `fuse.grpcfuse`, …).
+ */
+shared_folders: Array<SharedFolder>, 
+/**
+ * The files that said so, for the reader who doubts it.
+ */
+evidence: Array<string>, };
+
+export type SharedFolder = { path: string, fs_type: string, };
 
 export type Conditions = { 
 /**
