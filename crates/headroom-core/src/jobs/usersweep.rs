@@ -124,7 +124,7 @@ pub fn default_device() -> String {
         .unwrap_or_else(|| "cpu".into())
 }
 
-/// Whether a sweep begins its next start while the current one is measured (see [`Ahead`]).
+/// Whether a sweep begins its next start while the current one is measured (the sweep's `Ahead`: see `run_script_sweep`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Prestart {
     /// Where the points run on a CUDA device: its memory is the device's own, and a start
