@@ -107,10 +107,11 @@ fn a_call_and_an_ide_holding_memory_are_attributed_and_raise_contention() {
     assert!(v["sample_ms"].as_f64().is_some_and(|ms| ms > 0.0));
 
     // With a config that makes any share too much and any availability too little, the same
-    // processes raise contention, and the reason cites their figures.
+    // processes raise contention, and the reason cites their figures. No process counts as a
+    // local LLM server here: the test beside this one starts an "ollama" at the same time.
     std::fs::write(
         home.path().join("config.toml"),
-        "[contention]\napps_share = 0.0001\nreserve_share = 1.0\n",
+        "[contention]\napps_share = 0.0001\nreserve_share = 1.0\nllm_servers = []\n",
     )
     .expect("config");
     let (_, v) = home.json(&["contention", "--json"]);
