@@ -120,6 +120,23 @@ def main():
                 p = next((p for p in pts if p["batch"] == b), {})
                 ahead = "" if waited is None else f" · waited {waited:.1f} s at its gate"
                 rows.append((f"  start at batch {b}", secs, f"first step after {first if first is None else round(first, 1)} s{ahead} · {p.get('status')} · {p.get('samples_per_s') and round(p['samples_per_s'])} samples/s · peak {p.get('peak_bytes') and round(p['peak_bytes'] / 2**30, 1)} GiB"))
+        elif part == "amp":
+            # Mixed precision on the same script with no code change: the observer runs its
+            # forward passes under bf16 autocast or with the same hooks and none, 60 steps each
+            # at batch 128; then what `decide` makes of the pair.
+            s, r = timed([os.path.abspath(a.headroom), "run", "--sweep", "amp=off,bf16", "--steps", "60",
+                          "--json", "--", a.python, "train.py", "--bs", "128"], out, env)
+            open(os.path.join(out, "amp.stderr"), "w").write(r.stderr)
+            doc = json.loads(r.stdout) if r.stdout.strip().startswith("[") else []
+            _, d = timed([os.path.abspath(a.headroom), "decide", "--json"], out, env)
+            dec = json.loads(d.stdout) if d.stdout.strip().startswith("{") else {}
+            reason = next((x["text"] for x in dec.get("reasons", []) if x["rule"] == "mixed_precision"), None)
+            res["amp"] = {"seconds": s, "rc": r.returncode, "runs": doc, "reason": reason}
+            for row in doc:
+                o = row["run"]
+                ob = o.get("observed") or {}
+                rows.append((f"  amp {row['combination']}", o["seconds"], f"{o.get('samples_per_s') and round(o['samples_per_s'])} samples/s · p50 {o.get('step_ms_p50') and round(o['step_ms_p50'], 1)} ms · GPU peak {ob.get('peak_device_bytes') and round(ob['peak_device_bytes'] / 2**30, 2)} GiB · autocast {ob.get('autocast')}"))
+            rows.append(("headroom run --sweep amp=off,bf16 (60 steps each)", s, f"decide: {reason}"))
         elif part == "accelerate":
             s, r = timed([a.python, "train.py", "--bs", "4096", "--find", "accelerate"], out)
             found = [l for l in r.stdout.splitlines() if "found" in l]

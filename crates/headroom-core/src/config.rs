@@ -147,6 +147,12 @@ pub struct DecideThresholds {
     pub main_job: crate::decide::WorkloadKind,
     /// Results must match CUDA bit for bit.
     pub cuda_parity_required: bool,
+    /// Autocast at least this much faster (samples/s) than full precision on the same command
+    /// and batch pays on this machine (0.10 = 10 %).
+    pub amp_gain: f64,
+    /// Activation checkpointing that saves less than this share of peak memory is not worth its
+    /// recomputation (0.10 = 10 %).
+    pub checkpoint_saving: f64,
 }
 
 impl Default for DecideThresholds {
@@ -162,6 +168,8 @@ impl Default for DecideThresholds {
             data_share: crate::jobs::watch::DATA_BOUND_SHARE,
             main_job: crate::decide::WorkloadKind::Training,
             cuda_parity_required: false,
+            amp_gain: 0.10,
+            checkpoint_saving: 0.10,
         }
     }
 }

@@ -72,6 +72,15 @@ pub enum Rule {
     YourRun,
     /// The allocator's cache grows over epochs while live tensors stay flat.
     CacheGrowth,
+    /// Mixed precision measured against full precision on the same command and batch.
+    MixedPrecision,
+    /// Activation checkpointing measured on and off: memory saved against time lost.
+    Checkpointing,
+    /// Gradient accumulation changed between two runs of the same command: the effective
+    /// batch moved, and the learning rate and schedule must follow.
+    Rescale,
+    /// A DataLoader gave no batch past the stall threshold (a hang, or a pipeline that stalls).
+    LoaderHang,
 }
 
 /// One reason: the rule, the column it speaks to, and the sentence with its figures.
@@ -188,6 +197,15 @@ pub struct RunFact {
     pub oom: Option<String>,
     /// The memory budget it went over (Headroom stopped it).
     pub over_budget: Option<u64>,
+    /// Activation checkpointing was seen.
+    #[serde(default)]
+    pub checkpointing: bool,
+    /// The longest DataLoader wait past the stall threshold, and the start method its workers
+    /// used.
+    #[serde(default)]
+    pub stall: Option<crate::instrument::LoaderStall>,
+    #[serde(default)]
+    pub start_method: Option<String>,
 }
 
 impl RunFact {
@@ -204,6 +222,20 @@ impl RunFact {
                 .map(|b| format!(" at batch {b}"))
                 .unwrap_or_default()
         )
+    }
+
+    /// The batch per optimizer step: the batch times the backward calls per step.
+    pub fn effective_batch(&self) -> Option<u64> {
+        Some(u64::from(self.batch?) * u64::from(self.accumulation.unwrap_or(1).max(1)))
+    }
+
+    /// The precision it trained in: `autocast cuda:bfloat16` or `full precision (no autocast)`.
+    pub fn precision(&self) -> String {
+        if self.autocast.is_empty() {
+            "full precision (no autocast)".into()
+        } else {
+            format!("autocast {}", self.autocast.join(", "))
+        }
     }
 
     /// The column its device speaks to: MPS, the CPU, or elsewhere (CUDA).
@@ -288,6 +320,18 @@ pub struct Facts {
     /// The user's newest training run.
     #[serde(default)]
     pub run: Option<RunFact>,
+    /// The newest run with autocast and the newest of the same command at the same batch
+    /// without it (first: with).
+    #[serde(default)]
+    pub amp: Option<(RunFact, RunFact)>,
+    /// The newest run with activation checkpointing and the newest of the same command at the
+    /// same batch without it (first: with).
+    #[serde(default)]
+    pub checkpointing: Option<(RunFact, RunFact)>,
+    /// The newest run and the run of the same command before it, when their gradient
+    /// accumulation differs (first: the newer).
+    #[serde(default)]
+    pub rescale: Option<(RunFact, RunFact)>,
     /// A leak verdict also came from a run that released memory at every epoch end.
     pub leak_with_release: Option<EpochFact>,
     pub fallback: Option<FallbackFact>,
@@ -368,6 +412,10 @@ pub const SYMPTOMS: &[Symptom] = &[
     Symptom { rule: Rule::CudaParity, symptom: "results must match CUDA bit for bit", hypothesis: "no Apple backend gives CUDA's numerics", action: "train where CUDA is", observe: "a reference run's outputs compared exactly" },
     Symptom { rule: Rule::MlxFaster, symptom: "MLX runs the same workload faster than torch here", hypothesis: "MLX's kernels and lazy evaluation suit this model on Apple Silicon", action: "port the training step to `mlx.nn` where it pays; keep torch where its ecosystem matters", observe: "samples/s of both at the same batch (`headroom sweep --compare mlx`)" },
     Symptom { rule: Rule::WithinNoise, symptom: "the speed difference is too close to its threshold to call", hypothesis: "the two points were timed with more spread than the difference: other work on the machine, or steps that vary", action: "measure again with the machine quiet (close the call, the build, the browser tabs)", observe: "each point's ± and the load it was timed beside (`headroom sweep`'s ± column and warnings)" },
+    Symptom { rule: Rule::MixedPrecision, symptom: "training is slower or larger than it needs to be", hypothesis: "full precision where the device has fast half-precision kernels (or autocast where it does not pay)", action: "use autocast with the dtype that paid in the measurement (bf16 where supported; f16 with a GradScaler); on MPS compare validation metrics with a tolerance, not losses bit for bit", observe: "`headroom run --sweep amp=off,bf16 -- python train.py`: samples/s and peak with and without" },
+    Symptom { rule: Rule::Checkpointing, symptom: "the batch you want does not fit", hypothesis: "activations dominate memory; recomputing them in backward trades time for memory", action: "turn activation checkpointing on where the memory saved lets the batch fit; off where it saves little", observe: "`headroom run --sweep ckpt=0,1 -- python train.py --checkpointing {ckpt}`: peak and step time on and off" },
+    Symptom { rule: Rule::Rescale, symptom: "a run with gradient accumulation converges differently", hypothesis: "the effective batch changed, the learning rate and schedule did not", action: "scale the learning rate with the effective batch (linear, or square root for adaptive optimizers) and the schedule's step counts with the steps per epoch", observe: "backward calls per optimizer step in each run (`headroom run`, `headroom ledger compare`)" },
+    Symptom { rule: Rule::LoaderHang, symptom: "training stops without an error, the process alive", hypothesis: "a DataLoader hang: a worker deadlocked after fork, a dead worker, or a read that never returns", action: "`multiprocessing_context=\"spawn\"` on the DataLoader (or TOKENIZERS_PARALLELISM=false), a `timeout=` to turn the hang into an error, num_workers=0 to tell the dataset from the workers", observe: "`headroom run --stall-after 60`: the stall, its workers alive and the start method" },
     Symptom { rule: Rule::Contention, symptom: "the call, the IDE or a local LLM server eat the memory training needs", hypothesis: "memory contention, not the model", action: "close the call or the IDE, unload the local model (`ollama stop MODEL`, LM Studio's eject) or quit its server, or move the run to the remote host", observe: "`headroom contention`: memory by app group (local LLM servers named), swap growth, pressure" },
 ];
 
@@ -471,6 +519,131 @@ fn your_run(
         }
         say(Rule::DataPipeline, column, format!("{src}: waiting for the DataLoader takes {} of the step (threshold {}): the data pipeline bounds it, not the device; {advice}", pct(share), pct(t.data_share)));
         set(column, Status::Risky);
+    }
+}
+
+/// The relative change from `base` to `x` (0.25 = 25 % more).
+fn change(x: f64, base: f64) -> Option<f64> {
+    (base > 0.0 && x.is_finite()).then(|| (x - base) / base)
+}
+
+/// A signed percentage: `+25 %`, `-8 %`.
+fn signed_pct(x: f64) -> String {
+    format!("{:+.0} %", x * 100.0)
+}
+
+/// The peak a run's comparison uses: the device allocator's where observed, else the process
+/// tree's.
+fn compared_peak(r: &RunFact) -> u64 {
+    r.peak_device_bytes.unwrap_or(r.peak_bytes)
+}
+
+/// The reasons pairs of the user's runs give (mixed precision, checkpointing, accumulation),
+/// and a DataLoader stall in the newest run.
+fn practices(
+    f: &Facts,
+    t: &DecideThresholds,
+    say: &mut impl FnMut(Rule, Column, String),
+    set: &mut impl FnMut(Column, Status),
+) {
+    if let Some((with, without)) = &f.amp {
+        if let (Some(a), Some(b)) = (with.samples_per_s, without.samples_per_s) {
+            let gain = change(a, b).unwrap_or(0.0);
+            let peak = change(compared_peak(with) as f64, compared_peak(without) as f64)
+                .map(|p| format!(", peak {}", signed_pct(p)))
+                .unwrap_or_default();
+            let both = format!("{} vs {}", with.source(), without.source());
+            let mut text = if gain >= t.amp_gain {
+                format!("{} pays here: {} samples/s{peak} against full precision ({both}; threshold {})", with.precision(), signed_pct(gain), pct(t.amp_gain))
+            } else {
+                format!("{} does not pay here: {} samples/s{peak} against full precision ({both}; threshold {}): keep full precision unless memory is the limit", with.precision(), signed_pct(gain), pct(t.amp_gain))
+            };
+            if with
+                .autocast
+                .iter()
+                .any(|a| a.ends_with("float16") && !a.ends_with("bfloat16"))
+            {
+                text.push_str(
+                    "; float16 training needs a GradScaler against underflowing gradients",
+                );
+            }
+            if with.column() == Column::Mps || without.column() == Column::Mps {
+                text.push_str("; MPS's mixed-precision numerics differ from CUDA's: judge it by validation metrics within a tolerance (`headroom ledger compare A B --tolerance 0.01`), never by bitwise losses");
+            }
+            say(Rule::MixedPrecision, with.column(), text);
+        }
+    }
+    if let Some((with, without)) = &f.checkpointing {
+        let (m, n) = (compared_peak(with), compared_peak(without));
+        let saved = change(m as f64, n as f64).map_or(0.0, |c| -c);
+        let cost = match (with.step_ms, without.step_ms) {
+            (Some(a), Some(b)) => {
+                change(a, b).map(|c| format!(" and costs {} per step", signed_pct(c)))
+            }
+            _ => None,
+        }
+        .unwrap_or_else(|| " (step time not measured in both)".into());
+        let verdict = if saved >= t.checkpoint_saving {
+            "worth it where the memory saved lets a larger batch fit or keeps the run out of swap; otherwise the time is lost for nothing"
+        } else {
+            "it saves too little to pay for its recomputation: turn it off unless the batch does not fit without it"
+        };
+        say(
+            Rule::Checkpointing,
+            with.column(),
+            format!(
+                "activation checkpointing saves {} of peak memory ({} to {}, {}){cost} at batch {} ({} vs {}; threshold {} saved): {verdict}",
+                pct(saved),
+                format_bytes(n),
+                format_bytes(m),
+                signed_pct(-saved),
+                with.batch.map_or_else(|| "?".into(), |b| b.to_string()),
+                with.source(),
+                without.source(),
+                pct(t.checkpoint_saving)
+            ),
+        );
+    }
+    if let Some((new, old)) = &f.rescale {
+        if let (Some(e1), Some(e0)) = (new.effective_batch(), old.effective_batch()) {
+            if e1 != e0 {
+                let ratio = e1 as f64 / e0 as f64;
+                say(
+                    Rule::Rescale,
+                    new.column(),
+                    format!(
+                        "the effective batch changed from {e0} ({} × {} backward calls per step, run {}) to {e1} ({} × {}, run {}): the optimizer now takes {:.2}× the steps per epoch; scale the learning rate by {:.2} (linear rule; {:.2} by the square-root rule) and the schedule's step counts (warm-up, decay) by {:.2} before comparing the two",
+                        old.batch.unwrap_or(0),
+                        old.accumulation.unwrap_or(1),
+                        old.run_id,
+                        new.batch.unwrap_or(0),
+                        new.accumulation.unwrap_or(1),
+                        new.run_id,
+                        1.0 / ratio,
+                        ratio,
+                        ratio.sqrt(),
+                        1.0 / ratio
+                    ),
+                );
+            }
+        }
+    }
+    if let Some(r) = &f.run {
+        if let Some(stall) = &r.stall {
+            let triage = crate::instrument::stall_triage(stall, r.start_method.as_deref());
+            say(
+                Rule::LoaderHang,
+                r.column(),
+                format!(
+                    "{}: the DataLoader gave {}. {triage}",
+                    r.source(),
+                    stall.describe()
+                ),
+            );
+            if !stall.ended {
+                set(r.column(), Status::Risky);
+            }
+        }
     }
 }
 
@@ -644,10 +817,11 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
         }
     }
 
-    // The user's own run.
+    // The user's own run, and what pairs of its runs measured.
     if let Some(r) = &f.run {
         your_run(r, t, &mut say, &mut set);
     }
+    practices(f, t, &mut say, &mut set);
 
     // Memory over epochs.
     if let Some(e) = &f.epochs {

@@ -454,13 +454,25 @@ pub fn newest_user_run(ledger: &Ledger) -> Result<Option<WatchOutcome>, CoreErro
 }
 
 /// The user's wrapped runs (`headroom run`) that finished or failed, newest first, with what
-/// they recorded.
+/// they recorded; one the user stopped counts when its DataLoader stalled (a hang is stopped
+/// by hand).
 fn user_runs(runs: &[RunRecord]) -> impl Iterator<Item = (&RunRecord, WatchOutcome)> {
     runs.iter()
-        .filter(|r| {
-            r.kind == RunKind::Run && matches!(r.status, RunStatus::Complete | RunStatus::Failed)
+        .filter(|r| r.kind == RunKind::Run)
+        .filter_map(|r| {
+            Some((
+                r,
+                serde_json::from_value::<WatchOutcome>(r.report.clone()?).ok()?,
+            ))
         })
-        .filter_map(|r| Some((r, serde_json::from_value(r.report.clone()?).ok()?)))
+        .filter(|(r, o)| {
+            matches!(r.status, RunStatus::Complete | RunStatus::Failed)
+                || (r.status == RunStatus::Interrupted && stalled(o))
+        })
+}
+
+fn stalled(o: &WatchOutcome) -> bool {
+    o.observed.as_ref().is_some_and(|x| !x.stalls.is_empty())
 }
 
 fn run_fact(out: &WatchOutcome) -> RunFact {
@@ -488,7 +500,91 @@ fn run_fact(out: &WatchOutcome) -> RunFact {
                 .then(|| "its output said it ran out of memory".to_owned())
         }),
         over_budget: out.budget_bytes.filter(|_| out.over_budget),
+        checkpointing: o.is_some_and(|o| o.checkpointing),
+        stall: o.and_then(|o| {
+            o.stalls
+                .iter()
+                .max_by(|a, b| a.waited_s.total_cmp(&b.waited_s))
+                .cloned()
+        }),
+        start_method: loader
+            .and_then(|l| l.start_method.clone())
+            .or_else(|| o.and_then(|o| o.start_method.clone())),
     }
+}
+
+/// A command with the values a sweep varies taken out (numbers, and the words of a precision
+/// or an on/off switch), so that runs of one script with other settings share it.
+pub fn command_shape(command: &str) -> String {
+    const VARIED: [&str; 12] = [
+        "off", "on", "true", "false", "bf16", "f16", "fp16", "fp32", "float16", "bfloat16",
+        "float32", "none",
+    ];
+    command
+        .split_whitespace()
+        .map(|arg| {
+            // `--amp=bf16` keeps its name, loses its value.
+            let (head, value) = arg.split_once('=').map_or(("", arg), |(h, v)| (h, v));
+            let value = if VARIED.contains(&value.to_ascii_lowercase().as_str()) {
+                "#".to_owned()
+            } else {
+                let mut out = String::new();
+                let mut digits = false;
+                for c in value.chars() {
+                    if c.is_ascii_digit() {
+                        if !digits {
+                            out.push('#');
+                        }
+                        digits = true;
+                    } else {
+                        digits = false;
+                        out.push(c);
+                    }
+                }
+                out
+            };
+            if head.is_empty() {
+                value
+            } else {
+                format!("{head}={value}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Pairs of the user's runs (newest first in `facts`) that measured one practice: the newest
+/// run that has it, and the newest of the same command at the same batch on the same device
+/// that has not, both with a throughput.
+fn practice_pair(facts: &[RunFact], has: impl Fn(&RunFact) -> bool) -> Option<(RunFact, RunFact)> {
+    let measured = |r: &&RunFact| r.samples_per_s.is_some() && r.oom.is_none();
+    let with = facts.iter().filter(measured).find(|r| has(r))?;
+    let shape = command_shape(&with.command);
+    let without = facts.iter().filter(measured).find(|r| {
+        !has(r)
+            && r.batch == with.batch
+            && r.device == with.device
+            && command_shape(&r.command) == shape
+    })?;
+    Some((with.clone(), without.clone()))
+}
+
+/// The newest run and the run of the same command before it, when their backward calls per
+/// optimizer step differ (a batch sweep, whose accumulation stays, is not a rescale).
+fn rescale_pair(facts: &[RunFact]) -> Option<(RunFact, RunFact)> {
+    let newest = facts
+        .iter()
+        .find(|r| r.effective_batch().is_some() && r.steps > 0)?;
+    let shape = command_shape(&newest.command);
+    let before = facts.iter().find(|r| {
+        r.run_id != newest.run_id
+            && r.steps > 0
+            && r.effective_batch().is_some()
+            && command_shape(&r.command) == shape
+    })?;
+    (newest.accumulation.unwrap_or(1) != before.accumulation.unwrap_or(1)
+        && newest.effective_batch() != before.effective_batch())
+    .then(|| (newest.clone(), before.clone()))
 }
 
 /// The user's runs decide where they exist: the newest that trained (or ran out of memory)
@@ -496,8 +592,12 @@ fn run_fact(out: &WatchOutcome) -> RunFact {
 /// place of a built-in `epochs` run.
 fn user_run_facts(runs: &[RunRecord], f: &mut Facts) {
     f.run = user_runs(runs)
-        .find(|(_, o)| o.steps > 0 || o.oom || o.over_budget)
+        .find(|(_, o)| o.steps > 0 || o.oom || o.over_budget || stalled(o))
         .map(|(_, o)| run_fact(&o));
+    let all: Vec<RunFact> = user_runs(runs).map(|(_, o)| run_fact(&o)).collect();
+    f.amp = practice_pair(&all, |r| !r.autocast.is_empty());
+    f.checkpointing = practice_pair(&all, |r| r.checkpointing);
+    f.rescale = rescale_pair(&all);
     let judged = user_runs(runs).find(|(_, o)| {
         o.epochs.len() >= 3 && o.verdict.kind != crate::epochs::EpochVerdictKind::TooShort
     });
@@ -533,4 +633,25 @@ fn fallback_fact(runs: &[RunRecord]) -> Option<FallbackFact> {
         days: crate::time::days_between(&oldest.started_at, &newest.started_at).unwrap_or(0.0),
         runs: u32::try_from(with.len()).unwrap_or(u32::MAX),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::command_shape;
+
+    #[test]
+    fn a_commands_shape_drops_the_values_a_sweep_varies() {
+        let a = command_shape("python train.py --batch-size 32 --accum 1 --amp=bf16 --ckpt off");
+        let b = command_shape("python train.py --batch-size 64 --accum 4 --amp=fp32 --ckpt on");
+        assert_eq!(a, b);
+        assert_eq!(
+            a,
+            "python train.py --batch-size # --accum # --amp=# --ckpt #"
+        );
+        assert_ne!(
+            a,
+            command_shape("python other.py --batch-size 32 --accum 1 --amp=bf16 --ckpt off")
+        );
+        assert_eq!(command_shape("python t2.py"), "python t#.py");
+    }
 }

@@ -29,6 +29,58 @@ pub const EVENTS_ENV: &str = "HEADROOM_EVENTS";
 /// beside it (`.armed` once torch is imported, `.waiting` at the gate).
 pub const GATE_ENV: &str = "HEADROOM_GATE";
 
+/// The environment variable that sets the DataLoader stall threshold in seconds (the
+/// observer reports a longer wait for a batch; 0 turns it off).
+pub const STALL_ENV: &str = "HEADROOM_STALL_S";
+
+/// The stall threshold when the user gives none (`run --stall-after`): long enough for a first
+/// batch from a slow disk, short enough that a hang is seen within minutes.
+pub const DEFAULT_STALL_S: u32 = 120;
+
+/// The environment variable that runs the program's forward passes under autocast (`bf16`,
+/// `f16`) or with the same hooks and none (`off`): `run --sweep amp=off,bf16`.
+pub const AMP_ENV: &str = "HEADROOM_AMP";
+
+/// The values `amp` takes, in a sweep or `run --amp`.
+pub const AMP_VALUES: [&str; 3] = ["off", "bf16", "f16"];
+
+/// What to try for a stalled DataLoader, by its start method and its workers.
+pub fn stall_triage(stall: &LoaderStall, start_method: Option<&str>) -> String {
+    let who = if stall.workers == 0 {
+        "The training process itself is stuck in the dataset's __getitem__ (a lock, a network \
+         read): `py-spy dump --pid PID` shows where."
+            .to_owned()
+    } else if stall.alive < stall.workers {
+        format!(
+            "{} worker(s) died (the OOM killer, a crash in native code) while the loader waits \
+             on them: check `dmesg`/Console for a kill, and lower num_workers or the batch.",
+            stall.workers - stall.alive
+        )
+    } else {
+        "Its workers live but give nothing: a deadlock in them, or a read that never returns."
+            .to_owned()
+    };
+    let method = match start_method {
+        Some("fork") => "Started by fork: a worker forked while another thread held a lock (a \
+             tokenizer's thread pool, OpenMP, a logging thread) can wait forever; use \
+             multiprocessing_context=\"spawn\" (or \"forkserver\") on the DataLoader, or \
+             TOKENIZERS_PARALLELISM=false. On macOS fork is unsafe with Apple's frameworks and \
+             spawn is the default for that reason."
+            .to_owned(),
+        Some("spawn") | Some("forkserver") => format!(
+            "Started by {}: each worker imports your script again and unpickles the dataset, \
+             so starts are slow (each epoch, unless persistent_workers=True) and a script \
+             without `if __name__ == \"__main__\":` runs its training again in every worker.",
+            start_method.unwrap_or_default()
+        ),
+        _ => "The start method was not seen.".to_owned(),
+    };
+    format!(
+        "{who} {method} Give the DataLoader a timeout= to get an error instead of a hang, and \
+         try num_workers=0 to tell the dataset from the workers."
+    )
+}
+
 /// Host-to-device copies taking this share of the step time make `pin_memory` worth advising.
 pub const COPIES_MATTER: f64 = 0.10;
 
@@ -166,6 +218,21 @@ pub enum Event {
     },
     /// The observer failed to hook in (the program runs on, unobserved).
     ProbeError { pid: u32, t: f64, message: String },
+    /// The DataLoader has given no batch for `waited_s` seconds (past the stall threshold),
+    /// with `alive` of its `workers` worker processes alive; `step` optimizer steps ran before.
+    Stall {
+        pid: u32,
+        t: f64,
+        waited_s: f64,
+        #[serde(default)]
+        workers: u32,
+        #[serde(default)]
+        alive: u32,
+        #[serde(default)]
+        step: u64,
+    },
+    /// A reported stall ended: the batch came after `waited_s` seconds in all.
+    StallEnd { pid: u32, t: f64, waited_s: f64 },
     /// An event this Headroom does not know (a newer observer): ignored.
     #[serde(other)]
     Unknown,
@@ -188,7 +255,9 @@ impl Event {
             | Self::Warning { t, .. }
             | Self::Oom { t, .. }
             | Self::End { t, .. }
-            | Self::ProbeError { t, .. } => Some(*t),
+            | Self::ProbeError { t, .. }
+            | Self::Stall { t, .. }
+            | Self::StallEnd { t, .. } => Some(*t),
             Self::Unknown => None,
         }
     }
@@ -207,6 +276,38 @@ pub struct LoaderSettings {
     pub worker_init_fn: bool,
     #[serde(default)]
     pub batch_size: Option<u64>,
+}
+
+/// A DataLoader wait past the stall threshold (`headroom run --stall-after`).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoaderStall {
+    /// Optimizer steps that ran before it.
+    pub after_step: u64,
+    /// How long the wait lasted: to its end when `ended`, else to the last report.
+    pub waited_s: f64,
+    /// The loader's worker processes, and how many of them were alive when it was reported.
+    pub workers: u32,
+    pub alive: u32,
+    /// The batch came in the end (a slow loader, not a hang).
+    pub ended: bool,
+}
+
+impl LoaderStall {
+    /// "no batch for 31 s after step 4, its 2 workers alive": for every reason that cites it.
+    pub fn describe(&self) -> String {
+        let workers = match (self.workers, self.alive) {
+            (0, _) => "loading in the training process (num_workers=0)".to_owned(),
+            (w, a) if a == w => format!("its {w} worker{} alive", if w == 1 { "" } else { "s" }),
+            (w, a) => format!("{a} of its {w} workers alive"),
+        };
+        format!(
+            "no batch for {:.0} s after step {}, {workers}{}",
+            self.waited_s,
+            self.after_step,
+            if self.ended { ", then it went on" } else { "" }
+        )
+    }
 }
 
 /// What the observer saw, summed over the run (part of `run`'s result).
@@ -259,6 +360,13 @@ pub struct Observed {
     pub oom: Option<String>,
     /// The observer could not hook in (why).
     pub probe_error: Option<String>,
+    /// DataLoader waits past the stall threshold.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stalls: Vec<LoaderStall>,
+    /// Headroom ran the program's forward passes under autocast with this dtype (`bf16`,
+    /// `f16`), or with the same hooks and no autocast (`off`): a sweep over `amp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amp_forced: Option<String>,
 }
 
 /// One step of the main process, as [`Observation`] keeps it.
@@ -411,6 +519,7 @@ impl Observation {
                 "compile" => o.compiled = true,
                 "checkpoint" => o.checkpointing = true,
                 "seed" => o.seed = o.seed.or(value.as_u64()),
+                "amp_forced" => o.amp_forced = value.as_str().map(str::to_owned),
                 _ => {}
             },
             Event::Warning { message, .. } => {
@@ -423,6 +532,25 @@ impl Observation {
             Event::Oom { message, .. } => o.oom = Some(message),
             Event::End { checkpoints, .. } => o.checkpointing |= checkpoints > 0,
             Event::ProbeError { message, .. } => o.probe_error = Some(message),
+            Event::Stall {
+                waited_s,
+                workers,
+                alive,
+                step,
+                ..
+            } => o.stalls.push(LoaderStall {
+                after_step: step,
+                waited_s,
+                workers,
+                alive,
+                ended: false,
+            }),
+            Event::StallEnd { waited_s, .. } => {
+                if let Some(s) = o.stalls.iter_mut().rev().find(|s| !s.ended) {
+                    s.waited_s = s.waited_s.max(waited_s);
+                    s.ended = true;
+                }
+            }
             Event::Unknown => {}
         }
         None

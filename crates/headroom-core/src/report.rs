@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::datasum::DataRecord;
 use crate::epochs::{EpochSample, EpochThresholds};
+use crate::jobs::watch::WatchOutcome;
 use crate::ledger::{Ledger, RunContext, RunRecord};
 use crate::monitor::MemoryReading;
 use crate::mounts::MountClass;
@@ -129,6 +130,153 @@ pub struct Recorded {
     pub data: Option<DataRecord>,
     /// The round trip to the artifact store, measured where the run ran.
     pub artifact_rtt: Option<ArtifactRtt>,
+    /// The arm64 proof: machine, Python architecture, torch build, MPS flags.
+    pub proof: Option<Arm64Proof>,
+}
+
+/// What the runbook asks to see before any latency is promised: the machine and its
+/// architecture, the Python's architecture, the torch build and its MPS flags. From the doctor
+/// run on the same host nearest before the run (the newest one if none was before it), and for a
+/// wrapped run, torch's MPS flags as the training process itself saw them.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Arm64Proof {
+    /// The doctor run it comes from.
+    pub doctor_run: Option<i64>,
+    pub machine: String,
+    pub python: String,
+    pub torch: String,
+    pub mps: String,
+    /// Everything above says native arm64 on Apple Silicon, with MPS built and available.
+    pub native_apple_silicon: bool,
+}
+
+impl Arm64Proof {
+    /// From a doctor report (its primary interpreter) and what a wrapped run observed.
+    pub fn from_report(
+        doctor_run: Option<i64>,
+        rep: Option<&crate::readiness::Report>,
+        observed: Option<&crate::instrument::Observed>,
+    ) -> Self {
+        let unknown = || "unknown (run `headroom doctor` on this machine)".to_owned();
+        let m = rep.map(|r| &r.machine);
+        let machine = m.map_or_else(unknown, |m| {
+            format!(
+                "{} {}, {}{}",
+                m.cpu.as_deref().unwrap_or("unknown CPU"),
+                m.arch,
+                if m.apple_silicon {
+                    "Apple Silicon"
+                } else {
+                    "not Apple Silicon"
+                },
+                match m.translated {
+                    Some(true) => ", Headroom translated by Rosetta",
+                    _ => "",
+                }
+            )
+        });
+        let py = rep.and_then(|r| r.primary.and_then(|i| r.pythons.get(i)));
+        let facts = py.and_then(|p| p.facts.as_ref());
+        let python = match (py, facts) {
+            (Some(p), Some(f)) => format!(
+                "{} {} ({}{})",
+                f.executable,
+                f.version,
+                f.machine,
+                if p.binary_archs.is_empty() {
+                    String::new()
+                } else {
+                    format!("; binary {}", p.binary_archs.join(", "))
+                }
+            ),
+            _ => unknown(),
+        };
+        let t = facts.and_then(|f| f.torch.as_ref());
+        let torch = match (t, observed.and_then(|o| o.torch_version.as_deref())) {
+            (_, Some(v)) => format!("{v} (as the training process loaded it)"),
+            (Some(t), None) => format!(
+                "{}{}",
+                t.version,
+                t.cuda_version
+                    .as_deref()
+                    .map_or_else(String::new, |c| format!(", CUDA {c}"))
+            ),
+            (None, None) => unknown(),
+        };
+        let flags = observed
+            .and_then(|o| Some((o.mps_built?, o.mps_available?)))
+            .or_else(|| t.map(|t| (t.mps_built, t.mps_available)));
+        let mps = flags.map_or_else(unknown, |(b, a)| {
+            format!(
+                "built {}, available {}",
+                if b { "yes" } else { "no" },
+                if a { "yes" } else { "no" }
+            )
+        });
+        let native_apple_silicon = m.is_some_and(|m| m.apple_silicon && m.translated != Some(true))
+            && facts.is_some_and(|f| f.machine == "arm64")
+            && flags == Some((true, true));
+        Self {
+            doctor_run,
+            machine,
+            python,
+            torch,
+            mps,
+            native_apple_silicon,
+        }
+    }
+
+    /// The rows a report shows.
+    pub fn rows(&self) -> Vec<(&'static str, String)> {
+        vec![
+            (
+                "arm64 proof",
+                format!(
+                    "{}{}",
+                    if self.native_apple_silicon {
+                        "native arm64 on Apple Silicon with MPS"
+                    } else {
+                        "NOT shown to be native arm64 with MPS: promise no latency from this run"
+                    },
+                    self.doctor_run
+                        .map_or_else(String::new, |d| format!(" (doctor run {d})"))
+                ),
+            ),
+            ("machine", self.machine.clone()),
+            ("Python", self.python.clone()),
+            ("torch build", self.torch.clone()),
+            ("MPS", self.mps.clone()),
+        ]
+    }
+}
+
+/// The doctor run on `r`'s host nearest before it (else the newest there), with its report.
+fn proof_for(ledger: &Ledger, r: &RunRecord) -> Result<Arm64Proof, CoreError> {
+    let doctors: Vec<RunRecord> = ledger
+        .list_runs(500)?
+        .into_iter()
+        .filter(|d| {
+            d.kind == crate::ledger::RunKind::Doctor && d.host == r.host && d.report.is_some()
+        })
+        .collect();
+    let pick = doctors
+        .iter()
+        .find(|d| d.started_at <= r.started_at)
+        .or_else(|| doctors.first());
+    let report: Option<crate::readiness::Report> =
+        pick.and_then(|d| serde_json::from_value(d.report.clone()?).ok());
+    let observed = (r.kind == crate::ledger::RunKind::Run)
+        .then(|| {
+            serde_json::from_value::<WatchOutcome>(r.report.clone()?)
+                .ok()?
+                .observed
+        })
+        .flatten();
+    Ok(Arm64Proof::from_report(
+        pick.filter(|_| report.is_some()).map(|d| d.id),
+        report.as_ref(),
+        observed.as_ref(),
+    ))
 }
 
 fn first<T: serde::de::DeserializeOwned>(
@@ -141,7 +289,12 @@ fn first<T: serde::de::DeserializeOwned>(
 
 /// Everything recorded around run `id`.
 pub fn recorded(ledger: &Ledger, id: i64) -> Result<Recorded, CoreError> {
+    let (r, _) = ledger.get_run(id)?;
+    let proof = (r.kind != crate::ledger::RunKind::Doctor)
+        .then(|| proof_for(ledger, &r))
+        .transpose()?;
     Ok(Recorded {
+        proof,
         conditions: first(ledger, id, "conditions")?,
         context: first(ledger, id, "context")?,
         hello: first(ledger, id, "hello")?,
@@ -337,6 +490,9 @@ pub fn facts(r: &RunRecord, rec: &Recorded) -> Vec<(&'static str, String)> {
         ),
     ]);
     rows.extend(context_facts(rec.context.as_ref()));
+    if let Some(p) = &rec.proof {
+        rows.extend(p.rows());
+    }
     rows
 }
 
@@ -731,7 +887,8 @@ pub fn write_overlay(ledger: &Ledger, ids: &[i64], path: &Path) -> Result<(), Co
 }
 
 /// Facts left out of a comparison: they differ between any two runs and explain nothing.
-const NOT_COMPARED: [&str; 7] = [
+const NOT_COMPARED: [&str; 8] = [
+    "arm64 proof",
     "status",
     "started",
     "finished",
@@ -741,9 +898,166 @@ const NOT_COMPARED: [&str; 7] = [
     "apps holding memory",
 ];
 
+/// How close two runs' metrics must be to agree (`ledger compare --tolerance`): an absolute
+/// difference (`0.01`) or a share of the first run's value (`1%`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Tolerance {
+    Absolute(f64),
+    Relative(f64),
+}
+
+impl Default for Tolerance {
+    /// 1 % of the first run's value.
+    fn default() -> Self {
+        Self::Relative(0.01)
+    }
+}
+
+impl Tolerance {
+    /// `0.01` or `1%`.
+    pub fn parse(s: &str) -> Result<Self, CoreError> {
+        let bad = || {
+            CoreError::InvalidInput(format!(
+                "--tolerance {s:?}: give an absolute difference (0.01) or a share of the first run's value (1%)"
+            ))
+        };
+        let t = s.trim();
+        let (num, relative) = match t.strip_suffix('%') {
+            Some(n) => (n.trim(), true),
+            None => (t, false),
+        };
+        let v: f64 = num.parse().map_err(|_| bad())?;
+        if !v.is_finite() || v < 0.0 {
+            return Err(bad());
+        }
+        Ok(if relative {
+            Self::Relative(v / 100.0)
+        } else {
+            Self::Absolute(v)
+        })
+    }
+
+    /// The largest difference allowed from `base`.
+    pub fn allowed(self, base: f64) -> f64 {
+        match self {
+            Self::Absolute(a) => a,
+            Self::Relative(r) => r * base.abs(),
+        }
+    }
+
+    pub fn describe(self) -> String {
+        match self {
+            Self::Absolute(a) => format!("±{a}"),
+            Self::Relative(r) => format!("±{} %", r * 100.0),
+        }
+    }
+}
+
+/// Two user runs' metrics, precision, seeds and effective batch, side by side: what must agree
+/// before their results may be compared, and whether their metrics agree within `tol`.
+pub fn training_lines(a: &WatchOutcome, b: &WatchOutcome, tol: Tolerance) -> Vec<String> {
+    let (oa, ob) = (a.observed.as_ref(), b.observed.as_ref());
+    let precision = |o: Option<&crate::instrument::Observed>| match o {
+        None => "not observed".to_owned(),
+        Some(o) if o.autocast.is_empty() => "full precision (no autocast)".to_owned(),
+        Some(o) => format!(
+            "autocast {}{}",
+            o.autocast.join(", "),
+            if o.amp_forced.is_some() {
+                " (set by Headroom)"
+            } else {
+                ""
+            }
+        ),
+    };
+    let seed = |o: Option<&crate::instrument::Observed>| {
+        let s = o
+            .and_then(|o| o.seed)
+            .map_or_else(|| "not seen".to_owned(), |s| s.to_string());
+        let init = match o.and_then(|o| o.loader.as_ref()) {
+            Some(l) if l.worker_init_fn => ", worker_init_fn set",
+            Some(l) if l.num_workers > 0 => ", no worker_init_fn",
+            _ => "",
+        };
+        format!("{s}{init}")
+    };
+    let mut out = vec![
+        format!("  dtype policy: {} vs {}", precision(oa), precision(ob)),
+        format!("  seed: {} vs {}", seed(oa), seed(ob)),
+    ];
+    let effective = |o: &WatchOutcome| {
+        let accum = o
+            .observed
+            .as_ref()
+            .and_then(|x| x.accumulation)
+            .unwrap_or(1)
+            .max(1);
+        o.batch.map(|b| (b, accum, u64::from(b) * u64::from(accum)))
+    };
+    if let (Some((b0, k0, e0)), Some((b1, k1, e1))) = (effective(a), effective(b)) {
+        if e0 == e1 {
+            out.push(format!(
+                "  effective batch: {e0} in both ({b0} × {k0} vs {b1} × {k1})"
+            ));
+        } else {
+            #[allow(clippy::cast_precision_loss)]
+            let ratio = e1 as f64 / e0 as f64;
+            out.push(format!(
+                "  effective batch: {e0} ({b0} × {k0} backward calls per step) vs {e1} ({b1} × {k1}): the second takes {:.2}× the optimizer steps per epoch; scale its learning rate by {ratio:.2} (linear rule; {:.2} by the square-root rule) and its schedule's step counts by {:.2} before comparing results",
+                1.0 / ratio,
+                ratio.sqrt(),
+                1.0 / ratio
+            ));
+        }
+    }
+    let names: std::collections::BTreeSet<&String> =
+        a.metrics.keys().chain(b.metrics.keys()).collect();
+    if names.is_empty() {
+        out.push(
+            "  metrics: none reported (print `headroom-metric NAME VALUE`, or give `headroom run --metric NAME=REGEX`)"
+                .into(),
+        );
+    }
+    for name in names {
+        match (a.metrics.get(name), b.metrics.get(name)) {
+            (Some(x), Some(y)) => {
+                let diff = (y - x).abs();
+                let allowed = tol.allowed(*x);
+                out.push(format!(
+                    "  metric {name}: {x} vs {y} (difference {diff:.6}, {} {}){}",
+                    if diff <= allowed { "within" } else { "OUTSIDE" },
+                    tol.describe(),
+                    if diff > allowed
+                        && a.observed.as_ref().map(|o| &o.autocast)
+                            != b.observed.as_ref().map(|o| &o.autocast)
+                    {
+                        ": the dtype policies differ, which alone moves results"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            (Some(x), None) => out.push(format!("  metric {name}: {x} vs not reported")),
+            (None, Some(y)) => out.push(format!("  metric {name}: not reported vs {y}")),
+            (None, None) => {}
+        }
+    }
+    out
+}
+
 /// `ledger compare`: the figures at the batches both runs measured, then every recorded fact
 /// that differs and could explain a difference (versions, power, thermal, threads, data, mount).
 pub fn compare(ledger: &Ledger, a: i64, b: i64) -> Result<Vec<String>, CoreError> {
+    compare_within(ledger, a, b, Tolerance::default())
+}
+
+/// [`compare`], with two user runs' metrics judged within `tol`.
+pub fn compare_within(
+    ledger: &Ledger,
+    a: i64,
+    b: i64,
+    tol: Tolerance,
+) -> Result<Vec<String>, CoreError> {
     let (ra, pa) = ledger.get_run(a)?;
     let (rb, pb) = ledger.get_run(b)?;
     let (xa, xb) = (recorded(ledger, a)?, recorded(ledger, b)?);
@@ -785,12 +1099,21 @@ pub fn compare(ledger: &Ledger, a: i64, b: i64) -> Result<Vec<String>, CoreError
     if common == 0 {
         out.push("  no batch measured in both runs".into());
     }
+    let outcome = |r: &RunRecord| -> Option<WatchOutcome> {
+        (r.kind == crate::ledger::RunKind::Run)
+            .then(|| serde_json::from_value(r.report.clone()?).ok())
+            .flatten()
+    };
+    if let (Some(oa), Some(ob)) = (outcome(&ra), outcome(&rb)) {
+        out.push("training practices and results:".into());
+        out.extend(training_lines(&oa, &ob, tol));
+    }
     let fa = facts(&ra, &xa);
     let fb = facts(&rb, &xb);
     let differ: Vec<String> = fa
         .iter()
         .zip(&fb)
-        .filter(|((k, x), (_, y))| x != y && !NOT_COMPARED.contains(k))
+        .filter(|((k, x), (k2, y))| k == k2 && x != y && !NOT_COMPARED.contains(k))
         .map(|((k, x), (_, y))| format!("  {k}: {x} vs {y}"))
         .collect();
     if differ.is_empty() {
@@ -815,6 +1138,67 @@ pub fn compare(ledger: &Ledger, a: i64, b: i64) -> Result<Vec<String>, CoreError
 mod tests {
     use super::*;
     use crate::protocol::PointStatus;
+
+    #[test]
+    fn the_arm64_proof_holds_only_for_a_native_arm64_python_with_mps() {
+        let text = include_str!("../../../bench/results/doctor_h200.json");
+        let mut rep: crate::readiness::Report = serde_json::from_str(text).expect("real report");
+        let h200 = Arm64Proof::from_report(Some(3), Some(&rep), None);
+        assert!(!h200.native_apple_silicon);
+        assert!(
+            h200.rows()[0].1.starts_with("NOT shown"),
+            "{:?}",
+            h200.rows()
+        );
+        assert!(h200.rows()[0].1.ends_with("(doctor run 3)"));
+        assert!(h200.torch.contains("CUDA"), "{}", h200.torch);
+        // The same report as an Apple Silicon Mac with an arm64 Python and MPS: the proof holds.
+        rep.machine.apple_silicon = true;
+        rep.machine.arch = "arm64".into();
+        rep.machine.translated = Some(false);
+        let i = rep.primary.expect("primary");
+        let facts = rep.pythons[i].facts.as_mut().expect("facts");
+        facts.machine = "arm64".into();
+        let torch = facts.torch.as_mut().expect("torch");
+        torch.mps_built = true;
+        torch.mps_available = true;
+        assert!(Arm64Proof::from_report(None, Some(&rep), None).native_apple_silicon);
+        // What the training process saw overrides the doctor's flags: MPS not available there.
+        let seen = crate::instrument::Observed {
+            torch_version: Some("2.11.0".into()),
+            mps_built: Some(true),
+            mps_available: Some(false),
+            ..Default::default()
+        };
+        let p = Arm64Proof::from_report(None, Some(&rep), Some(&seen));
+        assert!(!p.native_apple_silicon);
+        assert_eq!(p.mps, "built yes, available no");
+        // An x86_64 Python (Rosetta), or Headroom itself translated: no proof.
+        rep.machine.translated = Some(true);
+        assert!(!Arm64Proof::from_report(None, Some(&rep), None).native_apple_silicon);
+        rep.machine.translated = Some(false);
+        rep.pythons[i].facts.as_mut().expect("facts").machine = "x86_64".into();
+        assert!(!Arm64Proof::from_report(None, Some(&rep), None).native_apple_silicon);
+        // No doctor run: every row says how to get one.
+        let none = Arm64Proof::from_report(None, None, None);
+        assert!(none.machine.contains("headroom doctor"));
+    }
+
+    #[test]
+    fn tolerances_are_absolute_or_a_share_and_bad_ones_are_refused() {
+        assert_eq!(
+            Tolerance::parse("0.01").ok(),
+            Some(Tolerance::Absolute(0.01))
+        );
+        assert_eq!(
+            Tolerance::parse("2 %").ok(),
+            Some(Tolerance::Relative(0.02))
+        );
+        assert!((Tolerance::Relative(0.02).allowed(-50.0) - 1.0).abs() < 1e-12);
+        for bad in ["", "x", "-1", "nan", "1e999"] {
+            assert!(Tolerance::parse(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn csv_quotes_what_needs_it() {

@@ -44,6 +44,10 @@ pub enum LedgerCommand {
         /// Also draw both runs' curves side by side into this file (`.svg` or `.png`).
         #[arg(long)]
         chart: Option<std::path::PathBuf>,
+        /// How close two runs' metrics (`headroom-metric` lines, `run --metric`) must be to
+        /// agree: an absolute difference (0.01) or a share of the first run's value (1%).
+        #[arg(long, default_value = "1%")]
+        tolerance: String,
     },
 }
 
@@ -94,8 +98,14 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
                 }
             }
         }
-        LedgerCommand::Compare { a, b, chart } => {
-            for line in headroom_core::report::compare(&ledger, *a, *b)? {
+        LedgerCommand::Compare {
+            a,
+            b,
+            chart,
+            tolerance,
+        } => {
+            let tol = headroom_core::report::Tolerance::parse(tolerance)?;
+            for line in headroom_core::report::compare_within(&ledger, *a, *b, tol)? {
                 println!("{line}");
             }
             if let Some(path) = chart {

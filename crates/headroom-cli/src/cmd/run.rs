@@ -119,6 +119,20 @@ pub struct RunArgs {
     /// over batch, as a built-in sweep's) to this SVG file.
     #[arg(long, value_name = "FILE.svg")]
     chart: Option<std::path::PathBuf>,
+    /// A metric the command prints, kept with the run for `ledger compare`: NAME=REGEX, the
+    /// regex's first group the value (repeatable). Lines `headroom-metric NAME VALUE` are read
+    /// without it.
+    #[arg(long, value_name = "NAME=REGEX")]
+    metric: Vec<String>,
+    /// Report a DataLoader that gives no batch for this many seconds (a hang), with what to
+    /// try; 0 turns it off.
+    #[arg(long, default_value_t = headroom_core::instrument::DEFAULT_STALL_S, value_name = "SECONDS")]
+    stall_after: u32,
+    /// Run the program's forward passes under autocast with this dtype (bf16, f16), or with
+    /// the same hooks and none (off), without changing the script; `--sweep amp=off,bf16`
+    /// measures both (a command without `{amp}` gets it this way).
+    #[arg(long, value_name = "off|bf16|f16")]
+    amp: Option<String>,
     #[command(flatten)]
     record: super::record::RecordArgs,
     /// The command, after `--` (or the project's, with --project).
@@ -250,17 +264,37 @@ fn sweep_command(
         .map(|s| parse_axis(s))
         .collect::<Result<Vec<_>, _>>()?;
     let combos = combinations(&axes);
-    // Check every substitution before running anything.
+    // `amp` without `{amp}` in the command is the observer's (autocast without a code change).
+    let amp_by_observer = !command.iter().any(|x| x.contains("{amp}"));
+    let split = |combo: &[(String, String)]| {
+        let (amp, rest): (Vec<_>, Vec<_>) = combo
+            .iter()
+            .cloned()
+            .partition(|(n, _)| n == "amp" && amp_by_observer);
+        (amp.into_iter().next().map(|(_, v)| v), rest)
+    };
+    // Check every substitution (and amp value) before running anything.
     let commands = combos
         .iter()
-        .map(|c| substitute(command, c))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|c| {
+            let (amp, rest) = split(c);
+            if let Some(v) = &amp {
+                check_amp(v)?;
+            }
+            Ok((amp, substitute(command, &rest)?))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut rows = Vec::new();
-    for (i, (combo, command)) in combos.iter().zip(&commands).enumerate() {
+    for (i, (combo, (amp, command))) in combos.iter().zip(&commands).enumerate() {
         let label: Vec<String> = combo.iter().map(|(n, v)| format!("{n}={v}")).collect();
         eprintln!("headroom: [{}/{}] {}", i + 1, combos.len(), label.join(" "));
+        let mut env = opts.env.clone();
+        if let Some(v) = amp {
+            env.push((headroom_core::instrument::AMP_ENV.into(), v.clone()));
+        }
         let o = WatchOptions {
             batch: a.batch.or_else(|| batch_from_args(command)),
+            env,
             ..opts.clone()
         };
         let out = run_command(command, matcher, &o, ledger)?;
@@ -395,6 +429,18 @@ fn run_budget(spec: Option<&str>, sweep: bool) -> Result<Option<u64>> {
         bail!("cannot read this machine's memory to set the budget; pass --budget with a size (e.g. 6GiB)");
     };
     Ok(Some(spec.resolve(m.total, m.available)))
+}
+
+/// `off`, `bf16` or `f16`, else an error naming them.
+fn check_amp(v: &str) -> Result<()> {
+    if headroom_core::instrument::AMP_VALUES.contains(&v) {
+        Ok(())
+    } else {
+        bail!(
+            "amp {v:?}: give one of {} (autocast's dtype, or off)",
+            headroom_core::instrument::AMP_VALUES.join(", ")
+        )
+    }
 }
 
 /// The command to run, its folder and its project: the project's, or the one after `--`.
@@ -534,6 +580,22 @@ fn auto_sweep(
     })
 }
 
+/// The observer's settings from the arguments: the stall threshold, and autocast by `--amp`.
+fn observer_env(a: &RunArgs) -> Result<Vec<(String, String)>> {
+    let mut env = vec![(
+        headroom_core::instrument::STALL_ENV.to_owned(),
+        a.stall_after.to_string(),
+    )];
+    if let Some(v) = &a.amp {
+        check_amp(v)?;
+        if a.sweep.iter().any(|s| s.trim_start().starts_with("amp=")) {
+            bail!("--amp sets one dtype; --sweep amp=… sweeps it: give one of the two");
+        }
+        env.push((headroom_core::instrument::AMP_ENV.to_owned(), v.clone()));
+    }
+    Ok(env)
+}
+
 pub fn run(a: &RunArgs) -> Result<ExitCode> {
     let (command, project) = resolve_command(a)?;
     let auto = a.sweep.iter().any(|s| s.trim() == "batch=auto");
@@ -569,10 +631,15 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         interrupt: catch_signals(),
         settle: false,
         dir: project.as_ref().map(|p| p.dir.clone()),
-        env: Vec::new(),
+        env: observer_env(a)?,
         tag: project
             .as_ref()
             .map(|p| serde_json::json!({ "project": p.name })),
+        metrics: a
+            .metric
+            .iter()
+            .map(|m| headroom_core::jobs::watch::parse_metric_spec(m))
+            .collect::<Result<_, _>>()?,
     };
     if a.device_sweep.is_some() && !auto {
         bail!("--device-sweep goes with --sweep batch=auto");

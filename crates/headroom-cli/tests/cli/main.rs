@@ -17,6 +17,7 @@ mod kill;
 mod migrate;
 mod mlx;
 mod observe;
+mod practices;
 mod profile;
 mod project;
 mod remote;

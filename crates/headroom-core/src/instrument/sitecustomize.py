@@ -8,6 +8,12 @@
 # torch.compile, activation checkpointing, the seed, CPU-fallback warnings and an out-of-memory
 # exception. Any sitecustomize this file shadows still runs, after it.
 #
+# With HEADROOM_STALL_S set, a DataLoader that has not produced a batch for that many seconds is
+# reported (with its workers alive or not) while the program waits: a hang is seen, not guessed.
+# With HEADROOM_AMP set (`bf16`, `f16` or `off`), the program's outermost module calls run under
+# torch.autocast with that dtype (`off`: the same hooks, no autocast), so that a sweep can
+# measure mixed precision on a script that does not use it.
+#
 # With HEADROOM_GATE set (a sweep that starts its next run while the current one is measured),
 # the process stops before its first batch-sized work (its first DataLoader batch, its first
 # module call or, at the latest, after its first optimizer step) and waits until Headroom creates
@@ -36,11 +42,9 @@ class _Observer:
     """The state of one process's observation; every hook below reports through it."""
 
     def __init__(self, address):
-        import threading
         import time
 
         self.address = address
-        self.lock = threading.Lock()
         self.clock = time.perf_counter
         self.wall = time.time
         # Only the process Headroom started waits at the gate, once: the variable is taken out
@@ -49,10 +53,23 @@ class _Observer:
         self.gate_path = os.environ.pop("HEADROOM_GATE", None)
         self.gate_pid = os.getpid()
         self.gated = False
+        try:
+            self.stall_s = float(os.environ.get("HEADROOM_STALL_S", "0"))
+        except ValueError:
+            self.stall_s = 0.0
+        self.amp = os.environ.get("HEADROOM_AMP") or None
         self.reset()
 
     def reset(self):
-        """Fresh state (at start, and in a forked child, which must not resend its parent's)."""
+        """Fresh state (at start, and in a forked child, which must not resend its parent's).
+        The lock is new too: a fork while another thread held it must not leave it held."""
+        import threading
+
+        self.lock = threading.Lock()
+        self.stall_lock = threading.Lock()
+        self.waiting_since = None
+        self.waiting_iter = None
+        self.stall_reported = None
         self.sock = None
         self.dead = False
         self.buffer = []
@@ -67,6 +84,17 @@ class _Observer:
         self.checkpoints = 0
         self.seeded = False
         self.device = None
+
+    def end_wait(self, start):
+        """A DataLoader wait that began at `start` ended: says so if it was reported a stall."""
+        with self.stall_lock:
+            self.waiting_since = None
+            self.waiting_iter = None
+            reported = self.stall_reported == start
+            if reported:
+                self.stall_reported = None
+        if reported:
+            self.send({"ev": "stall_end", "waited_s": self.clock() - start}, now=True)
 
     def gate(self):
         """Waits at the gate (see the file's head), once: says so beside it, then polls for it.
@@ -324,13 +352,21 @@ def _install(torch, ob):
     def loader_next(self):
         ob.gate()
         start = ob.clock()
+        with ob.stall_lock:
+            ob.waiting_iter = self
+            ob.waiting_since = start
         try:
             batch = real_next(self)
         except StopIteration:
+            ob.end_wait(start)
             state = getattr(self, "_headroom", None)
             if state is not None:
                 loader_done(state)
             raise
+        except BaseException:
+            ob.end_wait(start)
+            raise
+        ob.end_wait(start)
         ob.data_s += ob.clock() - start
         size = _batch_size(batch)
         if size is not None:
@@ -339,6 +375,8 @@ def _install(torch, ob):
 
     dl.DataLoader.__iter__ = loader_iter
     dl._BaseDataLoaderIter.__next__ = loader_next
+    if ob.stall_s > 0:
+        _watch_stalls(ob)
 
     # The first call of any module waits at the gate too (a loop without a DataLoader); the
     # hook is removed at once, so later calls keep the module's fast path.
@@ -353,6 +391,9 @@ def _install(torch, ob):
             ob.gate()
 
         handle.append(nn_module.register_module_forward_pre_hook(first_call))
+
+    if ob.amp:
+        _force_amp(torch, ob)
 
     # Host-to-device copies (`.to(device)`, `.cuda()` of a CPU tensor): their time, so that the
     # pin_memory advice rests on a measure. A blocking copy waits for the device's queued work
@@ -461,6 +502,87 @@ def _install(torch, ob):
         ob.flush()
 
     atexit.register(at_exit)
+
+
+def _watch_stalls(ob):
+    """A daemon thread that reports a DataLoader wait longer than `ob.stall_s` once per wait,
+    with how many of its workers are alive (the wait's end is reported where it ends)."""
+    import threading
+    import time
+
+    def workers_alive(it):
+        workers = getattr(it, "_workers", None) or []
+        alive = 0
+        for w in workers:
+            try:
+                alive += bool(w.is_alive())
+            except Exception:
+                pass
+        return len(workers), alive
+
+    def loop():
+        while True:
+            time.sleep(min(1.0, max(ob.stall_s / 4, 0.05)))
+            # Under the lock, so that the wait's end (reported where the wait ends) cannot
+            # come before the stall itself.
+            with ob.stall_lock:
+                since, it = ob.waiting_since, ob.waiting_iter
+                if since is None or it is None or ob.stall_reported == since:
+                    continue
+                waited = ob.clock() - since
+                if waited < ob.stall_s:
+                    continue
+                ob.stall_reported = since
+                workers, alive = workers_alive(it)
+                ob.send(
+                    {
+                        "ev": "stall",
+                        "waited_s": waited,
+                        "workers": workers,
+                        "alive": alive,
+                        "step": ob.steps,
+                    },
+                    now=True,
+                )
+
+    threading.Thread(target=loop, name="headroom-stall-watch", daemon=True).start()
+
+
+def _force_amp(torch, ob):
+    """Runs the outermost module call of each forward pass under torch.autocast (see the file's
+    head). `off` installs the same hooks without autocast, so both arms of a sweep pay alike."""
+    from torch.nn.modules import module as nn_module
+
+    dtype = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "f16": torch.float16,
+             "fp16": torch.float16, "float16": torch.float16}.get(ob.amp)
+    state = {"depth": 0, "ctx": None}
+
+    def device_of(module, args):
+        for p in module.parameters():
+            return p.device.type
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                return a.device.type
+        return "cpu"
+
+    def pre(module, args):
+        state["depth"] += 1
+        if state["depth"] == 1 and dtype is not None:
+            ctx = torch.autocast(device_of(module, args), dtype=dtype)
+            ctx.__enter__()
+            state["ctx"] = ctx
+
+    def post(module, args, output):
+        state["depth"] -= 1
+        if state["depth"] <= 0:
+            state["depth"] = 0
+            ctx, state["ctx"] = state["ctx"], None
+            if ctx is not None:
+                ctx.__exit__(None, None, None)
+
+    nn_module.register_module_forward_pre_hook(pre)
+    nn_module.register_module_forward_hook(post, always_call=True)
+    ob.flag("amp_forced", ob.amp)
 
 
 class _TorchWatch:

@@ -56,6 +56,9 @@ pub struct WatchOptions {
     pub env: Vec<(String, String)>,
     /// Kept with the run in the ledger (the project, the sweep it belongs to).
     pub tag: Option<serde_json::Value>,
+    /// Metrics read from the command's output besides `headroom-metric NAME VALUE` lines: each
+    /// name with a regex whose first group is the value (`--metric val_acc='val acc ([0-9.]+)'`).
+    pub metrics: Vec<(String, regex::Regex)>,
 }
 
 impl WatchOptions {
@@ -78,6 +81,7 @@ impl WatchOptions {
             dir: None,
             env: Vec::new(),
             tag: None,
+            metrics: Vec::new(),
         }
     }
 }
@@ -140,6 +144,55 @@ fn is_marker(line: &str, word: &str) -> bool {
             .chars()
             .next()
             .is_none_or(|c| !c.is_alphanumeric())
+}
+
+/// `headroom-metric NAME VALUE`: a metric the script reports (a validation loss, an accuracy),
+/// kept with the run so that `ledger compare` can compare two runs' results. The name is one
+/// word (letters, digits, `_ . / -`), the value a number; anything after it is ignored.
+pub fn metric_line(line: &str) -> Option<(String, f64)> {
+    let l = line.trim_start();
+    let word = "headroom-metric";
+    let rest = l
+        .get(..word.len())
+        .filter(|h| h.eq_ignore_ascii_case(word))
+        .map(|_| &l[word.len()..])?;
+    if !rest.starts_with([' ', '\t', ':']) {
+        return None;
+    }
+    let mut parts = rest
+        .trim_start_matches(':')
+        .split(|c: char| c.is_whitespace() || c == '=')
+        .filter(|p| !p.is_empty());
+    let name = parts.next()?;
+    let ok_name = name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | '-'));
+    let value: f64 = parts.next()?.parse().ok()?;
+    (ok_name && value.is_finite()).then(|| (name.to_owned(), value))
+}
+
+/// Parses `NAME=REGEX` (`--metric`): the regex must compile and have a group for the value.
+pub fn parse_metric_spec(spec: &str) -> Result<(String, regex::Regex), CoreError> {
+    let bad = |why: String| {
+        CoreError::InvalidInput(format!(
+            "--metric {spec:?}: {why}; write NAME=REGEX with one group for the value, e.g. --metric 'val_acc=val acc ([0-9.]+)'"
+        ))
+    };
+    let (name, pattern) = spec
+        .split_once('=')
+        .ok_or_else(|| bad("no `=` between the name and the regex".into()))?;
+    if name.is_empty() || metric_line(&format!("headroom-metric {name} 0")).is_none() {
+        return Err(bad(format!(
+            "{name:?} is not a metric name (letters, digits, _ . / -)"
+        )));
+    }
+    let re =
+        regex::Regex::new(pattern).map_err(|e| bad(format!("the regex does not compile: {e}")))?;
+    if re.captures_len() < 2 {
+        return Err(bad("the regex has no group for the value".into()));
+    }
+    Ok((name.to_owned(), re))
 }
 
 /// The share of step time above which a run is called data-bound.
@@ -251,6 +304,10 @@ pub struct WatchOutcome {
     /// its own up to there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waited_s: Option<f64>,
+    /// The metrics the command reported (`headroom-metric` lines, `--metric` regexes): the last
+    /// value of each.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub metrics: std::collections::BTreeMap<String, f64>,
 }
 
 impl WatchOutcome {
@@ -458,6 +515,8 @@ struct Tally {
     interrupted: bool,
     /// The step from which step time settled (see [`settled_from`]).
     window: Option<usize>,
+    /// The metrics reported so far, the last value of each.
+    metrics: std::collections::BTreeMap<String, f64>,
 }
 
 /// What reading the command's lines needs.
@@ -470,6 +529,8 @@ struct LineContext<'a> {
     run_id: i64,
     /// Epoch lines wait for the observer's epochs (see [`Tally::held_epochs`]).
     hold_epoch_lines: bool,
+    /// `--metric` regexes.
+    metrics: &'a [(String, regex::Regex)],
 }
 
 impl Tally {
@@ -489,6 +550,36 @@ impl Tally {
         ledger: &Ledger,
         cx: &LineContext<'_>,
     ) -> Result<(), CoreError> {
+        if let crate::instrument::Event::Stall {
+            waited_s,
+            workers,
+            alive,
+            step,
+            ..
+        } = &ev
+        {
+            let stall = crate::instrument::LoaderStall {
+                after_step: *step,
+                waited_s: *waited_s,
+                workers: *workers,
+                alive: *alive,
+                ended: false,
+            };
+            let _ = writeln!(
+                std::io::stderr(),
+                "headroom: the DataLoader may hang: {}. {}",
+                stall.describe(),
+                crate::instrument::stall_triage(
+                    &stall,
+                    self.obs
+                        .observed
+                        .loader
+                        .as_ref()
+                        .and_then(|l| l.start_method.as_deref())
+                        .or(self.obs.observed.start_method.as_deref())
+                )
+            );
+        }
         let Some(e) = self.obs.take(ev, cx.started_wall) else {
             return Ok(());
         };
@@ -536,6 +627,19 @@ impl Tally {
             }
         }
         t.oom |= crate::failure::classify(line) == crate::protocol::PointStatus::Oom;
+        if let Some((name, value)) = metric_line(line) {
+            t.metrics.insert(name, value);
+        }
+        for (name, re) in cx.metrics {
+            if let Some(v) = re
+                .captures(line)
+                .and_then(|c| c.get(1))
+                .and_then(|m| m.as_str().parse::<f64>().ok())
+                .filter(|v| v.is_finite())
+            {
+                t.metrics.insert(name.clone(), v);
+            }
+        }
         if is_step_marker(line) {
             t.step_at.push(at);
         } else if is_data_marker(line) {
@@ -620,6 +724,7 @@ impl Tally {
             samples_at_epoch: 0.0,
             interrupted: false,
             window: None,
+            metrics: std::collections::BTreeMap::new(),
         }
     }
 
@@ -892,6 +997,17 @@ pub fn launch(command: &[String], opts: &WatchOptions, gated: bool) -> Result<La
         cmd.current_dir(dir);
     }
     cmd.envs(opts.env.iter().map(|(k, v)| (k, v)));
+    if opts.instrument
+        && !opts
+            .env
+            .iter()
+            .any(|(k, _)| k == crate::instrument::STALL_ENV)
+    {
+        cmd.env(
+            crate::instrument::STALL_ENV,
+            crate::instrument::DEFAULT_STALL_S.to_string(),
+        );
+    }
     if opts.profile_ops {
         cmd.env(
             "PYTORCH_MPS_LOG_PROFILE_INFO",
@@ -995,6 +1111,7 @@ pub fn drive(
         started_wall,
         run_id,
         hold_epoch_lines: opts.instrument,
+        metrics: &opts.metrics,
     };
     let stop_command = |why: String| {
         let _ = writeln!(std::io::stderr(), "headroom: {why}");
@@ -1332,6 +1449,7 @@ fn finish(
         settled: t.window.is_some(),
         first_step_s,
         waited_s: end.waited_s,
+        metrics: t.metrics.clone(),
     };
     let out = WatchOutcome {
         pipeline: out.pipeline_verdict(),
@@ -1392,6 +1510,23 @@ mod tests {
 
     #[test]
     fn step_markers() {
+        assert_eq!(
+            metric_line("headroom-metric val_loss 0.412"),
+            Some(("val_loss".into(), 0.412))
+        );
+        assert_eq!(
+            metric_line("  HEADROOM-METRIC: acc/top1=0.91 (epoch 3)"),
+            Some(("acc/top1".into(), 0.91))
+        );
+        assert_eq!(metric_line("headroom-metric loss nan"), None);
+        assert_eq!(metric_line("headroom-metrics loss 1"), None);
+        assert_eq!(metric_line("headroom-metric loss"), None);
+        assert_eq!(metric_line("headroom-metric lo$s 1"), None);
+        assert!(parse_metric_spec("acc=val acc ([0-9.]+)").is_ok());
+        for bad in ["acc", "=x(1)", "acc=no group", "acc=([", "a b=(x)"] {
+            let e = parse_metric_spec(bad).expect_err(bad).to_string();
+            assert!(e.contains("NAME=REGEX"), "{e}");
+        }
         assert!(is_step_marker("headroom-step"));
         assert!(is_step_marker("  HEADROOM-STEP loss=0.31"));
         assert!(is_step_marker("headroom-step: 12"));

@@ -732,3 +732,150 @@ fn a_difference_inside_the_measured_noise_fires_no_speed_rule() {
     // No interval known (an older ledger): the thresholds alone, as before.
     assert!(decide(&compared(75.0, Some(0.9)), &t()).fired(Rule::Faster));
 }
+
+/// A run of `python train.py` on MPS at batch 32 with `sps` samples/s, a device peak and a step
+/// time; `precision` is its autocast list.
+fn practice_run(id: i64, sps: f64, peak_gib: f64, step_ms: f64, autocast: &[&str]) -> RunFact {
+    RunFact {
+        run_id: id,
+        command: "python train.py --batch-size 32".into(),
+        batch: Some(32),
+        device: Some("mps".into()),
+        steps: 50,
+        samples_per_s: Some(sps),
+        step_ms: Some(step_ms),
+        accumulation: Some(1),
+        autocast: autocast.iter().map(|s| (*s).to_owned()).collect(),
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        peak_device_bytes: Some((peak_gib * f64::from(1u32 << 30)) as u64),
+        peak_bytes: 8 << 30,
+        ..RunFact::default()
+    }
+}
+
+#[test]
+fn mixed_precision_pays_from_its_threshold_and_warns_of_mps_numerics() {
+    let without = practice_run(20, 400.0, 4.0, 80.0, &[]);
+    // 10 % faster: exactly the threshold pays.
+    let pays = Facts {
+        amp: Some((
+            practice_run(21, 440.0, 3.0, 72.0, &["mps:bfloat16"]),
+            without.clone(),
+        )),
+        ..mac()
+    };
+    let d = decide(&pays, &t());
+    let text = texts(&d, Rule::MixedPrecision);
+    assert_eq!(text.len(), 1, "{text:?}");
+    assert!(
+        text[0].starts_with("autocast mps:bfloat16 pays here: +10 % samples/s, peak -25 %"),
+        "{}",
+        text[0]
+    );
+    assert!(
+        text[0].contains("run 21") && text[0].contains("run 20"),
+        "{}",
+        text[0]
+    );
+    assert!(text[0].contains("never by bitwise losses"), "{}", text[0]);
+    assert!(d.symptoms.iter().any(|s| s.rule == Rule::MixedPrecision));
+    // 9 % faster: below it, keep full precision; float16 also names the GradScaler.
+    let not = Facts {
+        amp: Some((
+            practice_run(22, 436.0, 3.0, 73.0, &["mps:float16"]),
+            without,
+        )),
+        ..mac()
+    };
+    let text = texts(&decide(&not, &t()), Rule::MixedPrecision);
+    assert!(text[0].contains("does not pay here: +9 %"), "{}", text[0]);
+    assert!(text[0].contains("GradScaler"), "{}", text[0]);
+}
+
+#[test]
+fn checkpointing_states_memory_saved_against_time_lost_at_its_threshold() {
+    let without = practice_run(30, 400.0, 10.0, 80.0, &[]);
+    let mut with = practice_run(31, 300.0, 9.0, 100.0, &[]);
+    with.checkpointing = true;
+    let f = Facts {
+        checkpointing: Some((with.clone(), without.clone())),
+        ..mac()
+    };
+    let text = texts(&decide(&f, &t()), Rule::Checkpointing);
+    assert_eq!(text.len(), 1);
+    assert!(
+        text[0].starts_with("activation checkpointing saves 10.0 % of peak memory (10.0 GiB to 9.0 GiB, -10 %) and costs +25 % per step at batch 32"),
+        "{}",
+        text[0]
+    );
+    assert!(text[0].contains("worth it"), "{}", text[0]);
+    with.peak_device_bytes = Some(91 * (1 << 30) / 10);
+    let f = Facts {
+        checkpointing: Some((with, without)),
+        ..mac()
+    };
+    let text = texts(&decide(&f, &t()), Rule::Checkpointing);
+    assert!(text[0].contains("saves too little"), "{}", text[0]);
+}
+
+#[test]
+fn a_changed_accumulation_asks_for_the_learning_rate_and_schedule_to_follow() {
+    let mut old = practice_run(40, 400.0, 4.0, 80.0, &[]);
+    let mut new = practice_run(41, 400.0, 4.0, 320.0, &[]);
+    new.accumulation = Some(4);
+    let f = Facts {
+        rescale: Some((new.clone(), old.clone())),
+        ..mac()
+    };
+    let text = texts(&decide(&f, &t()), Rule::Rescale);
+    assert_eq!(text.len(), 1);
+    assert!(
+        text[0].starts_with("the effective batch changed from 32 (32 × 1 backward calls per step, run 40) to 128 (32 × 4, run 41): the optimizer now takes 0.25× the steps per epoch; scale the learning rate by 4.00 (linear rule; 2.00 by the square-root rule)"),
+        "{}",
+        text[0]
+    );
+    // The same effective batch split another way (64 × 2 against 128 × 1) needs nothing.
+    old.batch = Some(128);
+    new.batch = Some(64);
+    new.accumulation = Some(2);
+    let f = Facts {
+        rescale: Some((new, old)),
+        ..mac()
+    };
+    assert!(!decide(&f, &t()).fired(Rule::Rescale));
+}
+
+#[test]
+fn a_stalled_loader_is_named_with_its_triage_and_a_hang_makes_the_column_risky() {
+    let mut run = practice_run(50, 400.0, 4.0, 80.0, &[]);
+    run.start_method = Some("fork".into());
+    run.stall = Some(headroom_core::instrument::LoaderStall {
+        after_step: 12,
+        waited_s: 31.0,
+        workers: 2,
+        alive: 2,
+        ended: false,
+    });
+    let f = Facts {
+        run: Some(run.clone()),
+        ..mac()
+    };
+    let d = decide(&f, &t());
+    let text = texts(&d, Rule::LoaderHang);
+    assert!(
+        text[0].contains("no batch for 31 s after step 12, its 2 workers alive"),
+        "{}",
+        text[0]
+    );
+    assert!(text[0].contains("spawn"), "{}", text[0]);
+    assert_eq!(d.column(Column::Mps).status, Status::Risky);
+    // A stall that ended is named, and leaves the column as it was.
+    run.stall.as_mut().expect("stall").ended = true;
+    let f = Facts {
+        run: Some(run),
+        ..mac()
+    };
+    let d = decide(&f, &t());
+    assert!(texts(&d, Rule::LoaderHang)[0].contains("then it went on"));
+    assert_ne!(d.column(Column::Mps).status, Status::Risky);
+}

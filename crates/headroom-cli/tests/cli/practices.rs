@@ -1,0 +1,401 @@
+//! The runbook's training practices, judged from what Headroom observed in real scripts written
+//! here (plain PyTorch loops with a DataLoader, no Headroom imports): mixed precision swept
+//! without a code change, activation checkpointing on and off, a changed gradient accumulation,
+//! a DataLoader that hangs, metrics compared within a tolerance, and the arm64 proof in an
+//! exported report.
+
+use serde_json::Value;
+
+use crate::common::{python, Home};
+
+/// A small classifier trained for 40 optimizer steps through a DataLoader, then validated:
+/// prints `headroom-metric val_loss …` and `val acc …` (the second for a `--metric` regex).
+/// `--accum N` accumulates N batches per step; `--ckpt 1` runs wide blocks under activation
+/// checkpointing (`--wide` makes activations large enough to see in the process's memory).
+const TRAIN: &str = r#"
+import argparse
+import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+from torch.utils.data import DataLoader, TensorDataset
+
+p = argparse.ArgumentParser()
+p.add_argument("--accum", type=int, default=1)
+p.add_argument("--ckpt", type=int, default=0)
+p.add_argument("--wide", type=int, default=0)
+a = p.parse_args()
+
+torch.manual_seed(7)
+x = torch.randn(2048, 32)
+y = (x[:, 0] > 0).long()
+loader = DataLoader(TensorDataset(x[:1536], y[:1536]), batch_size=32, shuffle=True)
+
+def block(h, s):
+    t = torch.tanh(h * s)
+    return t * torch.sigmoid(t)
+
+class Wide(nn.Module):
+    """Elementwise blocks over a wide copy of the input: cheap to compute, and each keeps three
+    activations for backward (one, its input, under checkpointing)."""
+    def __init__(self, n):
+        super().__init__()
+        self.scales = nn.ParameterList([nn.Parameter(torch.ones(1)) for _ in range(n)])
+    def forward(self, h):
+        for s in self.scales:
+            h = checkpoint(block, h, s, use_reentrant=False) if a.ckpt else block(h, s)
+        return h
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(32, 64)
+        self.wide = Wide(6) if a.wide else None
+        self.out = nn.Linear(64, 2)
+    def forward(self, xb):
+        h = torch.relu(self.inp(xb))
+        if self.wide is not None:
+            w = self.wide(h.repeat(1, a.wide))
+            h = h + w.view(h.shape[0], a.wide, 64).mean(1)
+        return self.out(h)
+
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+steps = 0
+while steps < 40:
+    for i, (xb, yb) in enumerate(loader):
+        loss = nn.functional.cross_entropy(model(xb).float(), yb) / a.accum
+        loss.backward()
+        if (i + 1) % a.accum == 0:
+            opt.step()
+            opt.zero_grad()
+            steps += 1
+            if steps == 40:
+                break
+with torch.no_grad():
+    out = model(x[1536:]).float()
+    val = nn.functional.cross_entropy(out, y[1536:]).item()
+    acc = (out.argmax(1) == y[1536:]).float().mean().item()
+print(f"headroom-metric val_loss {val:.6f}", flush=True)
+print(f"val acc {acc:.4f}", flush=True)
+"#;
+
+/// A DataLoader with one worker whose dataset sleeps `--sleep` seconds at item 200 (the 7th
+/// batch): 2.5 s is a slow read, 3600 a hang.
+const STALL: &str = r#"
+import argparse, time
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+p = argparse.ArgumentParser()
+p.add_argument("--sleep", type=float, default=0)
+a = p.parse_args()
+
+class Slow(Dataset):
+    def __len__(self):
+        return 640
+    def __getitem__(self, i):
+        if i == 200:
+            time.sleep(a.sleep)
+        return torch.randn(16), i % 2
+
+loader = DataLoader(Slow(), batch_size=32, num_workers=1)
+model = nn.Linear(16, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for xb, yb in loader:
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(xb), yb).backward()
+    opt.step()
+print("done", flush=True)
+"#;
+
+fn script(home: &Home, name: &str, text: &str) -> String {
+    let p = home.path().join(name);
+    std::fs::write(&p, text).expect("write script");
+    p.to_str().expect("utf-8").to_owned()
+}
+
+/// `headroom run --json PRE -- python ARGS`, which must succeed; its JSON document.
+fn run_json(home: &Home, pre: &[&str], args: &[&str]) -> Value {
+    let py = python();
+    let all = [
+        &["run", "--json"][..],
+        pre,
+        &["--", py.to_str().expect("utf-8")],
+        args,
+    ]
+    .concat();
+    let (out, v) = home.json(&all);
+    assert!(
+        out.status.success(),
+        "{all:?}: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    v
+}
+
+/// The reasons `decide --json` gives under `rule`.
+fn reasons(home: &Home, rule: &str) -> Vec<String> {
+    let (out, d) = home.json(&["decide", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    d["reasons"]
+        .as_array()
+        .expect("reasons")
+        .iter()
+        .filter(|r| r["rule"] == rule)
+        .map(|r| r["text"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn compare(home: &Home, a: i64, b: i64, tolerance: &str) -> String {
+    let out = home.run(&[
+        "ledger",
+        "compare",
+        &a.to_string(),
+        &b.to_string(),
+        "--tolerance",
+        tolerance,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn run_id(v: &Value) -> i64 {
+    v["run_id"].as_i64().expect("run_id")
+}
+
+#[test]
+fn amp_swept_without_a_code_change_is_judged_and_its_metrics_compared_within_a_tolerance() {
+    let home = Home::new();
+    let train = script(&home, "train.py", TRAIN);
+    let rows = run_json(
+        &home,
+        &[
+            "--sweep",
+            "amp=off,bf16",
+            "--metric",
+            "val_acc=val acc ([0-9.]+)",
+        ],
+        &[&train],
+    );
+    let rows = rows.as_array().expect("one row per combination");
+    let (off, bf16) = (&rows[0]["run"], &rows[1]["run"]);
+    assert_eq!(off["observed"]["amp_forced"], "off", "{off}");
+    assert_eq!(off["observed"]["autocast"], serde_json::json!([]), "{off}");
+    assert_eq!(bf16["observed"]["amp_forced"], "bf16", "{bf16}");
+    assert_eq!(
+        bf16["observed"]["autocast"],
+        serde_json::json!(["cpu:bfloat16"]),
+        "{bf16}"
+    );
+    for r in [off, bf16] {
+        assert!(r["metrics"]["val_loss"].as_f64().is_some(), "{r}");
+        let acc = r["metrics"]["val_acc"].as_f64().expect("val_acc");
+        assert!((0.0..=1.0).contains(&acc), "{r}");
+    }
+    let (a, b) = (run_id(off), run_id(bf16));
+    let amp = reasons(&home, "mixed_precision");
+    assert_eq!(amp.len(), 1, "{amp:?}");
+    assert!(
+        amp[0].starts_with("autocast cpu:bfloat16 ")
+            && amp[0].contains(&format!("run {b} "))
+            && amp[0].contains(&format!("run {a} ")),
+        "{}",
+        amp[0]
+    );
+    // Results: the dtype policy each run used, and the metrics judged within the tolerance.
+    let loose = compare(&home, a, b, "100%");
+    assert!(
+        loose.contains(
+            "dtype policy: full precision (no autocast) vs autocast cpu:bfloat16 (set by Headroom)"
+        ),
+        "{loose}"
+    );
+    assert!(
+        loose.contains("metric val_loss: ") && loose.contains("within ±100 %"),
+        "{loose}"
+    );
+    assert!(loose.contains("metric val_acc: "), "{loose}");
+    let strict = compare(&home, a, b, "0");
+    assert!(
+        strict.contains("OUTSIDE ±0: the dtype policies differ"),
+        "bf16 and fp32 must not give the same loss to 6 places: {strict}"
+    );
+    let bad = home.run(&[
+        "ledger",
+        "compare",
+        &a.to_string(),
+        &b.to_string(),
+        "--tolerance",
+        "x",
+    ]);
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("absolute difference"));
+}
+
+#[test]
+fn checkpointing_on_and_off_states_the_memory_saved_and_the_time_lost() {
+    let home = Home::new();
+    let train = script(&home, "train.py", TRAIN);
+    let rows = run_json(
+        &home,
+        &["--sweep", "ckpt=0,1", "--interval-ms", "20"],
+        &[&train, "--wide", "2048", "--ckpt", "{ckpt}"],
+    );
+    let rows = rows.as_array().expect("rows");
+    let (off, on) = (&rows[0]["run"], &rows[1]["run"]);
+    assert_eq!(off["observed"]["checkpointing"], false, "{off}");
+    assert_eq!(on["observed"]["checkpointing"], true, "{on}");
+    let peak = |r: &Value| r["peak_tree_bytes"].as_u64().expect("peak");
+    assert!(
+        peak(on) < peak(off),
+        "checkpointing six wide blocks must lower the peak: {} vs {}",
+        peak(on),
+        peak(off)
+    );
+    let text = reasons(&home, "checkpointing");
+    assert_eq!(text.len(), 1, "{text:?}");
+    assert!(
+        text[0].starts_with("activation checkpointing saves ")
+            && text[0].contains(" per step at batch 32 ")
+            && text[0].contains(&format!("run {}", run_id(on)))
+            && text[0].contains(&format!("run {}", run_id(off))),
+        "{}",
+        text[0]
+    );
+}
+
+#[test]
+fn a_changed_accumulation_asks_for_the_learning_rate_to_follow_and_compare_shows_it() {
+    let home = Home::new();
+    let train = script(&home, "train.py", TRAIN);
+    let rows = run_json(
+        &home,
+        &["--sweep", "accum=1,4"],
+        &[&train, "--accum", "{accum}"],
+    );
+    let rows = rows.as_array().expect("rows");
+    let (one, four) = (&rows[0]["run"], &rows[1]["run"]);
+    assert_eq!(one["observed"]["accumulation"], 1, "{one}");
+    assert_eq!(four["observed"]["accumulation"], 4, "{four}");
+    let (a, b) = (run_id(one), run_id(four));
+    let text = reasons(&home, "rescale");
+    assert_eq!(text.len(), 1, "{text:?}");
+    assert!(
+        text[0].starts_with(&format!(
+            "the effective batch changed from 32 (32 × 1 backward calls per step, run {a}) to 128 (32 × 4, run {b})"
+        )) && text[0].contains("scale the learning rate by 4.00"),
+        "{}",
+        text[0]
+    );
+    let lines = compare(&home, a, b, "1%");
+    assert!(
+        lines.contains("effective batch: 32 (32 × 1 backward calls per step) vs 128 (32 × 4)"),
+        "{lines}"
+    );
+    assert!(lines.contains("seed: 7 vs 7"), "{lines}");
+}
+
+#[test]
+fn a_hanging_dataloader_is_reported_within_its_bound_with_the_start_method_triage() {
+    let home = Home::new();
+    let stall = script(&home, "stall.py", STALL);
+    // A slow read: reported, and it went on.
+    let slow = run_json(&home, &["--stall-after", "1"], &[&stall, "--sleep", "2.5"]);
+    let s = &slow["observed"]["stalls"][0];
+    assert_eq!(s["ended"], true, "{slow}");
+    assert!(s["waited_s"].as_f64().is_some_and(|w| w >= 2.0), "{slow}");
+    // A hang: seen within the bound while the worker lives, and the run stopped at its limit.
+    let py = python();
+    let out = home.run(&[
+        "run",
+        "--json",
+        "--stall-after",
+        "1",
+        "--max-seconds",
+        "12",
+        "--",
+        py.to_str().expect("utf-8"),
+        &stall,
+        "--sleep",
+        "3600",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("headroom: the DataLoader may hang: no batch for 1 s after step "),
+        "{err}"
+    );
+    assert!(err.contains("its 1 worker alive"), "{err}");
+    let hung: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let h = &hung["observed"]["stalls"][0];
+    assert_eq!(h["ended"], false, "{hung}");
+    assert_eq!(
+        (h["workers"].as_u64(), h["alive"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert!(h["after_step"].as_u64().is_some_and(|n| n >= 1), "{hung}");
+    let text = reasons(&home, "loader_hang");
+    assert_eq!(text.len(), 1, "{text:?}");
+    assert!(
+        text[0].contains(&format!("run {}", run_id(&hung)))
+            && text[0].contains("its 1 worker alive")
+            && text[0].contains("Started by fork"),
+        "{}",
+        text[0]
+    );
+}
+
+#[test]
+fn an_exported_report_carries_the_arm64_proof_from_the_doctor_run() {
+    let home = Home::new();
+    let doctor = home.run(&["doctor", "--json"]);
+    assert!(
+        doctor.status.success(),
+        "{}",
+        String::from_utf8_lossy(&doctor.stderr)
+    );
+    let train = script(&home, "train.py", TRAIN);
+    let run = run_json(&home, &[], &[&train]);
+    let out = home.path().join("reports");
+    let exp = home.run(&[
+        "ledger",
+        "export",
+        &run_id(&run).to_string(),
+        "--format",
+        "md",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert!(
+        exp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&exp.stderr)
+    );
+    let md = std::fs::read_dir(&out)
+        .expect("reports")
+        .filter_map(Result::ok)
+        .find(|e| e.path().extension().is_some_and(|x| x == "md"))
+        .map(|e| std::fs::read_to_string(e.path()).expect("md"))
+        .expect("a markdown report");
+    // This Linux machine is no Apple Silicon Mac: the report says so and names its evidence.
+    assert!(
+        md.contains("| arm64 proof | NOT shown to be native arm64 with MPS: promise no latency from this run (doctor run "),
+        "{md}"
+    );
+    assert!(md.contains("| MPS | built no, available no |"), "{md}");
+    assert!(
+        md.contains("| torch build | 2.11.0") && md.contains("(as the training process loaded it)"),
+        "{md}"
+    );
+    let arch = std::env::consts::ARCH;
+    assert!(md.contains("| Python | ") && md.contains(arch), "{md}");
+}
