@@ -130,7 +130,7 @@ def main():
             doc = json.loads(r.stdout) if r.stdout.strip().startswith("[") else []
             _, d = timed([os.path.abspath(a.headroom), "decide", "--json"], out, env)
             dec = json.loads(d.stdout) if d.stdout.strip().startswith("{") else {}
-            reason = next((x["text"] for x in dec.get("reasons", []) if x["rule"] == "mixed_precision"), None)
+            reason = next((x["text"] for x in dec.get("decision", {}).get("reasons", []) if x["rule"] == "mixed_precision"), None)
             res["amp"] = {"seconds": s, "rc": r.returncode, "runs": doc, "reason": reason}
             for row in doc:
                 o = row["run"]
