@@ -5,7 +5,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   base: "./",
   clearScreen: false,
-  server: { port: 5173, strictPort: true },
+  // The preview page (tests/preview) reads the real captures in ../bench/results.
+  server: { port: 5173, strictPort: true, fs: { allow: [".."] } },
   build: {
     target: "safari15",
     outDir: "dist",
