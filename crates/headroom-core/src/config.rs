@@ -206,6 +206,120 @@ pub fn load_from(path: &Path) -> Result<Config, CoreError> {
     })
 }
 
+/// Reads the file at `path` as an editable document (comments and order kept), lets `f` change
+/// it, checks that the result is still a valid configuration and writes it in place atomically;
+/// nothing is written when any step fails. `what` says what the change was for, in errors.
+pub fn edit_at(
+    path: &Path,
+    what: &str,
+    f: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<(), CoreError>,
+) -> Result<(), CoreError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => {
+            return Err(CoreError::Io {
+                what: "cannot read the configuration",
+                path: path.display().to_string(),
+                source,
+            })
+        }
+    };
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+        CoreError::InvalidInput(format!(
+            "configuration {} is malformed: {}; fix it before {what}",
+            path.display(),
+            e.to_string().trim_end()
+        ))
+    })?;
+    f(&mut doc)?;
+    let out = doc.to_string();
+    parse(&out).map_err(|e| {
+        CoreError::InvalidInput(format!(
+            "the configuration {} would not read back after the change ({e}); nothing was written",
+            path.display()
+        ))
+    })?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| CoreError::Io {
+            what: "cannot create Headroom's folder",
+            path: dir.display().to_string(),
+            source,
+        })?;
+    }
+    crate::remote::sshconfig::write_atomically(path, out.as_bytes(), 0o644)
+}
+
+/// `headroom config set SECTION.KEY VALUE` on the file at `path`: the value is read as the type
+/// the key has (a number, a whole number, true/false, text, or a comma-separated list), the rest
+/// of the file is left as written, and a value out of range is refused with nothing written.
+/// Returns the value as written.
+pub fn set_at(path: &Path, key: &str, value: &str) -> Result<String, CoreError> {
+    let bad = |why: String| CoreError::InvalidInput(format!("config set {key}: {why}"));
+    let (section, name) = key
+        .split_once('.')
+        .filter(|(s, n)| !s.is_empty() && !n.is_empty() && !n.contains('.'))
+        .ok_or_else(|| {
+            bad(
+                "name it SECTION.KEY, e.g. decide.amp_gain (`headroom config show` lists them)"
+                    .into(),
+            )
+        })?;
+    if section == "projects" {
+        return Err(bad(
+            "projects are changed with `headroom project add|rm`".into()
+        ));
+    }
+    let defaults: toml::Table = toml::from_str(&Config::default().to_toml())
+        .map_err(|e| bad(format!("the defaults do not read: {e}")))?;
+    let kind = defaults
+        .get(section)
+        .and_then(|t| t.get(name))
+        .ok_or_else(|| {
+            bad("no such key; `headroom config show` prints every key with its value".into())
+        })?;
+    let not = |what: &str| bad(format!("{value:?} is not {what}"));
+    let item: toml_edit::Value = match kind {
+        toml::Value::Float(_) => value
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| not("a number"))?
+            .into(),
+        toml::Value::Integer(_) => value
+            .trim()
+            .parse::<i64>()
+            .map_err(|_| not("a whole number"))?
+            .into(),
+        toml::Value::Boolean(_) => match value.trim() {
+            "true" | "on" | "yes" => true,
+            "false" | "off" | "no" => false,
+            _ => return Err(not("true or false")),
+        }
+        .into(),
+        toml::Value::String(_) => value.into(),
+        toml::Value::Array(_) => value
+            .split(',')
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .collect::<toml_edit::Array>()
+            .into(),
+        _ => return Err(bad("this key cannot be set from the command line".into())),
+    };
+    let shown = item.to_string().trim().to_owned();
+    edit_at(path, "changing it", |doc| {
+        let table = doc
+            .entry(section)
+            .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
+            .as_table_mut()
+            .ok_or_else(|| bad(format!("[{section}] in the file is not a table")))?;
+        table[name] = toml_edit::Item::Value(item);
+        Ok(())
+    })?;
+    Ok(shown)
+}
+
 /// Parses configuration text, checking every value's range.
 pub fn parse(text: &str) -> Result<Config, String> {
     let mut c: Config = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
@@ -241,6 +355,8 @@ impl Config {
         share("decide.slow_layer_share", self.decide.slow_layer_share)?;
         share("decide.mlx_faster", self.decide.mlx_faster)?;
         share("decide.data_share", self.decide.data_share)?;
+        share("decide.amp_gain", self.decide.amp_gain)?;
+        share("decide.checkpoint_saving", self.decide.checkpoint_saving)?;
         // Pressure stall percentages: 0–100, the critical level a number too.
         for (name, v) in [
             ("contention.psi_warn", self.contention.psi_warn),
@@ -273,6 +389,52 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn config_set_writes_one_key_as_its_type_keeps_the_rest_and_refuses_nonsense() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "# my thresholds\n[decide]\nnear_one = 0.2 # tuned\n")
+            .expect("write");
+        assert_eq!(
+            set_at(&path, "decide.amp_gain", "0.15").expect("float"),
+            "0.15"
+        );
+        assert_eq!(
+            set_at(&path, "contention.interval_s", "3").expect("int"),
+            "3"
+        );
+        assert_eq!(
+            set_at(&path, "decide.cuda_parity_required", "true").expect("bool"),
+            "true"
+        );
+        set_at(&path, "contention.llm_servers", "ollama, llama-server").expect("list");
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(
+            text.starts_with("# my thresholds\n[decide]\nnear_one = 0.2 # tuned\n"),
+            "{text}"
+        );
+        let c = load_from(&path).expect("valid");
+        assert!((c.decide.amp_gain - 0.15).abs() < 1e-12);
+        assert!((c.decide.near_one - 0.2).abs() < 1e-12);
+        assert_eq!(c.contention.interval_s, 3);
+        assert!(c.decide.cuda_parity_required);
+        assert_eq!(c.contention.llm_servers, ["ollama", "llama-server"]);
+        for (key, value, says) in [
+            ("decide.amp_gain", "1.5", "between 0 and 1"),
+            ("decide.amp_gain", "fast", "is not a number"),
+            ("contention.interval_s", "0", "1 or more"),
+            ("contention.interval_s", "2.5", "whole number"),
+            ("decide.nope", "1", "no such key"),
+            ("amp_gain", "1", "SECTION.KEY"),
+            ("projects.x", "1", "project add"),
+        ] {
+            let e = set_at(&path, key, value).expect_err(key).to_string();
+            assert!(e.contains(says), "{key}={value}: {e}");
+        }
+        let after = std::fs::read_to_string(&path).expect("read");
+        assert_eq!(after, text, "a refused change writes nothing");
+    }
 
     #[test]
     fn an_empty_file_is_all_defaults_and_a_key_overrides_only_itself() {

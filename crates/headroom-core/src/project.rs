@@ -261,46 +261,12 @@ pub fn remove(name: &str) -> Result<bool, CoreError> {
     remove_from(&crate::config::config_path()?, name)
 }
 
-/// Reads the file at `path` as an editable document, lets `f` change it, checks that the result
-/// is still a valid configuration and writes it in place atomically.
+/// [`crate::config::edit_at`] for a project change.
 fn edit(
     path: &Path,
     f: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<(), CoreError>,
 ) -> Result<(), CoreError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(source) => {
-            return Err(CoreError::Io {
-                what: "cannot read the configuration",
-                path: path.display().to_string(),
-                source,
-            })
-        }
-    };
-    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
-        bad(format!(
-            "configuration {} is malformed: {}; fix it before adding projects",
-            path.display(),
-            e.to_string().trim_end()
-        ))
-    })?;
-    f(&mut doc)?;
-    let out = doc.to_string();
-    crate::config::parse(&out).map_err(|e| {
-        bad(format!(
-            "the configuration {} would not read back after the change ({e}); nothing was written",
-            path.display()
-        ))
-    })?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|source| CoreError::Io {
-            what: "cannot create Headroom's folder",
-            path: dir.display().to_string(),
-            source,
-        })?;
-    }
-    crate::remote::sshconfig::write_atomically(path, out.as_bytes(), 0o644)
+    crate::config::edit_at(path, "adding projects", f)
 }
 
 #[cfg(test)]

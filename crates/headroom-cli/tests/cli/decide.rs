@@ -142,3 +142,31 @@ for e in range(1, 4):
         rules(&v)
     );
 }
+
+/// `config set` writes the key the decision reads: CUDA parity required sends the work where
+/// CUDA is; a value out of range is refused and leaves the file as it was.
+#[test]
+fn config_set_moves_the_verdict_and_refuses_a_value_out_of_range() {
+    let home = Home::new();
+    let set = home.run(&["config", "set", "decide.cuda_parity_required", "true"]);
+    assert!(
+        set.status.success(),
+        "{}",
+        String::from_utf8_lossy(&set.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&set.stdout).starts_with("decide.cuda_parity_required = true in ")
+    );
+    assert!(rules(&decide(&home)).contains(&"cuda_parity".to_owned()));
+    let before = std::fs::read_to_string(home.path().join("config.toml")).expect("config");
+    let bad = home.run(&["config", "set", "decide.amp_gain", "2"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("decide.amp_gain = 2 must be a share between 0 and 1"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was written"), "{err}");
+    let after = std::fs::read_to_string(home.path().join("config.toml")).expect("config");
+    assert_eq!(before, after);
+}
