@@ -20,7 +20,7 @@ done
 for scheme in light dark; do
   flags=()
   [ "$scheme" = dark ] && flags=(--force-dark-mode --blink-settings=preferredColorScheme=0)
-  for tab in overview readiness sweep memory runs remote; do
+  for tab in overview readiness sweep memory runs remote settings; do
     "$browser" --headless=new --no-sandbox --disable-gpu --hide-scrollbars "${flags[@]}" \
       --window-size=400,640 --virtual-time-budget=3000 \
       --screenshot="$out/$tab-$scheme.png" "http://127.0.0.1:5174/tests/preview/index.html#$tab" \

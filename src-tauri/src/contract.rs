@@ -10,7 +10,7 @@
 //! replace ts-rs for the 60-odd types the core already exports; a command table generated here
 //! beside ts-rs's types gives the same guarantees with the generator the house already keeps.
 
-use crate::{about, commands, ledger, memory, overview, projects, remote};
+use crate::{about, commands, ledger, memory, overview, projects, remote, settings};
 
 /// The list: `module::command(argument: arg Type, on_update: channel Snapshot) -> Result;`.
 /// `arg` arguments travel as JSON; a `channel` argument is a `Channel<Snapshot>` the UI passes
@@ -77,6 +77,8 @@ contract! {
     projects::add_project(project: arg Project, replace: arg bool) -> Project;
     projects::select_project(name: arg Option<String>) -> bool;
     projects::sweep_project(name: arg String, devices: arg Option<String>, on_update: channel SweepSnapshot) -> SweepSnapshot;
+    settings::settings() -> Vec<Setting>;
+    settings::set_setting(key: arg String, value: arg String) -> Vec<Setting>;
 }
 
 // The types named in the list, for `specs` (only the tests build it).
@@ -94,6 +96,7 @@ use {
     memory::{EpochsForm, MemorySnapshot, ProcessInfo},
     overview::OverviewSnapshot,
     remote::KeyInfo,
+    settings::Setting,
 };
 
 /// One command of the contract.

@@ -90,6 +90,7 @@ pub fn typescript() -> String {
         headroom_core::load::AccelUser::decl(),
         headroom_core::protocol::TimedUntil::decl(),
         crate::about::About::decl(),
+        crate::settings::Setting::decl(),
     ];
     let mut out = String::from(
         "// Generated from the Rust types by src-tauri/src/ipc.rs (ts-rs). Do not edit:\n\

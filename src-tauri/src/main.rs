@@ -21,6 +21,7 @@ mod notify;
 mod overview;
 mod projects;
 mod remote;
+mod settings;
 mod single;
 mod state;
 #[cfg(test)]

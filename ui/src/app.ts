@@ -9,10 +9,13 @@ import { projectBar } from "./panels/projects";
 import { readinessPanel } from "./panels/readiness";
 import { remotePanel } from "./panels/remote";
 import { runsPanel } from "./panels/runs";
+import { settingsPanel } from "./panels/settings";
 import { sweepPanel } from "./panels/sweep";
 
-export type Tab = "overview" | "readiness" | "sweep" | "memory" | "runs" | "remote" | "about";
-const TABS: Tab[] = ["overview", "readiness", "sweep", "memory", "runs", "remote", "about"];
+export type Tab = "overview" | "readiness" | "sweep" | "memory" | "runs" | "remote" | "settings" | "about";
+const TABS: Tab[] = ["overview", "readiness", "sweep", "memory", "runs", "remote", "settings", "about"];
+/** Tabs behind a header link, not in the tab row. */
+const CORNER: Tab[] = ["settings", "about"];
 
 export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): void } {
   const overview = overviewPanel(backend, () => show("remote"));
@@ -41,6 +44,7 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
   const runs = runsPanel(backend);
   const remote = remotePanel(backend, (t) => show(t));
   const about = aboutPanel(backend);
+  const settings = settingsPanel(backend);
   const panels: Record<Tab, HTMLElement> = {
     overview: overview.root,
     readiness: readiness.root,
@@ -48,18 +52,22 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
     memory: memory.root,
     runs: runs.root,
     remote: remote.root,
+    settings: settings.root,
     about: about.root,
   };
   const nav = el("nav", "tabs");
   const buttons = new Map<Tab, HTMLButtonElement>();
-  const titles: Record<Tab, string> = { overview: "Overview", readiness: "Readiness", sweep: "Sweep", memory: "Memory", runs: "Ledger", remote: "Remote", about: "About" };
+  const titles: Record<Tab, string> = { overview: "Overview", readiness: "Readiness", sweep: "Sweep", memory: "Memory", runs: "Ledger", remote: "Remote", settings: "Settings", about: "About" };
   const main = el("main");
   const aboutButton = el("button", "about-link", "About");
   aboutButton.dataset.testid = "tab-about";
   aboutButton.addEventListener("click", () => show("about"));
+  const settingsButton = el("button", "about-link", "Settings");
+  settingsButton.dataset.testid = "tab-settings";
+  settingsButton.addEventListener("click", () => show("settings"));
   for (const tab of TABS) {
-    const b = tab === "about" ? aboutButton : el("button", "tab", titles[tab]);
-    if (tab !== "about") {
+    const b = tab === "about" ? aboutButton : tab === "settings" ? settingsButton : el("button", "tab", titles[tab]);
+    if (!CORNER.includes(tab)) {
       b.dataset.testid = `tab-${tab}`;
       b.addEventListener("click", () => show(tab));
       nav.append(b);
@@ -70,7 +78,9 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
   }
   const header = el("header");
   const title = el("div", "title-row");
-  title.append(el("h1", undefined, "Headroom"), aboutButton);
+  const links = el("div", "corner-links");
+  links.append(settingsButton, aboutButton);
+  title.append(el("h1", undefined, "Headroom"), links);
   header.append(title, bar.root, nav);
   root.replaceChildren(header, main);
   // Readiness refreshes when shown (the popover opening) unless checked in the last minute.
@@ -93,6 +103,7 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
     if (tab === "runs") void runs.load();
     if (tab === "remote") void remote.load();
     if (tab === "about") void about.load();
+    if (tab === "settings") void settings.load();
   }
   backend.onNavigate((p) => {
     if ((TABS as string[]).includes(p)) show(p as Tab);

@@ -265,6 +265,12 @@ pub fn set_at(path: &Path, key: &str, value: &str) -> Result<String, CoreError> 
                     .into(),
             )
         })?;
+    if !SETTABLE.contains(&section) && section != "projects" {
+        return Err(bad(format!(
+            "no section [{section}]; the settable ones are {}",
+            SETTABLE.join(", ")
+        )));
+    }
     if section == "projects" {
         return Err(bad(
             "projects are changed with `headroom project add|rm`".into()
@@ -318,6 +324,34 @@ pub fn set_at(path: &Path, key: &str, value: &str) -> Result<String, CoreError> 
         Ok(())
     })?;
     Ok(shown)
+}
+
+/// The sections whose keys `config set` and the app's Settings panel change.
+pub const SETTABLE: [&str; 3] = ["epochs", "contention", "decide"];
+
+/// Every settable key of `c` (`SECTION.KEY`) with its value as `config set` reads it back
+/// (lists comma-separated), in the file's order.
+pub fn settings_of(c: &Config) -> Vec<(String, String)> {
+    let table: toml::Table = toml::from_str(&c.to_toml()).unwrap_or_default();
+    let mut out = Vec::new();
+    for section in SETTABLE {
+        let Some(keys) = table.get(section).and_then(toml::Value::as_table) else {
+            continue;
+        };
+        for (name, v) in keys {
+            let text = match v {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Array(a) => a
+                    .iter()
+                    .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_owned))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                other => other.to_string(),
+            };
+            out.push((format!("{section}.{name}"), text));
+        }
+    }
+    out
 }
 
 /// Parses configuration text, checking every value's range.
@@ -434,6 +468,17 @@ mod tests {
         }
         let after = std::fs::read_to_string(&path).expect("read");
         assert_eq!(after, text, "a refused change writes nothing");
+        // What the Settings panel lists reads back through `set_at` unchanged.
+        let listed = settings_of(&c);
+        let servers = listed
+            .iter()
+            .find(|(k, _)| k == "contention.llm_servers")
+            .expect("listed");
+        assert_eq!(servers.1, "ollama, llama-server");
+        for (k, v) in &listed {
+            set_at(&path, k, v).unwrap_or_else(|e| panic!("{k} = {v}: {e}"));
+        }
+        assert_eq!(settings_of(&load_from(&path).expect("valid")), listed);
     }
 
     #[test]

@@ -465,6 +465,25 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
     assert_eq!(s.attr(&mps, "data-status").as_deref(), Some("blocked"));
     s.screenshot(&out.join("overview.png"));
 
+    // Settings, from the header: a threshold typed and saved with Enter lands in the config
+    // file the CLI reads; a value out of range is refused with the reason.
+    s.click(&s.wait(r#"[data-testid="tab-settings"]"#, 5));
+    let gain = s.wait(r#"[data-testid="setting-decide.amp_gain"]"#, 20);
+    s.type_into(&gain, "0.15\u{E007}");
+    let saved = s.wait(r#"[data-testid="settings-status"][data-state="ok"]"#, 20);
+    assert_eq!(s.text(&saved), "decide.amp_gain saved");
+    let config = std::fs::read_to_string(home.path().join("config.toml")).expect("config");
+    assert!(config.contains("amp_gain = 0.15"), "{config}");
+    let gain = s.wait(r#"[data-testid="setting-decide.amp_gain"]"#, 5);
+    s.type_into(&gain, "2\u{E007}");
+    let refused = s.wait(r#"[data-testid="settings-status"][data-state="error"]"#, 20);
+    assert!(
+        s.text(&refused).contains("must be a share between 0 and 1"),
+        "{}",
+        s.text(&refused)
+    );
+    s.screenshot(&out.join("settings.png"));
+
     // Readiness: a real verdict from doctor, in the window.
     s.click(&s.wait(r#"[data-testid="tab-readiness"]"#, 5));
     let cpu = s.wait(r#"[data-testid="light-cpu"]"#, 120);

@@ -2,7 +2,7 @@
 // run `HEADROOM_BLESS=1 cargo test -p headroom-app` after changing the contract.
 import { Channel, invoke } from "@tauri-apps/api/core";
 
-import type { About, CheckReport, Comparison, EpochsForm, HostProfile, KeyInfo, MemorySnapshot, Migration, OverviewSnapshot, ProcessInfo, Project, Report, RunRecord, RunReport, Step, SweepForm, SweepSnapshot } from "./ipc";
+import type { About, CheckReport, Comparison, EpochsForm, HostProfile, KeyInfo, MemorySnapshot, Migration, OverviewSnapshot, ProcessInfo, Project, Report, RunRecord, RunReport, Setting, Step, SweepForm, SweepSnapshot } from "./ipc";
 
 /** The events the app emits. */
 export const EVENTS = { overview: "headroom://overview", navigate: "headroom://navigate" } as const;
@@ -75,4 +75,8 @@ export const commands = {
   selectProject: (name: string | null): Promise<boolean> => invoke<boolean>("select_project", { name }),
   /** `projects::sweep_project` */
   sweepProject: (name: string, devices: string | null, onUpdate: Channel<SweepSnapshot>): Promise<SweepSnapshot> => invoke<SweepSnapshot>("sweep_project", { name, devices, onUpdate }),
+  /** `settings::settings` */
+  settings: (): Promise<Array<Setting>> => invoke<Array<Setting>>("settings"),
+  /** `settings::set_setting` */
+  setSetting: (key: string, value: string): Promise<Array<Setting>> => invoke<Array<Setting>>("set_setting", { key, value }),
 };

@@ -18,6 +18,7 @@ import type {
   Report,
   RunRecord,
   RunReport,
+  Setting,
   SweepForm,
   SweepSnapshot,
 } from "./ipc";
@@ -74,6 +75,10 @@ export interface Backend {
   closeVnc(): Promise<boolean>;
   /** The app's version and commit, and the `headroom` it runs (its version and libtorch). */
   about(): Promise<About>;
+  /** The configuration's settable keys ([epochs], [contention], [decide]) with their defaults. */
+  settings(): Promise<Setting[]>;
+  /** Sets one key as `headroom config set` does; the settings after it. */
+  setSetting(key: string, value: string): Promise<Setting[]>;
   /** The user's projects (folder, Python, command with {batch}/{device}). */
   listProjects(): Promise<Project[]>;
   addProject(project: Project, replace: boolean): Promise<Project>;

@@ -740,6 +740,16 @@ libtorch: string | null,
  */
 worker_error: string | null, };
 
+export type Setting = { 
+/**
+ * `SECTION.KEY`, as `headroom config set` names it.
+ */
+key: string, 
+/**
+ * Its value now (lists comma-separated), as it would be typed back.
+ */
+value: string, default: string, };
+
 export const DTYPES: readonly Dtype[] = ["f32", "f16", "bf16"];
 
 export const MODES: readonly Mode[] = ["train", "infer"];

@@ -19,6 +19,7 @@ import type {
   RunKind,
   RunRecord,
   RunReport,
+  Setting,
   SweepForm,
   SweepSnapshot,
 } from "./ipc";
@@ -55,6 +56,7 @@ export function mockBackend(opts: {
   check?: CheckReport;
   comparison?: Comparison;
   about?: About;
+  settings?: Setting[];
   projects?: Project[];
   /** How each migration step goes when run: passed, or failed with this detail and fix. */
   steps?: Partial<Record<Step, (password: string | null) => { passed: boolean; detail: string; fix?: string }>>;
@@ -63,6 +65,7 @@ export function mockBackend(opts: {
   const hosts: HostProfile[] = [...(opts.hosts ?? [])];
   const migrations: Record<string, Migration> = {};
   let overviewListener: ((s: OverviewSnapshot) => void) | null = null;
+  const settings: Setting[] = (opts.settings ?? []).map((x) => ({ ...x }));
   let memoryListener: ((s: MemorySnapshot) => void) | null = null;
   const memoryStart = (kind: RunKind, title: string): MemorySnapshot => ({
     running: true, kind, title, run_id: null, samples: [], readings: [], verdict: null, growth: null,
@@ -274,6 +277,20 @@ export function mockBackend(opts: {
     async closeVnc() {
       m.calls.push("closeVnc");
       return true;
+    },
+    async settings() {
+      m.calls.push("settings");
+      return settings;
+    },
+    async setSetting(key, value) {
+      m.calls.push(`setSetting ${key}=${value}`);
+      const s = settings.find((x) => x.key === key);
+      if (!s) throw { code: "invalid_input", message: `config set ${key}: no such key` };
+      if (key.startsWith("decide.") && !(Number(value) >= 0 && Number(value) <= 1)) {
+        throw { code: "invalid_input", message: `${key} = ${value} must be a share between 0 and 1` };
+      }
+      s.value = value;
+      return settings;
     },
     async about() {
       m.calls.push("about");

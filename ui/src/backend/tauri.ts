@@ -44,6 +44,8 @@ export function tauriBackend(): Backend {
     openVnc: (name) => commands.openVnc(name),
     closeVnc: () => commands.closeVnc(),
     about: () => commands.about(),
+    settings: () => commands.settings(),
+    setSetting: (key, value) => commands.setSetting(key, value),
     listProjects: () => commands.listProjects(),
     addProject: (project, replace) => commands.addProject(project, replace),
     selectProject: (name) => commands.selectProject(name),

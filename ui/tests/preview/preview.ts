@@ -32,6 +32,12 @@ const backend = mockBackend({
   report: JSON.parse(doctorText) as Report,
   overview: { project: null, decision: d.decision, contention: d.contention, taken_at: "2026-11-30T14:42:07Z", problem: null, interval_s: 5 },
   snapshot: sweep,
+  settings: [
+    { key: "decide.amp_gain", value: "0.15", default: "0.1" },
+    { key: "decide.data_share", value: "0.5", default: "0.5" },
+    { key: "contention.interval_s", value: "5", default: "5" },
+    { key: "epochs.leak_growth", value: "0.26", default: "0.26" },
+  ],
 });
 const app = mount(document.getElementById("app")!, backend);
 const tab = location.hash.slice(1);

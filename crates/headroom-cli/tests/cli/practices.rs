@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::common::{python, Home};
 
-/// A small classifier trained for 40 optimizer steps through a DataLoader, then validated:
+/// A small classifier trained for `--steps` (40) optimizer steps through a DataLoader, then validated:
 /// prints `headroom-metric val_loss …` and `val acc …` (the second for a `--metric` regex).
 /// `--accum N` accumulates N batches per step; `--ckpt 1` runs wide blocks under activation
 /// checkpointing (`--wide` makes activations large enough to see in the process's memory).
@@ -23,6 +23,7 @@ p = argparse.ArgumentParser()
 p.add_argument("--accum", type=int, default=1)
 p.add_argument("--ckpt", type=int, default=0)
 p.add_argument("--wide", type=int, default=0)
+p.add_argument("--steps", type=int, default=40)
 a = p.parse_args()
 
 torch.manual_seed(7)
@@ -61,7 +62,7 @@ class Net(nn.Module):
 model = Net()
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 steps = 0
-while steps < 40:
+while steps < a.steps:
     for i, (xb, yb) in enumerate(loader):
         loss = nn.functional.cross_entropy(model(xb).float(), yb) / a.accum
         loss.backward()
@@ -69,7 +70,7 @@ while steps < 40:
             opt.step()
             opt.zero_grad()
             steps += 1
-            if steps == 40:
+            if steps == a.steps:
                 break
 with torch.no_grad():
     # In batches of 32, as in training: validation must not set the run's memory peak.
@@ -247,11 +248,37 @@ fn amp_swept_without_a_code_change_is_judged_and_its_metrics_compared_within_a_t
 fn checkpointing_on_and_off_states_the_memory_saved_and_the_time_lost() {
     let home = Home::new();
     let train = script(&home, "train.py", TRAIN);
-    let rows = run_json(
-        &home,
-        &["--sweep", "ckpt=0,1", "--interval-ms", "20"],
-        &[&train, "--wide", "2048", "--ckpt", "{ckpt}"],
+    // glibc keeps freed large blocks in its heap once its mmap threshold has grown, so the
+    // process's resident memory would show its high-water mark, not what it holds: a fixed
+    // threshold gives blocks back at once and the resident peak follows the activations.
+    let py = python();
+    let out = home
+        .cmd(&[
+            "run",
+            "--json",
+            "--sweep",
+            "ckpt=0,1",
+            "--interval-ms",
+            "10",
+            "--",
+            py.to_str().expect("utf-8"),
+            &train,
+            "--wide",
+            "2048",
+            "--steps",
+            "12",
+            "--ckpt",
+            "{ckpt}",
+        ])
+        .env("MALLOC_MMAP_THRESHOLD_", "131072")
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    let rows: Value = serde_json::from_slice(&out.stdout).expect("json");
     let rows = rows.as_array().expect("rows");
     let (off, on) = (&rows[0]["run"], &rows[1]["run"]);
     assert_eq!(off["observed"]["checkpointing"], false, "{off}");

@@ -1,0 +1,83 @@
+// The Settings panel: the keys of the configuration file the CLI reads ([epochs], [contention],
+// [decide]), grouped by section, each with its default; a change is saved as `headroom config
+// set` saves it (checked, the rest of the file kept) and a refused value says why.
+import type { Backend, Setting } from "../backend";
+import { asAppError } from "../backend";
+import { el } from "../format";
+
+const SECTIONS: Record<string, string> = {
+  decide: "Decision thresholds",
+  contention: "Memory contention",
+  epochs: "Memory over epochs",
+};
+
+/** The settings by section, in the panel's order (decide, contention, epochs). */
+export function bySection(settings: Setting[]): [string, Setting[]][] {
+  return Object.keys(SECTIONS).map((s) => [s, settings.filter((x) => x.key.startsWith(`${s}.`))]);
+}
+
+export function settingsPanel(backend: Backend): { root: HTMLElement; load(): Promise<void> } {
+  const root = el("section", "panel settings");
+  root.dataset.testid = "panel-settings";
+  const status = el("div", "status", "");
+  status.dataset.testid = "settings-status";
+  const body = el("div");
+  root.append(
+    el("h2", undefined, "Settings"),
+    el("p", "python-source", "The same file `headroom config show` prints; each value is checked before it is saved."),
+    status,
+    body,
+  );
+
+  function render(settings: Setting[]): void {
+    body.replaceChildren();
+    for (const [section, rows] of bySection(settings)) {
+      if (rows.length === 0) continue;
+      body.append(el("h3", undefined, SECTIONS[section]));
+      const table = el("table", "facts");
+      for (const s of rows) {
+        const name = s.key.slice(section.length + 1);
+        const input = el("input");
+        input.value = s.value;
+        input.dataset.testid = `setting-${s.key}`;
+        input.title = `default: ${s.default}`;
+        input.setAttribute("aria-label", s.key);
+        const save = async (): Promise<void> => {
+          if (input.value === s.value) return;
+          try {
+            render(await backend.setSetting(s.key, input.value));
+            status.textContent = `${s.key} saved`;
+            status.dataset.state = "ok";
+          } catch (e) {
+            status.textContent = asAppError(e).message;
+            status.dataset.state = "error";
+            input.focus();
+          }
+        };
+        input.addEventListener("change", () => void save());
+        input.addEventListener("keydown", (ev) => {
+          if (ev.key === "Enter") void save();
+          if (ev.key === "Escape") input.value = s.value;
+        });
+        const th = el("th", undefined, name.replace(/_/g, " "));
+        const td = el("td");
+        td.append(input);
+        if (s.value !== s.default) td.append(el("div", "observe", `default ${s.default}`));
+        const tr = el("tr");
+        tr.append(th, td);
+        table.append(tr);
+      }
+      body.append(table);
+    }
+  }
+
+  async function load(): Promise<void> {
+    try {
+      render(await backend.settings());
+    } catch (e) {
+      status.textContent = asAppError(e).message;
+      status.dataset.state = "error";
+    }
+  }
+  return { root, load };
+}

@@ -1,0 +1,56 @@
+import { describe, expect, it } from "vitest";
+
+import { mount } from "../src/app";
+import type { Setting } from "../src/backend";
+import { mockBackend } from "../src/backend/mock";
+import { bySection } from "../src/panels/settings";
+import { h200Report } from "./fixtures";
+
+const flush = () => new Promise((r) => setTimeout(r, 0));
+
+const SETTINGS: Setting[] = [
+  { key: "epochs.leak_growth", value: "0.26", default: "0.26" },
+  { key: "contention.interval_s", value: "5", default: "5" },
+  { key: "decide.amp_gain", value: "0.1", default: "0.1" },
+  { key: "decide.data_share", value: "0.5", default: "0.5" },
+];
+
+describe("settings", () => {
+  it("groups the keys decide, contention, epochs", () => {
+    expect(bySection(SETTINGS).map(([s, rows]) => [s, rows.length])).toEqual([
+      ["decide", 2],
+      ["contention", 1],
+      ["epochs", 1],
+    ]);
+  });
+
+  it("opens from the header, saves a value on Enter, says why a bad one is refused, Escape restores", async () => {
+    const b = mockBackend({ report: h200Report(), settings: SETTINGS });
+    const root = document.createElement("div");
+    mount(root, b);
+    await flush();
+    const tabs = Array.from(root.querySelectorAll(".tabs button")).map((x) => x.textContent);
+    expect(tabs).not.toContain("Settings");
+    root.querySelector<HTMLElement>('[data-testid="tab-settings"]')!.click();
+    await flush();
+    const panel = root.querySelector<HTMLElement>('[data-testid="panel-settings"]')!;
+    expect(panel.hidden).toBe(false);
+    expect(b.calls).toContain("settings");
+    const input = () => panel.querySelector<HTMLInputElement>('[data-testid="setting-decide.amp_gain"]')!;
+    const status = panel.querySelector<HTMLElement>('[data-testid="settings-status"]')!;
+    input().value = "0.15";
+    input().dispatchEvent(new KeyboardEvent("keydown", { key: "Enter" }));
+    await flush();
+    expect(b.calls).toContain("setSetting decide.amp_gain=0.15");
+    expect(status.textContent).toBe("decide.amp_gain saved");
+    expect(input().value).toBe("0.15");
+    expect(panel.textContent).toContain("default 0.1");
+    input().value = "2";
+    input().dispatchEvent(new Event("change"));
+    await flush();
+    expect(status.dataset.state).toBe("error");
+    expect(status.textContent).toContain("must be a share between 0 and 1");
+    input().dispatchEvent(new KeyboardEvent("keydown", { key: "Escape" }));
+    expect(input().value).toBe("0.15");
+  });
+});
