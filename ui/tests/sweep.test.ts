@@ -129,6 +129,24 @@ describe("sweep panel", () => {
     panel.root.remove();
   });
 
+  it("Escape in the panel cancels the running sweep, and does nothing once none runs", async () => {
+    const b = mockBackend({});
+    const panel = sweepPanel(b);
+    document.body.append(panel.root);
+    const field = panel.root.querySelector<HTMLInputElement>("form input")!;
+    field.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
+    expect(b.calls).not.toContain("cancelSweep");
+    // Enter in a field submits the form (the browser's own behaviour): the sweep starts.
+    panel.root.querySelector("form")!.requestSubmit();
+    await flush();
+    expect(b.calls).toContain("startSweep");
+    expect(get<HTMLButtonElement>(panel.root, "cancel-sweep").disabled).toBe(false);
+    field.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
+    expect(b.calls).toContain("cancelSweep");
+    expect(get<HTMLButtonElement>(panel.root, "cancel-sweep").disabled).toBe(true);
+    panel.root.remove();
+  });
+
   it("a start refused as busy offers Cancel; any other refusal does not", async () => {
     for (const [code, cancellable] of [["busy", true], ["invalid_input", false]] as const) {
       const b = mockBackend({ startError: { code, message: "refused" } });

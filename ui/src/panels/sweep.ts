@@ -281,6 +281,15 @@ export function sweepPanel(
     cancel.disabled = true;
     void backend.cancelSweep();
   });
+  // The keyboard: Enter in a field starts (the form's submit), Escape cancels what runs.
+  root.addEventListener("keydown", (ev) => {
+    if (ev.key !== "Escape") return;
+    const running = [cancel, stop].find((b) => !b.disabled && !b.hidden);
+    if (running) {
+      ev.preventDefault();
+      running.click();
+    }
+  });
 
   let following = false;
   async function restore(): Promise<void> {
