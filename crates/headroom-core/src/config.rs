@@ -214,6 +214,12 @@ pub fn edit_at(
     what: &str,
     f: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<(), CoreError>,
 ) -> Result<(), CoreError> {
+    // One edit at a time in this process (the app saves from several threads): each reads what
+    // the one before it wrote.
+    static EDITS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = EDITS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -479,6 +485,34 @@ mod tests {
             set_at(&path, k, v).unwrap_or_else(|e| panic!("{k} = {v}: {e}"));
         }
         assert_eq!(settings_of(&load_from(&path).expect("valid")), listed);
+    }
+
+    /// The app saves from several threads at once: every change lands, none fails on another's
+    /// temporary file.
+    #[test]
+    fn changes_from_many_threads_at_once_all_land() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("config.toml");
+        let keys = [
+            ("decide.amp_gain", "0.11"),
+            ("decide.near_one", "0.12"),
+            ("decide.data_share", "0.4"),
+            ("contention.interval_s", "7"),
+            ("epochs.slowdown", "0.3"),
+            ("decide.gpu_busy", "0.2"),
+        ];
+        std::thread::scope(|s| {
+            for (k, v) in keys {
+                let path = &path;
+                s.spawn(move || set_at(path, k, v).unwrap_or_else(|e| panic!("{k}: {e}")));
+            }
+        });
+        let c = load_from(&path).expect("valid");
+        let listed = settings_of(&c);
+        for (k, v) in keys {
+            let got = listed.iter().find(|(x, _)| x == k).map(|(_, v)| v.as_str());
+            assert_eq!(got, Some(v), "{k}");
+        }
     }
 
     #[test]

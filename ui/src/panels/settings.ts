@@ -29,6 +29,9 @@ export function settingsPanel(backend: Backend): { root: HTMLElement; load(): Pr
     body,
   );
 
+  // Only the newest save speaks: an older one that ends later does not overwrite its word.
+  let newest = 0;
+
   function render(settings: Setting[]): void {
     body.replaceChildren();
     for (const [section, rows] of bySection(settings)) {
@@ -42,16 +45,26 @@ export function settingsPanel(backend: Backend): { root: HTMLElement; load(): Pr
         input.dataset.testid = `setting-${s.key}`;
         input.title = `default: ${s.default}`;
         input.setAttribute("aria-label", s.key);
+        let saving: string | null = null;
         const save = async (): Promise<void> => {
-          if (input.value === s.value) return;
+          const value = input.value;
+          // An emptied field is mid-edit, and Enter then leaving the field is one save, not two.
+          if (value === s.value || value.trim() === "" || value === saving) return;
+          saving = value;
+          const mine = ++newest;
           try {
-            render(await backend.setSetting(s.key, input.value));
+            const after = await backend.setSetting(s.key, value);
+            if (mine !== newest) return;
+            render(after);
             status.textContent = `${s.key} saved`;
             status.dataset.state = "ok";
           } catch (e) {
+            if (mine !== newest) return;
             status.textContent = asAppError(e).message;
             status.dataset.state = "error";
             input.focus();
+          } finally {
+            saving = null;
           }
         };
         input.addEventListener("change", () => void save());

@@ -67,7 +67,10 @@ pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Core
         set_mode(dir, 0o700)?;
     }
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.headroom-{}.tmp", std::process::id()));
+    // One name per write, so two writes from one process (the app's threads) never share it.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.headroom-{}-{n}.tmp", std::process::id()));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp).map_err(io("cannot write", &tmp))?;
         f.write_all(bytes).map_err(io("cannot write", &tmp))?;
