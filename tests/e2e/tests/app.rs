@@ -808,9 +808,15 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
     s.click(&s.wait(r#"[data-testid="make-key"]"#, 5));
     let key_row = s.wait(r#"[data-testid="key-row"]"#, 20);
     assert!(
-        s.text(&key_row).contains("headroom_ed25519"),
+        s.text(&key_row).contains("ssh-ed25519 "),
         "{}",
         s.text(&key_row)
+    );
+    let path = s.wait(r#"[data-testid="key-path"]"#, 5);
+    assert!(
+        s.text(&path).ends_with("headroom_ed25519"),
+        "the key's path must show: {:?}",
+        s.text(&path)
     );
     let made = std::fs::read_to_string(home.path().join("ssh/headroom_ed25519.pub"))
         .expect("the key made in the app");

@@ -141,7 +141,9 @@ export function remotePanel(
       const use = el("button", undefined, "Use");
       use.addEventListener("click", () => (identity.value = k.path));
       use.dataset.testid = "use-key";
-      row.append(use, el("span", "python-path", k.path), command(k.public_key, "public-key"));
+      const path = el("span", "python-path key-path", k.path);
+      path.dataset.testid = "key-path";
+      row.append(use, path, command(k.public_key, "public-key"));
       keys.append(row);
     }
   }
