@@ -143,6 +143,8 @@ export function remotePanel(
       use.dataset.testid = "use-key";
       const path = el("span", "python-path key-path", k.path);
       path.dataset.testid = "key-path";
+      // The whole path on hover where it is cut short.
+      path.title = k.path;
       row.append(use, path, command(k.public_key, "public-key"));
       keys.append(row);
     }
