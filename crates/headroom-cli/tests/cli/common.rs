@@ -73,6 +73,20 @@ impl Home {
     }
 }
 
+/// `headroom run --json [pre…] -- python ARGS` with the venv's Python; stdout must be exactly
+/// one JSON document.
+pub fn run_python(home: &Home, pre: &[&str], args: &[&str]) -> (Output, Value) {
+    let py = python();
+    let all = [
+        &["run", "--json"][..],
+        pre,
+        &["--", py.to_str().expect("utf-8")],
+        args,
+    ]
+    .concat();
+    home.json(&all)
+}
+
 /// The venv's Python with torch (set by scripts/test.sh; else the project's `.venv`).
 pub fn python() -> PathBuf {
     if let Some(p) = std::env::var_os("HEADROOM_TEST_PYTHON") {

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{python, Home};
+use crate::common::{python, run_python, Home};
 
 /// A plain training loop: 640 samples, batch 32 (20 batches an epoch), a small MLP, SGD. Options
 /// change only what a researcher would change: workers, accumulation, autocast, and a list that
@@ -54,19 +54,6 @@ fn write(home: &Home, name: &str, text: &str) -> String {
     p.to_str().expect("utf-8").to_owned()
 }
 
-/// `headroom run --json [pre…] -- python ARGS`; stdout must be exactly one JSON document.
-fn observe(home: &Home, pre: &[&str], args: &[&str]) -> (std::process::Output, Value) {
-    let py = python();
-    let all = [
-        &["run", "--json"][..],
-        pre,
-        &["--", py.to_str().expect("utf-8")],
-        args,
-    ]
-    .concat();
-    home.json(&all)
-}
-
 fn ok(out: &std::process::Output) {
     assert!(
         out.status.success(),
@@ -87,7 +74,7 @@ fn a_plain_dataloader_loop_is_observed_with_no_markers_and_json_stays_parseable(
     let home = Home::new();
     let script = write(&home, "train.py", TRAIN);
     for workers in ["0", "2"] {
-        let (out, v) = observe(&home, &[], &[&script, "--workers", workers]);
+        let (out, v) = run_python(&home, &[], &[&script, "--workers", workers]);
         ok(&out);
         // The script printed while it ran; with --json its output went to stderr.
         let err = String::from_utf8_lossy(&out.stderr);
@@ -154,7 +141,7 @@ fn a_plain_dataloader_loop_is_observed_with_no_markers_and_json_stays_parseable(
 fn gradient_accumulation_and_cpu_autocast_are_seen() {
     let home = Home::new();
     let script = write(&home, "train.py", TRAIN);
-    let (out, v) = observe(&home, &[], &[&script, "--accum", "4", "--autocast"]);
+    let (out, v) = run_python(&home, &[], &[&script, "--accum", "4", "--autocast"]);
     ok(&out);
     let o = &v["observed"];
     assert_eq!(o["accumulation"], 4, "{o}");
@@ -248,7 +235,7 @@ fn a_script_without_torch_prints_exactly_what_it_prints_alone() {
     let err = String::from_utf8_lossy(&wrapped.stderr);
     assert!(err.starts_with("warn\n"), "{err}");
     // Nothing was observed: no torch in that process.
-    let (_, v) = observe(&home, &[], &[&script]);
+    let (_, v) = run_python(&home, &[], &[&script]);
     assert_eq!(v["observed"], Value::Null, "{v}");
     assert_eq!(v["torch_version"], Value::Null, "{v}");
 }
@@ -257,7 +244,7 @@ fn a_script_without_torch_prints_exactly_what_it_prints_alone() {
 fn no_instrument_leaves_the_program_unobserved() {
     let home = Home::new();
     let script = write(&home, "train.py", TRAIN);
-    let (out, v) = observe(&home, &["--no-instrument"], &[&script, "--epochs", "1"]);
+    let (out, v) = run_python(&home, &["--no-instrument"], &[&script, "--epochs", "1"]);
     ok(&out);
     assert_eq!(v["observed"], Value::Null, "{v}");
     assert_eq!(v["steps"], 0, "no markers, no observer: {v}");
@@ -283,7 +270,7 @@ fn reasons(d: &Value, rule: &str) -> Vec<String> {
 fn a_leaking_loop_is_named_by_decide_citing_its_run() {
     let home = Home::new();
     let script = write(&home, "train.py", TRAIN);
-    let (out, v) = observe(&home, &[], &[&script, "--epochs", "6", "--keep-mib", "96"]);
+    let (out, v) = run_python(&home, &[], &[&script, "--epochs", "6", "--keep-mib", "96"]);
     ok(&out);
     assert_eq!(v["verdict"]["kind"], "leak_suspected", "{}", v["verdict"]);
     let id = v["run_id"].as_i64().expect("id");
@@ -304,7 +291,7 @@ fn a_leaking_loop_is_named_by_decide_citing_its_run() {
 fn a_loop_over_its_budget_is_an_out_of_memory_fact_in_decide() {
     let home = Home::new();
     let script = write(&home, "train.py", TRAIN);
-    let (out, v) = observe(
+    let (out, v) = run_python(
         &home,
         &["--budget", "900MiB", "--interval-ms", "100"],
         &[&script, "--epochs", "40", "--keep-mib", "128"],
@@ -338,7 +325,7 @@ fn an_out_of_memory_error_in_the_script_is_reported_with_its_message() {
         "oom.py",
         "import torch\nraise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB')\n",
     );
-    let (out, v) = observe(&home, &[], &[&script]);
+    let (out, v) = run_python(&home, &[], &[&script]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(v["oom"], true, "{v}");
     assert!(
@@ -385,7 +372,7 @@ dist.destroy_process_group()
 fn torchrun_ranks_report_with_their_pids_and_the_run_counts_them() {
     let home = Home::new();
     let script = write(&home, "ddp.py", DDP);
-    let (out, v) = observe(
+    let (out, v) = run_python(
         &home,
         &[],
         &[

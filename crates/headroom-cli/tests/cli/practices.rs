@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::common::{python, Home};
+use crate::common::{python, run_python, Home};
 
 /// A small classifier trained for `--steps` (40) optimizer steps through a DataLoader, then validated:
 /// prints `headroom-metric val_loss …` and `val acc …` (the second for a `--metric` regex).
@@ -117,20 +117,12 @@ fn script(home: &Home, name: &str, text: &str) -> String {
     p.to_str().expect("utf-8").to_owned()
 }
 
-/// `headroom run --json PRE -- python ARGS`, which must succeed; its JSON document.
+/// [`run_python`], which must succeed; its JSON document.
 fn run_json(home: &Home, pre: &[&str], args: &[&str]) -> Value {
-    let py = python();
-    let all = [
-        &["run", "--json"][..],
-        pre,
-        &["--", py.to_str().expect("utf-8")],
-        args,
-    ]
-    .concat();
-    let (out, v) = home.json(&all);
+    let (out, v) = run_python(home, pre, args);
     assert!(
         out.status.success(),
-        "{all:?}: {:?}\n{}",
+        "{pre:?} {args:?}: {:?}\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
