@@ -51,11 +51,11 @@ if ! .venv/bin/python -c "import mlx.core" 2>/dev/null; then
 fi
 
 # The app (Tauri) needs WebKitGTK and an appindicator on Linux; the end-to-end test needs Xvfb,
-# D-Bus, WebKitWebDriver and a notification server (dunst, whose buttons it clicks); `headroom remote` needs OpenSSH's client, and its tests start their
+# D-Bus, WebKitWebDriver, a notification server (dunst, whose buttons it clicks) and xdotool (it presses the global shortcut on the X server and sees whether the popover is shown); `headroom remote` needs OpenSSH's client, and its tests start their
 # own OpenSSH server on 127.0.0.1; `remote migrate` copies a project with rsync; reports draw their PNG charts' labels with a system font
 # (fonts-dejavu-core). macOS has WebKit, OpenSSH, rsync and fonts built in.
 if [ "$(uname -s)" = Linux ]; then
-  APT_PACKAGES=(libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev pkg-config xvfb dbus webkit2gtk-driver openssh-client openssh-server rsync dunst fonts-dejavu-core)
+  APT_PACKAGES=(libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev pkg-config xvfb dbus webkit2gtk-driver xdotool openssh-client openssh-server rsync dunst fonts-dejavu-core)
   missing=()
   for p in "${APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

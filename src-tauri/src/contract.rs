@@ -10,7 +10,7 @@
 //! replace ts-rs for the 60-odd types the core already exports; a command table generated here
 //! beside ts-rs's types gives the same guarantees with the generator the house already keeps.
 
-use crate::{about, commands, ledger, memory, overview, projects, remote, settings};
+use crate::{about, commands, desktop, ledger, memory, overview, projects, remote, settings};
 
 /// The list: `module::command(argument: arg Type, on_update: channel Snapshot) -> Result;`.
 /// `arg` arguments travel as JSON; a `channel` argument is a `Channel<Snapshot>` the UI passes
@@ -79,6 +79,7 @@ contract! {
     projects::sweep_project(name: arg String, devices: arg Option<String>, on_update: channel SweepSnapshot) -> SweepSnapshot;
     settings::settings() -> Vec<Setting>;
     settings::set_setting(key: arg String, value: arg String) -> Vec<Setting>;
+    desktop::pick_folder(start: arg Option<String>) -> Option<String>;
 }
 
 // The types named in the list, for `specs` (only the tests build it).

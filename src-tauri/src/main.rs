@@ -12,6 +12,7 @@ mod about;
 mod audit;
 mod commands;
 mod contract;
+mod desktop;
 mod error;
 #[cfg(test)]
 mod ipc;
@@ -28,27 +29,20 @@ mod state;
 mod surface;
 mod tray;
 
-use tauri::{AppHandle, Manager, Rect, Runtime, WindowEvent};
+use tauri::{AppHandle, Manager, Runtime, WindowEvent};
 
 /// The popover window's label.
 pub const POPOVER: &str = "popover";
 /// Event telling the UI which panel to show (`readiness`, `sweep`).
 pub const NAVIGATE_EVENT: &str = "headroom://navigate";
 
-/// Shows the popover, under the tray icon when its place is known.
-pub fn show_popover<R: Runtime>(app: &AppHandle<R>, near: Option<Rect>) {
+/// Shows the popover and gives it the focus, under the tray icon where the icon has said where
+/// it is.
+pub fn show_popover<R: Runtime>(app: &AppHandle<R>) {
     let Some(w) = app.get_webview_window(POPOVER) else {
         return;
     };
-    if let Some(rect) = near {
-        let scale = w.scale_factor().unwrap_or(1.0);
-        let pos = rect.position.to_physical::<f64>(scale);
-        let size = rect.size.to_physical::<f64>(scale);
-        let width = w.outer_size().map(|s| f64::from(s.width)).unwrap_or(400.0);
-        let x = (pos.x + size.width / 2.0 - width / 2.0).max(0.0);
-        let y = pos.y + size.height;
-        let _ = w.set_position(tauri::PhysicalPosition::new(x, y));
-    }
+    desktop::place(&w);
     let _ = w.show();
     let _ = w.set_focus();
 }
@@ -56,26 +50,33 @@ pub fn show_popover<R: Runtime>(app: &AppHandle<R>, near: Option<Rect>) {
 fn main() {
     let open = std::env::args().any(|a| a == "--open")
         || std::env::var_os("HEADROOM_APP_OPEN").is_some_and(|v| v == "1");
-    let lock = match single::acquire() {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("headroom-app: {e}");
-            return;
-        }
-    };
     eprintln!("headroom-app: workers from {}", commands::describe_worker());
-    let result = tauri::Builder::default()
+    // A second start on the same Headroom folder hands over to the first in the single-instance
+    // plugin (registered first) and exits there. The folder's lock below stays as the guard
+    // where that plugin cannot see the first (no D-Bus session): two apps must never share one
+    // ledger and configuration.
+    let result = desktop::plugins(tauri::Builder::default())
         .manage(state::AppState::default())
+        .manage(desktop::DesktopState::default())
         .plugin(tauri_plugin_notification::init())
         .invoke_handler(contract::handler())
         .setup(move |app| {
+            let lock = match single::acquire() {
+                Ok(l) => l,
+                Err(e) => {
+                    eprintln!("headroom-app: {e}");
+                    std::process::exit(0);
+                }
+            };
+            app.manage(single::Held { _lock: lock });
             #[cfg(target_os = "macos")]
             app.set_activation_policy(tauri::ActivationPolicy::Accessory);
             tray::build(app.handle())?;
             notify::init(app.handle());
             overview::start(app.handle());
+            desktop::apply_config(app.handle());
             if open {
-                show_popover(app.handle(), None);
+                show_popover(app.handle());
             }
             Ok(())
         })
@@ -87,7 +88,6 @@ fn main() {
             }
         })
         .run(tauri::generate_context!());
-    drop(lock);
     if let Err(e) = result {
         eprintln!("headroom-app: {e}");
         std::process::exit(1);

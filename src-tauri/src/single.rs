@@ -1,4 +1,5 @@
-//! One instance only: the app holds an exclusive lock on `app.lock` in Headroom's folder; a
+//! One instance per Headroom folder, the guard under the single-instance plugin (which hands a
+//! second start over to the first where it can see it, see `desktop`): the app holds an exclusive lock on `app.lock` in Headroom's folder; a
 //! second start finds it held and leaves. A folder where the lock cannot be made (read-only, a
 //! full disk) does not keep the app from starting — its panels say what is wrong with the
 //! folder —: the lock then lives in the temporary folder, named after Headroom's folder, so it
@@ -8,6 +9,12 @@ use std::fs::File;
 use std::hash::{Hash, Hasher};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+
+/// The lock as the app keeps it (managed state) until the process ends.
+#[derive(Debug)]
+pub struct Held {
+    pub _lock: InstanceLock,
+}
 
 /// The held lock; released when dropped (or the process ends).
 #[derive(Debug)]

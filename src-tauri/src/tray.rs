@@ -190,31 +190,21 @@ pub fn build<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
         .on_menu_event(|app, event| match event.id.as_ref() {
             "quit" => app.exit(0),
             "readiness" | "sweep" | "about" => {
-                crate::show_popover(app, None);
+                crate::show_popover(app);
                 let _ = app.emit(crate::NAVIGATE_EVENT, event.id.as_ref());
             }
-            _ => crate::show_popover(app, None),
+            _ => crate::show_popover(app),
         })
         .on_tray_icon_event(|tray, event| {
+            // Every event tells the positioner where the icon is (macOS, Windows).
+            tauri_plugin_positioner::on_tray_event(tray.app_handle(), &event);
             if let TrayIconEvent::Click {
                 button: MouseButton::Left,
                 button_state: MouseButtonState::Up,
-                rect,
                 ..
             } = event
             {
-                let app = tray.app_handle();
-                let visible = app
-                    .get_webview_window(crate::POPOVER)
-                    .and_then(|w| w.is_visible().ok())
-                    .unwrap_or(false);
-                if visible {
-                    if let Some(w) = app.get_webview_window(crate::POPOVER) {
-                        let _ = w.hide();
-                    }
-                } else {
-                    crate::show_popover(app, Some(rect));
-                }
+                crate::desktop::toggle_popover(tray.app_handle());
             }
         })
         .build(app)?;

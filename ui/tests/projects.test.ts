@@ -133,4 +133,30 @@ describe("the project bar", () => {
     expect(get<HTMLButtonElement>(root, "watch-my-training").disabled).toBe(false);
     root.remove();
   });
+
+  it("fills the folder (and a fresh form's name) from the folder chooser, and keeps both when it is cancelled", async () => {
+    const b = mockBackend({ report: h200Report(), pickedFolder: "/home/you/code/resnet-cifar" });
+    const root = document.createElement("div");
+    mount(root, b);
+    await flush();
+    const form = get<HTMLDetailsElement>(root, "add-project-form");
+    form.open = true;
+    form.dispatchEvent(new Event("toggle"));
+    get<HTMLButtonElement>(root, "choose-project-dir").click();
+    await flush();
+    expect(b.calls).toContain("pickFolder ");
+    expect(get<HTMLInputElement>(root, "project-dir").value).toBe("/home/you/code/resnet-cifar");
+    expect(get<HTMLInputElement>(root, "project-name").value).toBe("resnet-cifar");
+
+    const cancelled = mockBackend({ report: h200Report(), pickedFolder: null });
+    const other = document.createElement("div");
+    mount(other, cancelled);
+    await flush();
+    get<HTMLInputElement>(other, "project-dir").value = "/tmp/typed";
+    get<HTMLButtonElement>(other, "choose-project-dir").click();
+    await flush();
+    expect(cancelled.calls).toContain("pickFolder /tmp/typed");
+    expect(get<HTMLInputElement>(other, "project-dir").value).toBe("/tmp/typed");
+    expect(get<HTMLInputElement>(other, "project-name").value).toBe("");
+  });
 });

@@ -9,15 +9,18 @@ import { h200Report } from "./fixtures";
 const flush = () => new Promise((r) => setTimeout(r, 0));
 
 const SETTINGS: Setting[] = [
-  { key: "epochs.leak_growth", value: "0.26", default: "0.26" },
-  { key: "contention.interval_s", value: "5", default: "5" },
-  { key: "decide.amp_gain", value: "0.1", default: "0.1" },
-  { key: "decide.data_share", value: "0.5", default: "0.5" },
+  { key: "app.open_at_login", value: "false", default: "false", note: "does not start at login" },
+  { key: "app.shortcut", value: "CmdOrCtrl+Shift+H", default: "CmdOrCtrl+Shift+H", note: "CmdOrCtrl+Shift+H opens and closes the popover from any app" },
+  { key: "epochs.leak_growth", value: "0.26", default: "0.26", note: null },
+  { key: "contention.interval_s", value: "5", default: "5", note: null },
+  { key: "decide.amp_gain", value: "0.1", default: "0.1", note: null },
+  { key: "decide.data_share", value: "0.5", default: "0.5", note: null },
 ];
 
 describe("settings", () => {
-  it("groups the keys decide, contention, epochs", () => {
+  it("groups the keys app, decide, contention, epochs", () => {
     expect(bySection(SETTINGS).map(([s, rows]) => [s, rows.length])).toEqual([
+      ["app", 2],
       ["decide", 2],
       ["contention", 1],
       ["epochs", 1],
@@ -60,5 +63,30 @@ describe("settings", () => {
     expect(status.textContent).toContain("must be a share between 0 and 1");
     input().dispatchEvent(new KeyboardEvent("keydown", { key: "Escape" }));
     expect(input().value).toBe("0.15");
+  });
+
+  it("saves a yes/no key from its checkbox, clears the shortcut on purpose and shows what the app made of each", async () => {
+    const b = mockBackend({ report: h200Report(), settings: SETTINGS.map((x) => ({ ...x })) });
+    const root = document.createElement("div");
+    mount(root, b);
+    await flush();
+    root.querySelector<HTMLElement>('[data-testid="tab-settings"]')!.click();
+    await flush();
+    const panel = root.querySelector<HTMLElement>('[data-testid="panel-settings"]')!;
+    expect(panel.querySelector("h3")!.textContent).toBe("This app");
+    const login = panel.querySelector<HTMLInputElement>('[data-testid="setting-app.open_at_login"]')!;
+    expect(login.type).toBe("checkbox");
+    expect(login.checked).toBe(false);
+    expect(panel.querySelector('[data-testid="setting-note-app.open_at_login"]')!.textContent).toBe("does not start at login");
+    login.checked = true;
+    login.dispatchEvent(new Event("change"));
+    await flush();
+    expect(b.calls.filter((c) => c.startsWith("setSetting"))).toEqual(["setSetting app.open_at_login=true"]);
+    expect(panel.querySelector<HTMLInputElement>('[data-testid="setting-app.open_at_login"]')!.checked).toBe(true);
+    const shortcut = panel.querySelector<HTMLInputElement>('[data-testid="setting-app.shortcut"]')!;
+    shortcut.value = "";
+    shortcut.dispatchEvent(new Event("change"));
+    await flush();
+    expect(b.calls.filter((c) => c.startsWith("setSetting"))).toContain("setSetting app.shortcut=");
   });
 });

@@ -147,6 +147,34 @@ describe("sweep panel", () => {
     panel.root.remove();
   });
 
+  it("started from Run sweep by the keyboard, the focus moves to Cancel and Escape on the page's body still cancels", async () => {
+    const b = mockBackend({});
+    const panel = sweepPanel(b);
+    document.body.append(panel.root);
+    const run = get<HTMLButtonElement>(panel.root, "run-sweep");
+    run.focus();
+    panel.root.querySelector("form")!.requestSubmit(run);
+    await flush();
+    const cancel = get<HTMLButtonElement>(panel.root, "cancel-sweep");
+    expect(cancel.disabled).toBe(false);
+    expect(document.activeElement).toBe(cancel);
+    // The focus lost to the body (a click elsewhere): Escape is still heard while the panel shows.
+    cancel.blur();
+    document.body.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
+    expect(b.calls).toContain("cancelSweep");
+    // Hidden (another tab), the panel does not take the key.
+    const again = mockBackend({});
+    const hidden = sweepPanel(again);
+    document.body.append(hidden.root);
+    hidden.root.querySelector("form")!.requestSubmit();
+    await flush();
+    hidden.root.hidden = true;
+    document.body.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
+    expect(again.calls).not.toContain("cancelSweep");
+    panel.root.remove();
+    hidden.root.remove();
+  });
+
   it("a start refused as busy offers Cancel; any other refusal does not", async () => {
     for (const [code, cancellable] of [["busy", true], ["invalid_input", false]] as const) {
       const b = mockBackend({ startError: { code, message: "refused" } });

@@ -16,6 +16,8 @@ pub struct Config {
     pub epochs: EpochThresholds,
     pub contention: ContentionConfig,
     pub decide: DecideThresholds,
+    /// The menu-bar app's own behaviour: open at login, its shortcut.
+    pub app: AppConfig,
     /// The user's projects (`headroom project add`), by name.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub projects: std::collections::BTreeMap<String, crate::project::Project>,
@@ -115,6 +117,92 @@ impl Default for ContentionConfig {
             interval_s: 5,
         }
     }
+}
+
+/// The menu-bar app's behaviour (`headroom config set app.open_at_login true` takes effect at
+/// the app's next start; its Settings panel applies a change at once).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AppConfig {
+    /// Start the app when the user logs in (a LaunchAgent on macOS, an XDG autostart entry on
+    /// Linux), with the popover closed.
+    pub open_at_login: bool,
+    /// The keyboard shortcut that opens and closes the popover from anywhere, as modifiers and
+    /// one key joined by `+` (`CmdOrCtrl+Shift+H`); empty for none.
+    pub shortcut: String,
+}
+
+/// The popover's shortcut unless the user picks another.
+pub const DEFAULT_SHORTCUT: &str = "CmdOrCtrl+Shift+H";
+
+impl Default for AppConfig {
+    fn default() -> Self {
+        Self {
+            open_at_login: false,
+            shortcut: DEFAULT_SHORTCUT.to_owned(),
+        }
+    }
+}
+
+/// The modifiers the global-shortcut plugin's parser knows (`CmdOrCtrl` is Cmd on macOS, Ctrl
+/// elsewhere).
+const MODIFIERS: [&str; 12] = [
+    "cmd",
+    "command",
+    "super",
+    "cmdorctrl",
+    "cmdorcontrol",
+    "commandorctrl",
+    "commandorcontrol",
+    "ctrl",
+    "control",
+    "alt",
+    "option",
+    "shift",
+];
+
+/// Checks a shortcut's shape: at least one modifier and exactly one key, a letter, a digit,
+/// F1–F24 or a named key (`Space`, `Enter`, arrows …). A shortcut with no modifier would take a
+/// plain key from every other app, so it is refused.
+pub fn check_shortcut(text: &str) -> Result<(), String> {
+    if text.trim().is_empty() {
+        return Ok(());
+    }
+    let parts: Vec<&str> = text.split('+').map(str::trim).collect();
+    let Some((key, mods)) = parts.split_last() else {
+        return Ok(());
+    };
+    let hint = "write modifiers and one key joined by + (CmdOrCtrl+Shift+H), or empty for none";
+    if mods.is_empty() {
+        return Err(format!(
+            "app.shortcut = {text:?} has no modifier; a bare key would be taken from every other app: {hint}"
+        ));
+    }
+    for m in mods {
+        if !MODIFIERS.contains(&m.to_ascii_lowercase().as_str()) {
+            return Err(format!(
+                "app.shortcut = {text:?}: {m:?} is not a modifier (Cmd, Ctrl, CmdOrCtrl, Alt/Option, Shift, Super): {hint}"
+            ));
+        }
+    }
+    let k = key.to_ascii_lowercase();
+    let named = [
+        "space", "enter", "tab", "escape", "backspace", "delete", "home", "end", "pageup",
+        "pagedown", "up", "down", "left", "right", "arrowup", "arrowdown", "arrowleft",
+        "arrowright", "comma", "period", "slash", "semicolon", "quote", "minus", "equal",
+        "backquote", "bracketleft", "bracketright", "backslash", "esc", "insert",
+    ];
+    let function = k
+        .strip_prefix('f')
+        .and_then(|n| n.parse::<u8>().ok())
+        .is_some_and(|n| (1..=24).contains(&n));
+    let single = k.len() == 1 && k.chars().all(|c| c.is_ascii_alphanumeric());
+    if !(single || function || named.contains(&k.as_str())) {
+        return Err(format!(
+            "app.shortcut = {text:?}: {key:?} is not a key Headroom can bind (a letter, a digit, F1–F24, Space, Enter, an arrow…): {hint}"
+        ));
+    }
+    Ok(())
 }
 
 /// The decision rules' thresholds (defaults from field practice; replace them with your own).
@@ -333,7 +421,7 @@ pub fn set_at(path: &Path, key: &str, value: &str) -> Result<String, CoreError> 
 }
 
 /// The sections whose keys `config set` and the app's Settings panel change.
-pub const SETTABLE: [&str; 3] = ["epochs", "contention", "decide"];
+pub const SETTABLE: [&str; 4] = ["app", "epochs", "contention", "decide"];
 
 /// Every settable key of `c` (`SECTION.KEY`) with its value as `config set` reads it back
 /// (lists comma-separated), in the file's order.
@@ -414,6 +502,7 @@ impl Config {
         if self.contention.interval_s == 0 {
             return Err("contention.interval_s must be 1 or more".into());
         }
+        check_shortcut(&self.app.shortcut)?;
         for p in self.projects.values() {
             p.validate().map_err(|e| e.to_string())?;
         }
@@ -429,6 +518,39 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shortcut_needs_a_modifier_and_one_known_key() {
+        for ok in [
+            "CmdOrCtrl+Shift+H",
+            "ctrl+alt+space",
+            "Super+F12",
+            "Option+Shift+ArrowUp",
+            "",
+        ] {
+            assert_eq!(check_shortcut(ok), Ok(()), "{ok}");
+        }
+        for (bad, says) in [
+            ("H", "has no modifier"),
+            ("Hyper+H", "\"Hyper\" is not a modifier"),
+            ("Ctrl+Shift+Hello", "is not a key"),
+            ("Ctrl+F25", "is not a key"),
+            ("Ctrl+", "is not a key"),
+        ] {
+            let e = check_shortcut(bad).expect_err(bad);
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("config.toml");
+        set_at(&path, "app.open_at_login", "on").expect("bool");
+        set_at(&path, "app.shortcut", "Ctrl+Alt+K").expect("shortcut");
+        let e = set_at(&path, "app.shortcut", "K").expect_err("bare key");
+        assert!(e.to_string().contains("no modifier"), "{e}");
+        let c = load_from(&path).expect("valid");
+        assert!(c.app.open_at_login);
+        assert_eq!(c.app.shortcut, "Ctrl+Alt+K");
+        assert_eq!(Config::default().app.shortcut, DEFAULT_SHORTCUT);
+    }
 
     #[test]
     fn config_set_writes_one_key_as_its_type_keeps_the_rest_and_refuses_nonsense() {

@@ -224,7 +224,37 @@ impl Session {
     fn close(self) {
         let _ = ureq::delete(&self.base).call();
     }
+
+    /// Presses and releases each key in turn, as the keyboard would (WebDriver key actions:
+    /// `\u{E004}` Tab, `\u{E007}` Enter, `\u{E00C}` Escape).
+    fn keys(&self, keys: &[&str]) {
+        let actions: Vec<Value> = keys
+            .iter()
+            .flat_map(|k| {
+                [
+                    json!({"type": "keyDown", "value": k}),
+                    json!({"type": "keyUp", "value": k}),
+                ]
+            })
+            .collect();
+        request(
+            "POST",
+            &format!("{}/actions", self.base),
+            Some(&json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]})),
+        );
+    }
+
+    /// The `data-testid` of the element that has the focus.
+    fn focused(&self) -> Option<String> {
+        let v = request("GET", &format!("{}/element/active", self.base), None);
+        let e = v["value"][ELEMENT].as_str()?.to_owned();
+        self.attr(&e, "data-testid")
+    }
 }
+
+const TAB: &str = "\u{E004}";
+const ENTER: &str = "\u{E007}";
+const ESCAPE: &str = "\u{E00C}";
 
 /// A child process killed when the test ends, passing or not.
 struct Killed(Child);
@@ -403,6 +433,12 @@ for epoch in range(6):
 ";
 
 fn start_driver(home: &Path) -> Driver {
+    start_driver_with(home, &[])
+}
+
+/// tauri-driver (and so the app) with more of its environment set: `HOME` for a test that
+/// reads what the app writes there.
+fn start_driver_with(home: &Path, env: &[(&str, &Path)]) -> Driver {
     let port = free_port();
     let native = free_port();
     let venv = env_path("HEADROOM_E2E_VENV");
@@ -418,6 +454,7 @@ fn start_driver(home: &Path) -> Driver {
         .env("HEADROOM_BIN", env_path("HEADROOM_E2E_WORKER"))
         .env("VIRTUAL_ENV", &venv)
         .env("HEADROOM_APP_OPEN", "1")
+        .envs(env.iter().map(|(k, v)| (*k, *v)))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -1283,4 +1320,182 @@ fn a_read_only_folder_still_starts_the_app_and_says_what_to_do() {
     s.screenshot(&out.join("read_only_folder.png"));
     s.close();
     drop(driver);
+}
+
+/// Whether a window named exactly "Headroom" is mapped (shown) on the X display, by `xdotool`.
+fn popover_shown() -> bool {
+    let out = Command::new("xdotool")
+        .args(["search", "--onlyvisible", "--name", "^Headroom$"])
+        .output()
+        .expect("xdotool (scripts/bootstrap.sh installs it)");
+    !String::from_utf8_lossy(&out.stdout).trim().is_empty()
+}
+
+fn wait_shown(shown: bool, secs: u64, what: &str) {
+    let until = Instant::now() + Duration::from_secs(secs);
+    while popover_shown() != shown {
+        assert!(
+            Instant::now() < until,
+            "{what}: the popover is still {} after {secs} s",
+            if shown { "hidden" } else { "shown" }
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// What a menu-bar app owes its desktop, in the real window: open at login (the XDG autostart
+/// entry appears in the user's home and goes when turned off, written to the config the CLI
+/// reads), the global shortcut hides and shows the popover (keys sent through the X server, as a
+/// keyboard would), a second start brings the first one's popover forward and exits, and Tab,
+/// Enter and Escape alone start a sweep and cancel it.
+#[test]
+#[ignore = "needs Xvfb, tauri-driver and WebKitWebDriver: run scripts/e2e.sh"]
+fn login_entry_shortcut_second_start_and_keyboard_in_the_real_window() {
+    let app = env_path("HEADROOM_E2E_APP");
+    let out = env_path("HEADROOM_E2E_OUT");
+    std::fs::create_dir_all(&out).expect("output dir");
+    let home = tempfile::tempdir().expect("temp HEADROOM_HOME");
+    let user = home.path().join("user");
+    std::fs::create_dir_all(&user).expect("a home folder");
+    let driver = start_driver_with(home.path(), &[("HOME", user.as_path())]);
+    let s = Session::new(&driver, &app);
+    s.wait(r#"[data-testid="verdict-headline"]"#, 60);
+
+    // Settings: the app's own keys first, the shortcut registered at start.
+    s.click(&s.wait(r#"[data-testid="tab-settings"]"#, 5));
+    let note = s.wait(r#"[data-testid="setting-note-app.shortcut"]"#, 20);
+    let said = s.text(&note);
+    assert!(
+        said.contains("CmdOrCtrl+Shift+H opens and closes the popover"),
+        "{said}"
+    );
+    let entry = user.join(".config/autostart/Headroom.desktop");
+    assert!(!entry.exists(), "no login entry before it is asked for");
+    s.click(&s.wait(r#"[data-testid="setting-app.open_at_login"]"#, 5));
+    let until = Instant::now() + Duration::from_secs(10);
+    while !entry.exists() {
+        assert!(Instant::now() < until, "no {} after ticking", entry.display());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let desktop = std::fs::read_to_string(&entry).expect("the autostart entry");
+    assert!(
+        desktop.contains(&format!("Exec={}", app.display())) || desktop.contains(&app.display().to_string()),
+        "the entry starts another program: {desktop}"
+    );
+    let note = s.text(&s.wait(r#"[data-testid="setting-note-app.open_at_login"]"#, 10));
+    assert!(note.starts_with("starts at login: "), "{note}");
+    let config = std::fs::read_to_string(home.path().join("config.toml")).expect("config.toml");
+    assert!(config.contains("open_at_login = true"), "{config}");
+    s.screenshot(&out.join("settings_login.png"));
+    s.click(&s.wait(r#"[data-testid="setting-app.open_at_login"]"#, 5));
+    let until = Instant::now() + Duration::from_secs(10);
+    while entry.exists() {
+        assert!(Instant::now() < until, "{} left after unticking", entry.display());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // The shortcut, pressed on the X server's keyboard: hides, then shows.
+    wait_shown(true, 10, "opened with --open");
+    let press = || {
+        let st = Command::new("xdotool")
+            .args(["key", "--clearmodifiers", "ctrl+shift+h"])
+            .status()
+            .expect("xdotool key");
+        assert!(st.success(), "xdotool key: {st}");
+    };
+    press();
+    wait_shown(false, 10, "the shortcut pressed once");
+    press();
+    wait_shown(true, 10, "the shortcut pressed again");
+
+    // A second start, the popover hidden: it shows the first one's popover and leaves.
+    press();
+    wait_shown(false, 10, "hidden before the second start");
+    let started = Instant::now();
+    let second = Command::new(&app)
+        .env("HEADROOM_HOME", home.path())
+        .env("HOME", &user)
+        .env("HEADROOM_BIN", env_path("HEADROOM_E2E_WORKER"))
+        .output()
+        .expect("start the app a second time");
+    assert!(
+        second.status.success(),
+        "the second start failed: {}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the second start took {:?} to leave",
+        started.elapsed()
+    );
+    wait_shown(true, 10, "after the second start");
+
+    // The keyboard alone: Tab from the largest-batch field to Run sweep, Enter, then Escape.
+    // (ViT-tiny on the CPU: slow enough a sweep to be cancelled while it runs.)
+    s.click(&s.wait(r#"[data-testid="tab-sweep"]"#, 5));
+    s.click(&s.wait(r#"[data-testid="sweep-workload"] option[value="vit-tiny"]"#, 5));
+    s.click(&s.wait(r#"[data-testid="sweep-device"] option[value="cpu"]"#, 5));
+    s.type_into(&s.wait(r#"[data-testid="sweep-max-batch"]"#, 5), "512");
+    let mut walked = vec![s.focused().unwrap_or_default()];
+    while s.focused().as_deref() != Some("run-sweep") {
+        assert!(walked.len() < 12, "Tab never reached Run sweep: {walked:?}");
+        s.keys(&[TAB]);
+        walked.push(s.focused().unwrap_or_default());
+    }
+    s.keys(&[ENTER]);
+    let until = Instant::now() + Duration::from_secs(120);
+    while s
+        .find_all(r#"[data-testid="sweep-status"][data-state="running"]"#)
+        .is_empty()
+        || s.find_all(r#"[data-testid="sweep-point"]"#).is_empty()
+    {
+        assert!(Instant::now() < until, "Enter on Run sweep started nothing within 120 s");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    s.keys(&[ESCAPE]);
+    s.wait_state("sweep-status", "interrupted", 30);
+    let why = s.text(&s.wait(r#"[data-testid="sweep-recommendation"]:not([hidden])"#, 5));
+    assert!(why.starts_with("cancelled from the app after "), "{why}");
+    eprintln!("keyboard walk: {walked:?}");
+    s.screenshot(&out.join("keyboard_cancel.png"));
+    s.close();
+    drop(driver);
+}
+
+/// Every tab in the real window, light and then dark (`GTK_THEME=Adwaita:dark`, which WebKitGTK
+/// turns into `prefers-color-scheme: dark`): the page sees the appearance, and each tab is
+/// captured to be looked at (`target/e2e/theme_{light,dark}_{tab}.png`).
+#[test]
+#[ignore = "needs Xvfb, tauri-driver and WebKitWebDriver: run scripts/e2e.sh"]
+fn every_tab_light_and_dark_in_the_real_window() {
+    let app = env_path("HEADROOM_E2E_APP");
+    let out = env_path("HEADROOM_E2E_OUT");
+    std::fs::create_dir_all(&out).expect("output dir");
+    let home = tempfile::tempdir().expect("temp HEADROOM_HOME");
+    for (theme, env) in [("light", None), ("dark", Some(Path::new("Adwaita:dark")))] {
+        let extra: Vec<(&str, &Path)> = env.map(|v| ("GTK_THEME", v)).into_iter().collect();
+        let driver = start_driver_with(home.path(), &extra);
+        let s = Session::new(&driver, &app);
+        s.wait(r#"[data-testid="verdict-headline"]"#, 60);
+        let dark = request(
+            "POST",
+            &format!("{}/execute/sync", s.base),
+            Some(&json!({
+                "script": "return window.matchMedia('(prefers-color-scheme: dark)').matches;",
+                "args": []
+            })),
+        )["value"]
+            .as_bool();
+        assert_eq!(dark, Some(theme == "dark"), "the page's appearance under {theme}");
+        for tab in [
+            "overview", "readiness", "sweep", "memory", "runs", "remote", "settings", "about",
+        ] {
+            s.click(&s.wait(&format!(r#"[data-testid="tab-{tab}"]"#), 10));
+            s.wait(&format!(r#"[data-testid="tab-{tab}"].active"#), 10);
+            std::thread::sleep(Duration::from_millis(400));
+            s.screenshot(&out.join(format!("theme_{theme}_{tab}.png")));
+        }
+        s.close();
+        drop(driver);
+    }
 }

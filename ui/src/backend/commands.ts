@@ -79,4 +79,6 @@ export const commands = {
   settings: (): Promise<Array<Setting>> => invoke<Array<Setting>>("settings"),
   /** `settings::set_setting` */
   setSetting: (key: string, value: string): Promise<Array<Setting>> => invoke<Array<Setting>>("set_setting", { key, value }),
+  /** `desktop::pick_folder` */
+  pickFolder: (start: string | null): Promise<string | null> => invoke<string | null>("pick_folder", { start }),
 };

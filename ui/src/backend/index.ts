@@ -75,10 +75,13 @@ export interface Backend {
   closeVnc(): Promise<boolean>;
   /** The app's version and commit, and the `headroom` it runs (its version and libtorch). */
   about(): Promise<About>;
-  /** The configuration's settable keys ([epochs], [contention], [decide]) with their defaults. */
+  /** The configuration's settable keys ([app], [epochs], [contention], [decide]) with their
+   * defaults and what the app made of them. */
   settings(): Promise<Setting[]>;
   /** Sets one key as `headroom config set` does; the settings after it. */
   setSetting(key: string, value: string): Promise<Setting[]>;
+  /** The native folder chooser (opened at `start`); null when the user cancels. */
+  pickFolder(start: string | null): Promise<string | null>;
   /** The user's projects (folder, Python, command with {batch}/{device}). */
   listProjects(): Promise<Project[]>;
   addProject(project: Project, replace: boolean): Promise<Project>;

@@ -748,7 +748,12 @@ key: string,
 /**
  * Its value now (lists comma-separated), as it would be typed back.
  */
-value: string, default: string, };
+value: string, default: string, 
+/**
+ * What the app made of it, where that is more than the value (the login entry's place, a
+ * shortcut another app holds).
+ */
+note: string | null, };
 
 export const DTYPES: readonly Dtype[] = ["f32", "f16", "bf16"];
 

@@ -57,6 +57,8 @@ export function mockBackend(opts: {
   comparison?: Comparison;
   about?: About;
   settings?: Setting[];
+  /** What the folder chooser answers (null: the user cancelled). */
+  pickedFolder?: string | null;
   projects?: Project[];
   /** How each migration step goes when run: passed, or failed with this detail and fix. */
   steps?: Partial<Record<Step, (password: string | null) => { passed: boolean; detail: string; fix?: string }>>;
@@ -291,6 +293,10 @@ export function mockBackend(opts: {
       }
       s.value = value;
       return settings;
+    },
+    async pickFolder(start) {
+      m.calls.push(`pickFolder ${start ?? ""}`);
+      return opts.pickedFolder ?? null;
     },
     async about() {
       m.calls.push("about");

@@ -46,6 +46,7 @@ export function tauriBackend(): Backend {
     about: () => commands.about(),
     settings: () => commands.settings(),
     setSetting: (key, value) => commands.setSetting(key, value),
+    pickFolder: (start) => commands.pickFolder(start),
     listProjects: () => commands.listProjects(),
     addProject: (project, replace) => commands.addProject(project, replace),
     selectProject: (name) => commands.selectProject(name),

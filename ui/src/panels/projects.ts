@@ -101,9 +101,12 @@ export function projectBar(
   python.dataset.testid = "project-python-pick";
   const otherPython = input("project-python", "/Users/you/code/project/.venv/bin/python");
   const command = input("project-command", "python train.py --batch-size {batch} --device {device}");
+  const choose = button("choose-project-dir", "Choose…", "pick the folder in the system's folder chooser");
+  const dirRow = el("div", "input-with-button");
+  dirRow.append(dir, choose);
   const save = button("add-project", "Add project", "check the folder, the Python and the command, and save it in Headroom's config");
   const grid = el("div", "form-grid");
-  grid.append(field("Name", name), field("Folder", dir), field("Python", python), field("Other Python", otherPython), field("Command", command));
+  grid.append(field("Name", name), field("Folder", dirRow), field("Python", python), field("Other Python", otherPython), field("Command", command));
   add.append(el("summary", undefined, "Add a project…"), grid, save);
 
   const pickRow = el("div", "buttons");
@@ -173,6 +176,21 @@ export function projectBar(
   picker.addEventListener("change", () => {
     say(describe(picker.value), "");
     void backend.selectProject(picker.value || null).catch((e) => say(asAppError(e).message, "error"));
+  });
+  choose.addEventListener("click", () => {
+    choose.disabled = true;
+    backend
+      .pickFolder(dir.value.trim() || null)
+      .then((picked) => {
+        if (picked === null) return;
+        dir.value = picked;
+        // A fresh form names the project after its folder.
+        if (name.value.trim() === "") name.value = picked.split("/").filter(Boolean).pop() ?? "";
+      })
+      .catch((e) => say(`cannot open the folder chooser: ${asAppError(e).message}; type the folder instead`, "error"))
+      .finally(() => {
+        choose.disabled = false;
+      });
   });
   save.addEventListener("click", () => {
     const chosen = python.value === OTHER || python.value === "" ? otherPython.value.trim() : python.value;

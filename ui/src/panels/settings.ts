@@ -1,17 +1,19 @@
-// The Settings panel: the keys of the configuration file the CLI reads ([epochs], [contention],
-// [decide]), grouped by section, each with its default; a change is saved as `headroom config
-// set` saves it (checked, the rest of the file kept) and a refused value says why.
+// The Settings panel: the keys of the configuration file the CLI reads ([app], [epochs],
+// [contention], [decide]), grouped by section, each with its default; a change is saved as
+// `headroom config set` saves it (checked, the rest of the file kept) and a refused value says
+// why. The app's own keys (open at login, the shortcut) take effect at once and say how.
 import type { Backend, Setting } from "../backend";
 import { asAppError } from "../backend";
 import { el } from "../format";
 
 const SECTIONS: Record<string, string> = {
+  app: "This app",
   decide: "Decision thresholds",
   contention: "Memory contention",
   epochs: "Memory over epochs",
 };
 
-/** The settings by section, in the panel's order (decide, contention, epochs). */
+/** The settings by section, in the panel's order (app, decide, contention, epochs). */
 export function bySection(settings: Setting[]): [string, Setting[]][] {
   return Object.keys(SECTIONS).map((s) => [s, settings.filter((x) => x.key.startsWith(`${s}.`))]);
 }
@@ -40,16 +42,26 @@ export function settingsPanel(backend: Backend): { root: HTMLElement; load(): Pr
       const table = el("table", "facts");
       for (const s of rows) {
         const name = s.key.slice(section.length + 1);
+        // A yes/no key is a checkbox, saved when it is ticked or unticked.
+        const boolean = s.default === "true" || s.default === "false";
         const input = el("input");
-        input.value = s.value;
+        if (boolean) {
+          input.type = "checkbox";
+          input.checked = s.value === "true";
+        } else {
+          input.value = s.value;
+        }
         input.dataset.testid = `setting-${s.key}`;
         input.title = `default: ${s.default}`;
         input.setAttribute("aria-label", s.key);
+        const current = (): string => (boolean ? String(input.checked) : input.value);
         let saving: string | null = null;
         const save = async (): Promise<void> => {
-          const value = input.value;
+          const value = current();
           // An emptied field is mid-edit, and Enter then leaving the field is one save, not two.
-          if (value === s.value || value.trim() === "" || value === saving) return;
+          // The shortcut may be emptied on purpose: it means none.
+          const clearable = s.key === "app.shortcut";
+          if (value === s.value || (value.trim() === "" && !clearable) || value === saving) return;
           saving = value;
           const mine = ++newest;
           try {
@@ -62,6 +74,7 @@ export function settingsPanel(backend: Backend): { root: HTMLElement; load(): Pr
             if (mine !== newest) return;
             status.textContent = asAppError(e).message;
             status.dataset.state = "error";
+            if (boolean) input.checked = s.value === "true";
             input.focus();
           } finally {
             saving = null;
@@ -69,13 +82,18 @@ export function settingsPanel(backend: Backend): { root: HTMLElement; load(): Pr
         };
         input.addEventListener("change", () => void save());
         input.addEventListener("keydown", (ev) => {
-          if (ev.key === "Enter") void save();
-          if (ev.key === "Escape") input.value = s.value;
+          if (ev.key === "Enter" && !boolean) void save();
+          if (ev.key === "Escape" && !boolean) input.value = s.value;
         });
         const th = el("th", undefined, name.replace(/_/g, " "));
         const td = el("td");
         td.append(input);
         if (s.value !== s.default) td.append(el("div", "observe", `default ${s.default}`));
+        if (s.note) {
+          const note = el("div", "setting-note", s.note);
+          note.dataset.testid = `setting-note-${s.key}`;
+          td.append(note);
+        }
         const tr = el("tr");
         tr.append(th, td);
         table.append(tr);

@@ -263,10 +263,20 @@ export function sweepPanel(
       status.dataset.state = "error";
       return;
     }
+    // Started from the keyboard on Run sweep: the focus moves on to Cancel, not to the body.
+    const fromRun = document.activeElement === run;
     run.disabled = true;
+    let focused = false;
+    const showAndFocus = (snap: SweepSnapshot): void => {
+      show(snap);
+      if (fromRun && !focused && snap.running) {
+        focused = true;
+        cancel.focus();
+      }
+    };
     backend
-      .startSweep(read.form, show)
-      .then(show)
+      .startSweep(read.form, showAndFocus)
+      .then(showAndFocus)
       .catch((e) => {
         const err = asAppError(e);
         status.textContent = `cannot start: ${err.message}`;
@@ -281,9 +291,13 @@ export function sweepPanel(
     cancel.disabled = true;
     void backend.cancelSweep();
   });
-  // The keyboard: Enter in a field starts (the form's submit), Escape cancels what runs.
-  root.addEventListener("keydown", (ev) => {
-    if (ev.key !== "Escape") return;
+  // The keyboard: Enter in a field starts (the form's submit), Escape cancels what runs. The
+  // key is heard on the document while this panel shows: Run sweep, disabled once the sweep
+  // starts, drops the focus to the page's body, where a keydown never reaches the panel.
+  document.addEventListener("keydown", (ev) => {
+    if (ev.key !== "Escape" || root.hidden || !root.isConnected) return;
+    const t = ev.target;
+    if (t instanceof Node && t !== document.body && !root.contains(t)) return;
     const running = [cancel, stop].find((b) => !b.disabled && !b.hidden);
     if (running) {
       ev.preventDefault();

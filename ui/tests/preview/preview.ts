@@ -33,10 +33,12 @@ const backend = mockBackend({
   overview: { project: null, decision: d.decision, contention: d.contention, taken_at: "2026-11-30T14:42:07Z", problem: null, interval_s: 5 },
   snapshot: sweep,
   settings: [
-    { key: "decide.amp_gain", value: "0.15", default: "0.1" },
-    { key: "decide.data_share", value: "0.5", default: "0.5" },
-    { key: "contention.interval_s", value: "5", default: "5" },
-    { key: "epochs.leak_growth", value: "0.26", default: "0.26" },
+    { key: "app.open_at_login", value: "true", default: "false", note: "starts at login: /home/you/.config/autostart/Headroom.desktop" },
+    { key: "app.shortcut", value: "CmdOrCtrl+Shift+H", default: "CmdOrCtrl+Shift+H", note: "CmdOrCtrl+Shift+H opens and closes the popover from any app" },
+    { key: "decide.amp_gain", value: "0.15", default: "0.1", note: null },
+    { key: "decide.data_share", value: "0.5", default: "0.5", note: null },
+    { key: "contention.interval_s", value: "5", default: "5", note: null },
+    { key: "epochs.leak_growth", value: "0.26", default: "0.26", note: null },
   ],
 });
 const app = mount(document.getElementById("app")!, backend);
