@@ -68,7 +68,11 @@ pub fn plugins(builder: tauri::Builder<tauri::Wry>) -> tauri::Builder<tauri::Wry
     builder
         .plugin(single.build())
         .plugin(tauri_plugin_positioner::init())
-        .plugin(tauri_plugin_autostart::Builder::new().app_name("Headroom").build())
+        .plugin(
+            tauri_plugin_autostart::Builder::new()
+                .app_name("Headroom")
+                .build(),
+        )
         .plugin(tauri_plugin_dialog::init())
         .plugin(
             tauri_plugin_global_shortcut::Builder::new()
@@ -113,7 +117,11 @@ pub fn apply<R: Runtime>(app: &AppHandle<R>, wanted: &AppConfig) {
     let note = match (login, launcher.is_enabled()) {
         (Err(e), _) => format!(
             "could not {} the login entry: {e}; check that your home folder is writable",
-            if wanted.open_at_login { "make" } else { "remove" }
+            if wanted.open_at_login {
+                "make"
+            } else {
+                "remove"
+            }
         ),
         (Ok(()), Ok(true)) => login_entry_words(true),
         (Ok(()), _) => login_entry_words(false),
@@ -181,7 +189,14 @@ pub async fn pick_folder(
     use tauri_plugin_dialog::DialogExt;
     let (tx, rx) = std::sync::mpsc::channel();
     let mut dialog = app.dialog().file().set_title("Choose the project's folder");
-    if let Some(dir) = start.filter(|d| std::path::Path::new(d).is_dir()) {
+    // At the folder typed so far, else the home folder (GTK's chooser would open on "Recent",
+    // where a folder cannot be chosen).
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let at = start
+        .map(std::path::PathBuf::from)
+        .filter(|d| d.is_dir())
+        .or(home.filter(|h| h.is_dir()));
+    if let Some(dir) = at {
         dialog = dialog.set_directory(dir);
     }
     if let Some(w) = app.get_webview_window(crate::POPOVER) {
@@ -203,16 +218,29 @@ pub async fn pick_folder(
 mod tests {
     #[test]
     fn one_instance_per_headroom_folder_under_a_valid_dbus_name() {
-        let a = super::instance_id("dev.headroom.menubar", std::path::Path::new("/home/a/.headroom"));
+        let a = super::instance_id(
+            "dev.headroom.menubar",
+            std::path::Path::new("/home/a/.headroom"),
+        );
         let b = super::instance_id("dev.headroom.menubar", std::path::Path::new("/tmp/x"));
         assert_ne!(a, b);
         assert_eq!(
             a,
-            super::instance_id("dev.headroom.menubar", std::path::Path::new("/home/a/.headroom"))
+            super::instance_id(
+                "dev.headroom.menubar",
+                std::path::Path::new("/home/a/.headroom")
+            )
         );
         for part in a.split('.') {
-            assert!(!part.is_empty() && !part.starts_with(|c: char| c.is_ascii_digit()), "{a}");
-            assert!(part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'), "{a}");
+            assert!(
+                !part.is_empty() && !part.starts_with(|c: char| c.is_ascii_digit()),
+                "{a}"
+            );
+            assert!(
+                part.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+                "{a}"
+            );
         }
         assert!(a.len() < 255, "{a}");
     }

@@ -192,6 +192,18 @@ impl Session {
             .map(ToOwned::to_owned)
     }
 
+    /// A property of the element now (an input's `value`).
+    fn prop(&self, e: &str, name: &str) -> String {
+        request(
+            "GET",
+            &format!("{}/element/{e}/property/{name}", self.base),
+            None,
+        )["value"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
     fn click(&self, e: &str) {
         request(
             "POST",
@@ -1374,12 +1386,17 @@ fn login_entry_shortcut_second_start_and_keyboard_in_the_real_window() {
     s.click(&s.wait(r#"[data-testid="setting-app.open_at_login"]"#, 5));
     let until = Instant::now() + Duration::from_secs(10);
     while !entry.exists() {
-        assert!(Instant::now() < until, "no {} after ticking", entry.display());
+        assert!(
+            Instant::now() < until,
+            "no {} after ticking",
+            entry.display()
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     let desktop = std::fs::read_to_string(&entry).expect("the autostart entry");
     assert!(
-        desktop.contains(&format!("Exec={}", app.display())) || desktop.contains(&app.display().to_string()),
+        desktop.contains(&format!("Exec={}", app.display()))
+            || desktop.contains(&app.display().to_string()),
         "the entry starts another program: {desktop}"
     );
     let note = s.text(&s.wait(r#"[data-testid="setting-note-app.open_at_login"]"#, 10));
@@ -1390,7 +1407,11 @@ fn login_entry_shortcut_second_start_and_keyboard_in_the_real_window() {
     s.click(&s.wait(r#"[data-testid="setting-app.open_at_login"]"#, 5));
     let until = Instant::now() + Duration::from_secs(10);
     while entry.exists() {
-        assert!(Instant::now() < until, "{} left after unticking", entry.display());
+        assert!(
+            Instant::now() < until,
+            "{} left after unticking",
+            entry.display()
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 
@@ -1430,10 +1451,75 @@ fn login_entry_shortcut_second_start_and_keyboard_in_the_real_window() {
     );
     wait_shown(true, 10, "after the second start");
 
+    // The native folder chooser fills the project's folder (and a fresh form's name): the GTK
+    // dialog is driven on the X server as a person would, the path typed in its location bar.
+    let project = user.join("code").join("cifar-resnet");
+    std::fs::create_dir_all(&project).expect("a project folder");
+    s.click(&s.wait(r#"[data-testid="add-project-form"] summary"#, 5));
+    s.click(&s.wait(r#"[data-testid="choose-project-dir"]"#, 5));
+    let until = Instant::now() + Duration::from_secs(20);
+    let dialog = loop {
+        let found = Command::new("xdotool")
+            .args([
+                "search",
+                "--onlyvisible",
+                "--name",
+                "^Choose the project's folder$",
+            ])
+            .output()
+            .expect("xdotool search");
+        let id = String::from_utf8_lossy(&found.stdout)
+            .lines()
+            .next()
+            .map(str::to_owned);
+        if let Some(id) = id {
+            break id;
+        }
+        assert!(Instant::now() < until, "no folder chooser within 20 s");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let xdo = |args: &[&str]| {
+        let st = Command::new("xdotool")
+            .args(args)
+            .status()
+            .expect("xdotool");
+        assert!(st.success(), "xdotool {args:?}: {st}");
+    };
+    // No window manager under Xvfb: the dialog is given the keyboard directly.
+    xdo(&["windowfocus", "--sync", &dialog]);
+    xdo(&["key", "--window", &dialog, "ctrl+l"]);
+    std::thread::sleep(Duration::from_millis(300));
+    xdo(&["type", "--delay", "20", &project.display().to_string()]);
+    std::thread::sleep(Duration::from_millis(300));
+    xdo(&["key", "Return"]);
+    let dir_field = s.wait(r#"[data-testid="project-dir"]"#, 5);
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let v = s.prop(&dir_field, "value");
+        if v == project.display().to_string() {
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "the folder field reads {v:?}, not {}",
+            project.display()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        s.prop(&s.wait(r#"[data-testid="project-name"]"#, 5), "value"),
+        "cifar-resnet"
+    );
+    s.screenshot(&out.join("folder_chosen.png"));
+
     // The keyboard alone: Tab from the largest-batch field to Run sweep, Enter, then Escape.
     // (ViT-tiny on the CPU: slow enough a sweep to be cancelled while it runs.)
     s.click(&s.wait(r#"[data-testid="tab-sweep"]"#, 5));
-    s.click(&s.wait(r#"[data-testid="sweep-workload"] option[value="vit-tiny"]"#, 5));
+    s.click(&s.wait(
+        r#"[data-testid="sweep-workload"] option[value="vit-tiny"]"#,
+        5,
+    ));
     s.click(&s.wait(r#"[data-testid="sweep-device"] option[value="cpu"]"#, 5));
     s.type_into(&s.wait(r#"[data-testid="sweep-max-batch"]"#, 5), "512");
     let mut walked = vec![s.focused().unwrap_or_default()];
@@ -1449,7 +1535,10 @@ fn login_entry_shortcut_second_start_and_keyboard_in_the_real_window() {
         .is_empty()
         || s.find_all(r#"[data-testid="sweep-point"]"#).is_empty()
     {
-        assert!(Instant::now() < until, "Enter on Run sweep started nothing within 120 s");
+        assert!(
+            Instant::now() < until,
+            "Enter on Run sweep started nothing within 120 s"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     s.keys(&[ESCAPE]);
@@ -1486,9 +1575,20 @@ fn every_tab_light_and_dark_in_the_real_window() {
             })),
         )["value"]
             .as_bool();
-        assert_eq!(dark, Some(theme == "dark"), "the page's appearance under {theme}");
+        assert_eq!(
+            dark,
+            Some(theme == "dark"),
+            "the page's appearance under {theme}"
+        );
         for tab in [
-            "overview", "readiness", "sweep", "memory", "runs", "remote", "settings", "about",
+            "overview",
+            "readiness",
+            "sweep",
+            "memory",
+            "runs",
+            "remote",
+            "settings",
+            "about",
         ] {
             s.click(&s.wait(&format!(r#"[data-testid="tab-{tab}"]"#), 10));
             s.wait(&format!(r#"[data-testid="tab-{tab}"].active"#), 10);
