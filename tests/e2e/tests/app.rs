@@ -192,6 +192,16 @@ impl Session {
             .map(ToOwned::to_owned)
     }
 
+    /// What `script` (a function body) returns in the page.
+    fn script(&self, script: &str) -> Value {
+        request(
+            "POST",
+            &format!("{}/execute/sync", self.base),
+            Some(&json!({"script": script, "args": []})),
+        )["value"]
+            .clone()
+    }
+
     /// A property of the element now (an input's `value`).
     fn prop(&self, e: &str, name: &str) -> String {
         request(
@@ -1512,6 +1522,13 @@ fn login_entry_shortcut_second_start_and_keyboard_in_the_real_window() {
         "cifar-resnet"
     );
     s.screenshot(&out.join("folder_chosen.png"));
+    let wide = s.script(
+        "return [document.documentElement.scrollWidth, document.documentElement.clientWidth];",
+    );
+    assert!(
+        wide[0].as_i64() <= wide[1].as_i64(),
+        "the add form is wider than the popover: {wide}"
+    );
 
     // The keyboard alone: Tab from the largest-batch field to Run sweep, Enter, then Escape.
     // (ViT-tiny on the CPU: slow enough a sweep to be cancelled while it runs.)
@@ -1566,14 +1583,8 @@ fn every_tab_light_and_dark_in_the_real_window() {
         let driver = start_driver_with(home.path(), &extra);
         let s = Session::new(&driver, &app);
         s.wait(r#"[data-testid="verdict-headline"]"#, 60);
-        let dark = request(
-            "POST",
-            &format!("{}/execute/sync", s.base),
-            Some(&json!({
-                "script": "return window.matchMedia('(prefers-color-scheme: dark)').matches;",
-                "args": []
-            })),
-        )["value"]
+        let dark = s
+            .script("return window.matchMedia('(prefers-color-scheme: dark)').matches;")
             .as_bool();
         assert_eq!(
             dark,

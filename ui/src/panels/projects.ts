@@ -104,9 +104,11 @@ export function projectBar(
   const choose = button("choose-project-dir", "Choose…", "pick the folder in the system's folder chooser");
   const dirRow = el("div", "input-with-button");
   dirRow.append(dir, choose);
+  const folderField = field("Folder", dirRow);
+  folderField.classList.add("wide");
   const save = button("add-project", "Add project", "check the folder, the Python and the command, and save it in Headroom's config");
   const grid = el("div", "form-grid");
-  grid.append(field("Name", name), field("Folder", dirRow), field("Python", python), field("Other Python", otherPython), field("Command", command));
+  grid.append(field("Name", name), folderField, field("Python", python), field("Other Python", otherPython), field("Command", command));
   add.append(el("summary", undefined, "Add a project…"), grid, save);
 
   const pickRow = el("div", "buttons");
