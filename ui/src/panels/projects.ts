@@ -126,6 +126,11 @@ export function projectBar(
   };
   function enable(): void {
     const none = projects.length === 0;
+    // Without a project only the add form and its one line show: the tabs and the decision
+    // stay above the fold for someone who has not added one.
+    pickRow.hidden = none;
+    jobRow.hidden = none;
+    options.hidden = none;
     sweep.disabled = none || sweeping;
     compare.disabled = none || sweeping;
     watch.disabled = none || watching;
