@@ -2,11 +2,14 @@
 # Idle footprint of headroom-app with the popover closed: starts it under Xvfb (no tray host,
 # window hidden), lets it settle, then samples for a minute the CPU time and resident memory of
 # the app and of the WebKit processes it started (its process tree). Prints CPU % of one core and
-# RSS. Usage: bash bench/app_idle.sh [seconds]  (after scripts/bootstrap.sh)
+# RSS. Usage: bash bench/app_idle.sh [seconds]  (after scripts/bootstrap.sh); IDLE_CONFIG='TOML'
+# starts it with that config.toml (e.g. IDLE_CONFIG='[app]
+# shortcut = ""' for no global shortcut).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-60}
 export HEADROOM_HOME="$(mktemp -d)"
+if [ -n "${IDLE_CONFIG:-}" ]; then printf '%s\n' "$IDLE_CONFIG" > "$HEADROOM_HOME/config.toml"; fi
 BIN="${CARGO_TARGET_DIR:-$PWD/target}/release"
 export HEADROOM_BIN="$BIN/headroom"
 tick=$(getconf CLK_TCK)

@@ -24,6 +24,8 @@ use crate::state::lock;
 pub struct DesktopState {
     /// The shortcut registered now, as written in the configuration.
     shortcut: Mutex<Option<String>>,
+    /// Whether the global-shortcut plugin has been added (see [`shortcut_plugin`]).
+    shortcut_plugin: std::sync::atomic::AtomicBool,
     notes: Mutex<Vec<(String, String)>>,
 }
 
@@ -74,15 +76,32 @@ pub fn plugins(builder: tauri::Builder<tauri::Wry>) -> tauri::Builder<tauri::Wry
                 .build(),
         )
         .plugin(tauri_plugin_dialog::init())
-        .plugin(
-            tauri_plugin_global_shortcut::Builder::new()
-                .with_handler(|app, _shortcut, event| {
-                    if event.state() == ShortcutState::Pressed {
-                        toggle_popover(app);
-                    }
-                })
-                .build(),
-        )
+}
+
+/// The global-shortcut plugin, added the first time a shortcut is wanted: on X11 it polls the
+/// X connection every 50 ms from its own thread (measured: about 0.1–0.3 % of a core at idle,
+/// bench/README.md), a cost a user who sets no shortcut (`app.shortcut = ""`) does not pay.
+fn shortcut_plugin<R: Runtime>(app: &AppHandle<R>, state: &DesktopState) -> Result<(), String> {
+    if state
+        .shortcut_plugin
+        .load(std::sync::atomic::Ordering::SeqCst)
+    {
+        return Ok(());
+    }
+    app.plugin(
+        tauri_plugin_global_shortcut::Builder::new()
+            .with_handler(|app, _shortcut, event| {
+                if event.state() == ShortcutState::Pressed {
+                    toggle_popover(app);
+                }
+            })
+            .build(),
+    )
+    .map_err(|e| e.to_string())?;
+    state
+        .shortcut_plugin
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    Ok(())
 }
 
 /// Shows the popover, or hides it when it is showing (the tray icon's click and the shortcut).
@@ -128,19 +147,20 @@ pub fn apply<R: Runtime>(app: &AppHandle<R>, wanted: &AppConfig) {
     };
     state.set_note("app.open_at_login", note);
 
-    let shortcuts = app.global_shortcut();
     let mut now = lock(&state.shortcut);
     let want = wanted.shortcut.trim().to_owned();
     if now.as_deref() == Some(want.as_str()) {
         return;
     }
     if let Some(old) = now.take() {
-        let _ = shortcuts.unregister(old.as_str());
+        let _ = app.global_shortcut().unregister(old.as_str());
     }
     let note = if want.is_empty() {
         "no shortcut: open the popover from the tray icon".to_owned()
+    } else if let Err(e) = shortcut_plugin(app, &state) {
+        format!("{want} could not be registered: the shortcut service did not start ({e})")
     } else {
-        match shortcuts.register(want.as_str()) {
+        match app.global_shortcut().register(want.as_str()) {
             Ok(()) => {
                 *now = Some(want.clone());
                 format!("{want} opens and closes the popover from any app")

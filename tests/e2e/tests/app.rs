@@ -1461,6 +1461,39 @@ fn login_entry_shortcut_second_start_and_keyboard_in_the_real_window() {
     );
     wait_shown(true, 10, "after the second start");
 
+    // Another shortcut, set in Settings, takes effect at once and the old one lets go.
+    s.click(&s.wait(r#"[data-testid="tab-settings"]"#, 5));
+    let field = s.wait(r#"[data-testid="setting-app.shortcut"]"#, 5);
+    s.type_into(&field, "Ctrl+Alt+K");
+    s.keys(&[ENTER]);
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let note = s
+            .read(r#"[data-testid="setting-note-app.shortcut"]"#, "class")
+            .0;
+        if note.starts_with("Ctrl+Alt+K opens and closes") {
+            break;
+        }
+        assert!(Instant::now() < until, "the new shortcut's note: {note}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let key = |combo: &str| {
+        let st = Command::new("xdotool")
+            .args(["key", "--clearmodifiers", combo])
+            .status()
+            .expect("xdotool key");
+        assert!(st.success(), "xdotool key {combo}: {st}");
+    };
+    key("ctrl+alt+k");
+    wait_shown(false, 10, "the new shortcut");
+    key("ctrl+shift+h");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(!popover_shown(), "the old shortcut still opens the popover");
+    key("ctrl+alt+k");
+    wait_shown(true, 10, "the new shortcut again");
+    let config = std::fs::read_to_string(home.path().join("config.toml")).expect("config.toml");
+    assert!(config.contains(r#"shortcut = "Ctrl+Alt+K""#), "{config}");
+
     // The native folder chooser fills the project's folder (and a fresh form's name): the GTK
     // dialog is driven on the X server as a person would, the path typed in its location bar.
     let project = user.join("code").join("cifar-resnet");

@@ -56,12 +56,12 @@ export function settingsPanel(backend: Backend): { root: HTMLElement; load(): Pr
         input.setAttribute("aria-label", s.key);
         const current = (): string => (boolean ? String(input.checked) : input.value);
         let saving: string | null = null;
-        const save = async (): Promise<void> => {
+        const save = async (enter = false): Promise<void> => {
           const value = current();
           // An emptied field is mid-edit, and Enter then leaving the field is one save, not two.
-          // The shortcut may be emptied on purpose: it means none.
-          const clearable = s.key === "app.shortcut";
-          if (value === s.value || (value.trim() === "" && !clearable) || value === saving) return;
+          // The shortcut may be emptied on purpose, with Enter: it means none.
+          const cleared = s.key === "app.shortcut" && enter;
+          if (value === s.value || (value.trim() === "" && !cleared) || value === saving) return;
           saving = value;
           const mine = ++newest;
           try {
@@ -82,7 +82,7 @@ export function settingsPanel(backend: Backend): { root: HTMLElement; load(): Pr
         };
         input.addEventListener("change", () => void save());
         input.addEventListener("keydown", (ev) => {
-          if (ev.key === "Enter" && !boolean) void save();
+          if (ev.key === "Enter" && !boolean) void save(true);
           if (ev.key === "Escape" && !boolean) input.value = s.value;
         });
         const th = el("th", undefined, name.replace(/_/g, " "));
