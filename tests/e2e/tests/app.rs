@@ -1463,6 +1463,8 @@ fn login_entry_shortcut_second_start_and_keyboard_in_the_real_window() {
 
     // Another shortcut, set in Settings, takes effect at once and the old one lets go.
     s.click(&s.wait(r#"[data-testid="tab-settings"]"#, 5));
+    // The tab reloads the settings and draws them afresh: wait for that before typing.
+    std::thread::sleep(Duration::from_millis(1000));
     let field = s.wait(r#"[data-testid="setting-app.shortcut"]"#, 5);
     s.type_into(&field, "Ctrl+Alt+K");
     s.keys(&[ENTER]);
@@ -1558,10 +1560,14 @@ fn login_entry_shortcut_second_start_and_keyboard_in_the_real_window() {
     let wide = s.script(
         "return [document.documentElement.scrollWidth, document.documentElement.clientWidth];",
     );
-    assert!(
-        wide[0].as_i64() <= wide[1].as_i64(),
-        "the add form is wider than the popover: {wide}"
-    );
+    if wide[0].as_i64() > wide[1].as_i64() {
+        let over = s.script(
+            "const w = document.documentElement.clientWidth; return [...document.querySelectorAll('body *')]\
+             .filter((e) => e.getBoundingClientRect().right > w + 1 || e.scrollWidth > e.clientWidth + 1)\
+             .slice(0, 8).map((e) => `${e.tagName}.${e.className}[${e.dataset.testid ?? ''}] ${Math.round(e.getBoundingClientRect().right)} ${e.scrollWidth}/${e.clientWidth}`);",
+        );
+        panic!("the popover is wider than its window: {wide}; past its edge: {over}");
+    }
 
     // The keyboard alone: Tab from the largest-batch field to Run sweep, Enter, then Escape.
     // (ViT-tiny on the CPU: slow enough a sweep to be cancelled while it runs.)
