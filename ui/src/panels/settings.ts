@@ -34,7 +34,13 @@ export function settingsPanel(backend: Backend): { root: HTMLElement; load(): Pr
   // Only the newest save speaks: an older one that ends later does not overwrite its word.
   let newest = 0;
 
+  // What is drawn now: opening the tab again redraws nothing when nothing changed, so a field
+  // being typed in (or found by a test) is not swapped for a copy under the cursor.
+  let drawn = "";
   function render(settings: Setting[]): void {
+    const text = JSON.stringify(settings);
+    if (text === drawn) return;
+    drawn = text;
     body.replaceChildren();
     for (const [section, rows] of bySection(settings)) {
       if (rows.length === 0) continue;
@@ -74,6 +80,8 @@ export function settingsPanel(backend: Backend): { root: HTMLElement; load(): Pr
             if (mine !== newest) return;
             status.textContent = asAppError(e).message;
             status.dataset.state = "error";
+            // The refused value stays for the user to correct; the next opening draws afresh.
+            drawn = "";
             if (boolean) input.checked = s.value === "true";
             input.focus();
           } finally {
