@@ -50,6 +50,77 @@ export function svgDataUrl(svg: string, dark: boolean = prefersDark()): string {
   return `data:image/svg+xml;charset=utf-8,${encodeURIComponent(themed)}`;
 }
 
+/** One point of a chart a hover can find: where it is drawn (the SVG's pixels) and what it says. */
+export interface HoverTarget {
+  x: number;
+  y: number;
+  label: string;
+}
+
+/** The hover targets the core writes into a chart (invisible circles with `data-label`), and the
+ * SVG's own size they are placed in. */
+export function hoverTargets(svg: string): { width: number; height: number; targets: HoverTarget[] } {
+  const size = /<svg\b[^>]*?\swidth="(\d+)"[^>]*?\sheight="(\d+)"/.exec(svg);
+  const unescape = (t: string) =>
+    t.replace(/&quot;/g, '"').replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+  const targets = [...svg.matchAll(/<circle cx="(-?\d+)" cy="(-?\d+)" r="10" data-label="([^"]*)"\/>/g)].map((m) => ({
+    x: Number(m[1]),
+    y: Number(m[2]),
+    label: unescape(m[3]),
+  }));
+  return { width: size ? Number(size[1]) : 0, height: size ? Number(size[2]) : 0, targets };
+}
+
+/** The target nearest (sx, sy) in the SVG's pixels, if one is within `radius`. */
+export function nearestTarget(targets: HoverTarget[], sx: number, sy: number, radius = 16): HoverTarget | null {
+  let best: HoverTarget | null = null;
+  let bestD = radius * radius;
+  for (const t of targets) {
+    const d = (t.x - sx) ** 2 + (t.y - sy) ** 2;
+    if (d <= bestD) {
+      best = t;
+      bestD = d;
+    }
+  }
+  return best;
+}
+
+/** Hover on a chart picture: the point under the pointer (batch, samples/s, step time, peak)
+ * in a tip beside it. `update` takes each redrawn SVG; the tip goes with the pointer. */
+export function chartHover(img: HTMLImageElement, testid: string): { tip: HTMLElement; update(svg: string): void } {
+  const tip = el("div", "chart-tip");
+  tip.dataset.testid = testid;
+  tip.hidden = true;
+  let chart = hoverTargets("");
+  img.addEventListener("mousemove", (ev) => {
+    const r = img.getBoundingClientRect();
+    if (!chart.width || r.width === 0 || r.height === 0) return;
+    const sx = ((ev.clientX - r.left) * chart.width) / r.width;
+    const sy = ((ev.clientY - r.top) * chart.height) / r.height;
+    // The radius in the SVG's pixels: about 12 screen pixels whatever the scale.
+    const hit = nearestTarget(chart.targets, sx, sy, (12 * chart.width) / r.width);
+    if (!hit) {
+      tip.hidden = true;
+      return;
+    }
+    tip.textContent = hit.label;
+    tip.hidden = false;
+    const w = window.innerWidth || 400;
+    const left = ev.clientX + 12 + tip.offsetWidth > w ? Math.max(4, ev.clientX - 12 - tip.offsetWidth) : ev.clientX + 12;
+    tip.style.left = `${left}px`;
+    tip.style.top = `${ev.clientY + 14}px`;
+  });
+  img.addEventListener("mouseleave", () => {
+    tip.hidden = true;
+  });
+  return {
+    tip,
+    update(svg: string) {
+      chart = hoverTargets(svg);
+    },
+  };
+}
+
 /** Creates an element with a class and text. */
 export function el<K extends keyof HTMLElementTagNameMap>(
   tag: K,

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 
-import { darkChart, formatBytes, formatMs, formatRate, svgDataUrl } from "../src/format";
+import { chartHover, darkChart, formatBytes, formatMs, formatRate, hoverTargets, nearestTarget, svgDataUrl } from "../src/format";
 
 describe("format", () => {
   it("bytes in binary units", () => {
@@ -40,5 +40,39 @@ describe("format", () => {
     expect(light).toBe(svg);
     const themed = decodeURIComponent(svgDataUrl(svg, true).split(",")[1]);
     expect(themed).toBe(dark);
+  });
+
+  it("reads the hover targets the core writes into a real chart, and finds the point under the pointer", () => {
+    const svg = readFileSync(resolve(process.cwd(), "tests", "chart-hover.svg"), "utf8");
+    const h = hoverTargets(svg);
+    expect([h.width, h.height]).toEqual([360, 420]);
+    expect(h.targets).toHaveLength(7);
+    const b4 = h.targets.find((t) => t.label.startsWith("batch 4 "))!;
+    expect(b4.label).toBe("batch 4 · 3.0k samples/s · 1.3 ms/step · peak 1.2 GiB");
+    expect(nearestTarget(h.targets, b4.x + 5, b4.y - 5)).toBe(b4);
+    expect(nearestTarget(h.targets, b4.x + 40, b4.y + 40)).toBeNull();
+    expect(h.targets.some((t) => t.label === "batch 32 · oom · needs about 9.0 GiB")).toBe(true);
+    // Dark recolouring keeps them.
+    expect(hoverTargets(darkChart(svg)).targets).toEqual(h.targets);
+  });
+
+  it("shows the point's figures beside the pointer on a chart drawn at half its size, and hides off it", () => {
+    const svg = readFileSync(resolve(process.cwd(), "tests", "chart-hover.svg"), "utf8");
+    const img = document.createElement("img");
+    document.body.append(img);
+    // Drawn at 180 × 210 from (10, 20): half the SVG's 360 × 420.
+    img.getBoundingClientRect = () => ({ left: 10, top: 20, width: 180, height: 210, right: 190, bottom: 230, x: 10, y: 20, toJSON: () => ({}) });
+    const hover = chartHover(img, "tip");
+    hover.update(svg);
+    const b16 = hoverTargets(svg).targets.find((t) => t.label.startsWith("batch 16 "))!;
+    img.dispatchEvent(new MouseEvent("mousemove", { clientX: 10 + b16.x / 2 + 3, clientY: 20 + b16.y / 2 - 2 }));
+    expect(hover.tip.hidden).toBe(false);
+    expect(hover.tip.textContent).toBe(b16.label);
+    img.dispatchEvent(new MouseEvent("mousemove", { clientX: 10 + 2, clientY: 20 + 205 }));
+    expect(hover.tip.hidden).toBe(true);
+    img.dispatchEvent(new MouseEvent("mousemove", { clientX: 10 + b16.x / 2, clientY: 20 + b16.y / 2 }));
+    img.dispatchEvent(new MouseEvent("mouseleave"));
+    expect(hover.tip.hidden).toBe(true);
+    img.remove();
   });
 });

@@ -44,6 +44,9 @@ fn memory_unit(max: u64) -> (f64, &'static str) {
 #[allow(clippy::cast_precision_loss)]
 pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
     let mut svg = String::new();
+    // Where each point was drawn, with what it measured: kept in the SVG as invisible circles
+    // (`data-label`) that the app's chart reads to answer a hover.
+    let mut hover: Vec<(i32, i32, String)> = Vec::new();
     {
         let root = SVGBackend::with_string(&mut svg, (spec.width, spec.height)).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
@@ -85,6 +88,12 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
                     .map(|&(x, y)| Circle::new((x, y), 3, BLUE.filled())),
             )
             .map_err(plot_err)?;
+        for p in spec.points {
+            if let Some(sps) = p.samples_per_s {
+                let (cx, cy) = chart.backend_coord(&(bx(p.batch), sps));
+                hover.push((cx, cy, hover_label(p)));
+            }
+        }
         // Each point's 95 % interval as a bar; a point to read with care ringed in amber.
         let measured = spec
             .points
@@ -279,6 +288,21 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
                     .map(|(x, y, _)| Cross::new((*x, *y), 5, FAIL.stroke_width(2))),
             )
             .map_err(plot_err)?;
+        for p in spec.points {
+            let y = if p.status == PointStatus::Ok {
+                p.peak_bytes.map(|b| b as f64 / unit)
+            } else {
+                let y = p
+                    .peak_bytes
+                    .or(p.predicted_peak_bytes)
+                    .map_or(0.0, |b| b as f64 / unit);
+                Some(y.min(y_max * 0.97))
+            };
+            if let Some(y) = y {
+                let (cx, cy) = chart.backend_coord(&(bx(p.batch), y));
+                hover.push((cx, cy, hover_label(p)));
+            }
+        }
         chart
             .draw_series(failed.iter().map(|(x, y, status)| {
                 Text::new(
@@ -290,7 +314,54 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
             .map_err(plot_err)?;
         root.present().map_err(plot_err)?;
     }
-    Ok(svg)
+    Ok(with_hover(svg, &hover))
+}
+
+/// What a hover on a point says: its batch, samples/s, median step time and peak memory, or how
+/// it failed.
+fn hover_label(p: &Point) -> String {
+    let mut parts = vec![format!("batch {}", p.batch)];
+    if p.status == PointStatus::Ok {
+        if let Some(sps) = p.samples_per_s {
+            parts.push(format!("{} samples/s", human(sps)));
+        }
+        if let Some(ms) = p.step_ms_p50 {
+            parts.push(format!("{ms:.1} ms/step"));
+        }
+        if let Some(b) = p.peak_bytes {
+            parts.push(format!("peak {}", format_bytes(b)));
+        }
+    } else {
+        parts.push(p.status.as_str().replace('_', " "));
+        if let Some(b) = p.peak_bytes.or(p.predicted_peak_bytes) {
+            parts.push(format!("needs about {}", format_bytes(b)));
+        }
+    }
+    parts.join(" · ")
+}
+
+/// Appends the hover targets to an SVG document: invisible circles (no fill, no stroke) a
+/// picture viewer ignores.
+fn with_hover(svg: String, targets: &[(i32, i32, String)]) -> String {
+    let Some(end) = svg.rfind("</svg>") else {
+        return svg;
+    };
+    let mut out = String::with_capacity(svg.len() + targets.len() * 96);
+    out.push_str(&svg[..end]);
+    out.push_str("<g data-hover=\"points\" fill=\"none\" stroke=\"none\">\n");
+    for (x, y, label) in targets {
+        let label = label
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;");
+        out.push_str(&format!(
+            "<circle cx=\"{x}\" cy=\"{y}\" r=\"10\" data-label=\"{label}\"/>\n"
+        ));
+    }
+    out.push_str("</g>\n");
+    out.push_str(&svg[end..]);
+    out
 }
 
 /// A chart of one panel over the log₂ batch axis (`lo..hi`) and `0..y_top`.

@@ -597,6 +597,40 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
         .attr(&chart, "src")
         .is_some_and(|src| src.starts_with("data:image/svg+xml")));
     s.screenshot(&out.join("sweep.png"));
+    // Hover: the pointer moved onto the first point (where the chart's own hover target puts
+    // it) shows its batch, samples/s, step time and peak beside it.
+    let at = s.script(
+        "const img = document.querySelector('[data-testid=\"sweep-chart\"]');\
+         const svg = decodeURIComponent(img.src.slice(img.src.indexOf(',') + 1));\
+         const m = /<circle cx=\"(\\d+)\" cy=\"(\\d+)\" r=\"10\" data-label=\"([^\"]*)\"/.exec(svg);\
+         const size = /width=\"(\\d+)\" height=\"(\\d+)\"/.exec(svg);\
+         img.scrollIntoView({block: 'center'});\
+         const r = img.getBoundingClientRect();\
+         return [Math.round(m[1] * r.width / size[1] - r.width / 2), Math.round(m[2] * r.height / size[2] - r.height / 2), m[3]];",
+    );
+    let label = at[2]
+        .as_str()
+        .expect("a hover target in the chart")
+        .to_owned();
+    assert!(
+        label.starts_with("batch 1 · ")
+            && label.contains("samples/s")
+            && label.contains("ms/step")
+            && label.contains("peak "),
+        "{label}"
+    );
+    request(
+        "POST",
+        &format!("{}/actions", s.base),
+        Some(
+            &json!({"actions": [{"type": "pointer", "id": "mouse", "parameters": {"pointerType": "mouse"}, "actions": [
+                {"type": "pointerMove", "duration": 0, "origin": {ELEMENT: chart}, "x": at[0], "y": at[1]}
+            ]}]}),
+        ),
+    );
+    let tip = s.wait(r#"[data-testid="sweep-chart-tip"]:not([hidden])"#, 5);
+    assert_eq!(s.text(&tip), label);
+    s.screenshot(&out.join("sweep_hover.png"));
     // Below the fold: clicking scrolls each into view (WebKitWebDriver's element screenshots
     // are blank outside the viewport), then the window is captured.
     s.click(&chart);

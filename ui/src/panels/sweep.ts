@@ -3,7 +3,7 @@
 import type { Backend, Dtype, Mode, Point, SweepForm, SweepSnapshot } from "../backend";
 import { asAppError, DTYPES, MODES } from "../backend";
 import { field, select } from "../controls";
-import { el, formatBytes, formatMs, formatRate, svgDataUrl } from "../format";
+import { chartHover, el, formatBytes, formatMs, formatRate, svgDataUrl } from "../format";
 
 export const WORKLOADS = ["mlp", "cnn", "vit-tiny", "gpt-tiny", "matmul"];
 export const DEVICES = ["auto", "cpu", "mps", "cuda"];
@@ -73,7 +73,14 @@ function pointRow(p: Point, recommended: number | null): HTMLTableRowElement {
 
 /** Draws a snapshot: status, chart, warnings, table, recommendation. */
 export function renderSnapshot(
-  parts: { status: HTMLElement; chart: HTMLImageElement; table: HTMLTableSectionElement; recommendation: HTMLElement; warnings?: HTMLElement },
+  parts: {
+    status: HTMLElement;
+    chart: HTMLImageElement;
+    table: HTMLTableSectionElement;
+    recommendation: HTMLElement;
+    warnings?: HTMLElement;
+    hover?: { update(svg: string): void };
+  },
   s: SweepSnapshot,
 ): void {
   if (parts.warnings) {
@@ -88,6 +95,7 @@ export function renderSnapshot(
   if (s.chart_svg) {
     parts.chart.src = svgDataUrl(s.chart_svg);
     parts.chart.hidden = false;
+    parts.hover?.update(s.chart_svg);
   }
   const rec = s.summary?.recommended_batch ?? null;
   parts.table.replaceChildren(...s.points.map((p) => pointRow(p, rec)));
@@ -203,8 +211,9 @@ export function sweepPanel(
   const warnings = el("ul", "warnings");
   warnings.dataset.testid = "sweep-warnings";
   warnings.hidden = true;
-  root.append(bar, status, chart, warnings, results, builtin);
-  const parts = { status, chart, table: tbody, recommendation, warnings };
+  const hover = chartHover(chart, "sweep-chart-tip");
+  root.append(bar, status, chart, hover.tip, warnings, results, builtin);
+  const parts = { status, chart, table: tbody, recommendation, warnings, hover };
 
   function show(s: SweepSnapshot): void {
     renderSnapshot(parts, s);

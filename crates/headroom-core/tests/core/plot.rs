@@ -55,6 +55,86 @@ fn the_chart_has_both_panels_axes_units_budget_and_the_recommendation() {
     }
 }
 
+/// The attribute `name="…"` of an SVG element's text.
+fn attr<'a>(element: &'a str, name: &str) -> Option<&'a str> {
+    let start = element.find(&format!(" {name}=\""))? + name.len() + 3;
+    let len = element[start..].find('"')?;
+    Some(&element[start..start + len])
+}
+
+#[test]
+fn each_point_carries_a_hover_target_where_it_is_drawn_saying_what_it_measured() {
+    let mut points: Vec<Point> = [(1, 900.0), (4, 3000.0), (16, 3200.0)]
+        .iter()
+        .map(|&(b, s)| {
+            let mut p = ok_point(b, s, u64::from(b) * (300 << 20));
+            p.step_ms_p50 = Some(f64::from(b) / s * 1000.0);
+            p
+        })
+        .collect();
+    let mut oom = Point::failed(32, PointStatus::Oom, "CUDA out of memory");
+    oom.predicted_peak_bytes = Some(9 << 30);
+    points.push(oom);
+    let svg = sweep_svg(&ChartSpec {
+        points: &points,
+        summary: None,
+        budget_bytes: None,
+        width: 360,
+        height: 420,
+    })
+    .expect("svg");
+    let circles: Vec<&str> = svg.split("<circle").skip(1).collect();
+    let drawn: Vec<(&str, &str)> = circles
+        .iter()
+        .filter(|c| attr(c, "r") == Some("3"))
+        .filter_map(|c| Some((attr(c, "cx")?, attr(c, "cy")?)))
+        .collect();
+    let targets: Vec<(&str, &str, &str)> = circles
+        .iter()
+        .filter_map(|c| Some((attr(c, "cx")?, attr(c, "cy")?, attr(c, "data-label")?)))
+        .collect();
+    // Three on the throughput panel, three plus the failed one on the memory panel.
+    assert_eq!(targets.len(), 7, "{targets:?}");
+    for (x, y, label) in &targets {
+        if label.contains("oom") {
+            continue;
+        }
+        assert!(
+            drawn.contains(&(*x, *y)),
+            "{label} at {x},{y} is not where a point is drawn: {drawn:?}"
+        );
+    }
+    let batch4: Vec<&&str> = targets
+        .iter()
+        .map(|(_, _, l)| l)
+        .filter(|l| l.starts_with("batch 4 "))
+        .collect();
+    assert_eq!(batch4.len(), 2, "one on each panel");
+    assert_eq!(
+        *batch4[0],
+        "batch 4 · 3.0k samples/s · 1.3 ms/step · peak 1.2 GiB"
+    );
+    assert!(
+        targets
+            .iter()
+            .any(|(_, _, l)| *l == "batch 32 · oom · needs about 9.0 GiB"),
+        "{targets:?}"
+    );
+    // Invisible: the group neither fills nor strokes.
+    assert!(svg.contains(r#"<g data-hover="points" fill="none" stroke="none">"#));
+    // The UI's hover reads this very chart (ui/tests/chart-hover.svg; HEADROOM_BLESS=1 rewrites it).
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/tests/chart-hover.svg");
+    if std::env::var_os("HEADROOM_BLESS").is_some() {
+        std::fs::write(&fixture, &svg).expect("write the UI's fixture");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&fixture).expect("ui/tests/chart-hover.svg"),
+        svg,
+        "the UI's chart fixture is stale: rerun with HEADROOM_BLESS=1"
+    );
+}
+
 #[test]
 fn no_points_yet_is_an_empty_frame_that_says_so() {
     let svg = sweep_svg(&ChartSpec {
