@@ -244,15 +244,15 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
                 )))
                 .map_err(plot_err)?;
         }
-        let ok_peaks: Vec<(f64, f64)> = spec
+        let ok_peaks: Vec<(f64, f64, &Point)> = spec
             .points
             .iter()
             .filter(|p| p.status == PointStatus::Ok)
-            .filter_map(|p| Some((bx(p.batch), p.peak_bytes? as f64 / unit)))
+            .filter_map(|p| Some((bx(p.batch), p.peak_bytes? as f64 / unit, p)))
             .collect();
         chart
             .draw_series(LineSeries::new(
-                ok_peaks.iter().copied(),
+                ok_peaks.iter().map(|&(x, y, _)| (x, y)),
                 PURPLE.stroke_width(2),
             ))
             .map_err(plot_err)?;
@@ -260,12 +260,12 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
             .draw_series(
                 ok_peaks
                     .iter()
-                    .map(|&(x, y)| Circle::new((x, y), 3, PURPLE.filled())),
+                    .map(|&(x, y, _)| Circle::new((x, y), 3, PURPLE.filled())),
             )
             .map_err(plot_err)?;
         // Points that did not fit: a red cross at their peak (or on the axis when unknown),
         // labelled with how they failed.
-        let failed: Vec<(f64, f64, String)> = spec
+        let failed: Vec<(f64, f64, &Point)> = spec
             .points
             .iter()
             .filter(|p| p.status != PointStatus::Ok)
@@ -274,11 +274,7 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
                     .peak_bytes
                     .or(p.predicted_peak_bytes)
                     .map_or(0.0, |b| b as f64 / unit);
-                (
-                    bx(p.batch),
-                    y.min(y_max * 0.97),
-                    p.status.as_str().replace('_', " "),
-                )
+                (bx(p.batch), y.min(y_max * 0.97), p)
             })
             .collect();
         chart
@@ -288,30 +284,20 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
                     .map(|(x, y, _)| Cross::new((*x, *y), 5, FAIL.stroke_width(2))),
             )
             .map_err(plot_err)?;
-        for p in spec.points {
-            let y = if p.status == PointStatus::Ok {
-                p.peak_bytes.map(|b| b as f64 / unit)
-            } else {
-                let y = p
-                    .peak_bytes
-                    .or(p.predicted_peak_bytes)
-                    .map_or(0.0, |b| b as f64 / unit);
-                Some(y.min(y_max * 0.97))
-            };
-            if let Some(y) = y {
-                let (cx, cy) = chart.backend_coord(&(bx(p.batch), y));
-                hover.push((cx, cy, hover_label(p)));
-            }
-        }
         chart
-            .draw_series(failed.iter().map(|(x, y, status)| {
+            .draw_series(failed.iter().map(|(x, y, p)| {
                 Text::new(
-                    status.clone(),
+                    p.status.as_str().replace('_', " "),
                     (x - 0.35, y - y_max * 0.06),
                     small.clone().color(&FAIL),
                 )
             }))
             .map_err(plot_err)?;
+        // Hover targets where the memory panel drew each point: its dot, or its cross.
+        for &(x, y, p) in ok_peaks.iter().chain(&failed) {
+            let (cx, cy) = chart.backend_coord(&(x, y));
+            hover.push((cx, cy, hover_label(p)));
+        }
         root.present().map_err(plot_err)?;
     }
     Ok(with_hover(svg, &hover))

@@ -1387,6 +1387,15 @@ fn popover_shown() -> bool {
     !String::from_utf8_lossy(&out.stdout).trim().is_empty()
 }
 
+/// Presses a key combination on the X server's keyboard, as a person would (`ctrl+shift+h`).
+fn key(combo: &str) {
+    let st = Command::new("xdotool")
+        .args(["key", "--clearmodifiers", combo])
+        .status()
+        .expect("xdotool key");
+    assert!(st.success(), "xdotool key {combo}: {st}");
+}
+
 fn wait_shown(shown: bool, secs: u64, what: &str) {
     let until = Instant::now() + Duration::from_secs(secs);
     while popover_shown() != shown {
@@ -1461,20 +1470,13 @@ fn login_entry_shortcut_second_start_and_keyboard_in_the_real_window() {
 
     // The shortcut, pressed on the X server's keyboard: hides, then shows.
     wait_shown(true, 10, "opened with --open");
-    let press = || {
-        let st = Command::new("xdotool")
-            .args(["key", "--clearmodifiers", "ctrl+shift+h"])
-            .status()
-            .expect("xdotool key");
-        assert!(st.success(), "xdotool key: {st}");
-    };
-    press();
+    key("ctrl+shift+h");
     wait_shown(false, 10, "the shortcut pressed once");
-    press();
+    key("ctrl+shift+h");
     wait_shown(true, 10, "the shortcut pressed again");
 
     // A second start, the popover hidden: it shows the first one's popover and leaves.
-    press();
+    key("ctrl+shift+h");
     wait_shown(false, 10, "hidden before the second start");
     let started = Instant::now();
     let second = Command::new(&app)
@@ -1513,13 +1515,6 @@ fn login_entry_shortcut_second_start_and_keyboard_in_the_real_window() {
         assert!(Instant::now() < until, "the new shortcut's note: {note}");
         std::thread::sleep(Duration::from_millis(200));
     }
-    let key = |combo: &str| {
-        let st = Command::new("xdotool")
-            .args(["key", "--clearmodifiers", combo])
-            .status()
-            .expect("xdotool key");
-        assert!(st.success(), "xdotool key {combo}: {st}");
-    };
     key("ctrl+alt+k");
     wait_shown(false, 10, "the new shortcut");
     key("ctrl+shift+h");
