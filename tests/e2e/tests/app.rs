@@ -923,8 +923,20 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
     );
     s.click(&s.wait(r#"[data-testid="host-replace"]"#, 5));
     s.click(&s.wait(r#"[data-testid="add-host"]"#, 5));
-    // The checks and the built-in sweep sit under "More for this host".
-    s.click(&s.wait(r#"[data-testid="host-tools"] summary"#, 5));
+    // The checks and the built-in sweep sit under "More for this host". Saving the host redraws
+    // its card, which can close a section opened a moment before: open it until it stays open.
+    let until = Instant::now() + Duration::from_secs(15);
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        if !s.find_all(r#"[data-testid="host-tools"][open]"#).is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "More for this host did not stay open"
+        );
+        s.click(&s.wait(r#"[data-testid="host-tools"] summary"#, 5));
+    }
     s.click(&s.wait(r#"[data-testid="check-host"]"#, 5));
     let checked = s.wait(r#"[data-testid="check-result"][data-ok="true"]"#, 90);
     let text = s.text(&checked);
