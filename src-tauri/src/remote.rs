@@ -10,6 +10,7 @@ use headroom_core::remote::migrate::{run_step, Context, Migration, Step};
 use headroom_core::remote::vnc::{open_tunnel, opener, Tunnel};
 use headroom_core::remote::{ssh_dir, sshconfig, HostProfile, Hosts};
 use serde::{Deserialize, Serialize};
+use tauri::ipc::Channel;
 use tauri::State;
 
 use crate::commands::blocking;
@@ -174,6 +175,8 @@ pub async fn migration_state(name: String, project: String) -> Result<Migration,
 /// Runs one step of the migration (only once the steps before it passed), saves how it went
 /// and returns the whole state. `password` (the key step's) is used once and never kept;
 /// `remote_dir` moves the project's folder there (the steps from the check on run again).
+/// `on_update` gets the step's progress lines as they come (what it is doing, rsync's running
+/// total, pip's lines).
 #[tauri::command]
 pub async fn run_migration_step(
     name: String,
@@ -181,6 +184,7 @@ pub async fn run_migration_step(
     step: Step,
     password: Option<String>,
     remote_dir: Option<String>,
+    on_update: Channel<String>,
 ) -> Result<Migration, AppError> {
     blocking(move || {
         let hosts = Hosts::load()?;
@@ -194,14 +198,16 @@ pub async fn run_migration_step(
         )?;
         m.gate(step)?;
         let dir = m.remote_dir.clone();
-        let mut quiet = |_: &str| {};
+        let mut say = |line: &str| {
+            let _ = on_update.send(line.to_owned());
+        };
         let mut ctx = Context {
             profile: &p,
             project: &proj,
             remote_dir: &dir,
             password: password.as_deref().filter(|p| !p.is_empty()),
             timeout: Duration::from_secs(10),
-            on: &mut quiet,
+            on: &mut say,
         };
         run_step(&mut m, step, &mut ctx);
         m.save()?;

@@ -157,6 +157,32 @@ describe("migration wizard", () => {
     expect(q(again.root, "wizard-title")?.textContent).toBe("4 · Headroom there");
   });
 
+  it("shows a running step's progress lines as they come, and hides them when it ends", async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => (release = r));
+    const b = mockBackend({
+      hosts: [host],
+      projects: [project],
+      progress: { host: ["copying /home/ada/train to box:headroom-projects/train (rsync over ssh)", "copied 71 % (20.4 MiB) at 19.55MB/s, 0:00:01 left"] },
+      stepGate: () => gate,
+    });
+    const p = remotePanel(b, () => {});
+    await p.load();
+    await flush();
+    const line = q(p.root, "wizard-progress");
+    expect(line?.hidden).toBe(true);
+    click(p.root, "wizard-run");
+    await flush();
+    expect(q(p.root, "wizard-detail")?.textContent).toBe("running step 1…");
+    expect(line?.hidden).toBe(false);
+    expect(line?.textContent).toBe("copied 71 % (20.4 MiB) at 19.55MB/s, 0:00:01 left");
+    expect((q(p.root, "wizard-run") as HTMLButtonElement).disabled).toBe(true);
+    release();
+    await flush();
+    expect(q(p.root, "wizard-detail")?.textContent).toBe("host done");
+    expect(line?.hidden).toBe(true);
+  });
+
   it("asks for a project first when there is none", async () => {
     const b = mockBackend({ hosts: [host] });
     const p = remotePanel(b, () => {});

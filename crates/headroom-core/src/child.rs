@@ -47,19 +47,51 @@ pub enum Captured {
 /// Runs `cmd` with stdin closed, capturing stdout and stderr, for at most `limit`; past it the
 /// child is killed and [`Finished::status`] is `None`. Errs only when it cannot start.
 pub fn run_within(cmd: &mut Command, limit: Duration) -> std::io::Result<Finished> {
+    run(cmd, limit, None)
+}
+
+/// [`run_within`] that also hands each line of stdout to `on` while the child runs, split at
+/// `\n` or `\r` (progress meters such as rsync's rewrite one line with `\r`), trimmed, blank
+/// ones left out. [`Finished::stdout`] still holds all of it.
+pub fn run_streamed(
+    cmd: &mut Command,
+    limit: Duration,
+    on: &mut dyn FnMut(&str),
+) -> std::io::Result<Finished> {
+    run(cmd, limit, Some(on))
+}
+
+fn run(
+    cmd: &mut Command,
+    limit: Duration,
+    mut on: Option<&mut dyn FnMut(&str)>,
+) -> std::io::Result<Finished> {
     let started = Instant::now();
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
-    let out = Drain::start(child.stdout.take());
-    let err = Drain::start(child.stderr.take());
+    let (tx, chunks) = mpsc::channel();
+    let out = Drain::start(child.stdout.take(), on.is_some().then_some(tx));
+    let err = Drain::start(child.stderr.take(), None);
+    let mut lines = Lines::default();
+    let mut feed = |wait: Duration, on: &mut Option<&mut dyn FnMut(&str)>| match on {
+        Some(f) => {
+            if let Ok(c) = chunks.recv_timeout(wait) {
+                lines.push(&c, &mut **f);
+                while let Ok(c) = chunks.try_recv() {
+                    lines.push(&c, &mut **f);
+                }
+            }
+        }
+        None => std::thread::sleep(wait),
+    };
     let deadline = started + limit;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) if Instant::now() < deadline => feed(Duration::from_millis(20), &mut on),
             // Past the deadline (or unable to wait): stop it.
             _ => {
                 let _ = child.kill();
@@ -75,11 +107,49 @@ pub fn run_within(cmd: &mut Command, limit: Duration) -> std::io::Result<Finishe
         READ_GRACE
     };
     let read_until = Instant::now() + grace;
+    let stdout = out.take(read_until);
+    if let Some(f) = on {
+        while let Ok(c) = chunks.try_recv() {
+            lines.push(&c, &mut *f);
+        }
+        lines.finish(f);
+    }
     Ok(Finished {
         status,
-        stdout: out.take(read_until),
+        stdout,
         stderr: err.take(read_until),
     })
+}
+
+/// Bytes cut into lines at `\n` or `\r`, the unfinished tail kept for the next chunk.
+#[derive(Default)]
+struct Lines {
+    tail: Vec<u8>,
+}
+
+impl Lines {
+    fn push(&mut self, chunk: &[u8], on: &mut dyn FnMut(&str)) {
+        for &b in chunk {
+            if b == b'\n' || b == b'\r' {
+                self.emit(on);
+            } else {
+                self.tail.push(b);
+            }
+        }
+    }
+
+    fn emit(&mut self, on: &mut dyn FnMut(&str)) {
+        let line = String::from_utf8_lossy(&self.tail);
+        let line = line.trim();
+        if !line.is_empty() {
+            on(line);
+        }
+        self.tail.clear();
+    }
+
+    fn finish(mut self, on: &mut dyn FnMut(&str)) {
+        self.emit(on);
+    }
 }
 
 /// A pipe read on a thread of its own into a buffer the caller can take at any time.
@@ -89,7 +159,11 @@ struct Drain {
 }
 
 impl Drain {
-    fn start<R: Read + Send + 'static>(pipe: Option<R>) -> Self {
+    /// `copy`, when given, also gets every chunk as it is read.
+    fn start<R: Read + Send + 'static>(
+        pipe: Option<R>,
+        copy: Option<mpsc::Sender<Vec<u8>>>,
+    ) -> Self {
         let buf = Arc::new(Mutex::new(Vec::new()));
         let (tx, done) = mpsc::channel();
         let sink = Arc::clone(&buf);
@@ -99,6 +173,9 @@ impl Drain {
                 while let Ok(n @ 1..) = p.read(&mut chunk) {
                     if let Ok(mut b) = sink.lock() {
                         b.extend_from_slice(&chunk[..n]);
+                    }
+                    if let Some(c) = &copy {
+                        let _ = c.send(chunk[..n].to_vec());
                     }
                 }
             }
@@ -160,6 +237,27 @@ mod tests {
         assert_eq!(f.status.and_then(|s| s.code()), Some(3));
         assert_eq!((f.stdout.as_str(), f.stderr.as_str()), ("out\n", "err\n"));
         assert!(!f.success() && !f.timed_out());
+    }
+
+    #[test]
+    fn lines_are_handed_over_while_the_child_runs() {
+        // The first line comes before the child ends: the second waits on a file only the
+        // callback makes.
+        let dir = tempfile::tempdir().expect("tmp");
+        let go = dir.path().join("go");
+        let script = format!(
+            "printf 'copying\\r 10%%\\r 100%%\\n'; while [ ! -e {0} ]; do sleep 0.05; done; printf 'done'",
+            go.display()
+        );
+        let mut seen = Vec::new();
+        let f = run_streamed(&mut sh(&script), Duration::from_secs(20), &mut |l| {
+            seen.push(l.to_owned());
+            let _ = std::fs::write(&go, "");
+        })
+        .expect("sh");
+        assert!(f.success(), "{f:?}");
+        assert_eq!(seen, ["copying", "10%", "100%", "done"]);
+        assert_eq!(f.stdout, "copying\r 10%\r 100%\ndone");
     }
 
     #[test]

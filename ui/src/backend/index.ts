@@ -69,7 +69,15 @@ export interface Backend {
   migrationState(name: string, project: string): Promise<Migration>;
   /** Runs one migration step (only after the ones before it passed); the password, for the key
    * step, is used once and never kept. */
-  runMigrationStep(name: string, project: string, step: Step, password: string | null, remoteDir: string | null): Promise<Migration>;
+  /** `onProgress` gets the step's progress lines while it runs (rsync's running total, pip's lines). */
+  runMigrationStep(
+    name: string,
+    project: string,
+    step: Step,
+    password: string | null,
+    remoteDir: string | null,
+    onProgress: (line: string) => void,
+  ): Promise<Migration>;
   /** Opens the SSH tunnel to the host's screen and the OS viewer; returns the vnc:// URL. */
   openVnc(name: string): Promise<string>;
   closeVnc(): Promise<boolean>;

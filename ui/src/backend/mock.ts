@@ -62,6 +62,10 @@ export function mockBackend(opts: {
   projects?: Project[];
   /** How each migration step goes when run: passed, or failed with this detail and fix. */
   steps?: Partial<Record<Step, (password: string | null) => { passed: boolean; detail: string; fix?: string }>>;
+  /** Progress lines a migration step sends while it runs. */
+  progress?: Partial<Record<Step, string[]>>;
+  /** Awaited after a step sent its progress and before it ends (a step still running). */
+  stepGate?: () => Promise<void>;
 }): MockBackend {
   const projects: Project[] = [...(opts.projects ?? [])];
   const hosts: HostProfile[] = [...(opts.hosts ?? [])];
@@ -259,13 +263,15 @@ export function mockBackend(opts: {
       m.calls.push(`migrationState ${name} ${project}`);
       return migrations[`${name}--${project}`] ?? { host: name, project, remote_dir: `headroom-projects/${project}`, steps: {} };
     },
-    async runMigrationStep(name, project, step, password, remoteDir) {
+    async runMigrationStep(name, project, step, password, remoteDir, onProgress) {
       m.calls.push(`runMigrationStep ${name} ${project} ${step}${password ? " with a password" : ""}`);
       const key = `${name}--${project}`;
       const mig: Migration = migrations[key] ?? { host: name, project, remote_dir: remoteDir || `headroom-projects/${project}`, steps: {} };
       const order: Step[] = ["host", "key", "check", "headroom", "project", "training", "compare", "screen"];
       const before = order.slice(0, order.indexOf(step)).find((s) => !mig.steps[s]?.passed);
       if (before) throw { code: "invalid_input", message: `step ${step} needs step ${before} to pass first` };
+      for (const line of opts.progress?.[step] ?? []) onProgress(line);
+      await opts.stepGate?.();
       const how = opts.steps?.[step]?.(password) ?? { passed: true, detail: `${step} done` };
       const r: StepResult = { step, passed: how.passed, detail: how.detail, fix: how.fix ?? null, at: "2026-12-02T05:00:00Z", seconds: 0.1 };
       mig.steps = { ...mig.steps, [step]: r };

@@ -35,6 +35,10 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
   title.dataset.testid = "wizard-title";
   const detail = el("div", "wizard-detail");
   detail.dataset.testid = "wizard-detail";
+  // The running step's latest progress line (what it does now, rsync's total, pip's lines).
+  const progress = el("div", "wizard-progress");
+  progress.dataset.testid = "wizard-progress";
+  progress.hidden = true;
   const fix = el("div", "wizard-fix");
   fix.dataset.testid = "wizard-fix";
   const password = el("input");
@@ -50,7 +54,7 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
   next.dataset.testid = "wizard-next";
   const buttons = el("div", "wizard-buttons");
   buttons.append(back, run, next);
-  card.append(title, detail, fix, passwordRow, buttons);
+  card.append(title, detail, progress, fix, passwordRow, buttons);
   const empty = el("div", "machine", "Add a project in the bar at the top first: the wizard moves one of your projects.");
   root.append(top, rail, card, empty);
 
@@ -105,8 +109,14 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
     detail.textContent = `running step ${at + 1}…`;
     detail.dataset.state = "running";
     const pw = step === "key" && password.value ? password.value : null;
+    fix.hidden = true;
+    progress.textContent = "";
+    const shown = (line: string): void => {
+      progress.textContent = line;
+      progress.hidden = false;
+    };
     backend
-      .runMigrationStep(host, project.value, step, pw, remoteDir.value.trim() || null)
+      .runMigrationStep(host, project.value, step, pw, remoteDir.value.trim() || null, shown)
       .then((m) => {
         state = m;
         draw();
@@ -116,6 +126,7 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
         // Typed once: gone from the page whatever happened.
         password.value = "";
         run.disabled = false;
+        progress.hidden = true;
       });
   });
   next.addEventListener("click", () => {

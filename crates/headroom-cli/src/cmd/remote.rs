@@ -488,11 +488,9 @@ fn migrate(
     }
     let remote_dir = m.remote_dir.clone();
     let mut ran = Vec::new();
-    let mut say = |line: &str| {
-        if !json {
-            eprintln!("  {line}");
-        }
-    };
+    // Progress (rsync's running total, pip's lines) goes to stderr in both forms: stdout
+    // stays the result.
+    let mut say = |line: &str| eprintln!("  {line}");
     let mut next = only.or_else(|| m.next_step());
     while let Some(s) = next {
         // A step may change the profile (Headroom there names its path): read it afresh.

@@ -150,7 +150,7 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
     .expect("train.py");
     std::fs::write(
         proj.join("requirements.txt"),
-        "# the standard library only, for the test\n",
+        "# the standard library and pip, which every fresh venv has: nothing to download\npip\n",
     )
     .expect("requirements");
     std::fs::write(proj.join(".gitignore"), "data/\n").expect("gitignore");
@@ -265,8 +265,17 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
     )
     .expect("worker");
     std::fs::write(bundle.join("lib/headroom/libtorch_marker.so"), "a library").expect("lib");
-    let (_, v) = migrate_from(&bundle.join("bin/headroom"), &home, "box", &[], None);
+    let (out, v) = migrate_from(&bundle.join("bin/headroom"), &home, "box", &[], None);
     let r = ran(&v);
+    // The long parts said how far they got while they ran: rsync's running total (this rsync
+    // has one) for Headroom's files and the project's, and pip's own lines.
+    let progress = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        progress.matches("copied 100 % (").count() >= 2
+            && progress.contains("making the environment on box")
+            && progress.contains("pip: Requirement already satisfied: pip"),
+        "{progress}"
+    );
     assert_eq!(
         r.iter().map(|x| (x.0.as_str(), x.1)).collect::<Vec<_>>(),
         [("headroom", true), ("project", true), ("training", false)],

@@ -748,11 +748,20 @@ fn headroom_step(ctx: &mut Context<'_>) -> Outcome {
             &[bundle.headroom.as_path(), bundle.worker.as_path()],
             &bin,
             ctx.timeout,
+            &mut *ctx.on,
         )
     })
     .and_then(|f| {
         if f.success() {
-            rsync(p, &bundle.libs, &libs, &[], &[], ctx.timeout)
+            rsync(
+                p,
+                &bundle.libs,
+                &libs,
+                &[],
+                &[],
+                ctx.timeout,
+                Some(&mut *ctx.on),
+            )
         } else {
             Ok(f)
         }
@@ -835,12 +844,122 @@ fn rsync_paths(
     files: &[&Path],
     dest: &str,
     timeout: Duration,
+    on: &mut dyn FnMut(&str),
 ) -> Result<crate::child::Finished, CoreError> {
     let mut c = Command::new("rsync");
     c.arg("-aL").arg("-e").arg(rsync_shell(p, timeout)?);
     c.args(files);
     c.arg(format!("{}:{}/", p.name, dest));
-    crate::child::run_within(&mut c, Duration::from_secs(3600)).map_err(|e| spawn_err("rsync", &e))
+    run_rsync(&mut c, Some(on))
+}
+
+/// Runs an rsync command line for up to an hour; with `on`, asks for its running total where
+/// this rsync can give one and hands each update to `on` (at most two a second).
+fn run_rsync(
+    c: &mut Command,
+    on: Option<&mut dyn FnMut(&str)>,
+) -> Result<crate::child::Finished, CoreError> {
+    let limit = Duration::from_secs(3600);
+    let f = match on {
+        Some(on) => {
+            c.args(progress_flags());
+            // rsync rewrites its line many times a second and repeats the final one.
+            let mut last: Option<(Instant, u8)> = None;
+            let mut shown = |l: &str| {
+                if let Some(copied) = parse_progress2(l) {
+                    let due = match last {
+                        None => true,
+                        Some((_, 100)) => false,
+                        Some((t, _)) => {
+                            copied.percent == 100 || t.elapsed() >= Duration::from_millis(500)
+                        }
+                    };
+                    if due {
+                        last = Some((Instant::now(), copied.percent));
+                        on(&copied.to_string());
+                    }
+                }
+            };
+            crate::child::run_streamed(c, limit, &mut shown)
+        }
+        None => crate::child::run_within(c, limit),
+    };
+    f.map_err(|e| spawn_err("rsync", &e))
+}
+
+/// rsync's flags for a running total of the whole copy (`--info=progress2`, rsync 3.1 and
+/// later), or none where this rsync lacks them (macOS's own rsync 2.6.9 and openrsync).
+fn progress_flags() -> &'static [&'static str] {
+    static FLAGS: std::sync::OnceLock<&'static [&'static str]> = std::sync::OnceLock::new();
+    FLAGS.get_or_init(|| {
+        let version = crate::child::run_within(
+            Command::new("rsync").arg("--version"),
+            Duration::from_secs(10),
+        )
+        .map(|f| f.stdout)
+        .unwrap_or_default();
+        flags_for(&version)
+    })
+}
+
+/// [`progress_flags`] from `rsync --version`'s text: its first line reads `rsync  version
+/// 3.2.7  protocol version 31`.
+pub fn flags_for(version: &str) -> &'static [&'static str] {
+    let release = version.lines().find_map(|l| {
+        let mut w = l.split_whitespace();
+        (w.next() == Some("rsync") && w.next() == Some("version"))
+            .then(|| w.next())
+            .flatten()
+    });
+    let parts: Vec<u32> = release
+        .unwrap_or("")
+        .split('.')
+        .map_while(|n| n.parse().ok())
+        .collect();
+    match parts.as_slice() {
+        [major, minor, ..] if (*major, *minor) >= (3, 1) => {
+            &["--info=progress2", "--no-inc-recursive"]
+        }
+        _ => &[],
+    }
+}
+
+/// One update of rsync's `--info=progress2` line: `21,430,272  71%   19.55MB/s    0:00:00
+/// (xfr#1, to-chk=1/3)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Copied {
+    pub bytes: u64,
+    pub percent: u8,
+    pub rate: String,
+    pub eta: String,
+}
+
+impl std::fmt::Display for Copied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "copied {} % ({}) at {}, {} left",
+            self.percent,
+            crate::budget::format_bytes(self.bytes),
+            self.rate,
+            self.eta
+        )
+    }
+}
+
+/// Reads one `--info=progress2` update; anything else (stats, file names) is `None`.
+pub fn parse_progress2(line: &str) -> Option<Copied> {
+    let mut w = line.split_whitespace();
+    let bytes = w.next()?.replace(',', "").parse().ok()?;
+    let percent = w.next()?.strip_suffix('%')?.parse().ok()?;
+    let rate = w.next().filter(|r| r.ends_with("/s"))?.to_owned();
+    let eta = w.next().filter(|e| e.contains(':'))?.to_owned();
+    Some(Copied {
+        bytes,
+        percent,
+        rate,
+        eta,
+    })
 }
 
 fn last_line(s: &str) -> &str {
@@ -934,6 +1053,7 @@ fn rsync(
     excludes: &[String],
     extra: &[&str],
     timeout: Duration,
+    on: Option<&mut dyn FnMut(&str)>,
 ) -> Result<crate::child::Finished, CoreError> {
     let mut c = Command::new("rsync");
     c.arg("-a")
@@ -945,7 +1065,7 @@ fn rsync(
     }
     c.arg(format!("{}/", src.display()))
         .arg(format!("{}:{}/", p.name, dest));
-    crate::child::run_within(&mut c, Duration::from_secs(3600)).map_err(|e| spawn_err("rsync", &e))
+    run_rsync(&mut c, on)
 }
 
 /// How long the training step lets the project's command run there: long enough for its first
@@ -1173,9 +1293,13 @@ fn compare_step(ctx: &mut Context<'_>) -> Outcome {
         Ok(r) => r,
         Err(e) => return fail(e.to_string(), "check the ledger: `headroom ledger list`"),
     };
+    // A run stopped before its end counts when it measured steps: Watch my training ends
+    // that way when the user stops it.
     let ours = |r: &&crate::ledger::RunRecord| {
         r.kind == RunKind::Run
-            && r.status == RunStatus::Complete
+            && (r.status == RunStatus::Complete
+                || (r.status == RunStatus::Interrupted
+                    && figure(r, "samples_per_s").is_some_and(|v| v > 0.0)))
             && project_of(&ledger, r.id).as_deref() == Some(ctx.project.name.as_str())
     };
     let Some(there) = runs.iter().filter(ours).find(|r| r.host == p.name) else {
@@ -1301,7 +1425,15 @@ fn project_step(ctx: &mut Context<'_>) -> Outcome {
         p.name,
         ctx.remote_dir
     ));
-    let copy = match rsync(p, src, ctx.remote_dir, &ex, &["--stats"], ctx.timeout) {
+    let copy = match rsync(
+        p,
+        src,
+        ctx.remote_dir,
+        &ex,
+        &["--stats"],
+        ctx.timeout,
+        Some(&mut *ctx.on),
+    ) {
         Ok(f) => f,
         Err(e) => return fail(e.to_string(), "install rsync here and on the remote"),
     };
@@ -1330,6 +1462,7 @@ fn project_step(ctx: &mut Context<'_>) -> Outcome {
         &ex,
         &["--checksum", "--dry-run", "--itemize-changes"],
         ctx.timeout,
+        None,
     ) {
         Ok(f) => f,
         Err(e) => return fail(e.to_string(), "install rsync here and on the remote"),
@@ -1377,13 +1510,15 @@ fn project_step(ctx: &mut Context<'_>) -> Outcome {
         p.name
     ));
     let dir = sh_quote(ctx.remote_dir);
-    let env = remote(
-        p,
-        &format!("cd {dir} && python3 -m venv .venv && .venv/bin/python -m pip install --disable-pip-version-check -q -r {REQUIREMENTS}"),
-        None,
-        Duration::from_secs(3600),
-        ctx.timeout,
-    );
+    // pip's own lines (Collecting, Downloading, Installing…) as they come: unbuffered, no bar.
+    let env = check::ssh_command(p, ctx.timeout).and_then(|mut c| {
+        c.arg(&p.name).arg(format!("cd {dir} && python3 -m venv .venv && PYTHONUNBUFFERED=1 .venv/bin/python -m pip install --disable-pip-version-check --progress-bar off -r {REQUIREMENTS}"));
+        let on = &mut *ctx.on;
+        crate::child::run_streamed(&mut c, Duration::from_secs(3600), &mut |l| {
+            on(&format!("pip: {l}"))
+        })
+        .map_err(|e| spawn_err("ssh", &e))
+    });
     match env {
         Ok(f) if f.success() => pass(format!(
             "{copied}; environment {}/.venv made from {REQUIREMENTS}",
@@ -1400,6 +1535,50 @@ fn project_step(ctx: &mut Context<'_>) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rsync_running_totals_are_read_and_asked_for_only_where_rsync_has_them() {
+        // Captured here: `rsync -a --info=progress2 --no-inc-recursive --bwlimit=20000 src/ dst/`
+        // over a 30 MB and a 5 kB file, and `rsync --version`, rsync 3.5.0 on Debian 12.
+        let raw = include_str!("../../tests/fixtures/linux/rsync_progress2_debian12_3.5.0.txt");
+        let updates: Vec<Copied> = raw
+            .split(['\r', '\n'])
+            .filter_map(parse_progress2)
+            .collect();
+        assert_eq!(updates.len(), 7, "{updates:?}");
+        assert_eq!(
+            updates[1],
+            Copied {
+                bytes: 21_430_272,
+                percent: 71,
+                rate: "19.55MB/s".into(),
+                eta: "0:00:00".into()
+            }
+        );
+        let last = updates.last().expect("last");
+        assert_eq!((last.bytes, last.percent), (30_005_000, 100));
+        assert!(
+            last.to_string()
+                .starts_with("copied 100 % (28.6 MiB) at 19.5"),
+            "{last}"
+        );
+        assert_eq!(parse_progress2("Number of files: 3 (reg: 2, dir: 1)"), None);
+        assert_eq!(
+            parse_progress2("sent 30,012,345 bytes  received 57 bytes"),
+            None
+        );
+        let version = include_str!("../../tests/fixtures/linux/rsync_version_debian12_3.5.0.txt");
+        assert_eq!(
+            flags_for(version),
+            ["--info=progress2", "--no-inc-recursive"]
+        );
+        // macOS's own: rsync 2.6.9 and openrsync (which names 2.6.9 as what it is compatible with).
+        assert!(flags_for("rsync  version 2.6.9  protocol version 29").is_empty());
+        assert!(
+            flags_for("openrsync: protocol version 29\nrsync version 2.6.9 compatible").is_empty()
+        );
+        assert!(flags_for("").is_empty());
+    }
 
     #[test]
     fn the_remote_runs_the_project_with_its_own_environment() {
