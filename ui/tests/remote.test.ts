@@ -177,10 +177,19 @@ describe("migration wizard", () => {
     expect(line?.hidden).toBe(false);
     expect(line?.textContent).toBe("copied 71 % (20.4 MiB) at 19.55MB/s, 0:00:01 left");
     expect((q(p.root, "wizard-run") as HTMLButtonElement).disabled).toBe(true);
+    expect(q(p.root, "wizard-log")?.hidden).toBe(true);
     release();
     await flush();
     expect(q(p.root, "wizard-detail")?.textContent).toBe("host done");
     expect(line?.hidden).toBe(true);
+    // What it printed stays with the step, folded.
+    const log = q(p.root, "wizard-log") as HTMLDetailsElement;
+    expect(log.hidden).toBe(false);
+    expect(log.open).toBe(false);
+    expect(log.querySelector("summary")?.textContent).toBe("What it printed (2 lines)");
+    expect(log.querySelector("pre")?.textContent).toContain("copying /home/ada/train");
+    click(p.root, "wizard-next");
+    expect(q(p.root, "wizard-log")?.hidden).toBe(true);
   });
 
   it("asks for a project first when there is none", async () => {

@@ -1058,7 +1058,22 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
     let home = tempfile::tempdir().expect("temp HEADROOM_HOME");
     let project = tempfile::tempdir().expect("project folder");
     std::fs::write(project.path().join("train.py"), PROJECT_TRAIN).expect("train.py");
-    let driver = start_driver(home.path());
+    // pip is in every fresh venv: the remote environment is made without a download.
+    std::fs::write(project.path().join("requirements.txt"), "pip\n").expect("requirements");
+    // Headroom as an installed bundle lays it out (bin/headroom, bin/headroom-worker,
+    // lib/headroom/), so the wizard's fourth step can copy it to the fresh host.
+    let bundle = home.path().join("bundle");
+    std::fs::create_dir_all(bundle.join("bin")).expect("bin");
+    std::fs::create_dir_all(bundle.join("lib/headroom")).expect("lib");
+    let built = env_path("HEADROOM_E2E_WORKER");
+    for name in ["headroom", "headroom-worker"] {
+        std::fs::copy(built.with_file_name(name), bundle.join("bin").join(name)).expect(name);
+    }
+    std::fs::write(bundle.join("lib/headroom/README"), "its libtorch goes here").expect("lib");
+    let driver = start_driver_with(
+        home.path(),
+        &[("HEADROOM_BIN", bundle.join("bin/headroom").as_path())],
+    );
     let s = Session::new(&driver, &app);
 
     // Doctor has run (the Python list is what the add form offers).
@@ -1205,9 +1220,17 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
     s.screenshot(&out.join("project_compare.png"));
 
     // The migration wizard moves this project to a really fresh host (a user made for the test,
-    // an empty home, a password), step by step in the Remote panel.
+    // an empty home, a password), step by step in the Remote panel, all eight steps.
     if let Some(user) = FreshUser::create() {
         let sshd = Sshd::start_with_passwords();
+        // Its screen: a listener that greets as a VNC server does (RFB's version line).
+        let screen = std::net::TcpListener::bind("127.0.0.1:0").expect("screen");
+        let screen_port = screen.local_addr().expect("addr").port();
+        std::thread::spawn(move || {
+            for mut c in screen.incoming().flatten() {
+                let _ = std::io::Write::write_all(&mut c, b"RFB 003.008\n");
+            }
+        });
         s.click(&s.wait(r#"[data-testid="tab-remote"]"#, 5));
         let key = home.path().join("ssh/wizard_ed25519");
         for (id, value) in [
@@ -1216,6 +1239,7 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
             ("host-port", sshd.port.to_string()),
             ("host-user", user.name.clone()),
             ("host-identity", key.display().to_string()),
+            ("host-vnc", screen_port.to_string()),
         ] {
             s.type_into(&s.wait(&format!(r#"[data-testid="{id}"]"#), 5), &value);
         }
@@ -1228,8 +1252,39 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
                 secs,
             )
         };
-        s.click(&s.wait(r#"[data-testid="wizard-run"]"#, 5));
-        step_state("host", "passed", 20);
+        // Runs the step shown and waits for it to pass, keeping every progress line seen.
+        let run_to_pass = |step: &str, secs: u64| -> Vec<String> {
+            s.click(&s.wait(r#"[data-testid="wizard-run"]"#, 5));
+            let until = Instant::now() + Duration::from_secs(secs);
+            let mut seen: Vec<String> = Vec::new();
+            loop {
+                let (line, hidden) = s.read(r#"[data-testid="wizard-progress"]"#, "hidden");
+                if hidden.is_none() && !line.is_empty() && seen.last() != Some(&line) {
+                    seen.push(line);
+                }
+                let (detail, state) = s.read(r#"[data-testid="wizard-detail"]"#, "data-state");
+                match state.as_deref() {
+                    Some("passed") => break,
+                    Some("failed") => {
+                        let fix = s.read(r#"[data-testid="wizard-fix"]"#, "hidden").0;
+                        s.screenshot(&out.join(format!("wizard_{step}_failed.png")));
+                        panic!("step {step} failed: {detail} / {fix}");
+                    }
+                    _ => {}
+                }
+                assert!(
+                    Instant::now() < until,
+                    "step {step} ran past {secs} s: {seen:?}"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            step_state(step, "passed", 5);
+            // And what the step printed, kept folded under it.
+            let log = s.wait(r#"[data-testid="wizard-log"] pre"#, 5);
+            seen.extend(s.prop(&log, "textContent").lines().map(str::to_owned));
+            seen
+        };
+        run_to_pass("host", 20);
         s.click(&s.wait(r#"[data-testid="wizard-next"]"#, 5));
         // The key: refused without the password, installed with it (typed once).
         s.click(&s.wait(r#"[data-testid="wizard-run"]"#, 5));
@@ -1241,23 +1296,97 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
             &s.wait(r#"[data-testid="wizard-password"]"#, 5),
             &user.password,
         );
-        s.click(&s.wait(r#"[data-testid="wizard-run"]"#, 5));
-        step_state("key", "passed", 40);
+        run_to_pass("key", 40);
         s.click(&s.wait(r#"[data-testid="wizard-next"]"#, 5));
-        s.click(&s.wait(r#"[data-testid="wizard-run"]"#, 5));
-        step_state("check", "passed", 60);
+        run_to_pass("check", 60);
         let checked = s.read(r#"[data-testid="wizard-detail"]"#, "data-state").0;
         assert!(
             checked.contains("free in headroom-projects/mlp-cifar"),
             "{checked}"
         );
         s.click(&s.wait(r#"[data-testid="wizard-next"]"#, 5));
-        // This app's Headroom is a development build: the step says what to install instead.
-        s.click(&s.wait(r#"[data-testid="wizard-run"]"#, 5));
-        step_state("headroom", "failed", 60);
-        let fix = s.read(r#"[data-testid="wizard-fix"]"#, "hidden").0;
-        assert!(fix.contains("installed Headroom"), "{fix}");
-        s.screenshot(&out.join("wizard_headroom.png"));
+        // Headroom there: this bundle's binaries and its lib folder copied, then asked.
+        let seen = run_to_pass("headroom", 120);
+        let detail = s.read(r#"[data-testid="wizard-detail"]"#, "data-state").0;
+        assert!(detail.contains(".headroom/bin/headroom"), "{detail}");
+        assert!(
+            seen.iter().any(|l| l.starts_with("copying Headroom")),
+            "the copy was said while it ran: {seen:?}"
+        );
+        assert!(user.home.join(".headroom/lib/headroom/README").is_file());
+        s.click(&s.wait(r#"[data-testid="wizard-next"]"#, 5));
+        // The project: copied, checked, its environment made; pip's lines shown meanwhile.
+        let seen = run_to_pass("project", 300);
+        s.screenshot(&out.join("wizard_project.png"));
+        let detail = s.read(r#"[data-testid="wizard-detail"]"#, "data-state").0;
+        assert!(detail.contains("checksums match"), "{detail}");
+        assert!(
+            seen.iter().any(|l| l.starts_with("making the environment")
+                || l.starts_with("pip: ")
+                || l.starts_with("copied ")),
+            "no progress shown while the project step ran: {seen:?}"
+        );
+        let there = user.home.join("headroom-projects/mlp-cifar");
+        assert!(there.join("train.py").is_file());
+        // The fresh environment gets this checkout's torch through a .pth (same Python, no 4.7
+        // GB download into a throwaway home).
+        let lib = std::fs::read_dir(there.join(".venv/lib"))
+            .expect("the remote venv's lib")
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("python3"))
+            })
+            .expect("python3.X");
+        let ours = Command::new(env_path("HEADROOM_E2E_VENV").join("bin/python"))
+            .args([
+                "-c",
+                "import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))",
+            ])
+            .output()
+            .expect("site-packages");
+        let site = String::from_utf8_lossy(&ours.stdout).trim().to_owned();
+        assert!(
+            !site.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&ours.stderr)
+        );
+        std::fs::write(lib.join("site-packages/headroom-test-torch.pth"), site).expect("pth");
+        s.click(&s.wait(r#"[data-testid="wizard-next"]"#, 5));
+        // Your training there: the project's command at the sweep's batch, for its cap.
+        let seen = run_to_pass("training", 400);
+        let detail = s.read(r#"[data-testid="wizard-detail"]"#, "data-state").0;
+        assert!(
+            detail.contains(&format!("batch {chosen}")) && detail.contains("under host fresh"),
+            "{detail} / {seen:?}"
+        );
+        s.screenshot(&out.join("wizard_training.png"));
+        s.click(&s.wait(r#"[data-testid="wizard-next"]"#, 5));
+        // Side by side with the run watched here (stopped by the user, its steps measured).
+        run_to_pass("compare", 30);
+        let detail = s.read(r#"[data-testid="wizard-detail"]"#, "data-state").0;
+        assert!(
+            detail.starts_with("here: ")
+                && detail.contains(" on fresh)")
+                && detail.contains("the decision table now: "),
+            "{detail}"
+        );
+        s.screenshot(&out.join("wizard_compare.png"));
+        s.click(&s.wait(r#"[data-testid="wizard-next"]"#, 5));
+        run_to_pass("screen", 30);
+        let detail = s.read(r#"[data-testid="wizard-detail"]"#, "data-state").0;
+        assert!(detail.contains("RFB 003.008"), "{detail}");
+        let states: Vec<String> = s
+            .find_all(r#"[data-testid="wizard-step"][data-state="passed"]"#)
+            .iter()
+            .map(|e| s.attr(e, "data-step").unwrap_or_default())
+            .collect();
+        assert_eq!(
+            states,
+            ["host", "key", "check", "headroom", "project", "training", "compare", "screen"]
+        );
+        s.screenshot(&out.join("wizard_done.png"));
         let keys = std::fs::read_to_string(user.home.join(".ssh/authorized_keys"))
             .expect("the key installed on the fresh host");
         assert!(keys.contains("ssh-ed25519 "), "{keys}");

@@ -39,6 +39,13 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
   const progress = el("div", "wizard-progress");
   progress.dataset.testid = "wizard-progress";
   progress.hidden = true;
+  // What the step printed on its last run here (kept per step until it runs again).
+  const log = el("details", "wizard-log");
+  log.dataset.testid = "wizard-log";
+  const logSummary = el("summary");
+  const logLines = el("pre");
+  log.append(logSummary, logLines);
+  const logs: Partial<Record<Step, string[]>> = {};
   const fix = el("div", "wizard-fix");
   fix.dataset.testid = "wizard-fix";
   const password = el("input");
@@ -54,7 +61,7 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
   next.dataset.testid = "wizard-next";
   const buttons = el("div", "wizard-buttons");
   buttons.append(back, run, next);
-  card.append(title, detail, progress, fix, passwordRow, buttons);
+  card.append(title, detail, progress, fix, log, passwordRow, buttons);
   const empty = el("div", "machine", "Add a project in the bar at the top first: the wizard moves one of your projects.");
   root.append(top, rail, card, empty);
 
@@ -83,6 +90,10 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
     fix.textContent = r?.fix ? `Fix: ${r.fix}` : "";
     fix.hidden = !r?.fix;
     passwordRow.hidden = step !== "key";
+    const lines = logs[step] ?? [];
+    log.hidden = lines.length === 0;
+    logSummary.textContent = `What it printed (${lines.length} line${lines.length === 1 ? "" : "s"})`;
+    logLines.textContent = lines.join("\n");
     back.disabled = at === 0;
     // Next only once this step passed; the first step not passed is as far as it goes.
     next.disabled = at === STEPS.length - 1 || !passed(step);
@@ -111,9 +122,15 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
     const pw = step === "key" && password.value ? password.value : null;
     fix.hidden = true;
     progress.textContent = "";
+    const kept: string[] = [];
+    logs[step] = kept;
+    log.hidden = true;
     const shown = (line: string): void => {
       progress.textContent = line;
       progress.hidden = false;
+      // pip can print thousands of lines: the last 200 are kept.
+      kept.push(line);
+      if (kept.length > 200) kept.shift();
     };
     backend
       .runMigrationStep(host, project.value, step, pw, remoteDir.value.trim() || null, shown)
