@@ -27,8 +27,13 @@ if [ ! -s "$cache" ]; then
 fi
 root=$(mktemp -d /tmp/headroom-root.XXXXXX)
 xvfb=""
+fresh=""
+sshdir=""
 cleanup() {
   [ -z "$xvfb" ] || kill "$xvfb" 2>/dev/null || true
+  if [ -n "$sshdir" ] && [ -s "$sshdir/sshd.pid" ]; then kill "$(cat "$sshdir/sshd.pid")" 2>/dev/null || true; fi
+  if [ -n "$fresh" ]; then pkill -u "$fresh" 2>/dev/null || true; userdel -r "$fresh" 2>/dev/null || true; fi
+  [ -z "$sshdir" ] || rm -rf "$sshdir"
   for m in tmp/.X11-unix dev/pts dev sys proc; do umount -l "$root/$m" 2>/dev/null || true; done
   rm -rf --one-file-system "$root"
 }
@@ -126,6 +131,61 @@ if command -v Xvfb >/dev/null; then
   echo "bundle_test: headroom-app ran 10 s from the package, workers from /usr/bin/headroom"
 else
   echo "bundle_test: no Xvfb here; the app's start was not tried"
+fi
+# The wizard's fourth step from the installed files: Headroom carried to a fresh machine. A user
+# made for the test with an empty home stands for the rented Mac, behind an sshd on 127.0.0.1
+# that the root reaches over the network it shares with this machine. The step copies
+# /usr/bin/headroom, the worker and /usr/lib/headroom to ~/.headroom there; the copy must then
+# run from that home alone (the worker's rpath is $ORIGIN/../lib/headroom).
+if command -v useradd >/dev/null && [ -x /usr/sbin/sshd ]; then
+  fresh="hr-bundle-$$"
+  useradd -m -s /bin/sh "$fresh"
+  sshdir=$(mktemp -d /tmp/headroom-sshd.XXXXXX)
+  ssh-keygen -q -t ed25519 -N '' -f "$sshdir/hostkey"
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  printf '%s\n' "Port $port" "ListenAddress 127.0.0.1" "HostKey $sshdir/hostkey" "PidFile $sshdir/sshd.pid" \
+    "AuthorizedKeysFile .ssh/authorized_keys" "PasswordAuthentication no" "KbdInteractiveAuthentication no" \
+    "PubkeyAuthentication yes" "StrictModes no" "UsePAM no" > "$sshdir/sshd_config"
+  mkdir -p /run/sshd
+  /usr/sbin/sshd -f "$sshdir/sshd_config" -E "$sshdir/sshd.log" || fail "sshd did not start"
+  in_root apt-get install -y -qq --no-install-recommends openssh-client rsync >"$root/tmp/apt-ssh.log" 2>&1 \
+    || { tail -20 "$root/tmp/apt-ssh.log" >&2; fail "apt-get install openssh-client rsync in the root failed"; }
+  in_root ssh-keygen -q -t ed25519 -N '' -f /root/wizard_key
+  install -d -m 700 -o "$fresh" -g "$fresh" "/home/$fresh/.ssh"
+  install -m 600 -o "$fresh" -g "$fresh" "$root/root/wizard_key.pub" "/home/$fresh/.ssh/authorized_keys"
+  in_root sh -c 'mkdir -p /root/proj && echo "print(1)" > /root/proj/train.py'
+  in_root sh -c "export HEADROOM_HOME=/root/hr
+    headroom project add proj --dir /root/proj --python /bin/sh -- python train.py --batch-size {batch} >/dev/null &&
+    headroom remote add fresh --host 127.0.0.1 --port $port --user $fresh --identity /root/wizard_key >/dev/null &&
+    headroom remote migrate fresh --project proj --json > /tmp/migrate.json 2>/tmp/migrate.log; true"
+  python3 - "$root/tmp/migrate.json" "$fresh" <<'PY' || { cat "$root/tmp/migrate.log" "$sshdir/sshd.log" >&2; fail "the wizard did not carry Headroom there"; }
+import json, sys
+v = json.load(open(sys.argv[1]))
+ran = {r["step"]: r for r in v["ran"]}
+for step in ("host", "key", "check", "headroom"):
+    assert ran.get(step, {}).get("passed"), f"{step}: {ran.get(step)}"
+detail = ran["headroom"]["detail"]
+assert f"/home/{sys.argv[2]}/.headroom/bin/headroom" in detail, detail
+print(f"bundle_test: wizard step 4 from the package: {detail}")
+PY
+  grep -q "copied 100 %" "$root/tmp/migrate.log" || { cat "$root/tmp/migrate.log" >&2; fail "no copy progress was said"; }
+  there="/home/$fresh/.headroom"
+  [ -f "$there/lib/headroom/libtorch_cpu.so" ] || fail "libtorch was not copied to $there/lib/headroom"
+  worker_libs=$(su -s /bin/sh -c "ldd $there/bin/headroom-worker" "$fresh")
+  grep -q "libtorch_cpu.so => $there/bin/../lib/headroom/libtorch_cpu.so\|libtorch_cpu.so => $there/lib/headroom/libtorch_cpu.so" <<<"$worker_libs" \
+    || fail "the copied worker does not load the copied libtorch: $worker_libs"
+  v=$(su -s /bin/sh -c "$there/bin/headroom --version" "$fresh")
+  grep -q "libtorch 2.11.0" <<<"$v" || fail "the copied headroom answers: $v"
+  su -s /bin/sh -c "HEADROOM_HOME=/home/$fresh/hr $there/bin/headroom sweep --device cpu --workload mlp --batches 1,4 --steps 3 --json > /home/$fresh/sweep.json" "$fresh" \
+    || fail "a CPU sweep from the copy failed"
+  python3 - "/home/$fresh/sweep.json" <<'PY' || fail "the copy's sweep is wrong"
+import json, sys
+pts = [p for p in json.load(open(sys.argv[1]))["points"] if p["status"] == "ok"]
+assert [p["batch"] for p in pts] == [1, 4], pts
+print("bundle_test: the copy there swept " + ", ".join(f"{p['batch']}: {p['samples_per_s']:.0f}/s" for p in pts))
+PY
+else
+  echo "bundle_test: no useradd or sshd here; the wizard's copy from the package was not tried"
 fi
 in_root test -s /root/hr/ledger.sqlite3 || in_root sh -c 'ls /root/hr/*.sqlite* >/dev/null 2>&1' || fail "no ledger written"
 echo "bundle_test: passed ($(du -h "$deb" | cut -f1) .deb; $(du -sh "$root/usr/lib/headroom" | cut -f1) of libraries installed)"
