@@ -139,7 +139,8 @@ fi
 # run from that home alone (the worker's rpath is $ORIGIN/../lib/headroom).
 if command -v useradd >/dev/null && [ -x /usr/sbin/sshd ]; then
   fresh="hr-bundle-$$"
-  useradd -m -s /bin/sh "$fresh"
+  # No password ('*', not the locked '!' that sshd without PAM refuses): its key alone opens it.
+  useradd -m -s /bin/sh -p '*' "$fresh"
   sshdir=$(mktemp -d /tmp/headroom-sshd.XXXXXX)
   ssh-keygen -q -t ed25519 -N '' -f "$sshdir/hostkey"
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
