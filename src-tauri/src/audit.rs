@@ -206,6 +206,7 @@ fn every_command_with_arguments_refuses_bad_values_as_the_cli_does() {
                 headroom_core::remote::migrate::Step::Host,
                 None,
                 None,
+                None,
                 tauri::ipc::Channel::new(|_| Ok(())),
             )),
             "invalid_input",

@@ -69,7 +69,7 @@ contract! {
     remote::make_key() -> KeyInfo;
     remote::check_host(name: arg String) -> CheckReport;
     remote::migration_state(name: arg String, project: arg String) -> Migration;
-    remote::run_migration_step(name: arg String, project: arg String, step: arg Step, password: arg Option<String>, remote_dir: arg Option<String>, on_update: channel String) -> Migration;
+    remote::run_migration_step(name: arg String, project: arg String, step: arg Step, password: arg Option<String>, remote_dir: arg Option<String>, also_copy: arg Option<Vec<String>>, on_update: channel String) -> Migration;
     remote::open_vnc(name: arg String) -> String;
     remote::close_vnc() -> bool;
     about::about() -> About;

@@ -175,7 +175,8 @@ pub async fn migration_state(name: String, project: String) -> Result<Migration,
 /// Runs one step of the migration (only once the steps before it passed), saves how it went
 /// and returns the whole state. `password` (the key step's) is used once and never kept;
 /// `remote_dir` moves the project's folder there (the steps from the check on run again).
-/// `on_update` gets the step's progress lines as they come (what it is doing, rsync's running
+/// `also_copy`, when given, is what the project step copies beyond the default (see
+/// [`Migration::set_also_copy`]). `on_update` gets the step's progress lines as they come (what it is doing, rsync's running
 /// total, pip's lines).
 #[tauri::command]
 pub async fn run_migration_step(
@@ -184,6 +185,7 @@ pub async fn run_migration_step(
     step: Step,
     password: Option<String>,
     remote_dir: Option<String>,
+    also_copy: Option<Vec<String>>,
     on_update: Channel<String>,
 ) -> Result<Migration, AppError> {
     blocking(move || {
@@ -196,8 +198,14 @@ pub async fn run_migration_step(
             &project,
             remote_dir.as_deref().filter(|d| !d.trim().is_empty()),
         )?;
+        if let Some(also) = &also_copy {
+            // Kept even when the gate below refuses the step.
+            m.set_also_copy(also);
+            m.save()?;
+        }
         m.gate(step)?;
         let dir = m.remote_dir.clone();
+        let also = m.also_copy.clone();
         let mut say = |line: &str| {
             let _ = on_update.send(line.to_owned());
         };
@@ -205,6 +213,7 @@ pub async fn run_migration_step(
             profile: &p,
             project: &proj,
             remote_dir: &dir,
+            also_copy: &also,
             password: password.as_deref().filter(|p| !p.is_empty()),
             timeout: Duration::from_secs(10),
             on: &mut say,

@@ -192,6 +192,35 @@ describe("migration wizard", () => {
     expect(q(p.root, "wizard-log")?.hidden).toBe(true);
   });
 
+  it("sends the paths to copy too, keeps them, and a change runs the project step again", async () => {
+    const b = mockBackend({ hosts: [host], projects: [project] });
+    const p = remotePanel(b, () => {});
+    await p.load();
+    await flush();
+    for (let i = 0; i < 5; i++) {
+      click(p.root, "wizard-run");
+      await flush();
+      click(p.root, "wizard-next");
+    }
+    const steps = () => [...p.root.querySelectorAll<HTMLElement>('[data-testid="wizard-step"]')].map((li) => li.dataset.state);
+    expect(steps().slice(0, 5)).toEqual(Array(5).fill("passed"));
+    set(p.root, "wizard-also-copy", " data/raw , ,ckpt");
+    q(p.root, "wizard-also-copy")?.dispatchEvent(new Event("change"));
+    // Changed past the project step: back to it.
+    expect(q(p.root, "wizard-title")?.textContent).toBe("5 · Your project there, verified, with its environment");
+    click(p.root, "wizard-run");
+    await flush();
+    expect(b.calls).toContain("runMigrationStep box train project");
+    expect(b.calls).toContain("alsoCopy data/raw,ckpt");
+    // The project step ran again with them; those after it are to run again.
+    expect(steps().slice(4)).toEqual(["passed", "pending", "pending", "pending"]);
+    const again = remotePanel(b, () => {});
+    await again.load();
+    await flush();
+    expect(q(again.root, "wizard-title")?.textContent).toBe("6 · Your training there");
+    expect((q(again.root, "wizard-also-copy") as HTMLInputElement).value).toBe("data/raw, ckpt");
+  });
+
   it("asks for a project first when there is none", async () => {
     const b = mockBackend({ hosts: [host] });
     const p = remotePanel(b, () => {});

@@ -60,7 +60,7 @@ export const commands = {
   /** `remote::migration_state` */
   migrationState: (name: string, project: string): Promise<Migration> => invoke<Migration>("migration_state", { name, project }),
   /** `remote::run_migration_step` */
-  runMigrationStep: (name: string, project: string, step: Step, password: string | null, remoteDir: string | null, onUpdate: Channel<string>): Promise<Migration> => invoke<Migration>("run_migration_step", { name, project, step, password, remoteDir, onUpdate }),
+  runMigrationStep: (name: string, project: string, step: Step, password: string | null, remoteDir: string | null, alsoCopy: Array<string> | null, onUpdate: Channel<string>): Promise<Migration> => invoke<Migration>("run_migration_step", { name, project, step, password, remoteDir, alsoCopy, onUpdate }),
   /** `remote::open_vnc` */
   openVnc: (name: string): Promise<string> => invoke<string>("open_vnc", { name }),
   /** `remote::close_vnc` */

@@ -76,6 +76,7 @@ export interface Backend {
     step: Step,
     password: string | null,
     remoteDir: string | null,
+    alsoCopy: string[] | null,
     onProgress: (line: string) => void,
   ): Promise<Migration>;
   /** Opens the SSH tunnel to the host's screen and the OS viewer; returns the vnc:// URL. */

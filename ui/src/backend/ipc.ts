@@ -630,7 +630,12 @@ export type Migration = { host: string, project: string,
 /**
  * The project's folder on the remote (relative paths start at the login folder).
  */
-remote_dir: string, steps: { [key in Step]?: StepResult }, };
+remote_dir: string, 
+/**
+ * Paths the project step would leave out (what git ignores, environment folders) that the
+ * user asked to copy all the same, as the step's detail names them (`data`, `.venv`).
+ */
+also_copy: Array<string>, steps: { [key in Step]?: StepResult }, };
 
 export type StepResult = { step: Step, passed: boolean, 
 /**

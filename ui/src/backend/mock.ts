@@ -261,13 +261,18 @@ export function mockBackend(opts: {
     },
     async migrationState(name, project) {
       m.calls.push(`migrationState ${name} ${project}`);
-      return migrations[`${name}--${project}`] ?? { host: name, project, remote_dir: `headroom-projects/${project}`, steps: {} };
+      return migrations[`${name}--${project}`] ?? { host: name, project, remote_dir: `headroom-projects/${project}`, also_copy: [], steps: {} };
     },
-    async runMigrationStep(name, project, step, password, remoteDir, onProgress) {
+    async runMigrationStep(name, project, step, password, remoteDir, alsoCopy, onProgress) {
       m.calls.push(`runMigrationStep ${name} ${project} ${step}${password ? " with a password" : ""}`);
       const key = `${name}--${project}`;
-      const mig: Migration = migrations[key] ?? { host: name, project, remote_dir: remoteDir || `headroom-projects/${project}`, steps: {} };
+      const mig: Migration = migrations[key] ?? { host: name, project, remote_dir: remoteDir || `headroom-projects/${project}`, also_copy: [], steps: {} };
       const order: Step[] = ["host", "key", "check", "headroom", "project", "training", "compare", "screen"];
+      if (alsoCopy && alsoCopy.join(",") !== mig.also_copy.join(",")) {
+        mig.also_copy = [...alsoCopy];
+        m.calls.push(`alsoCopy ${alsoCopy.join(",")}`);
+        for (const s of order.slice(order.indexOf("project"))) delete mig.steps[s];
+      }
       const before = order.slice(0, order.indexOf(step)).find((s) => !mig.steps[s]?.passed);
       if (before) throw { code: "invalid_input", message: `step ${step} needs step ${before} to pass first` };
       for (const line of opts.progress?.[step] ?? []) onProgress(line);

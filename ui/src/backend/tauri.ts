@@ -40,8 +40,8 @@ export function tauriBackend(): Backend {
     makeKey: () => commands.makeKey(),
     checkHost: (name) => commands.checkHost(name),
     migrationState: (name, project) => commands.migrationState(name, project),
-    runMigrationStep: (name, project, step, password, remoteDir, onProgress) =>
-      commands.runMigrationStep(name, project, step, password, remoteDir, channel(onProgress)),
+    runMigrationStep: (name, project, step, password, remoteDir, alsoCopy, onProgress) =>
+      commands.runMigrationStep(name, project, step, password, remoteDir, alsoCopy, channel(onProgress)),
     openVnc: (name) => commands.openVnc(name),
     closeVnc: () => commands.closeVnc(),
     about: () => commands.about(),

@@ -27,8 +27,14 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
   const remoteDir = el("input");
   remoteDir.dataset.testid = "wizard-remote-dir";
   remoteDir.placeholder = "headroom-projects/PROJECT";
+  // What the project step leaves out (git-ignored, environment folders) but should copy.
+  const alsoCopy = el("input");
+  alsoCopy.dataset.testid = "wizard-also-copy";
+  alsoCopy.placeholder = "data, checkpoints (optional)";
   const top = el("div", "form-grid");
-  top.append(field("Project", project), field("Folder there", remoteDir));
+  const alsoField = field("Also copy (paths the project step leaves out, comma-separated)", alsoCopy);
+  alsoField.classList.add("wide");
+  top.append(field("Project", project), field("Folder there", remoteDir), alsoField);
   const rail = el("ol", "wizard-rail");
   const card = el("div", "wizard-card");
   const title = el("h4");
@@ -64,6 +70,12 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
   card.append(title, detail, progress, fix, log, passwordRow, buttons);
   const empty = el("div", "machine", "Add a project in the bar at the top first: the wizard moves one of your projects.");
   root.append(top, rail, card, empty);
+
+  const paths = (text: string): string[] =>
+    text
+      .split(",")
+      .map((p) => p.trim())
+      .filter((p) => p.length > 0);
 
   let host: string | null = null;
   let state: Migration | null = null;
@@ -103,6 +115,7 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
     if (!host || !project.value) return;
     state = await backend.migrationState(host, project.value);
     remoteDir.value = state.remote_dir;
+    alsoCopy.value = state.also_copy.join(", ");
     const first = STEPS.findIndex(({ step }) => !passed(step));
     at = first < 0 ? STEPS.length - 1 : first;
     draw();
@@ -133,7 +146,7 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
       if (kept.length > 200) kept.shift();
     };
     backend
-      .runMigrationStep(host, project.value, step, pw, remoteDir.value.trim() || null, shown)
+      .runMigrationStep(host, project.value, step, pw, remoteDir.value.trim() || null, paths(alsoCopy.value), shown)
       .then((m) => {
         state = m;
         draw();
@@ -155,6 +168,15 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
     draw();
   });
   project.addEventListener("change", () => void load().catch(fail));
+  // A new list of paths to copy takes effect in the project step: the wizard goes back to it.
+  alsoCopy.addEventListener("change", () => {
+    const changed = paths(alsoCopy.value).join(",") !== (state?.also_copy ?? []).join(",");
+    const projectAt = STEPS.findIndex(({ step }) => step === "project");
+    if (changed && at > projectAt) {
+      at = projectAt;
+      draw();
+    }
+  });
 
   async function show(h: string): Promise<void> {
     host = h;

@@ -109,6 +109,11 @@ pub enum RemoteCommand {
         /// login folder].
         #[arg(long)]
         remote_dir: Option<String>,
+        /// A path the project step leaves out (git ignores it, or it is an environment folder)
+        /// to copy all the same, as the step names it (`data`); repeat for more, `""` for none.
+        /// Kept for the next runs.
+        #[arg(long = "also-copy", value_name = "PATH")]
+        also_copy: Vec<String>,
         /// Run this one step again (host, key, check, headroom, project, training, compare,
         /// screen).
         #[arg(long)]
@@ -315,6 +320,7 @@ pub fn run(c: &RemoteCommand) -> Result<ExitCode> {
             name,
             project,
             remote_dir,
+            also_copy,
             step,
             password_stdin,
             timeout,
@@ -323,7 +329,10 @@ pub fn run(c: &RemoteCommand) -> Result<ExitCode> {
             return migrate(
                 name,
                 project,
-                remote_dir.as_deref(),
+                Placing {
+                    remote_dir: remote_dir.as_deref(),
+                    also_copy: also_copy.as_slice(),
+                },
                 step.as_deref(),
                 *password_stdin,
                 *timeout,
@@ -453,12 +462,19 @@ fn vnc(
     Ok(ExitCode::from(1))
 }
 
+/// Where `remote migrate` puts the project, and what it copies beyond the default.
+struct Placing<'a> {
+    remote_dir: Option<&'a str>,
+    /// Empty: as saved.
+    also_copy: &'a [String],
+}
+
 /// `headroom remote migrate`: runs the given step, or every step from the first that has not
 /// passed up to the first that fails, saving the state after each.
 fn migrate(
     name: &str,
     project: &str,
-    remote_dir: Option<&str>,
+    placing: Placing<'_>,
     step: Option<&str>,
     password_stdin: bool,
     timeout: u64,
@@ -481,12 +497,18 @@ fn migrate(
     } else {
         None
     };
-    let mut m = Migration::load_or_new(name, project, remote_dir)?;
+    let mut m = Migration::load_or_new(name, project, placing.remote_dir)?;
+    if !placing.also_copy.is_empty() {
+        // Kept even when the gate below refuses the step.
+        m.set_also_copy(placing.also_copy);
+        m.save()?;
+    }
     let only = step.map(Step::parse).transpose()?;
     if let Some(s) = only {
         m.gate(s)?;
     }
     let remote_dir = m.remote_dir.clone();
+    let also_copy = m.also_copy.clone();
     let mut ran = Vec::new();
     // Progress (rsync's running total, pip's lines) goes to stderr in both forms: stdout
     // stays the result.
@@ -499,6 +521,7 @@ fn migrate(
             profile: &p,
             project: &proj,
             remote_dir: &remote_dir,
+            also_copy: &also_copy,
             password: password.as_deref(),
             timeout: Duration::from_secs(timeout),
             on: &mut say,

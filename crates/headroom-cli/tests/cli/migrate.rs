@@ -308,6 +308,12 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
     assert!(there.join("train.py").is_file() && there.join(".git").is_dir());
     assert!(!there.join("data").exists(), "git-ignored data stays here");
     assert!(
+        r[1].2.contains(
+            "left out as ignored or environment-only: .venv, data (copy any with --also-copy PATH"
+        ),
+        "what stayed here is named: {r:?}"
+    );
+    assert!(
         !there.join(".venv/marker").exists(),
         "the local environment stays here"
     );
@@ -460,6 +466,40 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
     assert!(!r[0].1 && r[0].2.contains("no requirements.txt"), "{r:?}");
     assert!(r[0].3.contains("pip freeze > requirements.txt"), "{r:?}");
     assert!(there.join("notes.txt").is_file(), "copied before the stop");
+
+    // Asked to, the step copies an ignored folder too; the ask is kept and the steps after the
+    // project's run again.
+    std::fs::write(proj.join("requirements.txt"), "pip\n").expect("requirements");
+    let (out, v) = migrate(
+        &home,
+        "box",
+        &["--also-copy", "data/", "--step", "project"],
+        None,
+    );
+    let r = ran(&v);
+    assert!(out.status.success() && r[0].1, "{r:?}");
+    assert!(
+        r[0].2
+            .contains("left out as ignored or environment-only: .venv (")
+            && r[0].2.contains("copied as asked: data"),
+        "{r:?}"
+    );
+    assert_eq!(
+        std::fs::read(there.join("data/big.bin"))
+            .expect("data copied")
+            .len(),
+        4096
+    );
+    assert!(
+        !there.join(".venv/marker").exists(),
+        "the environment still stays"
+    );
+    assert_eq!(v["migration"]["also_copy"], serde_json::json!(["data"]));
+    assert!(
+        v["migration"]["steps"].get("training").is_none(),
+        "{}",
+        v["migration"]
+    );
 
     // A full remote disk: a 1 MiB tmpfs as the remote folder stops the check with its figures.
     if let Some(fs) = crate::tmpfs::Tmpfs::mount("size=1m") {

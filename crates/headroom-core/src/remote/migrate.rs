@@ -113,6 +113,10 @@ pub struct Migration {
     pub project: String,
     /// The project's folder on the remote (relative paths start at the login folder).
     pub remote_dir: String,
+    /// Paths the project step would leave out (what git ignores, environment folders) that the
+    /// user asked to copy all the same, as the step's detail names them (`data`, `.venv`).
+    #[serde(default)]
+    pub also_copy: Vec<String>,
     pub steps: BTreeMap<Step, StepResult>,
 }
 
@@ -122,6 +126,7 @@ impl Migration {
             host: host.to_owned(),
             project: project.to_owned(),
             remote_dir: remote_dir.map_or_else(|| default_remote_dir(project), str::to_owned),
+            also_copy: Vec::new(),
             steps: BTreeMap::new(),
         }
     }
@@ -155,6 +160,22 @@ impl Migration {
             m.steps.retain(|s, _| *s < Step::Check);
         }
         Ok(m)
+    }
+
+    /// Asks the project step to copy these paths too (trimmed, blank ones dropped); a change
+    /// makes the project step and those after it run again.
+    pub fn set_also_copy(&mut self, paths: &[String]) {
+        let mut want: Vec<String> = paths
+            .iter()
+            .map(|p| p.trim().trim_matches('/').to_owned())
+            .filter(|p| !p.is_empty())
+            .collect();
+        want.sort();
+        want.dedup();
+        if want != self.also_copy {
+            self.also_copy = want;
+            self.steps.retain(|s, _| *s < Step::Project);
+        }
     }
 
     pub fn save(&self) -> Result<(), CoreError> {
@@ -209,6 +230,8 @@ pub struct Context<'a> {
     pub profile: &'a HostProfile,
     pub project: &'a Project,
     pub remote_dir: &'a str,
+    /// [`Migration::also_copy`].
+    pub also_copy: &'a [String],
     /// The password for the key step's install, read once by the caller and never stored.
     pub password: Option<&'a str>,
     pub timeout: Duration,
@@ -1010,6 +1033,29 @@ pub fn excludes(dir: &Path) -> Vec<String> {
     out
 }
 
+/// [`excludes`] less what the user asked to copy (`also`, as [`left_out`] names them).
+pub fn excludes_but(dir: &Path, also: &[String]) -> Vec<String> {
+    let asked = |e: &str| {
+        also.iter()
+            .any(|a| a.trim_matches('/') == e.trim_matches('/'))
+    };
+    excludes(dir).into_iter().filter(|e| !asked(e)).collect()
+}
+
+/// The paths at the project's top level that `excludes` leaves out and that exist, as a user
+/// names them (`data`, `.venv`), for the step to say what stayed here.
+pub fn left_out(dir: &Path, excludes: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = excludes
+        .iter()
+        .filter(|e| e.starts_with('/'))
+        .map(|e| e.trim_matches('/').to_owned())
+        .filter(|e| !e.is_empty() && dir.join(e).exists())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Bytes of the files the project step copies (an estimate: [`NEVER_COPIED`] left out).
 pub fn project_bytes(dir: &Path) -> u64 {
     fn walk(d: &Path, top: bool) -> u64 {
@@ -1418,7 +1464,8 @@ fn project_step(ctx: &mut Context<'_>) -> Outcome {
             ),
         );
     }
-    let ex = excludes(src);
+    let ex = excludes_but(src, ctx.also_copy);
+    let stayed = left_out(src, &ex);
     (ctx.on)(&format!(
         "copying {} to {}:{} (rsync over ssh)",
         src.display(),
@@ -1488,16 +1535,24 @@ fn project_step(ctx: &mut Context<'_>) -> Outcome {
             "run the step again (it copies what differs)",
         );
     }
+    let stayed_text = match stayed.len() {
+        0 => "nothing ignored or environment-only left out".to_owned(),
+        n => format!(
+            "left out as ignored or environment-only: {}{} (copy any with --also-copy PATH, or the wizard's Also copy field)",
+            stayed.iter().take(6).cloned().collect::<Vec<_>>().join(", "),
+            if n > 6 { format!(" and {} more", n - 6) } else { String::new() }
+        ),
+    };
+    let asked = if ctx.also_copy.is_empty() {
+        String::new()
+    } else {
+        format!("; copied as asked: {}", ctx.also_copy.join(", "))
+    };
     let copied = format!(
-        "copied {} to {}:{} ({files} file(s) sent, .git kept, {} left out), checksums match",
+        "copied {} to {}:{} ({files} file(s) sent, .git kept; {stayed_text}{asked}), checksums match",
         src.display(),
         p.name,
         ctx.remote_dir,
-        if ex.is_empty() {
-            "nothing".into()
-        } else {
-            format!("{} ignored or environment path(s)", ex.len())
-        }
     );
     if !src.join(REQUIREMENTS).is_file() {
         return fail(
@@ -1535,6 +1590,54 @@ fn project_step(ctx: &mut Context<'_>) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_the_user_asks_to_copy_is_no_longer_left_out_and_runs_the_steps_after_again() {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir_all(dir.path().join(".venv")).expect("venv");
+        std::fs::create_dir_all(dir.path().join("ckpt")).expect("ckpt");
+        let all = excludes(dir.path());
+        assert!(all.contains(&"/.venv/".to_owned()) && all.contains(&".venv/".to_owned()));
+        // Named as the user sees them: those that exist, at the top.
+        assert_eq!(left_out(dir.path(), &all), [".venv"]);
+        let kept = excludes_but(dir.path(), &[".venv/".into()]);
+        assert!(!kept.iter().any(|e| e.contains(".venv")), "{kept:?}");
+        assert!(left_out(dir.path(), &kept).is_empty());
+        assert!(kept.contains(&"/node_modules/".to_owned()));
+
+        let mut m = Migration::new("box", "train", None);
+        for s in [
+            Step::Host,
+            Step::Key,
+            Step::Check,
+            Step::Headroom,
+            Step::Project,
+            Step::Training,
+        ] {
+            m.steps.insert(
+                s,
+                StepResult {
+                    step: s,
+                    passed: true,
+                    detail: String::new(),
+                    fix: None,
+                    at: String::new(),
+                    seconds: 0.0,
+                },
+            );
+        }
+        m.set_also_copy(&[" data/ ".into(), String::new(), "data".into()]);
+        assert_eq!(m.also_copy, ["data"]);
+        assert_eq!(m.next_step(), Some(Step::Project));
+        // The same ask again changes nothing.
+        m.steps
+            .insert(Step::Project, m.steps[&Step::Headroom].clone());
+        m.set_also_copy(&["data".into()]);
+        assert_eq!(m.next_step(), Some(Step::Training));
+        m.set_also_copy(&[String::new()]);
+        assert!(m.also_copy.is_empty());
+        assert_eq!(m.next_step(), Some(Step::Project));
+    }
 
     #[test]
     fn rsync_running_totals_are_read_and_asked_for_only_where_rsync_has_them() {
