@@ -47,7 +47,16 @@ pub enum Captured {
 /// Runs `cmd` with stdin closed, capturing stdout and stderr, for at most `limit`; past it the
 /// child is killed and [`Finished::status`] is `None`. Errs only when it cannot start.
 pub fn run_within(cmd: &mut Command, limit: Duration) -> std::io::Result<Finished> {
-    run(cmd, limit, None)
+    run(cmd, limit, None, Pipe::Stdout)
+}
+
+/// Which of a child's outputs [`run_streamed`] hands over line by line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pipe {
+    Stdout,
+    /// For a child whose stdout is its result (`headroom run --json`) and whose stderr is the
+    /// running commentary.
+    Stderr,
 }
 
 /// [`run_within`] that also hands each line of stdout to `on` while the child runs, split at
@@ -58,13 +67,24 @@ pub fn run_streamed(
     limit: Duration,
     on: &mut dyn FnMut(&str),
 ) -> std::io::Result<Finished> {
-    run(cmd, limit, Some(on))
+    run(cmd, limit, Some(on), Pipe::Stdout)
+}
+
+/// [`run_streamed`] of the `pipe` chosen.
+pub fn run_streamed_from(
+    cmd: &mut Command,
+    limit: Duration,
+    pipe: Pipe,
+    on: &mut dyn FnMut(&str),
+) -> std::io::Result<Finished> {
+    run(cmd, limit, Some(on), pipe)
 }
 
 fn run(
     cmd: &mut Command,
     limit: Duration,
     mut on: Option<&mut dyn FnMut(&str)>,
+    pipe: Pipe,
 ) -> std::io::Result<Finished> {
     let started = Instant::now();
     let mut child = cmd
@@ -73,8 +93,17 @@ fn run(
         .stderr(Stdio::piped())
         .spawn()?;
     let (tx, chunks) = mpsc::channel();
-    let out = Drain::start(child.stdout.take(), on.is_some().then_some(tx));
-    let err = Drain::start(child.stderr.take(), None);
+    let copy = on.is_some().then_some(tx);
+    let (out, err) = match pipe {
+        Pipe::Stdout => (
+            Drain::start(child.stdout.take(), copy),
+            Drain::start(child.stderr.take(), None),
+        ),
+        Pipe::Stderr => (
+            Drain::start(child.stdout.take(), None),
+            Drain::start(child.stderr.take(), copy),
+        ),
+    };
     let mut lines = Lines::default();
     let mut feed = |wait: Duration, on: &mut Option<&mut dyn FnMut(&str)>| match on {
         Some(f) => {
@@ -108,6 +137,7 @@ fn run(
     };
     let read_until = Instant::now() + grace;
     let stdout = out.take(read_until);
+    let stderr = err.take(read_until);
     if let Some(f) = on {
         while let Ok(c) = chunks.try_recv() {
             lines.push(&c, &mut *f);
@@ -117,7 +147,7 @@ fn run(
     Ok(Finished {
         status,
         stdout,
-        stderr: err.take(read_until),
+        stderr,
     })
 }
 
@@ -258,6 +288,21 @@ mod tests {
         assert!(f.success(), "{f:?}");
         assert_eq!(seen, ["copying", "10%", "100%", "done"]);
         assert_eq!(f.stdout, "copying\r 10%\r 100%\ndone");
+    }
+
+    #[test]
+    fn stderr_is_handed_over_when_stdout_is_the_result() {
+        let mut seen = Vec::new();
+        let f = run_streamed_from(
+            &mut sh("echo '{\"ok\": 1}'; echo 'epoch 1' >&2; echo 'epoch 2' >&2"),
+            Duration::from_secs(20),
+            Pipe::Stderr,
+            &mut |l| seen.push(l.to_owned()),
+        )
+        .expect("sh");
+        assert_eq!(seen, ["epoch 1", "epoch 2"]);
+        assert_eq!(f.stdout, "{\"ok\": 1}\n");
+        assert_eq!(f.stderr, "epoch 1\nepoch 2\n");
     }
 
     #[test]

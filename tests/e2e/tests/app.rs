@@ -1361,6 +1361,10 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
             detail.contains(&format!("batch {chosen}")) && detail.contains("under host fresh"),
             "{detail} / {seen:?}"
         );
+        assert!(
+            seen.iter().any(|l| l.starts_with("there: epoch ")),
+            "the training's own lines came over while it ran: {seen:?}"
+        );
         s.screenshot(&out.join("wizard_training.png"));
         s.click(&s.wait(r#"[data-testid="wizard-next"]"#, 5));
         // Side by side with the run watched here (stopped by the user, its steps measured).

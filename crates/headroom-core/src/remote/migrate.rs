@@ -1208,13 +1208,18 @@ fn training_step(ctx: &mut Context<'_>) -> Outcome {
     (ctx.on)(&format!(
         "running the project there at {chosen} on {device} (at most {TRAINING_SECONDS} s)"
     ));
-    let f = match remote(
-        p,
-        &script,
-        None,
-        Duration::from_secs(TRAINING_SECONDS + 120),
-        ctx.timeout,
-    ) {
+    // Its own lines (epochs, losses, `headroom run`'s notes) come over stderr as it trains.
+    let on = &mut *ctx.on;
+    let f = match check::ssh_command(p, ctx.timeout).and_then(|mut c| {
+        c.arg(&p.name).arg(&script);
+        crate::child::run_streamed_from(
+            &mut c,
+            Duration::from_secs(TRAINING_SECONDS + 120),
+            crate::child::Pipe::Stderr,
+            &mut |l| on(&format!("there: {l}")),
+        )
+        .map_err(|e| spawn_err("ssh", &e))
+    }) {
         Ok(f) => f,
         Err(e) => return fail(e.to_string(), "install OpenSSH's client"),
     };
