@@ -112,7 +112,10 @@ pub async fn compare_runs(a: i64, b: i64) -> Result<Comparison, AppError> {
         let lines = report::compare(&ledger, a, b)?;
         let (ra, pa) = ledger.get_run(a)?;
         let (rb, pb) = ledger.get_run(b)?;
-        let chart_svg = if pa.is_empty() || pb.is_empty() {
+        let chart_svg = if pa.is_empty() && pb.is_empty() {
+            // Two runs of a project (here and on a remote host): their figures as bars.
+            report::pair_chart_at(&[&ra, &rb], 360)?
+        } else if pa.is_empty() || pb.is_empty() {
             None
         } else {
             Some(report::overlay_chart_at(

@@ -221,6 +221,34 @@ describe("migration wizard", () => {
     expect((q(again.root, "wizard-also-copy") as HTMLInputElement).value).toBe("data/raw, ckpt");
   });
 
+  it("draws the runs here and there side by side once the compare step passed", async () => {
+    const b = mockBackend({
+      hosts: [host],
+      projects: [project],
+      steps: { compare: () => ({ passed: true, detail: "here: 15284.8 samples/s …; there: 9277.0 samples/s …", runs: [30, 31] }) },
+      comparison: { lines: ["run 30 vs run 31"], chart_svg: '<svg xmlns="http://www.w3.org/2000/svg" width="360" height="200"><rect fill="#FFFFFF"/></svg>' },
+    });
+    const p = remotePanel(b, () => {});
+    await p.load();
+    await flush();
+    const chart = q(p.root, "wizard-chart") as HTMLImageElement;
+    for (let i = 0; i < 6; i++) {
+      click(p.root, "wizard-run");
+      await flush();
+      click(p.root, "wizard-next");
+      expect(chart.hidden).toBe(true);
+    }
+    click(p.root, "wizard-run");
+    await flush();
+    await flush();
+    expect(b.calls).toContain("compareRuns 30 31");
+    expect(chart.hidden).toBe(false);
+    expect(chart.src.startsWith("data:image/svg+xml")).toBe(true);
+    // Another step's card has no chart.
+    click(p.root, "wizard-back");
+    expect(chart.hidden).toBe(true);
+  });
+
   it("asks for a project first when there is none", async () => {
     const b = mockBackend({ hosts: [host] });
     const p = remotePanel(b, () => {});

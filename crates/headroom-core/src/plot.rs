@@ -823,3 +823,119 @@ pub fn overlay_svg(runs: &[Overlay<'_>], width: u32, height: u32) -> Result<Stri
     }
     Ok(svg)
 }
+
+/// One run's headline figures, for [`pair_svg`].
+#[derive(Debug, Clone)]
+pub struct Figures {
+    /// What the legend calls it: "run 30 · here (vm) · cpu".
+    pub label: String,
+    pub samples_per_s: Option<f64>,
+    pub step_ms: Option<f64>,
+    pub peak_bytes: Option<u64>,
+}
+
+/// Two or more runs without points (a project's `headroom run`s, here and on a remote host)
+/// side by side: a row of bars each for throughput, step time and peak memory, one colour per
+/// run as in [`overlay_svg`], each bar's figure written at its end. A figure a run lacks is
+/// "not measured" in its row.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_precision_loss,
+    clippy::too_many_lines
+)]
+pub fn pair_svg(runs: &[Figures], width: u32) -> Result<String, CoreError> {
+    type Pick = fn(&Figures) -> Option<f64>;
+    type Say = fn(f64) -> String;
+    let rows: [(&str, Pick, Say); 3] = [
+        (
+            "throughput (higher is better)",
+            |f| f.samples_per_s,
+            |v| format!("{} samples/s", human(v)),
+        ),
+        (
+            "step time (lower is better)",
+            |f| f.step_ms,
+            |v| format!("{v:.1} ms"),
+        ),
+        (
+            "peak memory",
+            |f| f.peak_bytes.map(|b| b as f64),
+            |v| format_bytes(v as u64),
+        ),
+    ];
+    let n = i32::try_from(runs.len()).unwrap_or(4);
+    let legend_h = 10 + 20 * n;
+    let row_h = 26 + 20 * n;
+    let height = u32::try_from(legend_h + 3 * row_h + 6).unwrap_or(400);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let small = ("sans-serif", 13).into_font().color(&INK);
+        let caption = ("sans-serif", 14).into_font().color(&INK);
+        let left = 12;
+        let right = i32::try_from(width).unwrap_or(360) - 12;
+        for (i, r) in runs.iter().enumerate() {
+            let c = OVERLAY_COLOURS[i % OVERLAY_COLOURS.len()];
+            let y = 12 + 20 * i32::try_from(i).unwrap_or(0);
+            root.draw(&Rectangle::new(
+                [(left, y - 5), (left + 18, y + 5)],
+                c.filled(),
+            ))
+            .map_err(plot_err)?;
+            root.draw(&Text::new(
+                r.label.clone(),
+                (left + 26, y),
+                small.clone().pos(Pos::new(HPos::Left, VPos::Center)),
+            ))
+            .map_err(plot_err)?;
+        }
+        for (k, (title, pick, say)) in rows.iter().enumerate() {
+            let top = legend_h + row_h * i32::try_from(k).unwrap_or(0);
+            root.draw(&PathElement::new(
+                [(left, top + 2), (right, top + 2)],
+                GRID.stroke_width(1),
+            ))
+            .map_err(plot_err)?;
+            root.draw(&Text::new(
+                (*title).to_owned(),
+                (left, top + 14),
+                caption.clone().pos(Pos::new(HPos::Left, VPos::Center)),
+            ))
+            .map_err(plot_err)?;
+            let max = runs.iter().filter_map(pick).fold(0.0_f64, f64::max);
+            // The bars take what the longest figure's text leaves.
+            let span = f64::from((right - left - 110).max(40));
+            for (i, r) in runs.iter().enumerate() {
+                let c = OVERLAY_COLOURS[i % OVERLAY_COLOURS.len()];
+                let y = top + 34 + 20 * i32::try_from(i).unwrap_or(0);
+                match pick(r) {
+                    Some(v) if max > 0.0 => {
+                        let w = ((v / max) * span).round().max(2.0) as i32;
+                        root.draw(&Rectangle::new(
+                            [(left, y - 7), (left + w, y + 7)],
+                            c.filled(),
+                        ))
+                        .map_err(plot_err)?;
+                        root.draw(&Text::new(
+                            say(v),
+                            (left + w + 6, y),
+                            small.clone().pos(Pos::new(HPos::Left, VPos::Center)),
+                        ))
+                        .map_err(plot_err)?;
+                    }
+                    _ => {
+                        root.draw(&Text::new(
+                            "not measured".to_owned(),
+                            (left, y),
+                            small.clone().pos(Pos::new(HPos::Left, VPos::Center)),
+                        ))
+                        .map_err(plot_err)?;
+                    }
+                }
+            }
+        }
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
+}

@@ -820,6 +820,35 @@ pub fn overlay_label(r: &RunRecord) -> String {
     format!("run {} · {} · {} {}", r.id, r.host, r.device, r.workload)
 }
 
+/// A run's headline figures for [`crate::plot::pair_svg`], labelled "run 30 · host · device".
+pub fn figures_of(r: &RunRecord) -> crate::plot::Figures {
+    let get = |k: &str| {
+        r.report
+            .as_ref()
+            .and_then(|v| v.get(k))
+            .and_then(serde_json::Value::as_f64)
+    };
+    crate::plot::Figures {
+        label: format!("run {} · {} · {}", r.id, r.host, r.device),
+        samples_per_s: get("samples_per_s"),
+        step_ms: get("step_ms_p50"),
+        peak_bytes: r.peak_bytes,
+    }
+}
+
+/// Runs without points (a project's runs here and there) as bars side by side, `width` wide;
+/// `None` when none of them measured anything.
+pub fn pair_chart_at(runs: &[&RunRecord], width: u32) -> Result<Option<String>, CoreError> {
+    let figures: Vec<crate::plot::Figures> = runs.iter().map(|r| figures_of(r)).collect();
+    if figures
+        .iter()
+        .all(|f| f.samples_per_s.is_none() && f.step_ms.is_none() && f.peak_bytes.is_none())
+    {
+        return Ok(None);
+    }
+    crate::plot::pair_svg(&figures, width).map(Some)
+}
+
 /// Runs with points drawn side by side (one against another, local against remote) as
 /// `compare-A-B….svg` and `.png` in `dir`; `None` when fewer than two of them have points.
 pub fn export_overlay(

@@ -1376,6 +1376,11 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
                 && detail.contains("the decision table now: "),
             "{detail}"
         );
+        // And the two runs' figures as bars under it.
+        let chart = s.wait(r#"[data-testid="wizard-chart"]:not([hidden])"#, 20);
+        assert!(s
+            .attr(&chart, "src")
+            .is_some_and(|src| src.starts_with("data:image/svg")));
         s.screenshot(&out.join("wizard_compare.png"));
         s.click(&s.wait(r#"[data-testid="wizard-next"]"#, 5));
         run_to_pass("screen", 30);

@@ -645,7 +645,12 @@ detail: string,
 /**
  * What to do about a failure.
  */
-fix: string | null, at: string, seconds: number, };
+fix: string | null, at: string, seconds: number, 
+/**
+ * The ledger runs the step made or compared (training: the one recorded here; compare:
+ * here's, then there's), for the app to draw.
+ */
+runs: Array<number>, };
 
 export type Step = "host" | "key" | "check" | "headroom" | "project" | "training" | "compare" | "screen";
 

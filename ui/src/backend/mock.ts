@@ -61,7 +61,7 @@ export function mockBackend(opts: {
   pickedFolder?: string | null;
   projects?: Project[];
   /** How each migration step goes when run: passed, or failed with this detail and fix. */
-  steps?: Partial<Record<Step, (password: string | null) => { passed: boolean; detail: string; fix?: string }>>;
+  steps?: Partial<Record<Step, (password: string | null) => { passed: boolean; detail: string; fix?: string; runs?: number[] }>>;
   /** Progress lines a migration step sends while it runs. */
   progress?: Partial<Record<Step, string[]>>;
   /** Awaited after a step sent its progress and before it ends (a step still running). */
@@ -278,7 +278,7 @@ export function mockBackend(opts: {
       for (const line of opts.progress?.[step] ?? []) onProgress(line);
       await opts.stepGate?.();
       const how = opts.steps?.[step]?.(password) ?? { passed: true, detail: `${step} done` };
-      const r: StepResult = { step, passed: how.passed, detail: how.detail, fix: how.fix ?? null, at: "2026-12-02T05:00:00Z", seconds: 0.1 };
+      const r: StepResult = { step, passed: how.passed, detail: how.detail, fix: how.fix ?? null, at: "2026-12-02T05:00:00Z", seconds: 0.1, runs: how.runs ?? [] };
       mig.steps = { ...mig.steps, [step]: r };
       migrations[key] = mig;
       return structuredClone(mig);

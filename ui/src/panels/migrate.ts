@@ -6,7 +6,7 @@
 import type { Backend, Migration, Project, Step } from "../backend";
 import { asAppError } from "../backend";
 import { field } from "../controls";
-import { el } from "../format";
+import { el, svgDataUrl } from "../format";
 
 const STEPS: { step: Step; title: string }[] = [
   { step: "host", title: "The host profile" },
@@ -45,6 +45,12 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
   const progress = el("div", "wizard-progress");
   progress.dataset.testid = "wizard-progress";
   progress.hidden = true;
+  // Side by side: the two runs' figures as bars (the Runs panel's comparison chart).
+  const chart = el("img", "chart");
+  chart.dataset.testid = "wizard-chart";
+  chart.alt = "the project's run here and there, side by side";
+  chart.hidden = true;
+  let charted = "";
   // What the step printed on its last run here (kept per step until it runs again).
   const log = el("details", "wizard-log");
   log.dataset.testid = "wizard-log";
@@ -67,7 +73,7 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
   next.dataset.testid = "wizard-next";
   const buttons = el("div", "wizard-buttons");
   buttons.append(back, run, next);
-  card.append(title, detail, progress, fix, log, passwordRow, buttons);
+  card.append(title, detail, progress, fix, chart, log, passwordRow, buttons);
   const empty = el("div", "machine", "Add a project in the bar at the top first: the wizard moves one of your projects.");
   root.append(top, rail, card, empty);
 
@@ -102,6 +108,7 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
     fix.textContent = r?.fix ? `Fix: ${r.fix}` : "";
     fix.hidden = !r?.fix;
     passwordRow.hidden = step !== "key";
+    drawChart(step === "compare" && r?.passed ? (r.runs ?? []) : []);
     const lines = logs[step] ?? [];
     log.hidden = lines.length === 0;
     logSummary.textContent = `What it printed (${lines.length} line${lines.length === 1 ? "" : "s"})`;
@@ -109,6 +116,28 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
     back.disabled = at === 0;
     // Next only once this step passed; the first step not passed is as far as it goes.
     next.disabled = at === STEPS.length - 1 || !passed(step);
+  }
+
+  function drawChart(runs: number[]): void {
+    const key = runs.join("-");
+    if (runs.length !== 2) {
+      chart.hidden = true;
+      charted = "";
+      return;
+    }
+    if (key === charted) return;
+    charted = key;
+    backend
+      .compareRuns(runs[0], runs[1])
+      .then((c) => {
+        if (charted !== key || !c.chart_svg) return;
+        chart.src = svgDataUrl(c.chart_svg);
+        chart.hidden = false;
+      })
+      .catch(() => {
+        // The figures are in the detail; the picture is a help, not the answer.
+        chart.hidden = true;
+      });
   }
 
   async function load(): Promise<void> {

@@ -416,6 +416,10 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
             && r[0].2.contains("the decision table now: "),
         "{r:?}"
     );
+    // The two runs it compared, for the app's chart: the one here first.
+    let runs = v["ran"][0]["runs"].as_array().cloned().unwrap_or_default();
+    assert_eq!(runs.len(), 2, "{}", v["ran"][0]);
+    assert_eq!(runs[1].as_i64(), Some(id.parse::<i64>().expect("id")));
 
     // The screen: nothing speaks VNC on the default port there; then a listener greeting as a
     // VNC server does (RFB's version line) is reached through the tunnel, and every step passed.

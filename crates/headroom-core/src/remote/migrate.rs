@@ -103,6 +103,10 @@ pub struct StepResult {
     pub fix: Option<String>,
     pub at: String,
     pub seconds: f64,
+    /// The ledger runs the step made or compared (training: the one recorded here; compare:
+    /// here's, then there's), for the app to draw.
+    #[serde(default)]
+    pub runs: Vec<i64>,
 }
 
 /// A migration of one project to one host: where it goes and how each step went.
@@ -253,6 +257,7 @@ struct Outcome {
     passed: bool,
     detail: String,
     fix: Option<String>,
+    runs: Vec<i64>,
 }
 
 fn pass(detail: impl Into<String>) -> Outcome {
@@ -260,6 +265,7 @@ fn pass(detail: impl Into<String>) -> Outcome {
         passed: true,
         detail: detail.into(),
         fix: None,
+        runs: Vec::new(),
     }
 }
 
@@ -268,6 +274,7 @@ fn fail(detail: impl Into<String>, fix: impl Into<String>) -> Outcome {
         passed: false,
         detail: detail.into(),
         fix: Some(fix.into()),
+        runs: Vec::new(),
     }
 }
 
@@ -291,6 +298,7 @@ pub fn run_step(m: &mut Migration, step: Step, ctx: &mut Context<'_>) -> StepRes
         fix: o.fix,
         at: crate::time::now_rfc3339(),
         seconds: started.elapsed().as_secs_f64(),
+        runs: o.runs,
     };
     m.steps.insert(step, r.clone());
     // A step run again invalidates the ones after it.
@@ -1404,17 +1412,20 @@ fn compare_step(ctx: &mut Context<'_>) -> Outcome {
         .collect();
     let mut sampler = crate::contention::Sampler::new();
     let (now, _) = crate::jobs::decision::now(&mut sampler, Some(&ctx.project.name));
-    pass(format!(
-        "here: {}; there: {}; {ratio}{}; the decision table now: {}",
-        side(here),
-        side(there),
-        if differ.is_empty() {
-            String::new()
-        } else {
-            format!(" (they differ in {})", differ.join("; "))
-        },
-        now.decision.headline
-    ))
+    Outcome {
+        runs: vec![here.id, there.id],
+        ..pass(format!(
+            "here: {}; there: {}; {ratio}{}; the decision table now: {}",
+            side(here),
+            side(there),
+            if differ.is_empty() {
+                String::new()
+            } else {
+                format!(" (they differ in {})", differ.join("; "))
+            },
+            now.decision.headline
+        ))
+    }
 }
 
 /// Reads the first line a VNC server sends (`RFB 003.008`) from `port` here, the local end of a
@@ -1628,6 +1639,7 @@ mod tests {
                     fix: None,
                     at: String::new(),
                     seconds: 0.0,
+                    runs: Vec::new(),
                 },
             );
         }
@@ -1772,6 +1784,7 @@ mod tests {
                     fix: None,
                     at: String::new(),
                     seconds: 0.0,
+                    runs: Vec::new(),
                 },
             );
         }

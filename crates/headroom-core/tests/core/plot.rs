@@ -284,3 +284,57 @@ fn points_to_read_with_care_are_marked_on_the_chart() {
         std::fs::write(dir.join("sweep_chart_cautions.png"), png).expect("write");
     }
 }
+
+/// The widths of the bars drawn in `fill` (an SVG `fill="#RRGGBB"`), in drawing order.
+fn bar_widths(svg: &str, fill: &str) -> Vec<f64> {
+    svg.split("<rect")
+        .skip(1)
+        .filter(|r| r.contains(&format!("fill=\"{fill}\"")))
+        .filter_map(|r| {
+            let w = r.split("width=\"").nth(1)?.split('"').next()?;
+            w.parse().ok()
+        })
+        .collect()
+}
+
+#[test]
+fn two_runs_without_points_are_drawn_as_bars_in_proportion_with_their_figures() {
+    use headroom_core::plot::{pair_svg, Figures};
+    let here = Figures {
+        label: "run 30 · vm · process".into(),
+        samples_per_s: Some(15_284.8),
+        step_ms: Some(2.6),
+        peak_bytes: Some(664 << 20),
+    };
+    let there = Figures {
+        label: "run 31 · fresh · cpu".into(),
+        samples_per_s: Some(9_277.0),
+        step_ms: Some(4.2),
+        peak_bytes: None,
+    };
+    let svg = pair_svg(&[here, there], 360).expect("svg");
+    for want in [
+        "run 30 · vm · process",
+        "run 31 · fresh · cpu",
+        "throughput (higher is better)",
+        "15.3k samples/s",
+        "9.3k samples/s",
+        "2.6 ms",
+        "4.2 ms",
+        "664 MiB",
+        "not measured",
+    ] {
+        assert!(svg.contains(want), "{want} missing");
+    }
+    // Blue is the first run, orange the second: a legend swatch, then one bar per figure.
+    let blue = bar_widths(&svg, "#2563EB");
+    let orange = bar_widths(&svg, "#EA580C");
+    assert_eq!((blue.len(), orange.len()), (4, 3), "{blue:?} {orange:?}");
+    let (b_sps, o_sps) = (blue[1], orange[1]);
+    assert!(
+        ((o_sps / b_sps) - 9_277.0 / 15_284.8).abs() < 0.02,
+        "{o_sps} / {b_sps}"
+    );
+    // The longer step time has the longer bar.
+    assert!(orange[2] > blue[2], "{blue:?} {orange:?}");
+}
