@@ -45,6 +45,8 @@ pub fn show_popover<R: Runtime>(app: &AppHandle<R>) {
     desktop::place(&w);
     let _ = w.show();
     let _ = w.set_focus();
+    // The overview loop sends nothing to a hidden popover: it gets the latest on showing.
+    overview::send_latest(app);
 }
 
 fn main() {

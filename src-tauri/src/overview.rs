@@ -89,11 +89,28 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
             {
                 crate::notify::send(&app, kind, &title, &body);
             }
-            let _ = app.emit(OVERVIEW_EVENT, &snap);
+            // A hidden popover is not redrawn (its WebKit process stays asleep: about half the
+            // app's idle CPU, bench/README.md); `show_popover` sends it the latest on showing.
+            if popover_visible(&app) {
+                let _ = app.emit(OVERVIEW_EVENT, &snap);
+            }
             crate::tray::refresh(&app);
             std::thread::sleep(Duration::from_secs(snap.interval_s.max(1)));
         }
     });
+}
+
+fn popover_visible<R: Runtime>(app: &AppHandle<R>) -> bool {
+    app.get_webview_window(crate::POPOVER)
+        .is_some_and(|w| w.is_visible().unwrap_or(true))
+}
+
+/// Sends the latest overview to the popover (when the loop has one).
+pub fn send_latest<R: Runtime>(app: &AppHandle<R>) {
+    let latest = lock(&app.state::<AppState>().overview).clone();
+    if let Some(s) = latest {
+        let _ = app.emit(OVERVIEW_EVENT, &*s);
+    }
 }
 
 /// The latest overview; computed now when the loop has not produced one yet.

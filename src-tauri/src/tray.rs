@@ -228,6 +228,13 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
         memory.as_ref(),
         overview.as_ref().map(|o| &o.decision),
     );
+    // Set only when it changed: a new icon is a file written and a D-Bus signal on Linux, an
+    // image made on macOS, every few seconds for nothing.
+    static SHOWN: std::sync::Mutex<Option<TrayLook>> = std::sync::Mutex::new(None);
+    let mut shown = crate::state::lock(&SHOWN);
+    if shown.as_ref() == Some(&l) {
+        return;
+    }
     if let Some(tray) = app.tray_by_id(TRAY_ID) {
         let _ = tray.set_icon(Some(Image::new_owned(
             icon_rgba(l.colour, ICON_SIZE),
@@ -235,6 +242,7 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
             ICON_SIZE,
         )));
         let _ = tray.set_tooltip(Some(&l.tooltip));
+        *shown = Some(l);
     }
 }
 
