@@ -70,12 +70,12 @@ describe("the project bar", () => {
     expect(get<HTMLButtonElement>(root, "sweep-my-training").disabled).toBe(true);
     expect(get(root, "project-status").textContent).toContain("No project yet");
     // Nothing to pick or run yet: only the add form shows.
-    expect(get(root, "project-picker").closest<HTMLElement>(".buttons")!.hidden).toBe(true);
+    expect(get(root, "project-picker").closest<HTMLElement>(".project-label")!.hidden).toBe(true);
     expect(get(root, "sweep-my-training").parentElement!.hidden).toBe(true);
     addProject(root, "mlp", "python train.py --batch-size {batch} --device {device}");
     await flush();
     await flush();
-    expect(get(root, "project-picker").closest<HTMLElement>(".buttons")!.hidden).toBe(false);
+    expect(get(root, "project-picker").closest<HTMLElement>(".project-label")!.hidden).toBe(false);
     expect(get(root, "sweep-my-training").parentElement!.hidden).toBe(false);
     expect(b.calls).toContain("addProject");
     expect(b.calls).toContain("selectProject:mlp");

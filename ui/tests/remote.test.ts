@@ -28,6 +28,8 @@ describe("remote panel", () => {
     const tabs: string[] = [];
     const p = remotePanel(b, (t) => tabs.push(t));
     await p.load();
+    const form = q(p.root, "add-host-form") as HTMLDetailsElement;
+    expect(form.open).toBe(true);
     expect(q(p.root, "host-tools")?.hidden).toBe(true);
     expect(p.root.querySelector('[data-testid="public-key"]')?.textContent).toBe("ssh-ed25519 AAAA ada");
     click(p.root, "use-key");
@@ -49,6 +51,12 @@ describe("remote panel", () => {
     expect(p.root.querySelector('[data-testid="host-row"]')?.textContent).toContain("box · ada@127.0.0.1:2222");
     expect(q(p.root, "host-tools")?.hidden).toBe(false);
     expect(q(p.root, "step-2")?.hidden).toBe(false);
+    // Added: the form folds away, the wizard comes up; a popover opened later starts folded.
+    expect(form.open).toBe(false);
+    const later = remotePanel(b, () => {});
+    await later.load();
+    expect((q(later.root, "add-host-form") as HTMLDetailsElement).open).toBe(false);
+    form.open = true;
     // The same name again is refused and says how to replace it; ticked, it replaces.
     set(p.root, "host-host", "10.0.0.9");
     click(p.root, "add-host");

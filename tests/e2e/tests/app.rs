@@ -898,6 +898,8 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
         "{}",
         s.text(&wizard)
     );
+    // Added, the form folds away under the host list: open it again for the key.
+    unfold(&s, "add-host-form");
     s.click(&s.wait(r#"[data-testid="make-key"]"#, 5));
     let key_row = s.wait(r#"[data-testid="key-row"]"#, 20);
     assert!(
@@ -1401,6 +1403,17 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
         assert!(keys.contains("ssh-ed25519 "), "{keys}");
     }
     s.close();
+}
+
+/// Opens the `<details>` with this testid when it is folded.
+fn unfold(s: &Session, testid: &str) {
+    if !s
+        .find_all(&format!(r#"[data-testid="{testid}"]:not([open])"#))
+        .is_empty()
+    {
+        s.click(&s.wait(&format!(r#"[data-testid="{testid}"] > summary"#), 5));
+    }
+    s.wait(&format!(r#"[data-testid="{testid}"][open]"#), 5);
 }
 
 /// Readiness still shows its verdict (the CPU light green) when the ledger cannot take it, with a

@@ -111,24 +111,30 @@ export function projectBar(
   grid.append(field("Name", name), folderField, field("Python", python), field("Other Python", otherPython), field("Command", command));
   add.append(el("summary", undefined, "Add a project…"), grid, save);
 
-  const pickRow = el("div", "buttons");
-  pickRow.append(field("Your training", picker));
+  // Compact, so that each tab's decision and its primary action stay above the fold: the
+  // project, its options and the add form on one line (an open one takes a line of its own),
+  // the three jobs on the next, the status on one line (an error wraps in full).
+  const label = el("label", "project-label", "Your training");
+  label.append(picker);
+  const head = el("div", "project-head");
+  head.append(label, options, add);
   const jobRow = el("div", "buttons");
   jobRow.append(sweep, watch, compare);
-  root.append(pickRow, jobRow, options, add, note);
+  root.append(head, jobRow, note);
 
   let projects: Project[] = [];
   let sweeping = false;
   let watching = false;
   const say = (text: string, state: string) => {
     note.textContent = text;
+    note.title = text;
     note.dataset.state = state;
   };
   function enable(): void {
     const none = projects.length === 0;
     // Without a project only the add form and its one line show: the tabs and the decision
     // stay above the fold for someone who has not added one.
-    pickRow.hidden = none;
+    label.hidden = none;
     jobRow.hidden = none;
     options.hidden = none;
     sweep.disabled = none || sweeping;

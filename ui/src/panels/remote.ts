@@ -89,7 +89,13 @@ export function remotePanel(
   const add = el("button", "primary", "Add host");
   add.dataset.testid = "add-host";
   const list = el("div", "host-list");
-  s1.body.append(grid, keys, make, replaceLabel, add, list);
+  // The hosts first; the form folds away once there is one, so that the wizard (the work)
+  // comes up above the fold.
+  const form = el("details", "add-host-form");
+  form.dataset.testid = "add-host-form";
+  form.open = true;
+  form.append(el("summary", undefined, "Add a host…"), grid, keys, make, replaceLabel, add);
+  s1.body.append(list, form);
 
   // 2 · the project moved by the wizard: the key installed (password once), the check, Headroom,
   // the project, the training, the comparison and the screen.
@@ -192,6 +198,7 @@ export function remotePanel(
       .addHost(p, replace.checked)
       .then(async () => {
         replace.checked = false;
+        form.open = false;
         drawHosts(await backend.listHosts());
         await select(p.name);
       })
@@ -243,10 +250,14 @@ export function remotePanel(
     void backend.closeVnc().then(() => (vncUrl.textContent = "tunnel closed"));
   });
 
+  let loaded = false;
   async function load(): Promise<void> {
     try {
       const hs = await backend.listHosts();
       drawHosts(hs);
+      // Open for the first host; folded when the popover opens with hosts already there.
+      if (!loaded) form.open = hs.length === 0;
+      loaded = true;
       if (!selected) for (const s of later) s.hidden = true;
       drawKeys(await backend.listKeys().catch(() => []));
       if (!selected && hs.length) await select(hs[0].name);

@@ -1,5 +1,5 @@
 // The Sweep panel: a form, one click to run in the background worker, the chart and table
-// filling in point by point, the recommendation at the end, and Cancel.
+// filling in point by point, the recommendation above it at the end, and Cancel.
 import type { Backend, Dtype, Mode, Point, SweepForm, SweepSnapshot } from "../backend";
 import { asAppError, DTYPES, MODES } from "../backend";
 import { field, select } from "../controls";
@@ -190,11 +190,10 @@ export function sweepPanel(
   recommendation.hidden = true;
   const results = el("div", "results");
   results.dataset.testid = "sweep-results";
-  results.append(recommendation, table);
+  results.append(table);
   const speedup = el("div", "recommendation");
   speedup.dataset.testid = "sweep-speedup";
   speedup.hidden = true;
-  results.append(speedup);
   const builtin = el("details", "check-machine");
   builtin.dataset.testid = "check-this-machine";
   builtin.open = true;
@@ -212,7 +211,9 @@ export function sweepPanel(
   warnings.dataset.testid = "sweep-warnings";
   warnings.hidden = true;
   const hover = chartHover(chart, "sweep-chart-tip");
-  root.append(bar, status, chart, hover.tip, warnings, results, builtin);
+  // The answer first (the recommendation, the speed-up, what to read with care), above the
+  // fold; then the chart and the table it comes from.
+  root.append(bar, status, recommendation, speedup, warnings, chart, hover.tip, results, builtin);
   const parts = { status, chart, table: tbody, recommendation, warnings, hover };
 
   function show(s: SweepSnapshot): void {

@@ -32,6 +32,15 @@ const backend = mockBackend({
   report: JSON.parse(doctorText) as Report,
   overview: { project: null, decision: d.decision, contention: d.contention, taken_at: "2026-11-30T14:42:07Z", problem: null, interval_s: 5 },
   snapshot: sweep,
+  // With a project, as a researcher's popover has: the project bar above the tabs.
+  projects: [
+    {
+      name: "resnet-cifar",
+      dir: "/Users/you/code/resnet-cifar",
+      python: "/Users/you/code/resnet-cifar/.venv/bin/python",
+      command: ["python", "train.py", "--batch-size", "{batch}", "--device", "{device}"],
+    },
+  ],
   settings: [
     { key: "app.open_at_login", value: "true", default: "false", note: "starts at login: /home/you/.config/autostart/Headroom.desktop" },
     { key: "app.shortcut", value: "CmdOrCtrl+Shift+H", default: "CmdOrCtrl+Shift+H", note: "CmdOrCtrl+Shift+H opens and closes the popover from any app" },
