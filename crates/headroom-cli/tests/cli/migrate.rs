@@ -406,6 +406,16 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
         "{}",
         String::from_utf8_lossy(&local.stderr)
     );
+    // Recorded on the device its tensors were seen on from inside, not as a bare "process".
+    let (_, runs) = home.json(&["ledger", "list", "--json"]);
+    let mine = runs
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .find(|r| r["host"] != "box" && r["kind"] == "run")
+        .unwrap_or_else(|| panic!("no local run in {runs}"));
+    assert_eq!(mine["device"], "cpu", "{mine}");
     let (_, v) = migrate(&home, "box", &["--step", "compare"], None);
     let r = ran(&v);
     assert!(r[0].1, "{r:?}");

@@ -1413,6 +1413,10 @@ fn finish(
             ledger.set_libtorch(t.run_id, v)?;
         }
     }
+    // The device the command's tensors were on, as seen from inside, instead of "process".
+    if let Some(d) = observed.as_ref().and_then(|o| o.device.as_deref()) {
+        ledger.set_device(t.run_id, d)?;
+    }
     let git = git_state(&run_dir(opts));
     let out = WatchOutcome {
         run_id: t.run_id,
