@@ -217,6 +217,40 @@ impl FreshUser {
     }
 }
 
+/// Gives the venv at `venv` (one a migration made on a fresh host) the torch of `python` through
+/// a `.pth` naming that torch's site-packages: the same Python minor version, and no 4.7 GB
+/// download into a throwaway home.
+pub fn lend_torch(venv: &Path, python: &Path) {
+    let out = Command::new(python)
+        .args([
+            "-c",
+            "import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))",
+        ])
+        .output()
+        .expect("site-packages");
+    let site = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(
+        !site.is_empty(),
+        "{} has no torch: {}",
+        python.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lib = std::fs::read_dir(venv.join("lib"))
+        .expect("the venv's lib")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("python3"))
+        })
+        .expect("python3.X");
+    std::fs::write(
+        lib.join("site-packages/headroom-test-torch.pth"),
+        format!("{site}\n"),
+    )
+    .expect("pth");
+}
+
 impl Drop for FreshUser {
     fn drop(&mut self) {
         let _ = Command::new("pkill").args(["-u", &self.name]).status();

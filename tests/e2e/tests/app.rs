@@ -1332,29 +1332,10 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
         assert!(there.join("train.py").is_file());
         // The fresh environment gets this checkout's torch through a .pth (same Python, no 4.7
         // GB download into a throwaway home).
-        let lib = std::fs::read_dir(there.join(".venv/lib"))
-            .expect("the remote venv's lib")
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("python3"))
-            })
-            .expect("python3.X");
-        let ours = Command::new(env_path("HEADROOM_E2E_VENV").join("bin/python"))
-            .args([
-                "-c",
-                "import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))",
-            ])
-            .output()
-            .expect("site-packages");
-        let site = String::from_utf8_lossy(&ours.stdout).trim().to_owned();
-        assert!(
-            !site.is_empty(),
-            "{}",
-            String::from_utf8_lossy(&ours.stderr)
+        sshd::lend_torch(
+            &there.join(".venv"),
+            &env_path("HEADROOM_E2E_VENV").join("bin/python"),
         );
-        std::fs::write(lib.join("site-packages/headroom-test-torch.pth"), site).expect("pth");
         s.click(&s.wait(r#"[data-testid="wizard-next"]"#, 5));
         // Your training there: the project's command at the sweep's batch, for its cap.
         let seen = run_to_pass("training", 400);

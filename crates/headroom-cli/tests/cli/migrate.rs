@@ -334,28 +334,7 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
     // Give that environment this checkout's torch (a .pth naming its site-packages: the same
     // Python minor version, and no 4.7 GB download into a throwaway home), then run the step
     // again: the project trains there and its run lands in this ledger under the host's name.
-    let ours = Command::new(crate::common::python())
-        .args([
-            "-c",
-            "import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))",
-        ])
-        .output()
-        .expect("site-packages");
-    let ours = String::from_utf8_lossy(&ours.stdout).trim().to_owned();
-    let lib = std::fs::read_dir(there.join(".venv/lib"))
-        .expect("the remote venv's lib")
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("python3"))
-        })
-        .expect("python3.X");
-    std::fs::write(
-        lib.join("site-packages/headroom-test-torch.pth"),
-        format!("{ours}\n"),
-    )
-    .expect("pth");
+    crate::sshd::lend_torch(&there.join(".venv"), &crate::common::python());
     let (_, v) = migrate(&home, "box", &["--step", "training"], None);
     let r = ran(&v);
     assert!(r[0].1, "{r:?}");

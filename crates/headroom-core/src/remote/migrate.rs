@@ -1607,6 +1607,18 @@ fn project_step(ctx: &mut Context<'_>) -> Outcome {
 mod tests {
     use super::*;
 
+    fn passed(step: Step) -> StepResult {
+        StepResult {
+            step,
+            passed: true,
+            detail: String::new(),
+            fix: None,
+            at: String::new(),
+            seconds: 0.0,
+            runs: Vec::new(),
+        }
+    }
+
     #[test]
     fn what_the_user_asks_to_copy_is_no_longer_left_out_and_runs_the_steps_after_again() {
         let dir = tempfile::tempdir().expect("tmp");
@@ -1630,25 +1642,13 @@ mod tests {
             Step::Project,
             Step::Training,
         ] {
-            m.steps.insert(
-                s,
-                StepResult {
-                    step: s,
-                    passed: true,
-                    detail: String::new(),
-                    fix: None,
-                    at: String::new(),
-                    seconds: 0.0,
-                    runs: Vec::new(),
-                },
-            );
+            m.steps.insert(s, passed(s));
         }
         m.set_also_copy(&[" data/ ".into(), String::new(), "data".into()]);
         assert_eq!(m.also_copy, ["data"]);
         assert_eq!(m.next_step(), Some(Step::Project));
         // The same ask again changes nothing.
-        m.steps
-            .insert(Step::Project, m.steps[&Step::Headroom].clone());
+        m.steps.insert(Step::Project, passed(Step::Project));
         m.set_also_copy(&["data".into()]);
         assert_eq!(m.next_step(), Some(Step::Training));
         m.set_also_copy(&[String::new()]);
@@ -1775,18 +1775,7 @@ mod tests {
         let e = m.gate(Step::Project).expect_err("gated").to_string();
         assert!(e.contains("needs step host"), "{e}");
         for s in [Step::Host, Step::Key] {
-            m.steps.insert(
-                s,
-                StepResult {
-                    step: s,
-                    passed: true,
-                    detail: String::new(),
-                    fix: None,
-                    at: String::new(),
-                    seconds: 0.0,
-                    runs: Vec::new(),
-                },
-            );
+            m.steps.insert(s, passed(s));
         }
         assert_eq!(m.next_step(), Some(Step::Check));
         assert!(m.gate(Step::Check).is_ok());
