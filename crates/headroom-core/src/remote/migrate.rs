@@ -933,7 +933,7 @@ fn progress_flags() -> &'static [&'static str] {
     })
 }
 
-/// [`progress_flags`] from `rsync --version`'s text: its first line reads `rsync  version
+/// The flags for a running total from `rsync --version`'s text: its first line reads `rsync  version
 /// 3.2.7  protocol version 31`.
 pub fn flags_for(version: &str) -> &'static [&'static str] {
     let release = version.lines().find_map(|l| {
