@@ -59,19 +59,10 @@ pub enum Pipe {
     Stderr,
 }
 
-/// [`run_within`] that also hands each line of stdout to `on` while the child runs, split at
-/// `\n` or `\r` (progress meters such as rsync's rewrite one line with `\r`), trimmed, blank
-/// ones left out. [`Finished::stdout`] still holds all of it.
+/// [`run_within`] that also hands each line of the `pipe` chosen to `on` while the child runs,
+/// split at `\n` or `\r` (progress meters such as rsync's rewrite one line with `\r`), trimmed,
+/// blank ones left out. [`Finished`] still holds all of both outputs.
 pub fn run_streamed(
-    cmd: &mut Command,
-    limit: Duration,
-    on: &mut dyn FnMut(&str),
-) -> std::io::Result<Finished> {
-    run(cmd, limit, Some(on), Pipe::Stdout)
-}
-
-/// [`run_streamed`] of the `pipe` chosen.
-pub fn run_streamed_from(
     cmd: &mut Command,
     limit: Duration,
     pipe: Pipe,
@@ -280,10 +271,15 @@ mod tests {
             go.display()
         );
         let mut seen = Vec::new();
-        let f = run_streamed(&mut sh(&script), Duration::from_secs(20), &mut |l| {
-            seen.push(l.to_owned());
-            let _ = std::fs::write(&go, "");
-        })
+        let f = run_streamed(
+            &mut sh(&script),
+            Duration::from_secs(20),
+            Pipe::Stdout,
+            &mut |l| {
+                seen.push(l.to_owned());
+                let _ = std::fs::write(&go, "");
+            },
+        )
         .expect("sh");
         assert!(f.success(), "{f:?}");
         assert_eq!(seen, ["copying", "10%", "100%", "done"]);
@@ -293,7 +289,7 @@ mod tests {
     #[test]
     fn stderr_is_handed_over_when_stdout_is_the_result() {
         let mut seen = Vec::new();
-        let f = run_streamed_from(
+        let f = run_streamed(
             &mut sh("echo '{\"ok\": 1}'; echo 'epoch 1' >&2; echo 'epoch 2' >&2"),
             Duration::from_secs(20),
             Pipe::Stderr,

@@ -911,7 +911,7 @@ fn run_rsync(
                     }
                 }
             };
-            crate::child::run_streamed(c, limit, &mut shown)
+            crate::child::run_streamed(c, limit, crate::child::Pipe::Stdout, &mut shown)
         }
         None => crate::child::run_within(c, limit),
     };
@@ -1220,7 +1220,7 @@ fn training_step(ctx: &mut Context<'_>) -> Outcome {
     let on = &mut *ctx.on;
     let f = match check::ssh_command(p, ctx.timeout).and_then(|mut c| {
         c.arg(&p.name).arg(&script);
-        crate::child::run_streamed_from(
+        crate::child::run_streamed(
             &mut c,
             Duration::from_secs(TRAINING_SECONDS + 120),
             crate::child::Pipe::Stderr,
@@ -1585,7 +1585,7 @@ fn project_step(ctx: &mut Context<'_>) -> Outcome {
     let env = check::ssh_command(p, ctx.timeout).and_then(|mut c| {
         c.arg(&p.name).arg(format!("cd {dir} && python3 -m venv .venv && PYTHONUNBUFFERED=1 .venv/bin/python -m pip install --disable-pip-version-check --progress-bar off -r {REQUIREMENTS}"));
         let on = &mut *ctx.on;
-        crate::child::run_streamed(&mut c, Duration::from_secs(3600), &mut |l| {
+        crate::child::run_streamed(&mut c, Duration::from_secs(3600), crate::child::Pipe::Stdout, &mut |l| {
             on(&format!("pip: {l}"))
         })
         .map_err(|e| spawn_err("ssh", &e))
