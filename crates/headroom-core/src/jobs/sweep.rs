@@ -270,14 +270,19 @@ impl Session<'_> {
                     step,
                     of,
                 } => {
+                    // The rest of the machine is read from the point's first event on: the
+                    // reading scans every process, which on a two-core laptop would take CPU
+                    // from the timed steps themselves if it were started among them.
+                    if current != Some(batch) {
+                        if let Some(l) = load.as_mut() {
+                            l.start();
+                        }
+                    }
                     current = Some(batch);
                     // Utilisation is averaged over the timed steps of each point.
                     if phase == Phase::Timed && last_phase != Some(Phase::Timed) {
                         if let Some(b) = &busy {
                             b.reset();
-                        }
-                        if let Some(l) = load.as_mut() {
-                            l.start();
                         }
                     }
                     last_phase = Some(phase);
