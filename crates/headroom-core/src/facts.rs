@@ -118,8 +118,10 @@ pub fn gather(
 /// The batch the newest finished sweep of `project`'s own command chose, with that sweep's run
 /// (what "Watch my training" runs at when no batch is given).
 pub fn project_batch(ledger: &Ledger, project: &str) -> Result<Option<(u32, i64)>, CoreError> {
+    let host = crate::jobs::hostname();
     for r in ledger.list_runs(RECENT)? {
-        if r.kind != RunKind::Sweep || r.status != RunStatus::Complete {
+        // A sweep the remote ran (the migration's training step) chose for that machine.
+        if r.kind != RunKind::Sweep || r.status != RunStatus::Complete || r.host != host {
             continue;
         }
         let Some(batch) = r.chosen_batch else {

@@ -1336,29 +1336,35 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
             &env_path("HEADROOM_E2E_VENV").join("bin/python"),
         );
         s.click(&s.wait(r#"[data-testid="wizard-next"]"#, 5));
-        // Your training there: the project's command at the sweep's batch, for its cap.
-        let seen = run_to_pass("training", 400);
+        // Your training there: the project's batch=auto sweep on that machine's own memory,
+        // its lines streamed, its answer set beside the batch the sweep here chose.
+        let seen = run_to_pass("training", 600);
         let detail = s.read(r#"[data-testid="wizard-detail"]"#, "data-state").0;
         assert!(
-            detail.contains(&format!("batch {chosen}")) && detail.contains("under host fresh"),
+            detail.contains("recommended there")
+                && (detail.contains(&format!("(here: batch {chosen})"))
+                    || detail.contains("(the same batch as here)"))
+                && detail.contains("under host fresh"),
             "{detail} / {seen:?}"
         );
         assert!(
-            seen.iter().any(|l| l.starts_with("there: epoch ")),
-            "the training's own lines came over while it ran: {seen:?}"
+            seen.iter()
+                .any(|l| l.starts_with("there: headroom: [1] batch 16: starting the command")),
+            "the sweep's own lines came over while it ran: {seen:?}"
         );
         s.screenshot(&out.join("wizard_training.png"));
         s.click(&s.wait(r#"[data-testid="wizard-next"]"#, 5));
-        // Side by side with the run watched here (stopped by the user, its steps measured).
+        // Side by side: the sweep here against the sweep there, each at its own batch.
         run_to_pass("compare", 30);
         let detail = s.read(r#"[data-testid="wizard-detail"]"#, "data-state").0;
         assert!(
-            detail.starts_with("here: ")
+            detail.starts_with("here: batch ")
                 && detail.contains(" on fresh)")
+                && detail.contains("at its own batch")
                 && detail.contains("the decision table now: "),
             "{detail}"
         );
-        // And the two runs' figures as bars under it.
+        // And the two sweeps' curves under it.
         let chart = s.wait(r#"[data-testid="wizard-chart"]:not([hidden])"#, 20);
         assert!(s
             .attr(&chart, "src")

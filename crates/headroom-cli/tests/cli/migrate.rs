@@ -326,53 +326,71 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
     assert_eq!(state["project"]["passed"], true, "{state}");
 
     // Its training there: the fresh environment has no torch (the requirements name none), so
-    // the project's run fails there, is recorded here anyway, and the step says so.
+    // the project's sweep there measures nothing, is recorded here anyway, and the step says so.
     assert!(
-        r[2].2.contains("ended failed") && r[2].2.contains("recorded here as run"),
+        r[2].2.contains("measured no batch") && r[2].2.contains("recorded here as sweep"),
         "{r:?}"
     );
     // Give that environment this checkout's torch (a .pth naming its site-packages: the same
     // Python minor version, and no 4.7 GB download into a throwaway home), then run the step
-    // again: the project trains there and its run lands in this ledger under the host's name.
+    // again: the project is swept there (batch=auto, on that machine's memory) and the sweep
+    // lands in this ledger under the host's name, every point with it.
     crate::sshd::lend_torch(&there.join(".venv"), &crate::common::python());
-    let (_, v) = migrate(&home, "box", &["--step", "training"], None);
+    let (out, v) = migrate(&home, "box", &["--step", "training"], None);
     let r = ran(&v);
     assert!(r[0].1, "{r:?}");
     assert!(
-        r[0].2
-            .contains("batch 32 (no sweep of the project chose one here yet)")
-            && r[0].2.contains("under host box"),
+        r[0].2.contains("recommended there") && r[0].2.contains("under host box"),
         "{r:?}"
     );
+    // Its progress: what it does, then the sweep's own lines from there, as they came.
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("sweeping the project there on cpu: batch=auto from 16")
+            && said.contains("there: headroom: [1] batch 16: starting the command"),
+        "{said}"
+    );
     let (_, runs) = home.json(&["ledger", "list", "--json"]);
-    let here = runs
+    let swept = runs
         .as_array()
         .cloned()
         .unwrap_or_default()
         .into_iter()
-        .find(|r| r["host"] == "box" && r["kind"] == "run" && r["status"] == "complete")
-        .unwrap_or_else(|| panic!("no complete run from box in {runs}"));
+        .find(|r| r["host"] == "box" && r["kind"] == "sweep" && r["status"] == "complete")
+        .unwrap_or_else(|| panic!("no complete sweep from box in {runs}"));
     assert!(
-        here["workload"]
+        swept["workload"]
             .as_str()
             .unwrap_or("")
-            .contains(".venv/bin/python train.py --batch-size 32"),
-        "{here}"
+            .contains(".venv/bin/python train.py --batch-size {batch}"),
+        "{swept}"
     );
-    let id = here["id"].as_i64().expect("id").to_string();
+    assert!(swept["chosen_batch"].as_u64().is_some(), "{swept}");
+    let id = swept["id"].as_i64().expect("id").to_string();
     let (_, shown) = home.json(&["ledger", "show", &id, "--json"]);
-    assert!(
-        shown["run"]["report"]["steps"].as_u64().unwrap_or(0) > 0,
-        "{shown}"
+    let measured = shown["points"].as_array().map_or(0, |p| {
+        p.iter()
+            .filter(|p| p["samples_per_s"].as_f64().is_some_and(|v| v > 0.0))
+            .count()
+    });
+    assert!(measured >= 2, "{shown}");
+    assert_eq!(
+        v["ran"][0]["runs"].as_array().map(Vec::len),
+        Some(1),
+        "the sweep recorded here: {}",
+        v["ran"][0]
     );
 
-    // Side by side: nothing to compare before the project ran here; after one run here, both
-    // runs' figures and the decision table's verdict.
+    // Side by side: nothing to compare before the project was swept here; after a sweep here,
+    // both answers' figures and the decision table's verdict.
     let (_, v) = migrate(&home, "box", &[], None);
     let r = ran(&v);
     assert_eq!((r[0].0.as_str(), r[0].1), ("compare", false), "{r:?}");
     assert!(
-        r[0].3.contains("headroom run --project train --batch N"),
+        r[0].2.contains("never here")
+            && r[0]
+                .3
+                .contains("headroom run --project train --sweep batch=auto"),
         "{r:?}"
     );
     let local = headroom(
@@ -395,13 +413,34 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
         .find(|r| r["host"] != "box" && r["kind"] == "run")
         .unwrap_or_else(|| panic!("no local run in {runs}"));
     assert_eq!(mine["device"], "cpu", "{mine}");
+    let local = headroom(
+        &home,
+        &[
+            "run",
+            "--project",
+            "train",
+            "--sweep",
+            "batch=auto",
+            "--json",
+        ],
+        None,
+    );
+    let local: Value = serde_json::from_slice(&local.stdout)
+        .unwrap_or_else(|_| panic!("the sweep here: {}", String::from_utf8_lossy(&local.stderr)));
+    assert!(
+        local["sweep"]["summary"]["recommended_batch"]
+            .as_u64()
+            .is_some(),
+        "{local}"
+    );
     let (_, v) = migrate(&home, "box", &["--step", "compare"], None);
     let r = ran(&v);
     assert!(r[0].1, "{r:?}");
     assert!(
-        r[0].2.starts_with("here: ")
-            && r[0].2.contains("; there: ")
+        r[0].2.starts_with("here: batch ")
+            && r[0].2.contains("; there: batch ")
             && r[0].2.contains(" on box)")
+            && r[0].2.contains("at its own batch")
             && r[0].2.contains("the decision table now: "),
         "{r:?}"
     );

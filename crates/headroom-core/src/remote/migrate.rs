@@ -1132,8 +1132,9 @@ pub const DEFAULT_BATCH: u32 = 32;
 /// The project's command as the remote runs it: `{batch}` and `{device}` filled in, and
 /// `python`/`python3` (or the project's own interpreter here) as the environment the project
 /// step made there.
-pub fn remote_argv(project: &Project, batch: u32, device: &str) -> Vec<String> {
-    let mut argv = crate::project::fill(&project.command, Some(batch), Some(device));
+/// With `batch` `None`, `{batch}` is left for a sweep there to fill.
+pub fn remote_argv(project: &Project, batch: Option<u32>, device: &str) -> Vec<String> {
+    let mut argv = crate::project::fill(&project.command, batch, Some(device));
     if let Some(first) = argv.first_mut() {
         if matches!(first.as_str(), "python" | "python3")
             || project
@@ -1187,12 +1188,23 @@ fn remote_platform(
     }
 }
 
+/// How long the sweep there may take in all, and one start of it: its batch found on that
+/// machine's own memory, not borrowed from this one's.
+pub const SWEEP_SECONDS: u64 = 900;
+pub const POINT_SECONDS: u64 = TRAINING_SECONDS;
+
 fn training_step(ctx: &mut Context<'_>) -> Outcome {
     let p = ctx.profile;
     let ledger = match crate::jobs::open_ledger() {
         Ok(l) => l,
         Err(e) => return fail(e.to_string(), "check that Headroom's folder is writable"),
     };
+    let device =
+        remote_platform(p, ctx.timeout).map_or("cpu", |(os, arch, _)| remote_device(&os, &arch));
+    // A command that takes the batch is swept there (batch=auto); one that does not runs once.
+    if ctx.project.has("batch") {
+        return sweep_there(ctx, &ledger, device);
+    }
     let (batch, chosen) = match crate::facts::project_batch(&ledger, &ctx.project.name) {
         Ok(Some((b, run))) => (b, format!("batch {b}, the one sweep {run} chose here")),
         _ => (
@@ -1200,9 +1212,7 @@ fn training_step(ctx: &mut Context<'_>) -> Outcome {
             format!("batch {DEFAULT_BATCH} (no sweep of the project chose one here yet)"),
         ),
     };
-    let device =
-        remote_platform(p, ctx.timeout).map_or("cpu", |(os, arch, _)| remote_device(&os, &arch));
-    let argv = remote_argv(ctx.project, batch, device);
+    let argv = remote_argv(ctx.project, Some(batch), device);
     let hr = check::remote_headroom(p);
     let script = format!(
         "cd {} && {} run --json --batch {batch} --max-seconds {TRAINING_SECONDS} -- {}",
@@ -1327,6 +1337,191 @@ fn training_step(ctx: &mut Context<'_>) -> Outcome {
     }
 }
 
+/// The search the project's sweep here ran (its first and largest batch, and the batch it
+/// chose), so the sweep there searches the same range; `run`'s defaults when there was none.
+fn search_here(ledger: &crate::ledger::Ledger, project: &str) -> (u32, u32, Option<(u32, i64)>) {
+    let (mut start, mut max) = (16, 65536);
+    let chosen = crate::facts::project_batch(ledger, project).ok().flatten();
+    if let Some((_, id)) = chosen {
+        let req: Option<serde_json::Value> = ledger
+            .request_json(id)
+            .ok()
+            .flatten()
+            .and_then(|j| serde_json::from_str(&j).ok());
+        let field = |k: &str| {
+            req.as_ref()
+                .and_then(|r| r.get(k))
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|v| u32::try_from(v).ok())
+                .filter(|v| *v > 0)
+        };
+        start = field("start").unwrap_or(start);
+        max = field("max").unwrap_or(max);
+    }
+    (start, max, chosen)
+}
+
+/// The project's batch=auto sweep on the remote (`headroom run --sweep batch=auto` there, its
+/// lines streamed), recorded here as a sweep under the host's name with every point.
+fn sweep_there(ctx: &mut Context<'_>, ledger: &crate::ledger::Ledger, device: &str) -> Outcome {
+    let p = ctx.profile;
+    let (start, max, here) = search_here(ledger, &ctx.project.name);
+    let argv = remote_argv(ctx.project, None, device);
+    let command = argv.join(" ");
+    let hr = check::remote_headroom(p);
+    let script = format!(
+        "cd {} && {} run --json --sweep batch=auto --start-batch {start} --max-batch {max} --point-seconds {POINT_SECONDS} -- {}",
+        sh_quote(ctx.remote_dir),
+        sh_quote(&hr),
+        argv.iter()
+            .map(|a| sh_quote(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    (ctx.on)(&format!(
+        "sweeping the project there on {device}: batch=auto from {start} up to {max}, each start at most {POINT_SECONDS} s{}",
+        here.map_or_else(String::new, |(b, run)| format!(" (here sweep {run} chose batch {b})"))
+    ));
+    let on = &mut *ctx.on;
+    let f = match check::ssh_command(p, ctx.timeout).and_then(|mut c| {
+        c.arg(&p.name).arg(&script);
+        crate::child::run_streamed(
+            &mut c,
+            Duration::from_secs(SWEEP_SECONDS + 60),
+            crate::child::Pipe::Stderr,
+            &mut |l| on(&format!("there: {l}")),
+        )
+        .map_err(|e| spawn_err("ssh", &e))
+    }) {
+        Ok(f) => f,
+        Err(e) => return fail(e.to_string(), "install OpenSSH's client"),
+    };
+    let out: crate::jobs::usersweep::ScriptSweepOutcome = match serde_json::from_str(&f.stdout) {
+        Ok(o) => o,
+        Err(_) => {
+            return fail(
+                format!("the sweep of the project on {} gave no result: {}", p.name, last_line(&f.stderr)),
+                "run the headroom and project steps again (Headroom and the environment must be there), then this one",
+            )
+        }
+    };
+    let id = match record_sweep(ledger, &p.name, &ctx.project.name, &out, (start, max)) {
+        Ok(id) => id,
+        Err(e) => {
+            return fail(
+                format!(
+                    "the sweep on {} finished but could not be recorded here: {e}",
+                    p.name
+                ),
+                "check that Headroom's folder is writable",
+            )
+        }
+    };
+    let s = &out.sweep;
+    let there_device = out.device.clone().unwrap_or_else(|| device.to_owned());
+    let best = s
+        .summary
+        .as_ref()
+        .and_then(|sum| sum.recommended_batch)
+        .and_then(|b| {
+            s.points
+                .iter()
+                .find(|pt| pt.batch == b && pt.samples_per_s.is_some())
+        });
+    let measured = s
+        .points
+        .iter()
+        .filter(|pt| pt.samples_per_s.is_some())
+        .count();
+    let remote_run = s
+        .run_id
+        .map_or_else(String::new, |r| format!(" (run {r} there)"));
+    match best {
+        Some(pt) => Outcome {
+            runs: vec![id],
+            ..pass(format!(
+                "swept `{command}` in {} on {} ({there_device}): batch {} recommended there, {} samples/s, peaking at {}{}; {measured} of {} batches measured; recorded here as sweep {id} under host {}{remote_run}",
+                ctx.remote_dir,
+                p.name,
+                pt.batch,
+                pt.samples_per_s.map_or_else(|| "?".into(), |v| format!("{v:.1}")),
+                pt.peak_bytes.map_or_else(|| "?".into(), crate::budget::format_bytes),
+                here.map_or_else(String::new, |(b, _)| if b == pt.batch {
+                    " (the same batch as here)".to_owned()
+                } else {
+                    format!(" (here: batch {b})")
+                }),
+                s.points.len(),
+                p.name
+            ))
+        },
+        None => fail(
+            format!(
+                "the sweep of `{command}` on {} measured no batch ({}); recorded here as sweep {id}",
+                p.name,
+                s.error.as_ref().map_or_else(
+                    || s.points.first().and_then(|pt| pt.message.clone()).unwrap_or_else(|| "no point ran".into()),
+                    |e| e.message.clone()
+                )
+            ),
+            format!("run it there by hand to see its output: `ssh {} 'cd {} && {}'`, fix the project or its requirements, then this step again", p.name, ctx.remote_dir, argv.iter().map(|a| if a == "{batch}" { "16" } else { a.as_str() }).collect::<Vec<_>>().join(" ")),
+        ),
+    }
+}
+
+/// Records a sweep the remote ran (its every point and its answer) in this ledger, under the
+/// host's name, tagged with the project and the run there.
+fn record_sweep(
+    ledger: &crate::ledger::Ledger,
+    host: &str,
+    project: &str,
+    out: &crate::jobs::usersweep::ScriptSweepOutcome,
+    (start, max): (u32, u32),
+) -> Result<i64, CoreError> {
+    use crate::ledger::{NewRun, RunKind, RunStatus};
+    let s = &out.sweep;
+    let id = ledger.begin_run(&NewRun {
+        kind: RunKind::Sweep,
+        host: host.to_owned(),
+        device: out.device.clone().unwrap_or_else(|| "script".into()),
+        device_name: out.command.chars().take(120).collect(),
+        workload: out.command.chars().take(200).collect(),
+        dtype: None,
+        mode: None,
+        libtorch: "unknown".into(),
+        git_commit: None,
+        git_dirty: None,
+        budget_bytes: s.hello.as_ref().map(|h| h.budget_bytes),
+        fallback: None,
+        request_json: serde_json::json!({
+            "script": true,
+            "command": out.command,
+            "start": start,
+            "max": max,
+            "tag": { "project": project, "migrated_to": host, "remote_run": s.run_id },
+        })
+        .to_string(),
+        owner_pid: Some(std::process::id()),
+    })?;
+    for (seq, pt) in s.points.iter().enumerate() {
+        ledger.add_point(id, u32::try_from(seq).unwrap_or(u32::MAX), pt)?;
+    }
+    let status = match s.status {
+        crate::jobs::JobStatus::Complete => RunStatus::Complete,
+        crate::jobs::JobStatus::Interrupted => RunStatus::Interrupted,
+        _ => RunStatus::Failed,
+    };
+    let note = format!(
+        "sweep {} on {host}{}",
+        s.run_id.map_or_else(|| "?".into(), |r| r.to_string()),
+        s.error
+            .as_ref()
+            .map_or_else(String::new, |e| format!(": {}", e.message))
+    );
+    ledger.finish_run(id, status, s.summary.as_ref(), Some(&note))?;
+    Ok(id)
+}
+
 /// The project a run measured, from its request's tag.
 fn project_of(ledger: &crate::ledger::Ledger, id: i64) -> Option<String> {
     let req: serde_json::Value = serde_json::from_str(&ledger.request_json(id).ok()??).ok()?;
@@ -1361,6 +1556,62 @@ fn compare_step(ctx: &mut Context<'_>) -> Outcome {
                     && figure(r, "samples_per_s").is_some_and(|v| v > 0.0)))
             && project_of(&ledger, r.id).as_deref() == Some(ctx.project.name.as_str())
     };
+    // The project's sweeps: the one there (the training step) against the one here, each at
+    // the batch it chose on its own machine.
+    let swept = |r: &&crate::ledger::RunRecord| {
+        r.kind == RunKind::Sweep
+            && r.status == RunStatus::Complete
+            && r.chosen_batch.is_some()
+            && project_of(&ledger, r.id).as_deref() == Some(ctx.project.name.as_str())
+    };
+    if let Some(there) = runs.iter().filter(swept).find(|r| r.host == p.name) {
+        let Some(here) = runs.iter().filter(swept).find(|r| r.host != p.name) else {
+            return fail(
+                format!("{} was swept on {} (sweep {}), but never here, so there is nothing to compare it with", ctx.project.name, p.name, there.id),
+                format!("sweep it here once: `headroom run --project {} --sweep batch=auto` (or Sweep my training in the app), then this step again", ctx.project.name),
+            );
+        };
+        let at_chosen = |r: &crate::ledger::RunRecord| {
+            let (_, points) = ledger.get_run(r.id).ok()?;
+            points
+                .into_iter()
+                .find(|pt| Some(pt.batch) == r.chosen_batch && pt.samples_per_s.is_some())
+        };
+        let (Some(a), Some(b)) = (at_chosen(here), at_chosen(there)) else {
+            return fail(
+                format!(
+                    "sweeps {} and {} name a batch they did not measure",
+                    here.id, there.id
+                ),
+                "sweep the project again here and run the training step again",
+            );
+        };
+        let side = |r: &crate::ledger::RunRecord, pt: &crate::protocol::Point| {
+            format!(
+                "batch {}, {} samples/s, step {} ms, peak {} (sweep {}, {} on {})",
+                pt.batch,
+                pt.samples_per_s
+                    .map_or_else(|| "?".into(), |v| format!("{v:.1}")),
+                pt.step_ms_p50
+                    .map_or_else(|| "?".into(), |v| format!("{v:.1}")),
+                pt.peak_bytes
+                    .map_or_else(|| "?".into(), crate::budget::format_bytes),
+                r.id,
+                r.device,
+                r.host
+            )
+        };
+        let ratio = speed_ratio(&p.name, a.samples_per_s, b.samples_per_s);
+        let tail = compare_tail(ctx, &ledger, here.id, there.id);
+        return Outcome {
+            runs: vec![here.id, there.id],
+            ..pass(format!(
+                "here: {}; there: {}; {ratio} at its own batch{tail}",
+                side(here, &a),
+                side(there, &b)
+            ))
+        };
+    }
     let Some(there) = runs.iter().filter(ours).find(|r| r.host == p.name) else {
         return fail(
             format!(
@@ -1388,21 +1639,45 @@ fn compare_step(ctx: &mut Context<'_>) -> Outcome {
             r.host
         )
     };
-    let ratio = match (
+    let ratio = speed_ratio(
+        &p.name,
         figure(here, "samples_per_s"),
         figure(there, "samples_per_s"),
-    ) {
+    );
+    let tail = compare_tail(ctx, &ledger, here.id, there.id);
+    Outcome {
+        runs: vec![here.id, there.id],
+        ..pass(format!(
+            "here: {}; there: {}; {ratio}{tail}",
+            side(here),
+            side(there),
+        ))
+    }
+}
+
+/// "box is 72 % faster" (or slower) from the throughputs here and there.
+fn speed_ratio(host: &str, here: Option<f64>, there: Option<f64>) -> String {
+    match (here, there) {
         (Some(a), Some(b)) if a > 0.0 => {
             let c = b / a - 1.0;
             if c >= 0.0 {
-                format!("{} is {:.0} % faster", p.name, c * 100.0)
+                format!("{host} is {:.0} % faster", c * 100.0)
             } else {
-                format!("{} is {:.0} % slower", p.name, -c * 100.0)
+                format!("{host} is {:.0} % slower", -c * 100.0)
             }
         }
         _ => "their throughputs cannot be compared (one run measured no steps)".into(),
-    };
-    let differ: Vec<String> = crate::report::compare(&ledger, here.id, there.id)
+    }
+}
+
+/// What the two runs differ in (the ledger's comparison) and the decision table's headline now.
+fn compare_tail(
+    ctx: &Context<'_>,
+    ledger: &crate::ledger::Ledger,
+    here: i64,
+    there: i64,
+) -> String {
+    let differ: Vec<String> = crate::report::compare(ledger, here, there)
         .unwrap_or_default()
         .into_iter()
         .skip_while(|l| !l.starts_with("facts that differ"))
@@ -1412,20 +1687,15 @@ fn compare_step(ctx: &mut Context<'_>) -> Outcome {
         .collect();
     let mut sampler = crate::contention::Sampler::new();
     let (now, _) = crate::jobs::decision::now(&mut sampler, Some(&ctx.project.name));
-    Outcome {
-        runs: vec![here.id, there.id],
-        ..pass(format!(
-            "here: {}; there: {}; {ratio}{}; the decision table now: {}",
-            side(here),
-            side(there),
-            if differ.is_empty() {
-                String::new()
-            } else {
-                format!(" (they differ in {})", differ.join("; "))
-            },
-            now.decision.headline
-        ))
-    }
+    format!(
+        "{}; the decision table now: {}",
+        if differ.is_empty() {
+            String::new()
+        } else {
+            format!(" (they differ in {})", differ.join("; "))
+        },
+        now.decision.headline
+    )
 }
 
 /// Reads the first line a VNC server sends (`RFB 003.008`) from `port` here, the local end of a
@@ -1718,7 +1988,7 @@ mod tests {
             .to_vec(),
         };
         assert_eq!(
-            remote_argv(&p, 64, "mps"),
+            remote_argv(&p, Some(64), "mps"),
             [
                 ".venv/bin/python",
                 "train.py",
