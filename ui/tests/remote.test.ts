@@ -257,6 +257,37 @@ describe("migration wizard", () => {
     expect(chart.hidden).toBe(true);
   });
 
+  it("draws the sweep there as a curve once the training step passed", async () => {
+    const b = mockBackend({
+      hosts: [host],
+      projects: [project],
+      steps: { training: () => ({ passed: true, detail: "swept `.venv/bin/python train.py --batch-size {batch}` … recorded here as sweep 31", runs: [31] }) },
+    });
+    const p = remotePanel(b, () => {});
+    await p.load();
+    await flush();
+    const chart = q(p.root, "wizard-chart") as HTMLImageElement;
+    for (let i = 0; i < 5; i++) {
+      click(p.root, "wizard-run");
+      await flush();
+      click(p.root, "wizard-next");
+      expect(chart.hidden).toBe(true);
+    }
+    click(p.root, "wizard-run");
+    await flush();
+    await flush();
+    expect(b.calls).toContain("chartForRun 31");
+    expect(b.calls.some((c) => c.startsWith("compareRuns"))).toBe(false);
+    expect(chart.hidden).toBe(false);
+    expect(chart.src.startsWith("data:image/svg+xml")).toBe(true);
+    // The project step's card has none; back on the training step it is drawn again.
+    click(p.root, "wizard-back");
+    expect(chart.hidden).toBe(true);
+    click(p.root, "wizard-next");
+    await flush();
+    expect(chart.hidden).toBe(false);
+  });
+
   it("asks for a project first when there is none", async () => {
     const b = mockBackend({ hosts: [host] });
     const p = remotePanel(b, () => {});

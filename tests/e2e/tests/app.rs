@@ -1352,7 +1352,17 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
                 .any(|l| l.starts_with("there: headroom: [1] batch 16: starting the command")),
             "the sweep's own lines came over while it ran: {seen:?}"
         );
+        // The sweep there as a curve under it.
+        let chart = s.wait(r#"[data-testid="wizard-chart"]:not([hidden])"#, 20);
+        assert!(s
+            .attr(&chart, "src")
+            .is_some_and(|src| src.starts_with("data:image/svg")));
         s.screenshot(&out.join("wizard_training.png"));
+        s.script(
+            "document.querySelector('[data-testid=\"wizard-chart\"]').scrollIntoView({block: 'center'}); return 0;",
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        s.screenshot(&out.join("wizard_training_chart.png"));
         s.click(&s.wait(r#"[data-testid="wizard-next"]"#, 5));
         // Side by side: the sweep here against the sweep there, each at its own batch.
         run_to_pass("compare", 30);
@@ -1364,12 +1374,19 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
                 && detail.contains("the decision table now: "),
             "{detail}"
         );
+        // Here is a sweep, not the one-point baseline of the device comparison (cpu@1).
+        assert!(!detail.contains(", cpu@1 on "), "{detail}");
         // And the two sweeps' curves under it.
         let chart = s.wait(r#"[data-testid="wizard-chart"]:not([hidden])"#, 20);
         assert!(s
             .attr(&chart, "src")
             .is_some_and(|src| src.starts_with("data:image/svg")));
         s.screenshot(&out.join("wizard_compare.png"));
+        s.script(
+            "document.querySelector('[data-testid=\"wizard-chart\"]').scrollIntoView({block: 'center'}); return 0;",
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        s.screenshot(&out.join("wizard_compare_chart.png"));
         s.click(&s.wait(r#"[data-testid="wizard-next"]"#, 5));
         run_to_pass("screen", 30);
         let detail = s.read(r#"[data-testid="wizard-detail"]"#, "data-state").0;

@@ -51,6 +51,8 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
   chart.alt = "the project's run here and there, side by side";
   chart.hidden = true;
   let charted = "";
+  // The runs whose picture the image holds now.
+  let drawn = "";
   // What the step printed on its last run here (kept per step until it runs again).
   const log = el("details", "wizard-log");
   log.dataset.testid = "wizard-log";
@@ -108,7 +110,8 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
     fix.textContent = r?.fix ? `Fix: ${r.fix}` : "";
     fix.hidden = !r?.fix;
     passwordRow.hidden = step !== "key";
-    drawChart(step === "compare" && r?.passed ? (r.runs ?? []) : []);
+    // The sweep there as a curve; here and there side by side.
+    drawChart((step === "compare" || step === "training") && r?.passed ? (r.runs ?? []) : []);
     const lines = logs[step] ?? [];
     log.hidden = lines.length === 0;
     logSummary.textContent = `What it printed (${lines.length} line${lines.length === 1 ? "" : "s"})`;
@@ -120,18 +123,26 @@ export function migrationWizard(backend: Backend): { root: HTMLElement; show(hos
 
   function drawChart(runs: number[]): void {
     const key = runs.join("-");
-    if (runs.length !== 2) {
+    if (runs.length !== 1 && runs.length !== 2) {
       chart.hidden = true;
       charted = "";
       return;
     }
-    if (key === charted) return;
+    if (key === charted) {
+      chart.hidden = drawn !== key;
+      return;
+    }
     charted = key;
-    backend
-      .compareRuns(runs[0], runs[1])
-      .then((c) => {
-        if (charted !== key || !c.chart_svg) return;
-        chart.src = svgDataUrl(c.chart_svg);
+    chart.hidden = true;
+    const svg =
+      runs.length === 1
+        ? backend.chartForRun(runs[0])
+        : backend.compareRuns(runs[0], runs[1]).then((c) => c.chart_svg ?? "");
+    svg
+      .then((text) => {
+        if (charted !== key || !text) return;
+        chart.src = svgDataUrl(text);
+        drawn = key;
         chart.hidden = false;
       })
       .catch(() => {

@@ -1531,6 +1531,16 @@ fn project_of(ledger: &crate::ledger::Ledger, id: i64) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// Whether a sweep is a device comparison's baseline (its request names the sweep it serves).
+fn is_baseline(ledger: &crate::ledger::Ledger, id: i64) -> bool {
+    ledger
+        .request_json(id)
+        .ok()
+        .flatten()
+        .and_then(|j| serde_json::from_str::<serde_json::Value>(&j).ok())
+        .is_some_and(|req| req.get("baseline_of").is_some_and(|b| !b.is_null()))
+}
+
 /// One figure of a run's report (a wrapped run's outcome).
 fn figure(r: &crate::ledger::RunRecord, key: &str) -> Option<f64> {
     r.report.as_ref()?.get(key)?.as_f64()
@@ -1558,11 +1568,13 @@ fn compare_step(ctx: &mut Context<'_>) -> Outcome {
     };
     // The project's sweeps: the one there (the training step) against the one here, each at
     // the batch it chose on its own machine.
+    // (A device comparison's baseline, one point at the other device's batch, is not a sweep.)
     let swept = |r: &&crate::ledger::RunRecord| {
         r.kind == RunKind::Sweep
             && r.status == RunStatus::Complete
             && r.chosen_batch.is_some()
             && project_of(&ledger, r.id).as_deref() == Some(ctx.project.name.as_str())
+            && !is_baseline(&ledger, r.id)
     };
     if let Some(there) = runs.iter().filter(swept).find(|r| r.host == p.name) {
         let Some(here) = runs.iter().filter(swept).find(|r| r.host != p.name) else {
