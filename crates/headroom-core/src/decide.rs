@@ -180,6 +180,10 @@ pub struct RunFact {
     pub steps: u32,
     pub samples_per_s: Option<f64>,
     pub step_ms: Option<f64>,
+    /// The 95 % interval of its mean step time, as a share of it (from the spread of its steps),
+    /// when measured.
+    #[serde(default)]
+    pub step_ci: Option<f64>,
     /// The DataLoader waits' share of step time, and the host-to-device copies' share.
     pub data_share: Option<f64>,
     pub copy_share: Option<f64>,
@@ -553,24 +557,45 @@ fn practices(
                 .map(|p| format!(", peak {}", signed_pct(p)))
                 .unwrap_or_default();
             let both = format!("{} vs {}", with.source(), without.source());
-            let mut text = if gain >= t.amp_gain {
-                format!("{} pays here: {} samples/s{peak} against full precision ({both}; threshold {})", with.precision(), signed_pct(gain), pct(t.amp_gain))
-            } else {
-                format!("{} does not pay here: {} samples/s{peak} against full precision ({both}; threshold {}): keep full precision unless memory is the limit", with.precision(), signed_pct(gain), pct(t.amp_gain))
-            };
-            if with
-                .autocast
-                .iter()
-                .any(|a| a.ends_with("float16") && !a.ends_with("bfloat16"))
-            {
-                text.push_str(
-                    "; float16 training needs a GradScaler against underflowing gradients",
+            // The ratio's interval from the two runs' (shares add in quadrature), carried to the
+            // gain (with / without − 1): a gain this close to the threshold calls nothing.
+            let noise = (1.0 + gain).abs()
+                * with
+                    .step_ci
+                    .unwrap_or(0.0)
+                    .hypot(without.step_ci.unwrap_or(0.0));
+            if noise > 0.0 && (gain - t.amp_gain).abs() < noise {
+                say(
+                    Rule::WithinNoise,
+                    with.column(),
+                    format!(
+                        "{} against full precision: {} ± {} samples/s{peak} ({both}; the two runs' measured spread): too close to the {} threshold to call either way; measure both again on a quieter machine",
+                        with.precision(),
+                        signed_pct(gain),
+                        pct(noise),
+                        pct(t.amp_gain)
+                    ),
                 );
+            } else {
+                let mut text = if gain >= t.amp_gain {
+                    format!("{} pays here: {} samples/s{peak} against full precision ({both}; threshold {})", with.precision(), signed_pct(gain), pct(t.amp_gain))
+                } else {
+                    format!("{} does not pay here: {} samples/s{peak} against full precision ({both}; threshold {}): keep full precision unless memory is the limit", with.precision(), signed_pct(gain), pct(t.amp_gain))
+                };
+                if with
+                    .autocast
+                    .iter()
+                    .any(|a| a.ends_with("float16") && !a.ends_with("bfloat16"))
+                {
+                    text.push_str(
+                        "; float16 training needs a GradScaler against underflowing gradients",
+                    );
+                }
+                if with.column() == Column::Mps || without.column() == Column::Mps {
+                    text.push_str("; MPS's mixed-precision numerics differ from CUDA's: judge it by validation metrics within a tolerance (`headroom ledger compare A B --tolerance 0.01`), never by bitwise losses");
+                }
+                say(Rule::MixedPrecision, with.column(), text);
             }
-            if with.column() == Column::Mps || without.column() == Column::Mps {
-                text.push_str("; MPS's mixed-precision numerics differ from CUDA's: judge it by validation metrics within a tolerance (`headroom ledger compare A B --tolerance 0.01`), never by bitwise losses");
-            }
-            say(Rule::MixedPrecision, with.column(), text);
         }
     }
     if let Some((with, without)) = &f.checkpointing {

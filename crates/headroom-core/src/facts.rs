@@ -488,6 +488,9 @@ fn run_fact(out: &WatchOutcome) -> RunFact {
         steps: out.steps,
         samples_per_s: out.samples_per_s,
         step_ms: out.step_ms_p50,
+        step_ci: out.step_cv.and_then(|cv| {
+            crate::stats::ci_share(cv, usize::try_from(out.steps).unwrap_or(usize::MAX))
+        }),
         data_share: out.data_share,
         copy_share: o.and_then(|o| o.copy_share),
         num_workers: loader.map(|l| l.num_workers),

@@ -793,6 +793,48 @@ fn mixed_precision_pays_from_its_threshold_and_warns_of_mps_numerics() {
 }
 
 #[test]
+fn a_mixed_precision_gain_inside_the_runs_noise_is_not_called() {
+    // +12 %, 2 points over the 10 % threshold; each run's mean step known within ±5 %: the
+    // ratio's spread carried to the gain is 1.12 × √(0.05² + 0.05²) = 7.9 %, wider than that.
+    let amp = |ci: Option<f64>, sps: f64| {
+        let mut with = practice_run(51, sps, 3.0, 72.0, &["mps:bfloat16"]);
+        let mut without = practice_run(50, 400.0, 4.0, 80.0, &[]);
+        with.step_ci = ci;
+        without.step_ci = ci;
+        Facts {
+            amp: Some((with, without)),
+            ..mac()
+        }
+    };
+    let d = decide(&amp(Some(0.05), 448.0), &t());
+    assert!(
+        d.fired(Rule::WithinNoise) && !d.fired(Rule::MixedPrecision),
+        "{:?}",
+        d.reasons
+    );
+    let text = texts(&d, Rule::WithinNoise);
+    assert!(
+        text[0]
+            .starts_with("autocast mps:bfloat16 against full precision: +12 % ± 7.9 % samples/s")
+            && text[0].contains("10.0 % threshold"),
+        "{}",
+        text[0]
+    );
+    // Measured tightly (±1 %: 1.6 % < 2 points) it is called.
+    let d = decide(&amp(Some(0.01), 448.0), &t());
+    assert!(
+        d.fired(Rule::MixedPrecision) && !d.fired(Rule::WithinNoise),
+        "{:?}",
+        d.reasons
+    );
+    // A wide margin is called however noisy: +40 % ± 9.9 %.
+    let d = decide(&amp(Some(0.05), 560.0), &t());
+    assert!(texts(&d, Rule::MixedPrecision)[0].contains("pays here: +40 %"));
+    // No spread known (an older ledger): the threshold alone, as before.
+    assert!(decide(&amp(None, 448.0), &t()).fired(Rule::MixedPrecision));
+}
+
+#[test]
 fn checkpointing_states_memory_saved_against_time_lost_at_its_threshold() {
     let without = practice_run(30, 400.0, 10.0, 80.0, &[]);
     let mut with = practice_run(31, 300.0, 9.0, 100.0, &[]);
