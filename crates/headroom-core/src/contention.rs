@@ -503,7 +503,14 @@ pub fn system_pressure(cfg: &ContentionConfig) -> (Option<u64>, Option<Pressure>
 pub struct Sampler {
     sys: sysinfo::System,
     last_swap: Option<u64>,
+    /// Read the process list only when it can matter (see [`Sampler::set_light`]).
+    light: bool,
+    /// The last process list read, and when.
+    last_procs: Option<(Instant, Vec<Proc>)>,
 }
+
+/// A light sampler reads the process list again at least this often.
+pub const LIGHT_REFRESH: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl std::fmt::Debug for Sampler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -525,7 +532,18 @@ impl Sampler {
         Self {
             sys: sysinfo::System::new(),
             last_swap: None,
+            light: false,
+            last_procs: None,
         }
+    }
+
+    /// A light sampler (a menu-bar app whose popover is closed) reads the process list (a scan of
+    /// every process, most of a sample's cost) only when the apps could matter — the memory
+    /// available is below what the apps rule compares it with — or when its last reading is
+    /// older than [`LIGHT_REFRESH`]; otherwise the groups come from that reading. Memory, swap
+    /// and pressure are read every time, so every rule that can fire still fires on time.
+    pub fn set_light(&mut self, light: bool) {
+        self.light = light;
     }
 
     /// Every process now, as [`Proc`]s (threads left out).
@@ -563,9 +581,33 @@ impl Sampler {
         need: Option<Need>,
     ) -> ContentionReport {
         let start = Instant::now();
-        let procs = self.processes();
-        let groups = classify(&procs, cfg, training);
         let mem = crate::sysmem::system_memory();
+        // The apps rule needs the available memory short of the need plus the reserve.
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss
+        )]
+        let short = mem.as_ref().is_none_or(|m| {
+            m.available
+                < need
+                    .as_ref()
+                    .map_or(0, |n| n.bytes)
+                    .saturating_add((m.total as f64 * cfg.reserve_share) as u64)
+        });
+        let fresh = self
+            .last_procs
+            .as_ref()
+            .is_some_and(|(at, _)| at.elapsed() < LIGHT_REFRESH);
+        let procs = match &self.last_procs {
+            Some((_, procs)) if self.light && fresh && !short => procs.clone(),
+            _ => {
+                let procs = self.processes();
+                self.last_procs = Some((Instant::now(), procs.clone()));
+                procs
+            }
+        };
+        let groups = classify(&procs, cfg, training);
         let (swap, pressure, detail) = system_pressure(cfg);
         let system = SystemSide {
             total_bytes: mem.map_or(0, |m| m.total),
@@ -598,6 +640,55 @@ impl Sampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_light_sampler_reads_the_process_list_only_when_it_can_matter() {
+        let cfg = ContentionConfig::default();
+        let read_at = |s: &Sampler| s.last_procs.as_ref().map(|(at, _)| *at);
+        let mut s = Sampler::new();
+        s.set_light(true);
+        // The first sample reads it (nothing to keep yet).
+        let first = s.sample(&cfg, &[], None);
+        assert!(first.processes > 0);
+        let at = read_at(&s).expect("read");
+        // Plenty available (no need measured, this test machine far from its reserve): kept.
+        let m = crate::sysmem::system_memory().expect("meminfo");
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss
+        )]
+        let reserve = (m.total as f64 * cfg.reserve_share) as u64;
+        if m.available > reserve + (1 << 30) {
+            let again = s.sample(&cfg, &[], None);
+            assert_eq!(read_at(&s), Some(at), "read again while nothing could fire");
+            assert_eq!(again.processes, first.processes, "the kept list");
+        }
+        // A need larger than the memory: short, so the apps could matter: read again.
+        let need = Need {
+            bytes: m.total,
+            source: "a test".into(),
+        };
+        s.sample(&cfg, &[], Some(need.clone()));
+        let short = read_at(&s).expect("read");
+        assert!(short > at, "short of memory: read again");
+        // Not light (the popover open): read every time.
+        s.set_light(false);
+        s.sample(&cfg, &[], None);
+        assert!(read_at(&s).expect("read") > short);
+        // Light again, but the reading too old: read again.
+        s.set_light(true);
+        s.last_procs = s
+            .last_procs
+            .take()
+            .map(|(at, p)| (at - LIGHT_REFRESH - std::time::Duration::from_secs(1), p));
+        let old = read_at(&s).expect("read");
+        s.sample(&cfg, &[], None);
+        assert!(
+            read_at(&s).expect("read") > old,
+            "older than a minute: read again"
+        );
+    }
 
     fn p(pid: u32, parent: u32, name: &str, exe: &str, mib: u64) -> Proc {
         Proc {
