@@ -103,7 +103,7 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
             // back once a minute while the app idles in the menu bar (bench/README.md: about
             // 2 MiB).
             #[cfg(all(target_os = "linux", target_env = "gnu"))]
-            if ticks % 12 == 0 && !popover_visible(&app) {
+            if ticks.is_multiple_of(12) && !popover_visible(&app) {
                 // SAFETY: malloc_trim only releases free memory at the top of the heaps.
                 unsafe {
                     libc::malloc_trim(0);

@@ -533,6 +533,44 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
         v["migration"]
     );
 
+    // A command that does not take the batch is not swept: it runs there once, at the batch it
+    // sets itself, and is recorded here as a run under the host's name.
+    let out = headroom(
+        &home,
+        &[
+            "project",
+            "add",
+            "train",
+            "--replace",
+            "--dir",
+            proj.to_str().expect("utf-8"),
+            "--python",
+            &venv_python,
+            "--",
+            "python3",
+            "train.py",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (out, v) = migrate(&home, "box", &["--step", "training"], None);
+    let r = ran(&v);
+    assert!(out.status.success() && r[0].1, "{r:?}");
+    assert!(
+        r[0].2.starts_with("ran `.venv/bin/python train.py` in ")
+            && r[0].2.contains("recorded here as run"),
+        "{r:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("at the batch its command sets"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
     // A full remote disk: a 1 MiB tmpfs as the remote folder stops the check with its figures.
     if let Some(fs) = crate::tmpfs::Tmpfs::mount("size=1m") {
         sh(

@@ -1126,9 +1126,6 @@ fn rsync(
 /// epochs and a settled step time, short of a whole training run.
 pub const TRAINING_SECONDS: u64 = 120;
 
-/// The batch the training step runs at when no sweep of the project chose one here.
-pub const DEFAULT_BATCH: u32 = 32;
-
 /// The project's command as the remote runs it: `{batch}` and `{device}` filled in, and
 /// `python`/`python3` (or the project's own interpreter here) as the environment the project
 /// step made there.
@@ -1205,50 +1202,20 @@ fn training_step(ctx: &mut Context<'_>) -> Outcome {
     if ctx.project.has("batch") {
         return sweep_there(ctx, &ledger, device);
     }
-    let (batch, chosen) = match crate::facts::project_batch(&ledger, &ctx.project.name) {
-        Ok(Some((b, run))) => (b, format!("batch {b}, the one sweep {run} chose here")),
-        _ => (
-            DEFAULT_BATCH,
-            format!("batch {DEFAULT_BATCH} (no sweep of the project chose one here yet)"),
-        ),
-    };
-    let argv = remote_argv(ctx.project, Some(batch), device);
-    let hr = check::remote_headroom(p);
-    let script = format!(
-        "cd {} && {} run --json --batch {batch} --max-seconds {TRAINING_SECONDS} -- {}",
-        sh_quote(ctx.remote_dir),
-        sh_quote(&hr),
-        argv.iter()
-            .map(|a| sh_quote(a))
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
+    // Its command sets its own batch (the observer reads it from the DataLoader).
+    let argv = remote_argv(ctx.project, None, device);
     (ctx.on)(&format!(
-        "running the project there at {chosen} on {device} (at most {TRAINING_SECONDS} s)"
+        "running the project there on {device}, at the batch its command sets (at most {TRAINING_SECONDS} s)"
     ));
-    // Its own lines (epochs, losses, `headroom run`'s notes) come over stderr as it trains.
-    let on = &mut *ctx.on;
-    let f = match check::ssh_command(p, ctx.timeout).and_then(|mut c| {
-        c.arg(&p.name).arg(&script);
-        crate::child::run_streamed(
-            &mut c,
-            Duration::from_secs(TRAINING_SECONDS + 120),
-            crate::child::Pipe::Stderr,
-            &mut |l| on(&format!("there: {l}")),
-        )
-        .map_err(|e| spawn_err("ssh", &e))
-    }) {
-        Ok(f) => f,
-        Err(e) => return fail(e.to_string(), "install OpenSSH's client"),
-    };
-    let out: crate::jobs::watch::WatchOutcome = match serde_json::from_str(&f.stdout) {
+    let out: crate::jobs::watch::WatchOutcome = match headroom_run_there(
+        ctx,
+        &format!("--max-seconds {TRAINING_SECONDS}"),
+        &argv,
+        Duration::from_secs(TRAINING_SECONDS + 120),
+        "`headroom run` of the project",
+    ) {
         Ok(o) => o,
-        Err(_) => {
-            return fail(
-                format!("`headroom run` of the project on {} gave no result: {}", p.name, last_line(&f.stderr)),
-                "run the headroom and project steps again (Headroom and the environment must be there), then this one",
-            )
-        }
+        Err(failed) => return failed,
     };
     let command = argv.join(" ");
     let observed_device = out
@@ -1279,7 +1246,7 @@ fn training_step(ctx: &mut Context<'_>) -> Outcome {
             fallback: None,
             request_json: serde_json::json!({
                 "command": command,
-                "batch": batch,
+                "batch": out.batch,
                 "tag": { "project": ctx.project.name, "migrated_to": p.name, "remote_run": out.run_id },
             })
             .to_string(),
@@ -1321,7 +1288,7 @@ fn training_step(ctx: &mut Context<'_>) -> Outcome {
     );
     if status == crate::ledger::RunStatus::Complete {
         pass(format!(
-            "ran `{command}` in {} on {} ({observed_device}, {chosen}): {figures}; recorded here as run {id} under host {} (run {} there)",
+            "ran `{command}` in {} on {} ({observed_device}): {figures}; recorded here as run {id} under host {} (run {} there)",
             ctx.remote_dir, p.name, p.name, out.run_id
         ))
     } else {
@@ -1335,6 +1302,44 @@ fn training_step(ctx: &mut Context<'_>) -> Outcome {
             format!("run it there by hand to see its output: `ssh {} 'cd {} && .venv/bin/python …'`, fix the project or its requirements, then this step again", p.name, ctx.remote_dir),
         )
     }
+}
+
+/// `headroom run --json ARGS -- ARGV` in the project's folder there, over ssh: its own lines
+/// (the command's, `headroom run`'s notes) streamed as "there: …" while it runs, its JSON result
+/// read; `what` names it in the failure.
+fn headroom_run_there<T: serde::de::DeserializeOwned>(
+    ctx: &mut Context<'_>,
+    args: &str,
+    argv: &[String],
+    limit: Duration,
+    what: &str,
+) -> Result<T, Outcome> {
+    let p = ctx.profile;
+    let script = format!(
+        "cd {} && {} run --json {args} -- {}",
+        sh_quote(ctx.remote_dir),
+        sh_quote(&check::remote_headroom(p)),
+        argv.iter()
+            .map(|a| sh_quote(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let on = &mut *ctx.on;
+    let f = check::ssh_command(p, ctx.timeout)
+        .and_then(|mut c| {
+            c.arg(&p.name).arg(&script);
+            crate::child::run_streamed(&mut c, limit, crate::child::Pipe::Stderr, &mut |l| {
+                on(&format!("there: {l}"));
+            })
+            .map_err(|e| spawn_err("ssh", &e))
+        })
+        .map_err(|e| fail(e.to_string(), "install OpenSSH's client"))?;
+    serde_json::from_str(&f.stdout).map_err(|_| {
+        fail(
+            format!("{what} on {} gave no result: {}", p.name, last_line(&f.stderr)),
+            "run the headroom and project steps again (Headroom and the environment must be there), then this one",
+        )
+    })
 }
 
 /// The search the project's sweep here ran (its first and largest batch, and the batch it
@@ -1368,42 +1373,21 @@ fn sweep_there(ctx: &mut Context<'_>, ledger: &crate::ledger::Ledger, device: &s
     let (start, max, here) = search_here(ledger, &ctx.project.name);
     let argv = remote_argv(ctx.project, None, device);
     let command = argv.join(" ");
-    let hr = check::remote_headroom(p);
-    let script = format!(
-        "cd {} && {} run --json --sweep batch=auto --start-batch {start} --max-batch {max} --point-seconds {POINT_SECONDS} -- {}",
-        sh_quote(ctx.remote_dir),
-        sh_quote(&hr),
-        argv.iter()
-            .map(|a| sh_quote(a))
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
     (ctx.on)(&format!(
         "sweeping the project there on {device}: batch=auto from {start} up to {max}, each start at most {POINT_SECONDS} s{}",
         here.map_or_else(String::new, |(b, run)| format!(" (here sweep {run} chose batch {b})"))
     ));
-    let on = &mut *ctx.on;
-    let f = match check::ssh_command(p, ctx.timeout).and_then(|mut c| {
-        c.arg(&p.name).arg(&script);
-        crate::child::run_streamed(
-            &mut c,
-            Duration::from_secs(SWEEP_SECONDS + 60),
-            crate::child::Pipe::Stderr,
-            &mut |l| on(&format!("there: {l}")),
-        )
-        .map_err(|e| spawn_err("ssh", &e))
-    }) {
-        Ok(f) => f,
-        Err(e) => return fail(e.to_string(), "install OpenSSH's client"),
-    };
-    let out: crate::jobs::usersweep::ScriptSweepOutcome = match serde_json::from_str(&f.stdout) {
+    let out: crate::jobs::usersweep::ScriptSweepOutcome = match headroom_run_there(
+        ctx,
+        &format!(
+            "--sweep batch=auto --start-batch {start} --max-batch {max} --point-seconds {POINT_SECONDS}"
+        ),
+        &argv,
+        Duration::from_secs(SWEEP_SECONDS + 60),
+        "the sweep of the project",
+    ) {
         Ok(o) => o,
-        Err(_) => {
-            return fail(
-                format!("the sweep of the project on {} gave no result: {}", p.name, last_line(&f.stderr)),
-                "run the headroom and project steps again (Headroom and the environment must be there), then this one",
-            )
-        }
+        Err(failed) => return failed,
     };
     let id = match record_sweep(ledger, &p.name, &ctx.project.name, &out, (start, max)) {
         Ok(id) => id,
