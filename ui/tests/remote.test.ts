@@ -22,6 +22,16 @@ const q = (root: HTMLElement, testid: string) => root.querySelector<HTMLElement>
 
 const click = (root: HTMLElement, testid: string) => root.querySelector<HTMLElement>(`[data-testid="${testid}"]`)?.click();
 
+/** Runs the wizard's current step and goes on, `n` times; no card on the way has a chart. */
+async function passSteps(root: HTMLElement, n: number, chart: HTMLImageElement): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    click(root, "wizard-run");
+    await flush();
+    click(root, "wizard-next");
+    expect(chart.hidden).toBe(true);
+  }
+}
+
 describe("remote panel", () => {
   it("adds a host with every field, refuses a second of the same name unless replaced, and keeps the tools for it", async () => {
     const b = mockBackend({ check: ok, keys: [{ path: "/home/ada/.ssh/id_ed25519", public_key: "ssh-ed25519 AAAA ada" }] });
@@ -240,12 +250,7 @@ describe("migration wizard", () => {
     await p.load();
     await flush();
     const chart = q(p.root, "wizard-chart") as HTMLImageElement;
-    for (let i = 0; i < 6; i++) {
-      click(p.root, "wizard-run");
-      await flush();
-      click(p.root, "wizard-next");
-      expect(chart.hidden).toBe(true);
-    }
+    await passSteps(p.root, 6, chart);
     click(p.root, "wizard-run");
     await flush();
     await flush();
@@ -267,12 +272,7 @@ describe("migration wizard", () => {
     await p.load();
     await flush();
     const chart = q(p.root, "wizard-chart") as HTMLImageElement;
-    for (let i = 0; i < 5; i++) {
-      click(p.root, "wizard-run");
-      await flush();
-      click(p.root, "wizard-next");
-      expect(chart.hidden).toBe(true);
-    }
+    await passSteps(p.root, 5, chart);
     click(p.root, "wizard-run");
     await flush();
     await flush();

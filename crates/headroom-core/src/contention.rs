@@ -284,7 +284,7 @@ pub fn judge(
     };
     let total = system.total_bytes.max(1);
     let share = held as f64 / total as f64;
-    let reserve = (total as f64 * cfg.reserve_share) as u64;
+    let reserve = reserve_bytes(total, cfg);
     let against = match need {
         Some(n) => format!(
             "below the {} {} needs plus a {:.0} % reserve ({})",
@@ -299,7 +299,7 @@ pub fn judge(
             format_bytes(reserve)
         ),
     };
-    let short = system.available_bytes < need.map_or(0, |n| n.bytes).saturating_add(reserve);
+    let short = short_of_memory(system.available_bytes, total, need, cfg);
     if share >= cfg.apps_share && short {
         reasons.push(format!(
             "{holders} hold {} ({:.0} % of {} RAM; threshold {:.0} %) and {} is available, {against}",
@@ -498,6 +498,30 @@ pub fn system_pressure(cfg: &ContentionConfig) -> (Option<u64>, Option<Pressure>
     }
 }
 
+/// The memory kept in reserve: `reserve_share` of `total`.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_precision_loss
+)]
+fn reserve_bytes(total: u64, cfg: &ContentionConfig) -> u64 {
+    (total as f64 * cfg.reserve_share) as u64
+}
+
+/// Whether `available` is short of what the apps rule weighs it against: the training run's
+/// need (none measured: nothing) plus the reserve.
+fn short_of_memory(
+    available: u64,
+    total: u64,
+    need: Option<&Need>,
+    cfg: &ContentionConfig,
+) -> bool {
+    available
+        < need
+            .map_or(0, |n| n.bytes)
+            .saturating_add(reserve_bytes(total, cfg))
+}
+
 /// Samples processes and the system again and again, cheaply: process names and paths are read
 /// once per process, memory every time.
 pub struct Sampler {
@@ -582,19 +606,10 @@ impl Sampler {
     ) -> ContentionReport {
         let start = Instant::now();
         let mem = crate::sysmem::system_memory();
-        // The apps rule needs the available memory short of the need plus the reserve.
-        #[allow(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            clippy::cast_precision_loss
-        )]
-        let short = mem.as_ref().is_none_or(|m| {
-            m.available
-                < need
-                    .as_ref()
-                    .map_or(0, |n| n.bytes)
-                    .saturating_add((m.total as f64 * cfg.reserve_share) as u64)
-        });
+        // The apps rule fires only when the memory available is short.
+        let short = mem
+            .as_ref()
+            .is_none_or(|m| short_of_memory(m.available, m.total.max(1), need.as_ref(), cfg));
         let fresh = self
             .last_procs
             .as_ref()
@@ -653,12 +668,7 @@ mod tests {
         let at = read_at(&s).expect("read");
         // Plenty available (no need measured, this test machine far from its reserve): kept.
         let m = crate::sysmem::system_memory().expect("meminfo");
-        #[allow(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            clippy::cast_precision_loss
-        )]
-        let reserve = (m.total as f64 * cfg.reserve_share) as u64;
+        let reserve = reserve_bytes(m.total, &cfg);
         if m.available > reserve + (1 << 30) {
             let again = s.sample(&cfg, &[], None);
             assert_eq!(read_at(&s), Some(at), "read again while nothing could fire");

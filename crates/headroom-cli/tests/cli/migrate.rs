@@ -119,6 +119,28 @@ fn add_host(home: &Home, name: &str, port: u16, user: &str, key: &Path, extra: &
     );
 }
 
+/// Adds (or replaces) project `train` in `dir` with `python` and `command`.
+fn add_train(home: &Home, dir: &Path, python: &str, command: &[&str]) {
+    let mut args = vec![
+        "project",
+        "add",
+        "train",
+        "--replace",
+        "--dir",
+        dir.to_str().expect("utf-8"),
+        "--python",
+        python,
+        "--",
+    ];
+    args.extend_from_slice(command);
+    let out = headroom(home, &args, None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn sh(dir: &Path, script: &str) {
     let st = Command::new("sh")
         .args(["-c", script])
@@ -163,28 +185,11 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
     );
     // Here the project runs with this checkout's Python (torch in it).
     let venv_python = crate::common::python().display().to_string();
-    let out = headroom(
+    add_train(
         &home,
-        &[
-            "project",
-            "add",
-            "train",
-            "--dir",
-            proj.to_str().expect("utf-8"),
-            "--python",
-            &venv_python,
-            "--",
-            "python3",
-            "train.py",
-            "--batch-size",
-            "{batch}",
-        ],
-        None,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        &proj,
+        &venv_python,
+        &["python3", "train.py", "--batch-size", "{batch}"],
     );
     // A key file that does not exist yet: the key step makes it.
     let key = home.path().join("keys/id_ed25519");
@@ -535,28 +540,7 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
 
     // A command that does not take the batch is not swept: it runs there once, at the batch it
     // sets itself, and is recorded here as a run under the host's name.
-    let out = headroom(
-        &home,
-        &[
-            "project",
-            "add",
-            "train",
-            "--replace",
-            "--dir",
-            proj.to_str().expect("utf-8"),
-            "--python",
-            &venv_python,
-            "--",
-            "python3",
-            "train.py",
-        ],
-        None,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    add_train(&home, &proj, &venv_python, &["python3", "train.py"]);
     let (out, v) = migrate(&home, "box", &["--step", "training"], None);
     let r = ran(&v);
     assert!(out.status.success() && r[0].1, "{r:?}");

@@ -1348,11 +1348,7 @@ fn search_here(ledger: &crate::ledger::Ledger, project: &str) -> (u32, u32, Opti
     let (mut start, mut max) = (16, 65536);
     let chosen = crate::facts::project_batch(ledger, project).ok().flatten();
     if let Some((_, id)) = chosen {
-        let req: Option<serde_json::Value> = ledger
-            .request_json(id)
-            .ok()
-            .flatten()
-            .and_then(|j| serde_json::from_str(&j).ok());
+        let req = request_of(ledger, id);
         let field = |k: &str| {
             req.as_ref()
                 .and_then(|r| r.get(k))
@@ -1508,7 +1504,7 @@ fn record_sweep(
 
 /// The project a run measured, from its request's tag.
 fn project_of(ledger: &crate::ledger::Ledger, id: i64) -> Option<String> {
-    let req: serde_json::Value = serde_json::from_str(&ledger.request_json(id).ok()??).ok()?;
+    let req = request_of(ledger, id)?;
     req.get("project")
         .or_else(|| req.get("tag").and_then(|t| t.get("project")))
         .and_then(serde_json::Value::as_str)
@@ -1517,12 +1513,12 @@ fn project_of(ledger: &crate::ledger::Ledger, id: i64) -> Option<String> {
 
 /// Whether a sweep is a device comparison's baseline (its request names the sweep it serves).
 fn is_baseline(ledger: &crate::ledger::Ledger, id: i64) -> bool {
-    ledger
-        .request_json(id)
-        .ok()
-        .flatten()
-        .and_then(|j| serde_json::from_str::<serde_json::Value>(&j).ok())
-        .is_some_and(|req| req.get("baseline_of").is_some_and(|b| !b.is_null()))
+    request_of(ledger, id).is_some_and(|req| req.get("baseline_of").is_some_and(|b| !b.is_null()))
+}
+
+/// A run's request, as recorded with it.
+fn request_of(ledger: &crate::ledger::Ledger, id: i64) -> Option<serde_json::Value> {
+    serde_json::from_str(&ledger.request_json(id).ok()??).ok()
 }
 
 /// One figure of a run's report (a wrapped run's outcome).
