@@ -197,7 +197,14 @@ fn amp_swept_without_a_code_change_is_judged_and_its_metrics_compared_within_a_t
         assert!((0.0..=1.0).contains(&acc), "{r}");
     }
     let (a, b) = (run_id(off), run_id(bf16));
-    let amp = reasons(&home, "mixed_precision");
+    // Judged once: a verdict, or "too close to call" when the gain sits within the two real
+    // runs' measured spread of the 10 % threshold (this shared machine's noise decides which).
+    let mut amp = reasons(&home, "mixed_precision");
+    amp.extend(
+        reasons(&home, "within_noise")
+            .into_iter()
+            .filter(|r| r.starts_with("autocast ")),
+    );
     assert_eq!(amp.len(), 1, "{amp:?}");
     assert!(
         amp[0].starts_with("autocast cpu:bfloat16 ")
