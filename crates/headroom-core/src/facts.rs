@@ -128,7 +128,8 @@ pub fn project_batch(ledger: &Ledger, project: &str) -> Result<Option<(u32, i64)
             continue;
         };
         let owner = run_project(ledger, &r)?;
-        if owner.user_work && owner.project.as_deref() == Some(project) {
+        // A device comparison's one-point baseline repeats its sweep's batch; the sweep chose.
+        if owner.user_work && !owner.baseline && owner.project.as_deref() == Some(project) {
             return Ok(Some((batch, r.id)));
         }
     }
@@ -140,6 +141,8 @@ pub fn project_batch(ledger: &Ledger, project: &str) -> Result<Option<(u32, i64)
 struct Owner {
     user_work: bool,
     project: Option<String>,
+    /// The CPU baseline a device comparison ran at its sweep's batch (`baseline_of`).
+    baseline: bool,
 }
 
 fn run_project(ledger: &Ledger, r: &RunRecord) -> Result<Owner, CoreError> {
@@ -160,6 +163,7 @@ fn run_project(ledger: &Ledger, r: &RunRecord) -> Result<Owner, CoreError> {
     Ok(Owner {
         user_work: script,
         project,
+        baseline: req.get("baseline_of").is_some_and(|b| !b.is_null()),
     })
 }
 
@@ -643,6 +647,78 @@ fn fallback_fact(runs: &[RunRecord]) -> Option<FallbackFact> {
 #[cfg(test)]
 mod tests {
     use super::command_shape;
+    use crate::ledger::{Ledger, NewRun, RunKind, RunStatus};
+    use crate::protocol::SweepSummary;
+
+    /// A finished sweep of this host that recommended `batch`, with `request` as its request.
+    fn sweep(ledger: &Ledger, batch: u32, request: &serde_json::Value) -> i64 {
+        let id = ledger
+            .begin_run(&NewRun {
+                kind: RunKind::Sweep,
+                host: crate::jobs::hostname(),
+                device: "cpu".into(),
+                device_name: "cpu".into(),
+                workload: "python train.py --batch-size {batch}".into(),
+                dtype: None,
+                mode: None,
+                libtorch: "2.11.0".into(),
+                git_commit: None,
+                git_dirty: None,
+                budget_bytes: Some(1 << 30),
+                fallback: None,
+                request_json: request.to_string(),
+                owner_pid: None,
+            })
+            .expect("begin");
+        let summary = SweepSummary {
+            best_batch: Some(batch),
+            best_samples_per_s: Some(1000.0),
+            knee_batch: Some(batch),
+            max_fit_batch: Some(batch),
+            first_failing_batch: None,
+            limit: "list".into(),
+            recommended_batch: Some(batch),
+            reason: "test".into(),
+            peak_bytes_at_recommended: Some(1 << 20),
+            still_rising: false,
+            uncertain: None,
+        };
+        ledger
+            .finish_run(id, RunStatus::Complete, Some(&summary), None)
+            .expect("finish");
+        id
+    }
+
+    #[test]
+    fn the_batch_chosen_here_is_the_newest_project_sweep_not_a_baseline() {
+        let dir = tempfile::tempdir().expect("dir");
+        let ledger = Ledger::open(&dir.path().join("ledger.sqlite")).expect("ledger");
+        let own = |extra: serde_json::Value| {
+            let mut r = serde_json::json!({"script": true, "project": "p"});
+            r.as_object_mut()
+                .expect("object")
+                .extend(extra.as_object().expect("object").clone());
+            r
+        };
+        assert_eq!(super::project_batch(&ledger, "p").expect("read"), None);
+        let first = sweep(&ledger, 64, &own(serde_json::json!({})));
+        sweep(
+            &ledger,
+            512,
+            &serde_json::json!({"script": true, "project": "q"}),
+        );
+        assert_eq!(
+            super::project_batch(&ledger, "p").expect("read"),
+            Some((64, first))
+        );
+        // A device comparison: its sweep on the accelerator, then the CPU at another batch.
+        let accel = sweep(&ledger, 128, &own(serde_json::json!({"devices": ["mps"]})));
+        sweep(&ledger, 32, &own(serde_json::json!({"baseline_of": accel})));
+        assert_eq!(
+            super::project_batch(&ledger, "p").expect("read"),
+            Some((128, accel))
+        );
+    }
 
     #[test]
     fn a_commands_shape_drops_the_values_a_sweep_varies() {

@@ -1218,6 +1218,13 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
         speed_text.starts_with("Speed-up at batch ") && speed_text.contains("on cpu@2 vs"),
         "{speed_text}"
     );
+    // The comparison's sweep is now the project's newest here: its batch is "the batch chosen
+    // here" that the migration's training step sets the remote's answer beside.
+    let chosen: u32 = speed_text
+        .strip_prefix("Speed-up at batch ")
+        .and_then(|r| r.split(':').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{speed_text}"));
     s.screenshot(&out.join("project_compare.png"));
 
     // The migration wizard moves this project to a really fresh host (a user made for the test,
