@@ -1153,11 +1153,19 @@ pub fn compare_within(
     }
     for (r, x) in [(&ra, &xa), (&rb, &xb)] {
         if x.conditions.is_none() {
-            out.push(format!(
-                "run {} has no conditions recorded (power, battery, Low Power Mode, thermal): \
-                 it predates them",
-                r.id
-            ));
+            out.push(if r.host == crate::jobs::hostname() {
+                format!(
+                    "run {} has no conditions recorded (power, battery, Low Power Mode, thermal): \
+                     it predates them",
+                    r.id
+                )
+            } else {
+                format!(
+                    "run {} has no conditions recorded (power, battery, Low Power Mode, thermal): \
+                     it was recorded here from {}'s output, which does not carry them",
+                    r.id, r.host
+                )
+            });
         }
     }
     Ok(out)

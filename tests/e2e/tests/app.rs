@@ -459,11 +459,14 @@ fn start_driver(home: &Path) -> Driver {
 }
 
 /// tauri-driver (and so the app) with more of its environment set: `HOME` for a test that
-/// reads what the app writes there.
+/// reads what the app writes there. Otherwise `HOME` is a folder in `home`, so that no test
+/// touches the real one (the app's start writes or removes ~/.config/autostart's entry).
 fn start_driver_with(home: &Path, env: &[(&str, &Path)]) -> Driver {
     let port = free_port();
     let native = free_port();
     let venv = env_path("HEADROOM_E2E_VENV");
+    let own_home = home.join("user-home");
+    std::fs::create_dir_all(&own_home).expect("a HOME for the app");
     let mut child = Command::new(env_path("HEADROOM_E2E_TAURI_DRIVER"))
         .args([
             "--port",
@@ -476,6 +479,8 @@ fn start_driver_with(home: &Path, env: &[(&str, &Path)]) -> Driver {
         .env("HEADROOM_BIN", env_path("HEADROOM_E2E_WORKER"))
         .env("VIRTUAL_ENV", &venv)
         .env("HEADROOM_APP_OPEN", "1")
+        .env("HOME", &own_home)
+        .env_remove("XDG_CONFIG_HOME")
         .envs(env.iter().map(|(k, v)| (*k, *v)))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -371,6 +371,13 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
         "{swept}"
     );
     assert!(swept["chosen_batch"].as_u64().is_some(), "{swept}");
+    // The torch that ran there, as its observer saw it.
+    assert!(
+        swept["libtorch"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("2.")),
+        "{swept}"
+    );
     let id = swept["id"].as_i64().expect("id").to_string();
     let (_, shown) = home.json(&["ledger", "show", &id, "--json"]);
     let measured = shown["points"].as_array().map_or(0, |p| {
@@ -449,10 +456,25 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
             && r[0].2.contains("the decision table now: "),
         "{r:?}"
     );
+    // What only one side recorded is not a difference; this machine's power and battery were
+    // not taken for the remote's (the run there was recorded from its output).
+    assert!(
+        !r[0].2.contains("vs unknown") && !r[0].2.contains("unknown vs"),
+        "{r:?}"
+    );
     // The two runs it compared, for the app's chart: the one here first.
     let runs = v["ran"][0]["runs"].as_array().cloned().unwrap_or_default();
     assert_eq!(runs.len(), 2, "{}", v["ran"][0]);
     assert_eq!(runs[1].as_i64(), Some(id.parse::<i64>().expect("id")));
+    let here = runs[0].as_i64().expect("here").to_string();
+    let compared = headroom(&home, &["ledger", "compare", &here, &id], None);
+    let compared = String::from_utf8_lossy(&compared.stdout);
+    assert!(
+        compared.contains(&format!(
+            "run {id} has no conditions recorded (power, battery, Low Power Mode, thermal): it was recorded here from box's output"
+        )) && !compared.contains(&format!("run {here} has no conditions")),
+        "{compared}"
+    );
 
     // The screen: nothing speaks VNC on the default port there; then a listener greeting as a
     // VNC server does (RFB's version line) is reached through the tunnel, and every step passed.

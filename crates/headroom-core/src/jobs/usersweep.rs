@@ -450,6 +450,9 @@ pub fn run_script_sweep(
             libtorch = w.torch_version.clone();
             if let Some(v) = &libtorch {
                 ledger.set_libtorch(run_id, v)?;
+                if let Some(h) = out.sweep.hello.as_mut() {
+                    h.libtorch.clone_from(v);
+                }
             }
         }
         let mut p = as_point(&w, batch, planner.budget());

@@ -40,20 +40,18 @@ impl Ledger {
             .map_err(|e| self.err(e))?;
         let id = self.conn.last_insert_rowid();
         // The quiet facts that explain a figure weeks later: power, battery, Low Power Mode,
-        // thermal state at the run's start (unknown where the OS does not say).
-        self.add_sample(
-            id,
-            super::CONDITIONS_SEQ,
-            "conditions",
-            &crate::readiness::system::conditions(),
-        )?;
-        let local = run.host == crate::jobs::hostname();
-        self.add_sample(
-            id,
-            super::CONDITIONS_SEQ + 1,
-            "context",
-            &self.context(local),
-        )?;
+        // thermal state at the run's start (unknown where the OS does not say), the apps holding
+        // memory, the Python. Only for this machine's runs: a run recorded here from another
+        // machine's output (a remote check, the migration's run there) did not meet them.
+        if run.host == crate::jobs::hostname() {
+            self.add_sample(
+                id,
+                super::CONDITIONS_SEQ,
+                "conditions",
+                &crate::readiness::system::conditions(),
+            )?;
+            self.add_sample(id, super::CONDITIONS_SEQ + 1, "context", &self.context())?;
+        }
         for (seq, kind, value) in self.attached.borrow().iter() {
             self.add_sample(id, *seq, kind, value)?;
         }
@@ -113,7 +111,7 @@ impl Ledger {
     }
 
     /// Where the ledger lives and who holds memory, at a run's start.
-    fn context(&self, local: bool) -> super::RunContext {
+    fn context(&self) -> super::RunContext {
         let cfg = crate::config::load()
             .map(|c| c.contention)
             .unwrap_or_default();
@@ -137,9 +135,7 @@ impl Ledger {
         super::RunContext {
             data_mount: crate::mounts::mount_of(self.path()),
             apps,
-            python: local
-                .then(|| crate::readiness::python::users_torch(std::time::Duration::from_secs(10)))
-                .flatten(),
+            python: crate::readiness::python::users_torch(std::time::Duration::from_secs(10)),
         }
     }
 

@@ -1413,9 +1413,12 @@ fn sweep_there(ctx: &mut Context<'_>, ledger: &crate::ledger::Ledger, device: &s
         .iter()
         .filter(|pt| pt.samples_per_s.is_some())
         .count();
-    let remote_run = s
-        .run_id
-        .map_or_else(String::new, |r| format!(" (run {r} there)"));
+    let remote_run = format!(
+        "{}{}",
+        s.run_id
+            .map_or_else(String::new, |r| format!(" (run {r} there)")),
+        there_cautions(&p.name, s)
+    );
     match best {
         Some(pt) => Outcome {
             runs: vec![id],
@@ -1449,6 +1452,24 @@ fn sweep_there(ctx: &mut Context<'_>, ledger: &crate::ledger::Ledger, device: &s
     }
 }
 
+/// A remote sweep's doubt, said as that machine's: its cautions (other work, memory pressure,
+/// noise) were read there, so "timed while zoom.us used 1.4 cores" names a process on `host`.
+/// Empty when its answer is not in doubt.
+fn there_cautions(host: &str, s: &crate::jobs::sweep::SweepOutcome) -> String {
+    let Some(u) = s.summary.as_ref().and_then(|sum| sum.uncertain.as_ref()) else {
+        return String::new();
+    };
+    let first = s
+        .points
+        .iter()
+        .flat_map(crate::protocol::Point::cautions)
+        .next();
+    format!(
+        ". On {host}, {u}{}",
+        first.map_or_else(String::new, |c| format!(" (there, {c})"))
+    )
+}
+
 /// Records a sweep the remote ran (its every point and its answer) in this ledger, under the
 /// host's name, tagged with the project and the run there.
 fn record_sweep(
@@ -1468,7 +1489,10 @@ fn record_sweep(
         workload: out.command.chars().take(200).collect(),
         dtype: None,
         mode: None,
-        libtorch: "unknown".into(),
+        libtorch: s
+            .hello
+            .as_ref()
+            .map_or_else(|| "unknown".into(), |h| h.libtorch.clone()),
         git_commit: None,
         git_dirty: None,
         budget_bytes: s.hello.as_ref().map(|h| h.budget_bytes),
@@ -1676,6 +1700,8 @@ fn compare_tail(
         .skip(1)
         .take_while(|l| l.starts_with("  "))
         .map(|l| l.trim().to_owned())
+        // "x vs unknown": what one side did not record explains nothing.
+        .filter(|l| !l.ends_with(" vs unknown") && !l.contains(": unknown vs "))
         .collect();
     let mut sampler = crate::contention::Sampler::new();
     let (now, _) = crate::jobs::decision::now(&mut sampler, Some(&ctx.project.name));
@@ -1916,6 +1942,52 @@ mod tests {
         m.set_also_copy(&[String::new()]);
         assert!(m.also_copy.is_empty());
         assert_eq!(m.next_step(), Some(Step::Project));
+    }
+
+    #[test]
+    fn a_remote_sweeps_doubt_is_said_as_that_machines() {
+        use crate::protocol::{Point, PointStatus};
+        let ok = |batch: u32, sps: f64| {
+            let mut p = Point::failed(batch, PointStatus::Ok, "");
+            p.message = None;
+            p.samples_per_s = Some(sps);
+            p.peak_bytes = Some(1 << 20);
+            p
+        };
+        let mut s = crate::jobs::sweep::SweepOutcome {
+            status: crate::jobs::JobStatus::Complete,
+            run_id: Some(3),
+            ledger: String::new(),
+            hello: None,
+            points: vec![ok(16, 900.0), ok(32, 1700.0), ok(64, 1800.0)],
+            summary: None,
+            warnings: Vec::new(),
+            error: None,
+            worker_exit: None,
+            stderr_tail: Vec::new(),
+        };
+        let summary = |s: &crate::jobs::sweep::SweepOutcome| {
+            crate::summary::summarize(&s.points, crate::planner::Limit::MaxBatch, 1 << 30)
+        };
+        s.summary = Some(summary(&s));
+        assert_eq!(there_cautions("box", &s), "");
+        s.points[1].load = Some(crate::load::PointLoad {
+            other_cores: 1.3,
+            busiest: Some("zoom.us".into()),
+            busiest_cores: 1.2,
+            seconds: 2.0,
+            pressure: None,
+            pressure_detail: None,
+            swap_growth_bytes: None,
+            accel_others: Vec::new(),
+        });
+        s.summary = Some(summary(&s));
+        let said = there_cautions("box", &s);
+        assert!(
+            said.starts_with(". On box, the answer rests on batch ")
+                && said.contains("(there, batch 32 was timed while zoom.us used 1.2 cores"),
+            "{said}"
+        );
     }
 
     #[test]
