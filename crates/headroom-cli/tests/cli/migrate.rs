@@ -355,7 +355,25 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
             && said.contains("there: headroom: [1] batch 16: starting the command"),
         "{said}"
     );
+    // Headroom's doctor there, on the project's environment, first: recorded here under the
+    // host's name, so the runs there are compared by that machine's Python and torch.
+    assert!(said.contains("doctor there: cpu green"), "{said}");
     let (_, runs) = home.json(&["ledger", "list", "--json"]);
+    let doctor = runs
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .find(|r| r["host"] == "box" && r["kind"] == "doctor")
+        .unwrap_or_else(|| panic!("no doctor run from box in {runs}"));
+    let doctor_id = doctor["id"].as_i64().expect("id").to_string();
+    let (_, shown) = home.json(&["ledger", "show", &doctor_id, "--json"]);
+    assert!(
+        shown
+            .to_string()
+            .contains("headroom-projects/train/.venv/bin/python"),
+        "the project's environment there was the one asked: {shown}"
+    );
     let swept = runs
         .as_array()
         .cloned()
@@ -459,7 +477,10 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
     // What only one side recorded is not a difference; this machine's power and battery were
     // not taken for the remote's (the run there was recorded from its output).
     assert!(
-        !r[0].2.contains("vs unknown") && !r[0].2.contains("unknown vs"),
+        !r[0].2.contains("vs unknown")
+            && !r[0].2.contains("unknown vs")
+            && !r[0].2.contains("host: ")
+            && !r[0].2.contains("workload: "),
         "{r:?}"
     );
     // The two runs it compared, for the app's chart: the one here first.

@@ -100,6 +100,17 @@ pub fn check(exe: &Path, opts: &DoctorOptions, on_found: &mut dyn FnMut(usize)) 
 
 /// Records `report` in `ledger` as a finished `doctor` run; `request_json` is how it was asked.
 pub fn record(ledger: &Ledger, report: &Report, request_json: &str) -> Result<i64, CoreError> {
+    record_for(ledger, &super::hostname(), report, request_json)
+}
+
+/// [`record`] under `host`: a report a remote's doctor printed is recorded here under the
+/// host's name (no git state of this folder, which is not where it ran).
+pub fn record_for(
+    ledger: &Ledger,
+    host: &str,
+    report: &Report,
+    request_json: &str,
+) -> Result<i64, CoreError> {
     let best = report
         .lights
         .iter()
@@ -113,10 +124,14 @@ pub fn record(ledger: &Ledger, report: &Report, request_json: &str) -> Result<i6
         .filter(|_| best != "cpu")
         .or_else(|| report.machine.cpu.clone())
         .unwrap_or_else(|| "unknown".into());
-    let git = crate::gitinfo::git_state(&std::env::current_dir().unwrap_or_default());
+    let git = if host == super::hostname() {
+        crate::gitinfo::git_state(&std::env::current_dir().unwrap_or_default())
+    } else {
+        crate::gitinfo::GitState::default()
+    };
     let run = NewRun {
         kind: crate::ledger::RunKind::Doctor,
-        host: super::hostname(),
+        host: host.to_owned(),
         device: best,
         device_name,
         workload: "readiness".into(),

@@ -1189,6 +1189,9 @@ fn remote_platform(
 /// machine's own memory, not borrowed from this one's.
 pub const SWEEP_SECONDS: u64 = 900;
 pub const POINT_SECONDS: u64 = TRAINING_SECONDS;
+/// Seconds the doctor there may give the project's Python (and its libtorch) before the
+/// training step goes on without its report.
+pub const DOCTOR_SECONDS: u64 = 60;
 
 fn training_step(ctx: &mut Context<'_>) -> Outcome {
     let p = ctx.profile;
@@ -1198,6 +1201,7 @@ fn training_step(ctx: &mut Context<'_>) -> Outcome {
     };
     let device =
         remote_platform(p, ctx.timeout).map_or("cpu", |(os, arch, _)| remote_device(&os, &arch));
+    doctor_there(ctx, &ledger);
     // A command that takes the batch is swept there (batch=auto); one that does not runs once.
     if ctx.project.has("batch") {
         return sweep_there(ctx, &ledger, device);
@@ -1340,6 +1344,61 @@ fn headroom_run_there<T: serde::de::DeserializeOwned>(
             "run the headroom and project steps again (Headroom and the environment must be there), then this one",
         )
     })
+}
+
+/// Headroom's doctor there, on the project's environment (`.venv/bin/python`), recorded here as
+/// a doctor run under the host's name: the machine, the Python, the torch build and its MPS
+/// flags that the runs there are then compared by. A doctor that gives no report is said and
+/// passed over: the training step does not hang on it.
+fn doctor_there(ctx: &mut Context<'_>, ledger: &crate::ledger::Ledger) -> Option<i64> {
+    let p = ctx.profile;
+    (ctx.on)(&format!(
+        "asking Headroom's doctor on {} about the project's environment",
+        p.name
+    ));
+    let script = format!(
+        "cd {} && {} doctor --json --only-named --python .venv/bin/python --timeout {}",
+        sh_quote(ctx.remote_dir),
+        sh_quote(&check::remote_headroom(p)),
+        DOCTOR_SECONDS
+    );
+    let said = remote(
+        p,
+        &script,
+        None,
+        Duration::from_secs(2 * DOCTOR_SECONDS + 30),
+        ctx.timeout,
+    )
+    .map_err(|e| e.to_string())
+    .and_then(|f| {
+        serde_json::from_str::<crate::readiness::Report>(&f.stdout)
+            .map_err(|_| format!("no report: {}", last_line(&f.stderr)))
+    })
+    .and_then(|report| {
+        crate::jobs::doctor::record_for(ledger, &p.name, &report, r#"{"from":"migrate"}"#)
+            .map(|id| (id, report))
+            .map_err(|e| e.to_string())
+    });
+    match said {
+        Ok((id, report)) => {
+            let lights: Vec<String> = report
+                .lights
+                .iter()
+                .map(|l| format!("{} {}", l.backend, l.state.as_str()))
+                .collect();
+            (ctx.on)(&format!(
+                "doctor there: {}; recorded here as run {id}",
+                lights.join(", ")
+            ));
+            Some(id)
+        }
+        Err(why) => {
+            (ctx.on)(&format!(
+                "doctor there gave no report ({why}); its facts stay unknown in the comparison"
+            ));
+            None
+        }
+    }
 }
 
 /// The search the project's sweep here ran (its first and largest batch, and the batch it
@@ -1700,8 +1759,15 @@ fn compare_tail(
         .skip(1)
         .take_while(|l| l.starts_with("  "))
         .map(|l| l.trim().to_owned())
-        // "x vs unknown": what one side did not record explains nothing.
-        .filter(|l| !l.ends_with(" vs unknown") && !l.contains(": unknown vs "))
+        // The host, the device and the command are said above already; "x vs unknown" (what
+        // one side did not record) explains nothing.
+        .filter(|l| {
+            l.split_once(": ").is_none_or(|(k, v)| {
+                !["host", "device", "workload"].contains(&k)
+                    && v.split_once(" vs ")
+                        .is_none_or(|(x, y)| !x.starts_with("unknown") && !y.starts_with("unknown"))
+            })
+        })
         .collect();
     let mut sampler = crate::contention::Sampler::new();
     let (now, _) = crate::jobs::decision::now(&mut sampler, Some(&ctx.project.name));
