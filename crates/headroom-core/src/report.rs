@@ -157,7 +157,18 @@ impl Arm64Proof {
         rep: Option<&crate::readiness::Report>,
         observed: Option<&crate::instrument::Observed>,
     ) -> Self {
-        let unknown = || "unknown (run `headroom doctor` on this machine)".to_owned();
+        Self::from_report_on(doctor_run, rep, observed, "this machine")
+    }
+
+    /// [`Self::from_report`] for a run on `place` ("this machine", or a remote host's name),
+    /// which is where a missing doctor run is to be made.
+    pub fn from_report_on(
+        doctor_run: Option<i64>,
+        rep: Option<&crate::readiness::Report>,
+        observed: Option<&crate::instrument::Observed>,
+        place: &str,
+    ) -> Self {
+        let unknown = || format!("unknown (run `headroom doctor` on {place})");
         let m = rep.map(|r| &r.machine);
         let machine = m.map_or_else(unknown, |m| {
             format!(
@@ -272,10 +283,15 @@ fn proof_for(ledger: &Ledger, r: &RunRecord) -> Result<Arm64Proof, CoreError> {
                 .observed
         })
         .flatten();
-    Ok(Arm64Proof::from_report(
+    Ok(Arm64Proof::from_report_on(
         pick.filter(|_| report.is_some()).map(|d| d.id),
         report.as_ref(),
         observed.as_ref(),
+        if r.host == crate::jobs::hostname() {
+            "this machine"
+        } else {
+            &r.host
+        },
     ))
 }
 
@@ -1218,7 +1234,9 @@ mod tests {
         assert!(!Arm64Proof::from_report(None, Some(&rep), None).native_apple_silicon);
         // No doctor run: every row says how to get one.
         let none = Arm64Proof::from_report(None, None, None);
-        assert!(none.machine.contains("headroom doctor"));
+        assert!(none.machine.contains("headroom doctor` on this machine"));
+        let there = Arm64Proof::from_report_on(None, None, None, "fresh");
+        assert!(there.mps.contains("headroom doctor` on fresh"), "{there:?}");
     }
 
     #[test]
