@@ -357,7 +357,7 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
     );
     // Headroom's doctor there, on the project's environment, first: recorded here under the
     // host's name, so the runs there are compared by that machine's Python and torch.
-    assert!(said.contains("doctor there: cpu green"), "{said}");
+    assert!(said.contains("doctor there: cpu: green"), "{said}");
     let (_, runs) = home.json(&["ledger", "list", "--json"]);
     let doctor = runs
         .as_array()
@@ -536,6 +536,13 @@ fn a_project_moves_to_a_fresh_host_step_by_step_and_each_failure_stops_at_its_st
     ] {
         assert_eq!(steps[s]["passed"], true, "{s}: {steps}");
     }
+    // Headroom already there: its step says so, with the doctor's lights there.
+    let (_, v) = migrate(&home, "box", &["--step", "headroom"], None);
+    let r = ran(&v);
+    assert!(
+        r[0].1 && r[0].2.contains(" answers on box; its doctor: ") && r[0].2.contains("cpu: "),
+        "{r:?}"
+    );
 
     // No requirements file: the project step stops with its fix; the copy is there.
     std::fs::remove_file(proj.join("requirements.txt")).expect("rm");

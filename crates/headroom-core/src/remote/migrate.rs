@@ -730,7 +730,12 @@ fn headroom_step(ctx: &mut Context<'_>) -> Outcome {
     };
     match version(p) {
         Ok(f) if f.success() => {
-            return pass(format!("{} answers on {}", f.stdout.trim(), p.name));
+            return pass(format!(
+                "{} answers on {}; its doctor: {}",
+                f.stdout.trim(),
+                p.name,
+                doctor_lights(p, ctx.timeout)
+            ));
         }
         Ok(_) => {}
         Err(e) => return fail(e.to_string(), "install OpenSSH's client"),
@@ -845,10 +850,22 @@ fn headroom_step(ctx: &mut Context<'_>) -> Outcome {
             "check that Headroom's folder is writable",
         );
     }
-    let lights = check::check(
-        &installed,
+    let lights = doctor_lights(&installed, ctx.timeout);
+    pass(format!(
+        "copied {} and its libtorch ({}) to {}:{REMOTE_HOME}; {answer} answers there (the profile's headroom path is now {path}); its doctor: {lights}",
+        bundle.headroom.display(),
+        bundle.libs.display(),
+        p.name
+    ))
+}
+
+/// The remote doctor's lights ("cpu green, mps red"), or why there are none, through the
+/// existing `remote check`.
+fn doctor_lights(p: &HostProfile, timeout: Duration) -> String {
+    check::check(
+        p,
         &CheckOptions {
-            timeout: ctx.timeout,
+            timeout,
             rounds: 1,
             doctor: true,
         },
@@ -860,13 +877,7 @@ fn headroom_step(ctx: &mut Context<'_>) -> Outcome {
             r.doctor_lights.join(", ")
         }
     })
-    .unwrap_or_else(|e| e.to_string());
-    pass(format!(
-        "copied {} and its libtorch ({}) to {}:{REMOTE_HOME}; {answer} answers there (the profile's headroom path is now {path}); its doctor: {lights}",
-        bundle.headroom.display(),
-        bundle.libs.display(),
-        p.name
-    ))
+    .unwrap_or_else(|e| e.to_string())
 }
 
 /// Copies `files` into the remote folder `dest` with rsync over the profile's ssh.
@@ -1384,7 +1395,7 @@ fn doctor_there(ctx: &mut Context<'_>, ledger: &crate::ledger::Ledger) -> Option
             let lights: Vec<String> = report
                 .lights
                 .iter()
-                .map(|l| format!("{} {}", l.backend, l.state.as_str()))
+                .map(|l| format!("{}: {}", l.backend, l.state.as_str()))
                 .collect();
             (ctx.on)(&format!(
                 "doctor there: {}; recorded here as run {id}",
