@@ -38,6 +38,8 @@ fn free_port() -> u16 {
 struct Driver {
     child: Child,
     base: String,
+    /// The app's own HOME, removed with the driver.
+    _user_home: tempfile::TempDir,
 }
 
 impl Drop for Driver {
@@ -459,14 +461,15 @@ fn start_driver(home: &Path) -> Driver {
 }
 
 /// tauri-driver (and so the app) with more of its environment set: `HOME` for a test that
-/// reads what the app writes there. Otherwise `HOME` is a folder in `home`, so that no test
-/// touches the real one (the app's start writes or removes ~/.config/autostart's entry).
+/// reads what the app writes there. Otherwise `HOME` is a fresh temporary folder (not in
+/// `home`, which a test may make read-only), so that no test touches the real one (the app's
+/// start writes or removes ~/.config/autostart's entry).
 fn start_driver_with(home: &Path, env: &[(&str, &Path)]) -> Driver {
     let port = free_port();
     let native = free_port();
     let venv = env_path("HEADROOM_E2E_VENV");
-    let own_home = home.join("user-home");
-    std::fs::create_dir_all(&own_home).expect("a HOME for the app");
+    let user_home = tempfile::tempdir().expect("a HOME for the app");
+    let own_home = user_home.path();
     let mut child = Command::new(env_path("HEADROOM_E2E_TAURI_DRIVER"))
         .args([
             "--port",
@@ -479,7 +482,7 @@ fn start_driver_with(home: &Path, env: &[(&str, &Path)]) -> Driver {
         .env("HEADROOM_BIN", env_path("HEADROOM_E2E_WORKER"))
         .env("VIRTUAL_ENV", &venv)
         .env("HEADROOM_APP_OPEN", "1")
-        .env("HOME", &own_home)
+        .env("HOME", own_home)
         .env_remove("XDG_CONFIG_HOME")
         .envs(env.iter().map(|(k, v)| (*k, *v)))
         .stdout(Stdio::null())
@@ -503,7 +506,11 @@ fn start_driver_with(home: &Path, env: &[(&str, &Path)]) -> Driver {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    Driver { child, base }
+    Driver {
+        child,
+        base,
+        _user_home: user_home,
+    }
 }
 
 #[test]
