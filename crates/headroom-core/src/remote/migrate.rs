@@ -859,7 +859,7 @@ fn headroom_step(ctx: &mut Context<'_>) -> Outcome {
     ))
 }
 
-/// The remote doctor's lights ("cpu green, mps red"), or why there are none, through the
+/// The remote doctor's lights ("cpu: green, mps: red"), or why there are none, through the
 /// existing `remote check`.
 fn doctor_lights(p: &HostProfile, timeout: Duration) -> String {
     check::check(
