@@ -729,6 +729,51 @@ pub struct Overlay<'a> {
     pub points: &'a [Point],
 }
 
+/// Where the overlay legend's text starts, px, and the height of its second line.
+const LEGEND_X: i32 = 102;
+const LEGEND_LINE: u32 = 18;
+
+/// How many characters of 15 px sans-serif fit between `x` and the right edge of a chart
+/// `width` wide: 8.5 px a character, the width of a wide lowercase letter and of digits, so
+/// a line of them stays inside.
+pub fn legend_chars(width: u32, x: i32) -> usize {
+    let room = i64::from(width) - i64::from(x) - 8;
+    usize::try_from(room * 2 / 17).unwrap_or(0).max(12)
+}
+
+/// `label` in lines of at most `per_line` characters, broken at spaces where it can be; past
+/// `max_lines` the last line ends in "…".
+pub fn wrap_label(label: &str, per_line: usize, max_lines: usize) -> Vec<String> {
+    let per_line = per_line.max(2);
+    let mut lines: Vec<String> = Vec::new();
+    let mut rest: Vec<char> = label.chars().collect();
+    while !rest.is_empty() {
+        if lines.len() + 1 == max_lines.max(1) && rest.len() > per_line {
+            let mut last: String = rest[..per_line - 1].iter().collect();
+            last.truncate(last.trim_end().len());
+            last.push('…');
+            lines.push(last);
+            return lines;
+        }
+        if rest.len() <= per_line {
+            lines.push(rest.iter().collect());
+            break;
+        }
+        // Break at the last space that leaves something on this line, else mid-word.
+        let cut = rest[..=per_line]
+            .iter()
+            .rposition(|c| *c == ' ')
+            .filter(|&i| i > 0)
+            .unwrap_or(per_line);
+        lines.push(rest[..cut].iter().collect::<String>().trim_end().to_owned());
+        rest.drain(..cut);
+        while rest.first() == Some(&' ') {
+            rest.remove(0);
+        }
+    }
+    lines
+}
+
 const OVERLAY_COLOURS: [RGBColor; 4] = [BLUE, RGBColor(234, 88, 12), GREEN_MARK, PURPLE];
 
 /// Runs side by side (one against another, local against remote): throughput over batch above,
@@ -750,22 +795,43 @@ pub fn overlay_svg(runs: &[Overlay<'_>], width: u32, height: u32) -> Result<Stri
             (lo.floor() - 0.4, hi.ceil() + 0.4)
         };
         let small = ("sans-serif", 15).into_font().color(&INK);
-        // The legend gets its own strip above the charts, so it never covers a line.
-        let strip = 12 + 22 * u32::try_from(runs.len()).unwrap_or(4);
+        // The legend gets its own strip above the charts, so it never covers a line; a label
+        // too long for the width (a project's command) takes a second line, then is cut.
+        let per_line = legend_chars(width, LEGEND_X);
+        let labels: Vec<Vec<String>> = runs
+            .iter()
+            .map(|r| wrap_label(r.label, per_line, 2))
+            .collect();
+        let extra: usize = labels.iter().map(|l| l.len().saturating_sub(1)).sum();
+        let strip = 12
+            + 22 * u32::try_from(runs.len()).unwrap_or(4)
+            + LEGEND_LINE * u32::try_from(extra).unwrap_or(4);
         let (legend, charts) = root.split_vertically(strip);
-        for (i, r) in runs.iter().enumerate() {
+        let mut y = 14;
+        for (i, lines) in labels.iter().enumerate() {
             let c = OVERLAY_COLOURS[i % OVERLAY_COLOURS.len()];
-            let y = 14 + 22 * i32::try_from(i).unwrap_or(0);
             legend
-                .draw(&PathElement::new([(70, y), (94, y)], c.stroke_width(3)))
-                .map_err(plot_err)?;
-            legend
-                .draw(&Text::new(
-                    r.label.to_owned(),
-                    (102, y),
-                    small.clone().pos(Pos::new(HPos::Left, VPos::Center)),
+                .draw(&PathElement::new(
+                    [(LEGEND_X - 32, y), (LEGEND_X - 8, y)],
+                    c.stroke_width(3),
                 ))
                 .map_err(plot_err)?;
+            for (k, line) in lines.iter().enumerate() {
+                legend
+                    .draw(&Text::new(
+                        line.clone(),
+                        (
+                            LEGEND_X,
+                            y + i32::try_from(LEGEND_LINE * u32::try_from(k).unwrap_or(1))
+                                .unwrap_or(0),
+                        ),
+                        small.clone().pos(Pos::new(HPos::Left, VPos::Center)),
+                    ))
+                    .map_err(plot_err)?;
+            }
+            y += 22
+                + i32::try_from(LEGEND_LINE * u32::try_from(lines.len() - 1).unwrap_or(0))
+                    .unwrap_or(0);
         }
         let (top, bottom) = charts.split_vertically((height - strip) / 2);
         let max_sps = all()

@@ -391,15 +391,39 @@ impl Dunst {
             .stderr(Stdio::null())
             .spawn()
             .expect("start dunst (scripts/bootstrap.sh installs it)");
+        // Wait until *this* dunst owns the notification name. Asking the name itself (as
+        // `dunstctl` does) would have the bus start the packaged dunst, with its default
+        // config, when ours is not there yet; the bus daemon's own GetConnectionUnixProcessID
+        // starts nothing.
         let until = Instant::now() + Duration::from_secs(10);
-        while !Command::new("dunstctl")
-            .arg("is-paused")
-            .output()
-            .is_ok_and(|o| o.status.success())
-        {
+        loop {
+            let owner = Command::new("dbus-send")
+                .args([
+                    "--session",
+                    "--print-reply=literal",
+                    "--dest=org.freedesktop.DBus",
+                    "/org/freedesktop/DBus",
+                    "org.freedesktop.DBus.GetConnectionUnixProcessID",
+                    "string:org.freedesktop.Notifications",
+                ])
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .and_then(|o| {
+                    String::from_utf8_lossy(&o.stdout)
+                        .split_whitespace()
+                        .last()?
+                        .parse::<u32>()
+                        .ok()
+                });
+            if owner == Some(child.id()) {
+                break;
+            }
             assert!(
                 Instant::now() < until,
-                "dunst did not take the notification bus (is another notification server running?)"
+                "dunst (pid {}) did not take the notification bus in 10 s; its owner is {owner:?} \
+                 (is another notification server running?)",
+                child.id()
             );
             std::thread::sleep(Duration::from_millis(100));
         }

@@ -15,6 +15,18 @@ fn headroom(home: &Home, args: &[&str], stdin: Option<&str>) -> Output {
     headroom_from(env!("CARGO_BIN_EXE_headroom").as_ref(), home, args, stdin)
 }
 
+/// `headroom` with `args`, which must succeed (its errors are the failure's message).
+fn headroom_ok(home: &Home, args: &[&str]) -> Output {
+    let out = headroom(home, args, None);
+    assert!(
+        out.status.success(),
+        "headroom {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// `headroom` run from `program` (a copy laid out as an installed bundle), with `home`'s
 /// environment.
 fn headroom_from(program: &Path, home: &Home, args: &[&str], stdin: Option<&str>) -> Output {
@@ -111,12 +123,7 @@ fn add_host(home: &Home, name: &str, port: u16, user: &str, key: &Path, extra: &
         key.to_str().expect("utf-8"),
     ];
     args.extend_from_slice(extra);
-    let out = headroom(home, &args, None);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    headroom_ok(home, &args);
 }
 
 /// Adds (or replaces) project `train` in `dir` with `python` and `command`.
@@ -133,12 +140,7 @@ fn add_train(home: &Home, dir: &Path, python: &str, command: &[&str]) {
         "--",
     ];
     args.extend_from_slice(command);
-    let out = headroom(home, &args, None);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    headroom_ok(home, &args);
 }
 
 fn sh(dir: &Path, script: &str) {

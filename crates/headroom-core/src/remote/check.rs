@@ -351,43 +351,51 @@ pub fn check(p: &HostProfile, o: &CheckOptions) -> Result<CheckReport, CoreError
     sorted.sort_by(f64::total_cmp);
     r.rtt_ms = sorted.get(sorted.len() / 2).copied();
     if r.headroom.is_some() && o.doctor {
-        let mut cmd = ssh_command(p, o.timeout)?;
-        cmd.arg(&p.name)
-            .arg("--")
-            .arg(format!("{hr} doctor --json --no-ledger"));
-        let ran = run_within(&mut cmd, o.timeout + Duration::from_secs(60)).map_err(|e| {
-            CoreError::Worker(format!("cannot start ssh: {e}; install OpenSSH's client"))
-        })?;
-        let timed_out = ran.timed_out();
-        let (out, err) = (ran.stdout, ran.stderr);
-        match serde_json::from_str::<serde_json::Value>(&out) {
-            Ok(v) => {
-                r.doctor_lights = v["lights"]
-                    .as_array()
-                    .map(|ls| {
-                        ls.iter()
-                            .map(|l| {
-                                format!(
-                                    "{}: {}",
-                                    l["backend"].as_str().unwrap_or("?"),
-                                    l["state"].as_str().unwrap_or("?")
-                                )
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-            }
-            Err(_) => {
-                r.doctor_error = Some(if timed_out {
-                    "the remote doctor did not finish in time".into()
-                } else {
-                    err.lines().last().unwrap_or("no report").to_owned()
-                });
-            }
+        match doctor_lights(p, o.timeout)? {
+            Ok(lights) => r.doctor_lights = lights,
+            Err(why) => r.doctor_error = Some(why),
         }
     }
     r.ok = true;
     Ok(r)
+}
+
+/// The lights of `doctor --json --no-ledger` run by the profile's Headroom on the remote
+/// (`cpu: green`), or why it gave none (it did not finish within `timeout` and a minute, or its
+/// last line of errors). `Err` only when ssh itself cannot start.
+pub fn doctor_lights(
+    p: &HostProfile,
+    timeout: Duration,
+) -> Result<Result<Vec<String>, String>, CoreError> {
+    let mut cmd = ssh_command(p, timeout)?;
+    cmd.arg(&p.name).arg("--").arg(format!(
+        "{} doctor --json --no-ledger",
+        sh_quote(&remote_headroom(p))
+    ));
+    let ran = run_within(&mut cmd, timeout + Duration::from_secs(60)).map_err(|e| {
+        CoreError::Worker(format!("cannot start ssh: {e}; install OpenSSH's client"))
+    })?;
+    let timed_out = ran.timed_out();
+    Ok(
+        match serde_json::from_str::<serde_json::Value>(&ran.stdout) {
+            Ok(v) => Ok(v["lights"]
+                .as_array()
+                .map(|ls| {
+                    ls.iter()
+                        .map(|l| {
+                            format!(
+                                "{}: {}",
+                                l["backend"].as_str().unwrap_or("?"),
+                                l["state"].as_str().unwrap_or("?")
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()),
+            Err(_) if timed_out => Err("the remote doctor did not finish in time".into()),
+            Err(_) => Err(ran.stderr.lines().last().unwrap_or("no report").to_owned()),
+        },
+    )
 }
 
 /// Times `rounds` line echoes through one open session (after a warm-up round that includes

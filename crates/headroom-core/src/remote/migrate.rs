@@ -859,25 +859,15 @@ fn headroom_step(ctx: &mut Context<'_>) -> Outcome {
     ))
 }
 
-/// The remote doctor's lights ("cpu: green, mps: red"), or why there are none, through the
-/// existing `remote check`.
+/// The remote doctor's lights ("cpu: green, mps: red"), or why there are none: one ssh call of
+/// `doctor --json` (no round trips timed, unlike a whole `remote check`).
 fn doctor_lights(p: &HostProfile, timeout: Duration) -> String {
-    check::check(
-        p,
-        &CheckOptions {
-            timeout,
-            rounds: 1,
-            doctor: true,
-        },
-    )
-    .map(|r| {
-        if r.doctor_lights.is_empty() {
-            r.doctor_error.unwrap_or_else(|| "no lights".into())
-        } else {
-            r.doctor_lights.join(", ")
-        }
-    })
-    .unwrap_or_else(|e| e.to_string())
+    match check::doctor_lights(p, timeout) {
+        Ok(Ok(lights)) if lights.is_empty() => "no lights".into(),
+        Ok(Ok(lights)) => lights.join(", "),
+        Ok(Err(why)) => why,
+        Err(e) => e.to_string(),
+    }
 }
 
 /// Copies `files` into the remote folder `dest` with rsync over the profile's ssh.

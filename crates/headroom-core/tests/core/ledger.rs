@@ -155,3 +155,37 @@ fn many_openers_of_a_fresh_ledger_all_succeed() {
         assert!(ledger.list_runs(10).expect("runs").is_empty());
     }
 }
+
+#[test]
+fn budgets_within_five_percent_are_not_a_difference_but_a_third_apart_are() -> Result<(), CoreError>
+{
+    let dir = tempfile::tempdir().map_err(|e| CoreError::InvalidInput(e.to_string()))?;
+    let ledger = Ledger::open(&dir.path().join("ledger.sqlite3"))?;
+    let gib = 1u64 << 30;
+    let run = |budget: u64| -> Result<i64, CoreError> {
+        let id = ledger.begin_run(&NewRun {
+            budget_bytes: Some(budget),
+            ..new_run()
+        })?;
+        ledger.add_point(id, 0, &ok_point(8, 100.0, 1 << 20))?;
+        ledger.finish_run(id, RunStatus::Complete, None, None)?;
+        Ok(id)
+    };
+    let (a, close, far) = (run(20 * gib)?, run(20 * gib - gib / 5)?, run(14 * gib)?);
+    let facts = |x, y| -> Result<Vec<String>, CoreError> {
+        Ok(headroom_core::report::compare(&ledger, x, y)?
+            .into_iter()
+            .filter(|l| l.contains("budget"))
+            .collect())
+    };
+    assert_eq!(
+        facts(a, close)?,
+        Vec::<String>::new(),
+        "19.8 GiB against 20 GiB"
+    );
+    assert_eq!(
+        facts(a, far)?,
+        vec!["  budget: 20.0 GiB vs 14.0 GiB".to_owned()]
+    );
+    Ok(())
+}

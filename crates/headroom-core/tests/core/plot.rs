@@ -338,3 +338,64 @@ fn two_runs_without_points_are_drawn_as_bars_in_proportion_with_their_figures() 
     // The longer step time has the longer bar.
     assert!(orange[2] > blue[2], "{blue:?} {orange:?}");
 }
+
+#[test]
+fn a_long_legend_label_wraps_onto_a_second_line_then_is_cut_inside_the_width() {
+    use headroom_core::plot::{legend_chars, overlay_svg, wrap_label, Overlay};
+    let short = "run 12 · fresh · cpu mlp";
+    assert_eq!(wrap_label(short, 30, 2), vec![short.to_owned()]);
+    let long = "run 41 · fresh · cpu python train.py --epochs 2 --lr 0.1 --data /home/u/data/imagenet-subset-with-a-long-name";
+    let lines = wrap_label(long, 30, 2);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines.iter().all(|l| l.chars().count() <= 30), "{lines:?}");
+    assert_eq!(lines[0], "run 41 · fresh · cpu python");
+    assert!(lines[1].starts_with("train.py --epochs 2"), "{lines:?}");
+    assert!(lines[1].ends_with('…'), "{lines:?}");
+    // One word longer than a line is broken inside it.
+    assert_eq!(wrap_label("abcdefghij", 4, 3), vec!["abcd", "efgh", "ij"]);
+
+    let points: Vec<Point> = [(1, 90.0), (8, 600.0), (64, 2000.0)]
+        .iter()
+        .map(|&(b, s)| ok_point(b, s, u64::from(b) << 20))
+        .collect();
+    let svg = overlay_svg(
+        &[
+            Overlay {
+                label: short,
+                points: &points,
+            },
+            Overlay {
+                label: long,
+                points: &points,
+            },
+        ],
+        360,
+        460,
+    )
+    .expect("svg");
+    let fit = legend_chars(360, 102);
+    let texts: Vec<String> = svg
+        .split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            Some(
+                t.split_once('>')?
+                    .1
+                    .split_once("</text>")?
+                    .0
+                    .trim()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    assert!(texts.iter().any(|t| t == short), "{texts:?}");
+    let wrapped = wrap_label(long, fit, 2);
+    for line in &wrapped {
+        assert!(texts.contains(line), "{line} not among {texts:?}");
+        assert!(line.chars().count() <= fit);
+    }
+    assert!(
+        !texts.iter().any(|t| t == long),
+        "the whole label would run past the edge"
+    );
+}
