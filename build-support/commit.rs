@@ -21,4 +21,15 @@ fn emit_commit() {
         println!("cargo:rerun-if-changed={dir}/HEAD");
         println!("cargo:rerun-if-changed={dir}/index");
     }
+    // A commit moves the branch HEAD names, not HEAD itself (a symbolic ref): watch the
+    // branch's file and packed-refs, where `git pack-refs` moves it (those that exist: cargo
+    // reruns a script on every build for a path that is missing).
+    if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+        for name in [branch.as_str(), "packed-refs"] {
+            let path = git(&["rev-parse", "--path-format=absolute", "--git-path", name]);
+            if let Some(path) = path.filter(|p| std::path::Path::new(p).exists()) {
+                println!("cargo:rerun-if-changed={path}");
+            }
+        }
+    }
 }
