@@ -365,7 +365,8 @@ pub struct ColumnVerdict {
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Decision {
-    /// Where to run now; `None` when something must be fixed first (a Rosetta Python).
+    /// Where to run now; `None` when something must be fixed first (a Rosetta Python), or when
+    /// the user's run trained on an accelerator no column names (CUDA).
     pub verdict: Option<Column>,
     pub headline: String,
     pub columns: Vec<ColumnVerdict>,
@@ -983,6 +984,24 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
             "MPS, unmeasured: run `headroom sweep --device mps --compare cpu`"
         };
         (Some(Column::Mps), head.to_owned())
+    } else if let Some((r, d)) = f
+        .run
+        .as_ref()
+        .and_then(|r| Some((r, r.device.as_deref().filter(|d| d.starts_with("cuda"))?)))
+        .filter(|_| accel_wins != Some(false))
+    {
+        // No column names CUDA: the user's run measured it, so it is not put below the CPU.
+        let speed = r
+            .samples_per_s
+            .map(|s| format!(" at {} samples/s", crate::stats::sig3(s)))
+            .unwrap_or_default();
+        (
+            None,
+            format!(
+                "CUDA: your newest run (run {}) trained on {d}{speed}; keep it there (the MPS and MLX columns are for Apple Silicon)",
+                r.run_id
+            ),
+        )
     } else {
         let head = if accel_wins == Some(false) {
             "CPU: the accelerator is not faster enough to pay off"

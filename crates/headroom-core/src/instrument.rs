@@ -181,13 +181,32 @@ pub enum Event {
         batch: Option<u64>,
         #[serde(default)]
         mem: Option<DeviceMemory>,
+        /// `train`, or `infer`: an iteration of a loop that never called backward (a training
+        /// iteration, once one comes, makes those void).
+        #[serde(default)]
+        kind: IterationKind,
+        /// The different batches trained in it (accumulation when above 1); an older observer
+        /// sent none (its `backward` stood for them).
+        #[serde(default)]
+        micro: Option<u32>,
+        /// Optimizer steps in it (two in a GAN's), and how many of them a GradScaler skipped.
+        #[serde(default)]
+        opt: u32,
+        #[serde(default)]
+        skipped: u32,
     },
-    /// A DataLoader pass in which optimizer steps ran ended (or the loader was iterated anew).
+    /// The loop's first batch-sized work (its first batch asked for, module call, backward or
+    /// step): where its first epoch's clock starts when epochs come from output lines.
+    Begin { pid: u32, t: f64 },
+    /// A DataLoader pass in which training iterations ran ended (after the iteration of its
+    /// last batch, or when the loader was iterated anew). `start`: when the pass began.
     Epoch {
         pid: u32,
         t: f64,
         n: u32,
         steps: u64,
+        #[serde(default)]
+        start: Option<f64>,
         #[serde(default)]
         mem: Option<DeviceMemory>,
     },
@@ -257,10 +276,23 @@ impl Event {
             | Self::End { t, .. }
             | Self::ProbeError { t, .. }
             | Self::Stall { t, .. }
-            | Self::StallEnd { t, .. } => Some(*t),
+            | Self::StallEnd { t, .. }
+            | Self::Begin { t, .. } => Some(*t),
             Self::Unknown => None,
         }
     }
+}
+
+/// What kind of loop an iteration belongs to.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IterationKind {
+    /// A training iteration: it called backward or stepped an optimizer.
+    #[default]
+    Train,
+    /// A forward pass over a batch with no backward anywhere in the loop so far.
+    Infer,
 }
 
 /// A DataLoader's settings as the program made them.
@@ -322,12 +354,31 @@ pub struct Observed {
     pub processes: u32,
     /// Processes that ran optimizer steps (more than one: data-parallel ranks).
     pub stepping_processes: u32,
-    /// Optimizer steps of the main process (the first to step).
+    /// Iterations of the main process (the first to iterate): training iterations, or
+    /// inference iterations where the loop never trained ([`Observed::inference`]).
     pub steps: u64,
-    /// The batch the DataLoader gave (the first dimension of its first tensor), last seen.
+    /// The batch most iterations had (the first dimension of the first tensor of a DataLoader
+    /// batch, else of the outermost module's fresh input); a partial last batch never decides.
     pub batch: Option<u64>,
-    /// Backward calls per optimizer step, median (gradient accumulation when above 1).
+    /// Different batches per iteration, median (gradient accumulation when above 1).
     pub accumulation: Option<u32>,
+    /// The loop never called backward or stepped an optimizer: its iterations are forward
+    /// passes over batches.
+    #[serde(default)]
+    pub inference: bool,
+    /// Optimizer steps per training iteration, median: 0 for manual SGD on `.grad`, 2 for a
+    /// GAN's.
+    #[serde(default)]
+    pub optimizer_steps: Option<u32>,
+    /// Backward calls per training iteration, median (3 in a DCGAN's).
+    #[serde(default)]
+    pub backward_calls: Option<u32>,
+    /// Optimizer steps a GradScaler skipped on inf/NaN gradients (their iterations count).
+    #[serde(default)]
+    pub skipped_steps: u64,
+    /// Seconds from the run's start to the loop's first batch-sized work.
+    #[serde(default)]
+    pub began_s: Option<f64>,
     /// The share of step time spent copying CPU tensors to the device (steps after the first).
     pub copy_share: Option<f64>,
     /// The DataLoader that fed the steps (the first one the program iterated).
@@ -369,16 +420,19 @@ pub struct Observed {
     pub amp_forced: Option<String>,
 }
 
-/// One step of the main process, as [`Observation`] keeps it.
+/// One iteration of the main process, as [`Observation`] keeps it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepTime {
     /// Seconds since the run started.
     pub at: f64,
-    /// Since the previous step (none for the first).
+    /// Since the previous iteration (none for the first).
     pub ms: Option<f64>,
     pub data_ms: f64,
     pub copy_ms: f64,
     pub backward: u32,
+    /// Its batch (none where no tensor was seen) and its different batches (accumulation).
+    pub batch: Option<u64>,
+    pub micro: u32,
 }
 
 /// An epoch the observer reported, with the memory at its end.
@@ -386,6 +440,8 @@ pub struct StepTime {
 pub struct ObservedEpoch {
     pub n: u32,
     pub at: f64,
+    /// When its pass began, seconds since the run started.
+    pub start: Option<f64>,
     pub steps: u64,
     pub mem: Option<DeviceMemory>,
 }
@@ -394,11 +450,15 @@ pub struct ObservedEpoch {
 #[derive(Debug, Default)]
 pub struct Observation {
     pub observed: Observed,
-    /// Steps of the main process.
+    /// Iterations of the main process.
     pub steps: Vec<StepTime>,
     pub main_pid: Option<u32>,
     pids: BTreeMap<u32, u64>,
-    /// How many steps had each count of backward calls.
+    /// How many iterations had each batch, each count of different batches, of optimizer
+    /// steps and of backward calls.
+    batches: BTreeMap<u64, u64>,
+    micro: BTreeMap<u32, u64>,
+    opt: BTreeMap<u32, u64>,
     backward: BTreeMap<u32, u64>,
     /// Copy time and step time of the main process's timed steps, ms.
     copy_ms: f64,
@@ -409,7 +469,6 @@ impl Observation {
     /// Takes one event; `started` is the run's start in seconds since the Unix epoch. Returns
     /// the epoch it ended, if it was the main process's epoch.
     pub fn take(&mut self, ev: Event, started: f64) -> Option<ObservedEpoch> {
-        let o = &mut self.observed;
         match ev {
             Event::Hello {
                 pid,
@@ -419,6 +478,7 @@ impl Observation {
                 start_method,
                 ..
             } => {
+                let o = &mut self.observed;
                 self.pids.entry(pid).or_insert(0);
                 o.processes = u32::try_from(self.pids.len()).unwrap_or(u32::MAX);
                 if o.torch_version.is_none() {
@@ -426,6 +486,11 @@ impl Observation {
                     o.mps_built = Some(mps_built);
                     o.mps_available = Some(mps_available);
                     o.start_method = start_method;
+                }
+            }
+            Event::Begin { pid, t } => {
+                if self.main_pid.is_none_or(|m| m == pid) && self.observed.began_s.is_none() {
+                    self.observed.began_s = Some((t - started).max(0.0));
                 }
             }
             Event::Step {
@@ -437,53 +502,47 @@ impl Observation {
                 backward,
                 batch,
                 mem,
+                kind,
+                micro,
+                opt,
+                skipped,
                 ..
             } => {
                 *self.pids.entry(pid).or_insert(0) += 1;
-                o.processes = u32::try_from(self.pids.len()).unwrap_or(u32::MAX);
-                o.stepping_processes =
+                self.observed.processes = u32::try_from(self.pids.len()).unwrap_or(u32::MAX);
+                self.observed.stepping_processes =
                     u32::try_from(self.pids.values().filter(|n| **n > 0).count()).unwrap_or(0);
                 let main = *self.main_pid.get_or_insert(pid);
                 if pid != main {
                     return None;
                 }
-                o.steps += 1;
-                if batch.is_some() {
-                    o.batch = batch;
-                }
-                self.steps.push(StepTime {
-                    at: t - started,
-                    ms,
-                    data_ms,
-                    copy_ms,
-                    backward,
-                });
-                if let Some(ms) = ms {
-                    self.copy_ms += copy_ms.min(ms);
-                    self.timed_ms += ms;
-                    o.copy_share = (self.timed_ms > 0.0).then(|| self.copy_ms / self.timed_ms);
-                }
-                *self.backward.entry(backward).or_insert(0) += 1;
-                o.accumulation = median_count(&self.backward);
-                if let Some(m) = mem {
-                    o.device = Some(m.device.clone());
-                    if m.recommended_max.is_some() {
-                        o.recommended_max_bytes = m.recommended_max;
-                    }
-                    if let Some(held) = m.held() {
-                        o.peak_device_held_bytes =
-                            Some(o.peak_device_held_bytes.map_or(held, |p| p.max(held)));
-                    }
-                    if m.total.is_some() {
-                        o.device_total_bytes = m.total;
-                        o.device_free_bytes = m.free;
-                    }
-                    if let Some(high) = m.high() {
-                        if o.peak_device_bytes.is_none_or(|p| high > p) {
-                            o.peak_device_bytes = Some(high);
-                            o.peak_device_cached_bytes = m.cached();
+                let inferring = self.observed.inference || self.steps.is_empty();
+                match (kind, inferring) {
+                    // Inference once the loop trained: its validation, not its iterations.
+                    (IterationKind::Infer, false) => return None,
+                    (IterationKind::Infer, true) => self.observed.inference = true,
+                    // The first training iteration makes the inference ones before it void (a
+                    // framework's sanity check of its validation loop, a pass over the data).
+                    (IterationKind::Train, _) => {
+                        if self.observed.inference {
+                            self.reset_iterations();
                         }
                     }
+                }
+                self.take_iteration(t - started, ms, data_ms, copy_ms, backward, batch, mem);
+                let micro = micro.unwrap_or(backward).max(1);
+                if let Some(last) = self.steps.last_mut() {
+                    last.micro = micro;
+                }
+                *self.micro.entry(micro).or_insert(0) += 1;
+                let o = &mut self.observed;
+                o.accumulation = median_count(&self.micro);
+                if kind == IterationKind::Train {
+                    *self.opt.entry(opt).or_insert(0) += 1;
+                    *self.backward.entry(backward).or_insert(0) += 1;
+                    o.optimizer_steps = median_count(&self.opt);
+                    o.backward_calls = median_count(&self.backward);
+                    o.skipped_steps += u64::from(skipped);
                 }
             }
             Event::Epoch {
@@ -491,99 +550,133 @@ impl Observation {
                 t,
                 n,
                 steps,
+                start,
                 mem,
-                ..
             } => {
-                if self.main_pid == Some(pid) {
+                if self.main_pid == Some(pid) && !self.observed.inference {
                     return Some(ObservedEpoch {
                         n,
                         at: t - started,
+                        start: start.map(|s| (s - started).max(0.0)),
                         steps,
                         mem,
                     });
                 }
             }
             Event::Loader { settings, .. } => {
+                let o = &mut self.observed;
                 if o.loader.is_none() {
                     o.loader = Some(settings);
                 }
             }
-            Event::Flag { name, value, .. } => match name.as_str() {
-                "autocast" => {
-                    if let Some(v) = value.as_str() {
-                        if !o.autocast.iter().any(|a| a == v) {
-                            o.autocast.push(v.to_owned());
-                        }
-                    }
-                }
-                "compile" => o.compiled = true,
-                "checkpoint" => o.checkpointing = true,
-                "seed" => o.seed = o.seed.or(value.as_u64()),
-                "amp_forced" => o.amp_forced = value.as_str().map(str::to_owned),
-                _ => {}
-            },
-            Event::Warning { message, .. } => {
-                if let Some(op) = crate::monitor::fallback_op(&message) {
-                    if !o.fallback_ops.contains(&op) {
-                        o.fallback_ops.push(op);
-                    }
-                }
-            }
-            Event::Oom { message, .. } => o.oom = Some(message),
-            Event::End { checkpoints, .. } => o.checkpointing |= checkpoints > 0,
-            Event::ProbeError { message, .. } => o.probe_error = Some(message),
-            Event::Stall {
-                waited_s,
-                workers,
-                alive,
-                step,
-                ..
-            } => o.stalls.push(LoaderStall {
-                after_step: step,
-                waited_s,
-                workers,
-                alive,
-                ended: false,
-            }),
-            Event::StallEnd { waited_s, .. } => {
-                if let Some(s) = o.stalls.iter_mut().rev().find(|s| !s.ended) {
-                    s.waited_s = s.waited_s.max(waited_s);
-                    s.ended = true;
-                }
-            }
-            Event::Unknown => {}
+            other => note(&mut self.observed, other),
         }
         None
     }
 
-    /// Samples per second over the main process's steps: the batch times the backward calls
-    /// after the first step, over the time from the first step to the last (so a run that waits
-    /// on its data is measured as it runs, not by its fastest steps).
+
+    /// One iteration of the main process.
+    #[allow(clippy::too_many_arguments)]
+    fn take_iteration(
+        &mut self,
+        at: f64,
+        ms: Option<f64>,
+        data_ms: f64,
+        copy_ms: f64,
+        backward: u32,
+        batch: Option<u64>,
+        mem: Option<DeviceMemory>,
+    ) {
+        let o = &mut self.observed;
+        o.steps += 1;
+        if let Some(b) = batch.filter(|b| *b > 0) {
+            *self.batches.entry(b).or_insert(0) += 1;
+            o.batch = mode(&self.batches);
+        }
+        self.steps.push(StepTime {
+            at,
+            ms,
+            data_ms,
+            copy_ms,
+            backward,
+            batch,
+            micro: 1,
+        });
+        if let Some(ms) = ms {
+            self.copy_ms += copy_ms.min(ms);
+            self.timed_ms += ms;
+            o.copy_share = (self.timed_ms > 0.0).then(|| self.copy_ms / self.timed_ms);
+        }
+        if let Some(m) = mem {
+            o.device = Some(m.device.clone());
+            if m.recommended_max.is_some() {
+                o.recommended_max_bytes = m.recommended_max;
+            }
+            if let Some(held) = m.held() {
+                o.peak_device_held_bytes =
+                    Some(o.peak_device_held_bytes.map_or(held, |p| p.max(held)));
+            }
+            if m.total.is_some() {
+                o.device_total_bytes = m.total;
+                o.device_free_bytes = m.free;
+            }
+            if let Some(high) = m.high() {
+                if o.peak_device_bytes.is_none_or(|p| high > p) {
+                    o.peak_device_bytes = Some(high);
+                    o.peak_device_cached_bytes = m.cached();
+                }
+            }
+        }
+    }
+
+    /// Forgets the inference iterations seen before the loop trained.
+    fn reset_iterations(&mut self) {
+        let o = &mut self.observed;
+        o.inference = false;
+        o.steps = 0;
+        o.batch = None;
+        o.accumulation = None;
+        o.copy_share = None;
+        self.steps.clear();
+        self.batches.clear();
+        self.micro.clear();
+        self.copy_ms = 0.0;
+        self.timed_ms = 0.0;
+    }
+
+    /// Samples an iteration trained: its batch (or `batch`, the one Headroom put into the
+    /// command) times its different batches.
+    fn samples_of(&self, s: &StepTime, batch: Option<u64>) -> Option<u64> {
+        Some(batch.or(s.batch).or(self.observed.batch)? * u64::from(s.micro.max(1)))
+    }
+
+    /// Samples per second over the main process's iterations: the samples trained after the
+    /// first iteration over the time from its end to the last one's (so a run that waits on
+    /// its data is measured as it runs, not by its fastest steps). `batch`: the batch Headroom
+    /// put into the command, which then is the batch; else each iteration's own.
     pub fn samples_per_s(&self, batch: Option<u64>) -> Option<f64> {
-        let batch = batch.or(self.observed.batch)?;
         let (first, last) = (self.steps.first()?, self.steps.last()?);
         let span = last.at - first.at;
         if self.steps.len() < 2 || span <= 0.0 {
             return None;
         }
-        let micro: u64 = self.steps[1..]
-            .iter()
-            .map(|s| u64::from(s.backward.max(1)))
-            .sum();
+        let mut samples = 0u64;
+        for s in &self.steps[1..] {
+            samples += self.samples_of(s, batch)?;
+        }
         #[allow(clippy::cast_precision_loss)]
-        Some((batch * micro) as f64 / span)
+        Some(samples as f64 / span)
     }
 
-    /// Samples trained so far by the main process (its batch times its backward calls).
+    /// Samples trained so far by the main process.
     pub fn samples_so_far(&self) -> f64 {
-        let batch = self.observed.batch.unwrap_or(0);
-        let micro: u64 = self
+        let n: u64 = self
             .steps
             .iter()
-            .map(|s| u64::from(s.backward.max(1)))
+            .filter_map(|s| self.samples_of(s, None))
             .sum();
         #[allow(clippy::cast_precision_loss)]
-        let n = (batch * micro) as f64;
+        let n = n as f64;
         n
     }
 
@@ -607,6 +700,64 @@ impl Observation {
             (total > 0.0).then(|| data / total),
         )
     }
+}
+
+/// What the other events add to the observation.
+fn note(o: &mut Observed, ev: Event) {
+    match ev {
+        Event::Flag { name, value, .. } => match name.as_str() {
+            "autocast" => {
+                if let Some(v) = value.as_str() {
+                    if !o.autocast.iter().any(|a| a == v) {
+                        o.autocast.push(v.to_owned());
+                    }
+                }
+            }
+            "compile" => o.compiled = true,
+            "checkpoint" => o.checkpointing = true,
+            "seed" => o.seed = o.seed.or(value.as_u64()),
+            "amp_forced" => o.amp_forced = value.as_str().map(str::to_owned),
+            _ => {}
+        },
+        Event::Warning { message, .. } => {
+            if let Some(op) = crate::monitor::fallback_op(&message) {
+                if !o.fallback_ops.contains(&op) {
+                    o.fallback_ops.push(op);
+                }
+            }
+        }
+        Event::Oom { message, .. } => o.oom = Some(message),
+        Event::End { checkpoints, .. } => o.checkpointing |= checkpoints > 0,
+        Event::ProbeError { message, .. } => o.probe_error = Some(message),
+        Event::Stall {
+            waited_s,
+            workers,
+            alive,
+            step,
+            ..
+        } => o.stalls.push(LoaderStall {
+            after_step: step,
+            waited_s,
+            workers,
+            alive,
+            ended: false,
+        }),
+        Event::StallEnd { waited_s, .. } => {
+            if let Some(s) = o.stalls.iter_mut().rev().find(|s| !s.ended) {
+                s.waited_s = s.waited_s.max(waited_s);
+                s.ended = true;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The value with the most counts (the larger of two as common).
+fn mode(counts: &BTreeMap<u64, u64>) -> Option<u64> {
+    counts
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then(a.0.cmp(b.0)))
+        .map(|(v, _)| *v)
 }
 
 /// The median of values given as counts per value.
@@ -824,6 +975,10 @@ mod tests {
             backward,
             batch: Some(64),
             mem: None,
+            kind: IterationKind::Train,
+            micro: None,
+            opt: 1,
+            skipped: 0,
         }
     }
 

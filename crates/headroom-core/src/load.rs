@@ -223,6 +223,9 @@ pub struct OtherLoad {
     /// Memory pressure and swap when the point started.
     pressure: Option<(Option<Pressure>, String)>,
     swap: Option<u64>,
+    /// Process groups that are the measured work, not load: the start being timed (its
+    /// DataLoader workers stay in its group after they outlive it) and starts at their gates.
+    groups: HashSet<u32>,
 }
 
 impl std::fmt::Debug for OtherLoad {
@@ -248,7 +251,26 @@ impl OtherLoad {
             nvidia: None,
             pressure: None,
             swap: None,
+            groups: HashSet::new(),
         }
+    }
+
+    /// Counts process group `pgid` as the work measured, never as other load.
+    pub fn exclude_group(&mut self, pgid: u32) {
+        self.groups.insert(pgid);
+    }
+
+    /// Whether `pid` belongs to an excluded group.
+    fn in_groups(&self, pid: u32) -> bool {
+        if self.groups.is_empty() {
+            return false;
+        }
+        let Ok(p) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: getpgid(2) only reads another process's group id.
+        let g = unsafe { libc::getpgid(p) };
+        u32::try_from(g).is_ok_and(|g| self.groups.contains(&g))
     }
 
     /// Also asks who else is on torch device `device` once the worker named it (`cuda:N`
@@ -304,7 +326,10 @@ impl OtherLoad {
         self.sys
             .processes()
             .values()
-            .filter(|p| p.thread_kind().is_none() && !mine.contains(&p.pid().as_u32()))
+            .filter(|p| {
+                let pid = p.pid().as_u32();
+                p.thread_kind().is_none() && !mine.contains(&pid) && !self.in_groups(pid)
+            })
             .map(|p| {
                 (
                     p.pid().as_u32(),
@@ -357,7 +382,7 @@ impl OtherLoad {
             (start_pressure, start_detail)
         };
         let mine = self.tree();
-        let is_mine = |pid: u32| mine.contains(&pid);
+        let is_mine = |pid: u32| mine.contains(&pid) || self.in_groups(pid);
         let named = |pid: u32| self.name_of(pid);
         let mut accel_others = apple_gpu_others(apple_submitters, is_mine, named);
         if let Some(i) = self.nvidia {

@@ -49,6 +49,110 @@ impl EpochMatcher {
     pub fn epoch(&self, line: &str) -> Option<u32> {
         self.re.captures(line)?.get(1)?.as_str().parse().ok()
     }
+
+    /// The epoch a line names and what the line says of it ([`LineKind`]).
+    pub fn read(&self, line: &str) -> Option<(u32, LineKind)> {
+        let c = self.re.captures(line)?;
+        let n = c.get(1)?.as_str().parse().ok()?;
+        let whole = c.get(0)?;
+        let rest = format!("{} {}", &line[..whole.start()], &line[whole.end()..]);
+        Some((n, line_kind(&line[..whole.start()], &rest)))
+    }
+}
+
+/// What a line that names an epoch says of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineKind {
+    /// Its count starts or goes on: a header (`Epoch 2/10` alone) or a progress line with a
+    /// position inside the epoch (`| epoch 1 | 20/84 batches`, `Epoch 0: 45%|…| 9/20`).
+    Progress,
+    /// It ended: `end of epoch 1 | time: 21.4s`, `epoch 3 done`, or a line that reports on
+    /// the epoch with no position inside it (`epoch 3 loss 0.21`).
+    End,
+}
+
+fn line_kind(before: &str, rest: &str) -> LineKind {
+    use std::sync::LazyLock;
+    static ENDS: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\b(end|ended|done|finished|complete|completed|summary)\b")
+            .expect("regex")
+    });
+    static INSIDE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)(\d+\s*/\s*\d+|\d+(\.\d+)?\s*%|\b(batch|batches|step|steps|iter|iters|iteration|it)\b\s*[:#=]?\s*\d+|\d+\s*(batches|steps|iterations|iters)\b)",
+        )
+        .expect("regex")
+    });
+    // The epoch's own total ("Epoch 3/10") is no position inside it.
+    let rest_after = rest.trim_start();
+    let rest_after = rest_after
+        .strip_prefix('/')
+        .map(|r| r.trim_start_matches(|c: char| c.is_ascii_digit() || c == ' '))
+        .unwrap_or(rest_after);
+    if ENDS.is_match(before) || ENDS.is_match(rest_after) {
+        return LineKind::End;
+    }
+    if INSIDE.is_match(rest_after) {
+        return LineKind::Progress;
+    }
+    if !rest_after.chars().any(char::is_alphanumeric) {
+        return LineKind::Progress;
+    }
+    LineKind::End
+}
+
+/// Epoch boundaries read from a command's output lines, in order. An epoch ends at the line
+/// that says it ended, or at the line that starts the next epoch's count — never at the first
+/// line of its own count — and the last one, when the command ends, with the command.
+#[derive(Debug, Clone, Default)]
+pub struct LineEpochs {
+    /// The epoch whose count is under way.
+    current: Option<u32>,
+    /// When the epoch under way began (seconds; the first begins where the caller says).
+    since: Option<f64>,
+    /// The last epoch that ended: a later line naming it again is no boundary.
+    ended: Option<u32>,
+}
+
+impl LineEpochs {
+    /// Reads one line that came `at` seconds into the run; the epoch it ended, with when that
+    /// epoch began (none: the first, whose start the caller knows better).
+    pub fn line(&mut self, matcher: &EpochMatcher, line: &str, at: f64) -> Option<(u32, Option<f64>)> {
+        let (n, kind) = matcher.read(line)?;
+        if self.ended == Some(n) {
+            return None;
+        }
+        match kind {
+            LineKind::End => {
+                let since = self.since;
+                self.ended = Some(n);
+                self.current = None;
+                self.since = Some(at);
+                Some((n, since))
+            }
+            LineKind::Progress => match self.current {
+                Some(c) if c == n => None,
+                Some(c) => {
+                    let since = self.since;
+                    self.ended = Some(c);
+                    self.current = Some(n);
+                    self.since = Some(at);
+                    Some((c, since))
+                }
+                None => {
+                    self.current = Some(n);
+                    None
+                }
+            },
+        }
+    }
+
+    /// The command ended: the epoch still counting ends with it (with when it began).
+    pub fn finish(&mut self) -> Option<(u32, Option<f64>)> {
+        let c = self.current.take()?;
+        self.ended = Some(c);
+        Some((c, self.since))
+    }
 }
 
 /// The operators PyTorch reports falling back from MPS to the CPU in `line`
@@ -185,10 +289,56 @@ mod tests {
         assert_eq!(m.epoch("[epoch #7] done"), Some(7));
         assert_eq!(m.epoch("epochs to run: none"), None);
         assert_eq!(m.epoch("step 400 loss 0.2"), None);
+        assert_eq!(m.read("| epoch   1 |    20/   84 batches | ms/batch 12.1"), Some((1, LineKind::Progress)));
+        assert_eq!(m.read("| end of epoch   1 | time: 21.40s | valid loss  5.8"), Some((1, LineKind::End)));
+        assert_eq!(m.read("Epoch 3/10: loss 0.31"), Some((3, LineKind::End)));
+        assert_eq!(m.read("Epoch 2/10"), Some((2, LineKind::Progress)));
+        assert_eq!(m.read("Epoch 0:  45%|####5     | 9/20 [00:01<00:01]"), Some((0, LineKind::Progress)));
+        assert_eq!(m.read("[epoch #7] done"), Some((7, LineKind::End)));
+        assert_eq!(m.read("epoch 4 step 300 loss 0.2"), Some((4, LineKind::Progress)));
         let custom = EpochMatcher::new(r"^== round (\d+) ==$").expect("pattern");
         assert_eq!(custom.epoch("== round 4 =="), Some(4));
         assert!(EpochMatcher::new("epoch \\d+").is_err(), "needs a group");
         assert!(EpochMatcher::new("epoch (").is_err());
+    }
+
+    /// Issue 38: progress lines that name their epoch while it runs end the epoch before at
+    /// the first line of the next count, an "end of epoch" line ends its own, and the last
+    /// ends with the command.
+    #[test]
+    fn epochs_from_progress_lines_end_where_the_next_count_starts() {
+        let m = EpochMatcher::new(DEFAULT_EPOCH_PATTERN).expect("pattern");
+        let mut e = LineEpochs::default();
+        let lines = [
+            (5.0, "| epoch 1 | 20/84 batches | ms/batch 10"),
+            (9.0, "| epoch 1 | 40/84 batches | ms/batch 10"),
+            (14.0, "| epoch 2 | 20/84 batches | ms/batch 10"),
+            (18.0, "| epoch 2 | 40/84 batches | ms/batch 10"),
+            (23.0, "| epoch 3 | 20/84 batches | ms/batch 10"),
+        ];
+        let ends: Vec<_> = lines.iter().filter_map(|(at, l)| e.line(&m, l, *at)).collect();
+        assert_eq!(ends, [(1, None), (2, Some(14.0))]);
+        assert_eq!(e.finish(), Some((3, Some(23.0))));
+        assert_eq!(e.finish(), None);
+        // With "end of epoch" lines, each ends there; a later line naming it is no boundary.
+        let mut e = LineEpochs::default();
+        let lines = [
+            (5.0, "| epoch 1 | 20/84 batches"),
+            (10.0, "| end of epoch 1 | time: 9.5s"),
+            (10.1, "epoch 1 saved"),
+            (15.0, "| epoch 2 | 20/84 batches"),
+            (20.0, "| end of epoch 2 | time: 9.9s"),
+        ];
+        let ends: Vec<_> = lines.iter().filter_map(|(at, l)| e.line(&m, l, *at)).collect();
+        assert_eq!(ends, [(1, None), (2, Some(10.0))]);
+        assert_eq!(e.finish(), None);
+        // Summary lines at each epoch's end, as before.
+        let mut e = LineEpochs::default();
+        let ends: Vec<_> = [(3.0, "epoch 1 loss 0.5"), (6.0, "epoch 2 loss 0.4")]
+            .iter()
+            .filter_map(|(at, l)| e.line(&m, l, *at))
+            .collect();
+        assert_eq!(ends, [(1, None), (2, Some(3.0))]);
     }
 
     #[test]

@@ -56,6 +56,33 @@ pub fn settled(times: &[f64], window: usize, tolerance: f64) -> bool {
     med > 0.0 && tail.iter().all(|t| (t - med).abs() <= tolerance * med)
 }
 
+/// A figure as people read it in a sentence: three significant digits, thousands as `k` and
+/// millions as `M` (`10041.0` → `10.0 k`, `7691.8` → `7.69 k`, `12.345` → `12.3`); tables and
+/// tooltips keep the full value.
+pub fn sig3(x: f64) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    let (v, unit) = match x.abs() {
+        a if a >= 999.5e3 => (x / 1e6, " M"),
+        a if a >= 999.5 => (x / 1e3, " k"),
+        _ => (x, ""),
+    };
+    let a = v.abs();
+    let digits = if a >= 99.95 {
+        0
+    } else if a >= 9.995 {
+        1
+    } else if a >= 0.9995 || a == 0.0 {
+        2
+    } else {
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let lead = (-a.log10()).floor() as usize;
+        lead + 3
+    };
+    format!("{v:.digits$}{unit}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +102,16 @@ mod tests {
         assert!(!settled(&[10.0, 3.0, 1.0], 3, 0.1));
         assert!(settled(&[10.0, 1.0, 1.05, 0.98], 3, 0.1));
         assert!(!settled(&[1.0, 1.0], 3, 0.1));
+    }
+
+    #[test]
+    fn figures_in_sentences_have_three_significant_digits() {
+        assert_eq!(super::sig3(10041.0), "10.0 k");
+        assert_eq!(super::sig3(7691.8), "7.69 k");
+        assert_eq!(super::sig3(999.7), "1.00 k");
+        assert_eq!(super::sig3(12.345), "12.3");
+        assert_eq!(super::sig3(0.01234), "0.0123");
+        assert_eq!(super::sig3(2_500_000.0), "2.50 M");
+        assert_eq!(super::sig3(391.0), "391");
     }
 }

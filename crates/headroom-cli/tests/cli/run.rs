@@ -182,8 +182,10 @@ fn killing_headroom_mid_run_loses_no_recorded_sample() {
         .spawn()
         .expect("headroom run");
     let out = headroom.stdout.take().expect("stdout");
+    // "epoch N" alone opens epoch N (its count starts): epoch 3 ends at "epoch 4", so by
+    // "epoch 5" three epochs are in the ledger.
     for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-        if line == "epoch 4" {
+        if line == "epoch 5" {
             break;
         }
     }

@@ -3,8 +3,9 @@
 # It does nothing unless HEADROOM_EVENTS names Headroom's event socket, and nothing more than
 # watching for one import unless the program imports torch: a program without torch runs as it
 # would without Headroom. Once torch is imported it reports, as JSON lines on that socket (never
-# on the program's stdout or stderr): optimizer steps and their times, backward calls per step,
-# the DataLoader's batches, waits, epochs and settings, device memory at each step, autocast,
+# on the program's stdout or stderr): the loop's training iterations (or inference iterations)
+# and their times, batches and accumulation, the DataLoader's waits, epochs and settings, device
+# memory at each iteration, autocast,
 # torch.compile, activation checkpointing, the seed, CPU-fallback warnings and an out-of-memory
 # exception. Any sitecustomize this file shadows still runs, after it.
 #
@@ -15,8 +16,9 @@
 # measure mixed precision on a script that does not use it.
 #
 # With HEADROOM_GATE set (a sweep that starts its next run while the current one is measured),
-# the process stops before its first batch-sized work (its first DataLoader batch, its first
-# module call or, at the latest, after its first optimizer step) and waits until Headroom creates
+# the process stops before its first batch-sized work (its first DataLoader pass, before its
+# workers start, its first module call or, at the latest, after its first optimizer step) and
+# waits until Headroom creates
 # the file that variable names: its start-up overlaps another run, its measurement does not.
 
 import os
@@ -74,12 +76,36 @@ class _Observer:
         self.dead = False
         self.buffer = []
         self.last_flush = 0.0
-        self.steps = 0
-        self.last_step = None
         self.data_s = 0.0
         self.copy_s = 0.0
-        self.backward = 0
         self.batch = None
+        # The loop's iterations (see _install): what closed, and what the open one holds.
+        self.iters = 0
+        self.infers = 0
+        self.last_close = None
+        self.last_kind = None
+        self.backward = 0
+        self.stepped = 0
+        self.skipped = 0
+        self.forwards = 0
+        self.drawn = {}
+        self.fresh = {}
+        self.inputs = []
+        self.began = False
+        self.ever_backward = False
+        self.ever_stepped = False
+        self.optimizers = 0
+        self.step_calls = {}
+        self.pace = None
+        self.paced = False
+        self.cycle = set()
+        self.last_stepper = None
+        self.loader_batches = 0
+        self.open_loaders = []
+        self.outer = {}
+        self.main_outer = None
+        self.depth = 0
+        self.own_depth = 0
         self.seen = set()
         self.checkpoints = 0
         self.seeded = False
@@ -252,14 +278,80 @@ def _install(torch, ob):
         now=True,
     )
 
-    # Optimizer steps: their count, time, backward calls, data waits and device memory.
+    # Training iterations. A loop's unit of progress is its iteration, whatever the loop looks
+    # like; its signals are optimizer steps (and steps a GradScaler skipped), backward calls,
+    # DataLoader batches and calls of the outermost modules:
+    # - with optimizers, an iteration ends at a step of the "pace" optimizer: the one that
+    #   stepped last before any optimizer stepped a second time (one optimizer: itself; a GAN's
+    #   D then G: G; a critic stepped five times per generator step: the critic);
+    # - with no optimizer made (manual SGD on `.grad`), each backward call ends one;
+    # - with no backward ever, each batch asked of a DataLoader (or, with none, each call of the
+    #   first outermost module) ends an inference iteration, sent as such; a training loop's
+    #   first step makes those void.
+    # Its batches ("micro" batches) are the most batches one loader gave in it (else the most
+    # fresh inputs one outermost module got), at most its backward calls: accumulation is
+    # several backward calls over different batches before one step.
+    from torch.optim import optimizer as optim_module
     from torch.optim.optimizer import register_optimizer_step_post_hook
+    import weakref
 
-    def after_step(optimizer, args, kwargs):
-        # A program that reached its first step without a batch or a module call waits here.
-        ob.gate()
+    compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
+    Tensor = torch.Tensor
+
+    def began():
+        if not ob.began:
+            ob.began = True
+            ob.send({"ev": "begin"})
+
+    def training():
+        return ob.ever_backward or ob.ever_stepped
+
+    def close(kind):
         now = ob.clock()
-        ob.steps += 1
+        if kind == "train":
+            ob.iters += 1
+            n = ob.iters
+            drawn = max(ob.drawn.values(), default=0) or max(ob.fresh.values(), default=0)
+            micro = min(drawn, ob.backward) if ob.backward else drawn
+        else:
+            ob.infers += 1
+            n = ob.infers
+            micro = 1
+        micro = max(micro, 1)
+        device = ob.device
+        event = {
+            "ev": "step",
+            "kind": kind,
+            "n": n,
+            "data_ms": ob.data_s * 1e3,
+            "copy_ms": ob.copy_s * 1e3,
+            "backward": ob.backward,
+            "micro": micro,
+            "opt": ob.stepped,
+            "skipped": ob.skipped,
+            "batch": ob.batch,
+            "mem": _memory(torch, device) if device is not None else None,
+        }
+        if ob.last_close is not None and ob.last_kind == kind:
+            event["ms"] = (now - ob.last_close) * 1e3
+        ob.last_close, ob.last_kind = now, kind
+        ob.data_s = ob.copy_s = 0.0
+        ob.backward = ob.stepped = ob.skipped = ob.forwards = 0
+        ob.drawn = {}
+        if kind == "train":
+            ob.fresh = {}
+            ob.inputs = []
+        ob.send(event)
+        if kind == "train":
+            for state in list(ob.open_loaders):
+                if state["drawn"] > state["consumed"]:
+                    state["consumed"] = min(state["drawn"], state["consumed"] + micro)
+                if state["due"] and state["consumed"] >= state["drawn"]:
+                    loader_done(state)
+        if ob.outer is not None and ob.iters + ob.infers >= 5:
+            settle_outer()
+
+    def device_of(optimizer):
         device = getattr(optimizer, "_headroom_device", None)
         if device is None:
             device = torch.device("cpu")
@@ -267,38 +359,201 @@ def _install(torch, ob):
                 if group["params"]:
                     device = group["params"][0].device
                     break
-            optimizer._headroom_device = device
-        ob.device = device
+            try:
+                optimizer._headroom_device = device
+            except Exception:
+                pass
+        return device
+
+    def on_step(optimizer, skipped):
+        began()
+        oid = id(optimizer)
+        ob.ever_stepped = True
+        ob.stepped += 1
+        ob.skipped += skipped
+        ob.device = device_of(optimizer)
         if not ob.seeded:
             ob.seeded = True
             ob.flag("seed", torch.initial_seed())
-        event = {
-            "ev": "step",
-            "n": ob.steps,
-            "data_ms": ob.data_s * 1e3,
-            "copy_ms": ob.copy_s * 1e3,
-            "backward": ob.backward,
-            "batch": ob.batch,
-            "mem": _memory(torch, device),
-        }
-        if ob.last_step is not None:
-            event["ms"] = (now - ob.last_step) * 1e3
-        ob.last_step = now
-        ob.data_s = 0.0
-        ob.copy_s = 0.0
-        ob.backward = 0
-        ob.send(event)
+        if ob.paced and oid not in ob.cycle:
+            # An optimizer made anew (each epoch, say): its cycle is learnt again.
+            ob.paced, ob.cycle, ob.pace = False, set(), None
+        if not ob.paced:
+            if oid in ob.cycle:
+                ob.pace, ob.paced = ob.last_stepper, True
+            else:
+                ob.cycle.add(oid)
+        ob.last_stepper = oid
+        if ob.pace is None:
+            ob.pace = oid
+        if oid == ob.pace:
+            close("train")
+
+    def after_step(optimizer, args, kwargs):
+        # A program that reached its first step without a batch or a module call waits here.
+        ob.gate()
+        ob.step_calls[id(optimizer)] = ob.step_calls.get(id(optimizer), 0) + 1
+        on_step(optimizer, False)
 
     register_optimizer_step_post_hook(after_step)
+
+    real_optimizer_init = optim_module.Optimizer.__init__
+
+    @functools.wraps(real_optimizer_init)
+    def optimizer_init(self, *args, **kwargs):
+        ob.optimizers += 1
+        return real_optimizer_init(self, *args, **kwargs)
+
+    optim_module.Optimizer.__init__ = optimizer_init
+
+    # A GradScaler that found inf/NaN gradients skips the optimizer's step: the iteration ran
+    # all the same.
+    scaler_class = getattr(getattr(torch, "amp", None), "GradScaler", None)
+    if scaler_class is not None:
+        real_scaler_step = scaler_class.step
+
+        @functools.wraps(real_scaler_step)
+        def scaler_step(self, optimizer, *args, **kwargs):
+            before = ob.step_calls.get(id(optimizer), 0)
+            out = real_scaler_step(self, optimizer, *args, **kwargs)
+            if ob.step_calls.get(id(optimizer), 0) == before:
+                on_step(optimizer, True)
+            return out
+
+        scaler_class.step = scaler_step
 
     real_backward = torch.autograd.backward
 
     @functools.wraps(real_backward)
     def backward(*args, **kwargs):
-        ob.backward += 1
-        return real_backward(*args, **kwargs)
+        began()
+        out = real_backward(*args, **kwargs)
+        if not compiling():
+            ob.backward += 1
+            ob.ever_backward = True
+            if ob.optimizers == 0:
+                close("train")
+        return out
 
     torch.autograd.backward = backward
+
+    # The outermost module calls: the batch and the accumulation of a loop without a
+    # DataLoader, and inference without one. Global hooks find the outermost modules over the
+    # first iterations; then hooks on those modules alone take over (every other module's call
+    # keeps its fast path).
+    def first_tensor(value):
+        for _ in range(4):
+            if isinstance(value, Tensor):
+                return value
+            if isinstance(value, dict):
+                value = next(iter(value.values()), None)
+            elif isinstance(value, (list, tuple)) and value:
+                value = value[0]
+            else:
+                return None
+        return None
+
+    def known(ptr):
+        for ref in ob.inputs:
+            t = ref()
+            if t is not None:
+                try:
+                    if t.data_ptr() == ptr:
+                        return True
+                except Exception:
+                    pass
+        return False
+
+    def remember(t):
+        if len(ob.inputs) >= 64:
+            ob.inputs = [r for r in ob.inputs if r() is not None]
+        if len(ob.inputs) < 64:
+            try:
+                ob.inputs.append(weakref.ref(t))
+            except TypeError:
+                pass
+
+    def outer_call(module, args):
+        ob.gate()
+        began()
+        ob.forwards += 1
+        mid = id(module)
+        if ob.outer is not None:
+            ob.outer.setdefault(mid, module)
+            if ob.main_outer is None:
+                ob.main_outer = mid
+        if ob.device is None:
+            for p in module.parameters():
+                ob.device = p.device
+                break
+        t = first_tensor(args)
+        if t is None:
+            return
+        try:
+            ptr = t.data_ptr()
+        except Exception:
+            return
+        if ptr and not known(ptr):
+            ob.fresh[mid] = ob.fresh.get(mid, 0) + 1
+            if not ob.drawn and len(t.shape):
+                ob.batch = int(t.shape[0])
+        remember(t)
+
+    def outer_done(module, output):
+        t = first_tensor(output)
+        if t is not None:
+            remember(t)
+        if not training() and ob.loader_batches == 0 and id(module) == ob.main_outer:
+            close("infer")
+
+    def global_pre(module, args):
+        if compiling():
+            return
+        if ob.depth == 0:
+            outer_call(module, args)
+        ob.depth += 1
+
+    def global_post(module, args, output):
+        if compiling():
+            return
+        ob.depth = max(ob.depth - 1, 0)
+        if ob.depth == 0:
+            outer_done(module, output)
+
+    def own_pre(module, args):
+        if compiling():
+            return
+        if ob.own_depth == 0:
+            outer_call(module, args)
+        ob.own_depth += 1
+
+    def own_post(module, args, output):
+        if compiling():
+            return
+        ob.own_depth = max(ob.own_depth - 1, 0)
+        if ob.own_depth == 0:
+            outer_done(module, output)
+
+    from torch.nn.modules import module as nn_module
+
+    global_hooks = [
+        nn_module.register_module_forward_pre_hook(global_pre),
+        nn_module.register_module_forward_hook(global_post, always_call=True),
+    ]
+
+    def settle_outer():
+        """Hands the outermost modules found so far their own hooks and drops the global ones
+        (called between iterations, where no module call is under way)."""
+        found, ob.outer = ob.outer or {}, None
+        while global_hooks:
+            global_hooks.pop().remove()
+        ob.depth = 0
+        for module in found.values():
+            try:
+                module.register_forward_pre_hook(own_pre)
+                module.register_forward_hook(own_post, always_call=True)
+            except Exception:
+                pass
 
     # The DataLoader: settings once per loader, batches and waits, epochs.
     from torch.utils.data import dataloader as dl
@@ -307,8 +562,9 @@ def _install(torch, ob):
     real_next = dl._BaseDataLoaderIter.__next__
 
     def loader_done(state):
-        """The loader's pass ended (or it was iterated anew): an epoch, if steps ran in it."""
-        ran = ob.steps - state["from_step"]
+        """The loader's pass ended: an epoch, if training iterations ran in it (a pass a
+        framework stops at its length ends after the iteration of its last batch)."""
+        ran = ob.iters - state["from_step"]
         if state["open"] and ran > 0:
             state["epochs"] += 1
             device = ob.device
@@ -317,13 +573,19 @@ def _install(torch, ob):
                     "ev": "epoch",
                     "n": state["epochs"],
                     "steps": ran,
+                    "start": state["start"],
                     "mem": _memory(torch, device) if device is not None else None,
                 },
                 now=True,
             )
         state["open"] = False
+        if state in ob.open_loaders:
+            ob.open_loaders.remove(state)
 
     def loader_iter(self):
+        # A start waiting at its gate has not started its DataLoader's workers: they would
+        # prefetch beside the run being measured.
+        ob.gate()
         state = self.__dict__.get("_headroom")
         if state is None:
             state = {"epochs": 0, "open": False, "from_step": 0}
@@ -343,54 +605,59 @@ def _install(torch, ob):
                 }
             )
         loader_done(state)
-        state["open"] = True
-        state["from_step"] = ob.steps
+        state.update(open=True, from_step=ob.iters, start=ob.wall(), drawn=0, consumed=0,
+                     due=False)
+        ob.open_loaders.append(state)
         it = real_iter(self)
         it._headroom = state
         return it
 
     def loader_next(self):
         ob.gate()
+        began()
+        # Inference: a batch asked for ends the iteration of the one before.
+        if not training() and ob.forwards and ob.drawn:
+            close("infer")
         start = ob.clock()
         with ob.stall_lock:
             ob.waiting_iter = self
             ob.waiting_since = start
+        state = getattr(self, "_headroom", None)
         try:
             batch = real_next(self)
         except StopIteration:
             ob.end_wait(start)
-            state = getattr(self, "_headroom", None)
+            if not training() and ob.forwards and ob.drawn:
+                close("infer")
             if state is not None:
-                loader_done(state)
+                state["due"] = True
+                if state["consumed"] >= state["drawn"] or not training():
+                    loader_done(state)
             raise
         except BaseException:
             ob.end_wait(start)
             raise
         ob.end_wait(start)
         ob.data_s += ob.clock() - start
+        ob.loader_batches += 1
+        key = id(state) if state is not None else 0
+        ob.drawn[key] = ob.drawn.get(key, 0) + 1
         size = _batch_size(batch)
         if size is not None:
             ob.batch = size
+        if state is not None:
+            state["drawn"] += 1
+            try:
+                if self._num_yielded >= len(self):
+                    state["due"] = True
+            except Exception:
+                pass
         return batch
 
     dl.DataLoader.__iter__ = loader_iter
     dl._BaseDataLoaderIter.__next__ = loader_next
     if ob.stall_s > 0:
         _watch_stalls(ob)
-
-    # The first call of any module waits at the gate too (a loop without a DataLoader); the
-    # hook is removed at once, so later calls keep the module's fast path.
-    if ob.gate_path and not ob.gated:
-        from torch.nn.modules import module as nn_module
-
-        handle = []
-
-        def first_call(module, args):
-            if handle:
-                handle.pop().remove()
-            ob.gate()
-
-        handle.append(nn_module.register_module_forward_pre_hook(first_call))
 
     if ob.amp:
         _force_amp(torch, ob)
@@ -399,9 +666,6 @@ def _install(torch, ob):
     # pin_memory advice rests on a measure. A blocking copy waits for the device's queued work
     # anyway; that wait is taken first, outside the timer, so only the copy is counted.
     # Skipped while torch.compile traces.
-    compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
-    Tensor = torch.Tensor
-
     def target(args, kwargs):
         where = kwargs.get("device")
         if where is None and args:
@@ -502,7 +766,7 @@ def _install(torch, ob):
     sys.excepthook = excepthook
 
     def at_exit():
-        ob.send({"ev": "end", "steps": ob.steps, "checkpoints": ob.checkpoints}, now=True)
+        ob.send({"ev": "end", "steps": ob.iters, "checkpoints": ob.checkpoints}, now=True)
         ob.flush()
 
     atexit.register(at_exit)
@@ -544,7 +808,7 @@ def _watch_stalls(ob):
                         "waited_s": waited,
                         "workers": workers,
                         "alive": alive,
-                        "step": ob.steps,
+                        "step": ob.iters,
                     },
                     now=True,
                 )

@@ -375,6 +375,8 @@ pub fn run_script_sweep(
         waiting: Vec::new(),
     };
     let mut interrupted = false;
+    // A start whose processes or device memory were not released in time (see [`release`]).
+    let mut released_late: Option<String> = None;
     let mut libtorch = None;
     let limit = loop {
         let (batch, predicted) = match planner.next_step() {
@@ -422,7 +424,18 @@ pub fn run_script_sweep(
                 b
             }
         };
-        let (w, load) = measure(begun, accel, ledger, on)?;
+        let pid = begun.launched.pid();
+        let waiting: Vec<u32> = ahead.waiting.iter().map(|b| b.launched.pid()).collect();
+        let (w, load) = measure(begun, accel, ledger, on, &waiting)?;
+        // Nothing of this start may be left when the next one passes its gate: its processes
+        // gone and the device memory it held free again.
+        let fault = std::mem::replace(&mut released_late, release(pid, w.run_id, accel));
+        if let Some(why) = &released_late {
+            on(&Update::Warning { message: why.clone() });
+            if !out.sweep.warnings.contains(why) {
+                out.sweep.warnings.push(why.clone());
+            }
+        }
         // Not observed from inside: its next start would not stop at a gate.
         if w.observed.is_none() {
             ahead.stop();
@@ -457,6 +470,15 @@ pub fn run_script_sweep(
         }
         let mut p = as_point(&w, batch, planner.budget());
         p.predicted_peak_bytes = predicted;
+        // Out of memory while the start before still held memory: the sweep's fault, not the
+        // batch's.
+        if let (PointStatus::Oom, Some(why)) = (p.status, fault) {
+            p.status = PointStatus::Error;
+            p.message = Some(format!(
+                "not an out-of-memory point: it started while {why} (run {})",
+                w.run_id
+            ));
+        }
         if p.status == PointStatus::Ok {
             p.load = load;
         }
@@ -498,7 +520,11 @@ pub fn run_script_sweep(
             of: 0,
         });
         let b = begin_start(s, batch, Some(base), budgets.host_kill, base_id, false)?;
-        let (w, load) = measure(b, Some(base), ledger, on)?;
+        let pid = b.launched.pid();
+        let (w, load) = measure(b, Some(base), ledger, on, &[])?;
+        if let Some(why) = release(pid, w.run_id, Some(base)) {
+            on(&Update::Warning { message: why });
+        }
         out.runs.push(w.run_id);
         out.seconds.push(StartTime::of(batch, &w));
         interrupted |= w.interrupted;
@@ -606,14 +632,66 @@ fn begin_start(
 
 /// A start watched until its steps settle, with what the rest of the machine did from its first
 /// timed step on.
+/// How long a start's processes may take to be gone, and its device memory to be free again,
+/// once it has been stopped.
+const RELEASE_BOUND: Duration = Duration::from_secs(20);
+
+/// Ends what is left of the start `pid` (its own process group) and waits until it is gone
+/// and, on CUDA, until the device lists it no more; says what still held on at the bound.
+fn release(pid: u32, run_id: i64, device: Option<&DeviceChoice>) -> Option<String> {
+    if let Some(left) = super::watch::end_group(pid, RELEASE_BOUND) {
+        return Some(format!(
+            "run {run_id}'s processes were still there {} s after it ended: {left}",
+            RELEASE_BOUND.as_secs()
+        ));
+    }
+    let index = device.and_then(|d| {
+        let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+        crate::gpu_busy::nvidia_index(&d.device, visible.as_deref())
+    })?;
+    let until = std::time::Instant::now() + RELEASE_BOUND;
+    loop {
+        let text = crate::child::tool_stdout(
+            "nvidia-smi",
+            &[
+                "-i",
+                &index.to_string(),
+                "--query-compute-apps=pid,process_name,used_gpu_memory",
+                "--format=csv,noheader,nounits",
+            ],
+        )?;
+        let held = crate::load::parse_nvidia_compute_apps(&text)
+            .into_iter()
+            .find(|a| a.0 == pid);
+        let Some((_, _, bytes)) = held else {
+            return None;
+        };
+        if std::time::Instant::now() >= until {
+            return Some(format!(
+                "run {run_id}'s process {pid} still held {} on cuda:{index} {} s after it ended",
+                bytes.map_or_else(|| "memory".to_owned(), format_bytes),
+                RELEASE_BOUND.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn measure(
     b: Begun,
     device: Option<&DeviceChoice>,
     ledger: &Ledger,
     on: &mut dyn FnMut(&Update),
+    waiting: &[u32],
 ) -> Result<(WatchOutcome, Option<crate::load::PointLoad>), CoreError> {
     let matcher = EpochMatcher::new(crate::monitor::DEFAULT_EPOCH_PATTERN)?;
     let mut load = crate::load::OtherLoad::new();
+    // The start's own processes (its DataLoader workers) and the starts waiting at their gates
+    // are the work, not other load.
+    load.exclude_group(b.launched.pid());
+    for g in waiting {
+        load.exclude_group(*g);
+    }
     if let Some(d) = device {
         load.watch_device(&d.device);
     }
@@ -776,15 +854,35 @@ fn as_point(w: &WatchOutcome, batch: u32, budget: u64) -> Point {
     }
     if p.status == PointStatus::Ok && p.samples_per_s.is_none() {
         p.status = PointStatus::Error;
-        p.message = Some(format!(
-            "run {} finished without steps to time: is it a training loop with an optimizer, or does it print `headroom-step` lines?",
-            w.run_id
-        ));
+        p.message = Some(no_iterations(w));
     }
-    if p.status != PointStatus::Ok && p.message.as_deref().is_none_or(|m| m.starts_with("run ")) {
+    if p.status != PointStatus::Ok
+        && p.message.as_deref().is_none_or(|m| m == format!("run {}", w.run_id))
+    {
         p.message = Some(describe_failure(w));
     }
     p
+}
+
+/// Why a start gave no iteration to time, said plainly.
+fn no_iterations(w: &WatchOutcome) -> String {
+    match &w.observed {
+        Some(o) if o.steps == 0 => format!(
+            "no iteration seen in run {}: this loop drew no DataLoader batch and called no \
+             module, backward or optimizer step that Headroom could see (or print \
+             `headroom-step` after each step)",
+            w.run_id
+        ),
+        Some(_) => format!(
+            "run {} ended after {} iteration(s), too few to time",
+            w.run_id, w.steps
+        ),
+        None => format!(
+            "run {} finished without steps to time: it was not observed from inside (not a \
+             Python program that imports torch); print `headroom-step` after each step",
+            w.run_id
+        ),
+    }
 }
 
 /// Why a start did not give a point, for the table.

@@ -505,9 +505,9 @@ struct Tally {
     obs: crate::instrument::Observation,
     /// Epoch lines matched by the default regex while the observer runs: they count only if
     /// the observer reports no epochs of its own (a training loop without a DataLoader).
-    held_epochs: Vec<(EpochSample, Option<MemoryReading>)>,
-    /// When the last held epoch line came (s since the start).
-    held_at: f64,
+    held_epochs: Vec<(EpochSample, Option<MemoryReading>, Option<f64>, f64)>,
+    /// Where the epochs named in output lines stand.
+    line_state: crate::monitor::LineEpochs,
     /// Epochs were recorded from output lines (the observer's are then not used).
     line_epochs: bool,
     /// Samples trained when the last epoch ended (for each epoch's throughput).
@@ -591,7 +591,9 @@ impl Tally {
         let reading = read_memory(cx.pid, now).or_else(|| self.last.clone());
         let device = e.mem.as_ref().filter(|m| m.device != "cpu");
         let samples = self.obs.samples_so_far();
-        let seconds = e.at - self.last_epoch_at;
+        // Each pass is timed from its start (the first from its first batch, not the
+        // interpreter's start).
+        let seconds = e.at - e.start.unwrap_or(self.last_epoch_at).min(e.at);
         let s = EpochSample {
             epoch: self.epochs.len() as u32 + 1,
             live_bytes: device.and_then(|m| m.allocated),
@@ -620,7 +622,7 @@ impl Tally {
         ledger: &Ledger,
         cx: &LineContext<'_>,
     ) -> Result<(), CoreError> {
-        let (t, matcher, pid, started, run_id) = (self, cx.matcher, cx.pid, cx.started, cx.run_id);
+        let (t, matcher) = (self, cx.matcher);
         if let Some(op) = fallback_op(line) {
             if !t.fallback_ops.contains(&op) {
                 t.fallback_ops.push(op);
@@ -662,40 +664,49 @@ impl Tally {
         if hold && !t.epochs.is_empty() {
             return Ok(());
         }
-        // A boundary is a new epoch number (a line repeating the last one is not).
-        let last = if hold {
-            t.held_epochs.last().map(|h| h.0.epoch)
-        } else {
-            t.epochs.last().map(|e| e.epoch)
+        // An epoch ends at the line that says so or at the one that starts the next count.
+        let Some((n, since)) = t.line_state.line(matcher, line, at) else {
+            return Ok(());
         };
-        if let Some(n) = matcher.epoch(line).filter(|n| last != Some(*n)) {
-            // The epoch line marks a boundary: memory now is that epoch's end.
-            let now = started.elapsed().as_secs_f64();
-            // The boundary counts even when no memory could be read (a command that printed it
-            // and exited before its first reading): its memory is then unknown, not zero.
-            let reading = read_memory(pid, now).or_else(|| t.last.clone());
-            let s = EpochSample {
-                epoch: n,
-                live_bytes: None,
-                cache_bytes: None,
-                footprint_bytes: reading.as_ref().map(|r| r.tree_bytes),
-                seconds: now - if hold { t.held_at } else { t.last_epoch_at },
-                samples_per_s: None,
-            };
-            // Held lines keep their own clock: the observer's epochs, which arrive on another
-            // channel a moment before or after the line, time the run's epochs.
-            if hold {
-                t.held_at = now;
-                t.held_epochs.push((s, reading));
-                return Ok(());
-            }
-            t.last_epoch_at = now;
-            ledger.add_sample(run_id, 100_000 + n, "epoch", &s)?;
-            t.line_epochs = true;
-            t.epochs.push(s);
-            if let Some(r) = reading {
-                t.reading(ledger, r)?;
-            }
+        t.line_epoch(n, since, at, hold, ledger, cx)
+    }
+
+    /// Epoch `n`, read from the output, ended `at` seconds into the run; it began at `since`
+    /// (none: the first, which begins at the loop's first batch where the observer saw it).
+    fn line_epoch(
+        &mut self,
+        n: u32,
+        since: Option<f64>,
+        at: f64,
+        hold: bool,
+        ledger: &Ledger,
+        cx: &LineContext<'_>,
+    ) -> Result<(), CoreError> {
+        // The epoch line marks a boundary: memory now is that epoch's end. The boundary counts
+        // even when no memory could be read (a command that printed it and exited before its
+        // first reading): its memory is then unknown, not zero.
+        let now = cx.started.elapsed().as_secs_f64();
+        let reading = read_memory(cx.pid, now).or_else(|| self.last.clone());
+        let s = EpochSample {
+            epoch: n,
+            live_bytes: None,
+            cache_bytes: None,
+            footprint_bytes: reading.as_ref().map(|r| r.tree_bytes),
+            seconds: at - since.or(self.obs.observed.began_s).unwrap_or(0.0).min(at),
+            samples_per_s: None,
+        };
+        // Held lines wait for the observer's epochs, which time the run's epochs when it has
+        // any (they arrive on another channel, a moment before or after the line).
+        if hold {
+            self.held_epochs.push((s, reading, since, at));
+            return Ok(());
+        }
+        self.last_epoch_at = at;
+        ledger.add_sample(cx.run_id, 100_000 + n, "epoch", &s)?;
+        self.line_epochs = true;
+        self.epochs.push(s);
+        if let Some(r) = reading {
+            self.reading(ledger, r)?;
         }
         Ok(())
     }
@@ -719,7 +730,7 @@ impl Tally {
             data_at: Vec::new(),
             obs: crate::instrument::Observation::default(),
             held_epochs: Vec::new(),
-            held_at: 0.0,
+            line_state: crate::monitor::LineEpochs::default(),
             line_epochs: false,
             samples_at_epoch: 0.0,
             interrupted: false,
@@ -830,6 +841,51 @@ fn forward(pid: u32, own_group: bool, sig: i32) {
     unsafe {
         libc::kill(if own_group { -pid } else { pid }, sig);
     }
+}
+
+/// Ends what is left of process group `pgid` (a sweep's start, run in its own group: its
+/// DataLoader workers, a rank) and waits up to `bound` for all of it to be gone. Returns what
+/// was still there at the bound (pids and names where the system lists them).
+pub fn end_group(pgid: u32, bound: Duration) -> Option<String> {
+    let Ok(g) = libc::pid_t::try_from(pgid) else {
+        return None;
+    };
+    // SAFETY: kill(2) on the process group of a child this process started in its own group.
+    let alive = || unsafe { libc::kill(-g, 0) == 0 };
+    if alive() {
+        // SAFETY: as above.
+        unsafe {
+            libc::kill(-g, libc::SIGKILL);
+        }
+    }
+    let until = Instant::now() + bound;
+    while alive() {
+        if Instant::now() >= until {
+            let left = group_members(pgid);
+            return Some(if left.is_empty() {
+                format!("processes of group {pgid}")
+            } else {
+                left.join(", ")
+            });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// The processes of group `pgid` as `NAME (PID)`, from /proc (Linux; elsewhere none).
+fn group_members(pgid: u32) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let (name, group) = crate::sysmem::stat_name_and_group(&stat)?;
+            (group == pgid).then(|| format!("{name} ({pid})"))
+        })
+        .collect()
 }
 
 fn now_unix() -> f64 {
@@ -979,9 +1035,9 @@ pub fn launch(command: &[String], opts: &WatchOptions, gated: bool) -> Result<La
         .stderr(Stdio::piped());
     // Its own process group, so a signal or a stop reaches its DataLoader workers and ranks
     // too; not when it reads a terminal, where a background group could not read its prompts
-    // (the terminal's Ctrl-C then reaches the command directly). A start begun ahead of its
-    // turn always has its own group: it must be stopped whole if it is not needed.
-    let own_group = gated || !std::io::stdin().is_terminal();
+    // (the terminal's Ctrl-C then reaches the command directly). A sweep's start always has
+    // its own group: it must be stopped whole (its DataLoader workers too) before the next one.
+    let own_group = gated || opts.settle || !std::io::stdin().is_terminal();
     if own_group {
         cmd.process_group(0);
     }
@@ -1218,9 +1274,25 @@ pub fn drive(
     for msg in rx.try_iter() {
         t.take(msg, ledger, &cx)?;
     }
-    // Epoch lines count when the observer saw no epochs (a loop without a DataLoader).
+    // The epoch still counting in the output ends with a command that ran to its end.
+    if status.success() && !t.stopped_at_limit && !t.interrupted {
+        let at = started.elapsed().as_secs_f64();
+        if let Some((n, since)) = t.line_state.finish() {
+            let hold = cx.hold_epoch_lines
+                && !matcher.is_given()
+                && !t.line_epochs
+                && t.obs.observed.torch_version.is_some();
+            if !(hold && !t.epochs.is_empty()) {
+                t.line_epoch(n, since, at, hold, ledger, &cx)?;
+            }
+        }
+    }
+    // Epoch lines count when the observer saw no epochs (a loop without a DataLoader); the
+    // first is timed from the loop's first batch.
     if t.epochs.is_empty() {
-        for (s, reading) in std::mem::take(&mut t.held_epochs) {
+        let began = t.obs.observed.began_s;
+        for (mut s, reading, since, at) in std::mem::take(&mut t.held_epochs) {
+            s.seconds = at - since.or(began).unwrap_or(0.0).min(at);
             ledger.add_sample(run_id, 100_000 + s.epoch, "epoch", &s)?;
             t.epochs.push(s);
             if let Some(r) = reading {
