@@ -574,7 +574,6 @@ impl Observation {
         None
     }
 
-
     /// One iteration of the main process.
     #[allow(clippy::too_many_arguments)]
     fn take_iteration(

@@ -74,8 +74,7 @@ pub enum LineKind {
 fn line_kind(before: &str, rest: &str) -> LineKind {
     use std::sync::LazyLock;
     static ENDS: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)\b(end|ended|done|finished|complete|completed|summary)\b")
-            .expect("regex")
+        Regex::new(r"(?i)\b(end|ended|done|finished|complete|completed|summary)\b").expect("regex")
     });
     static INSIDE: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
@@ -117,7 +116,12 @@ pub struct LineEpochs {
 impl LineEpochs {
     /// Reads one line that came `at` seconds into the run; the epoch it ended, with when that
     /// epoch began (none: the first, whose start the caller knows better).
-    pub fn line(&mut self, matcher: &EpochMatcher, line: &str, at: f64) -> Option<(u32, Option<f64>)> {
+    pub fn line(
+        &mut self,
+        matcher: &EpochMatcher,
+        line: &str,
+        at: f64,
+    ) -> Option<(u32, Option<f64>)> {
         let (n, kind) = matcher.read(line)?;
         if self.ended == Some(n) {
             return None;
@@ -289,13 +293,25 @@ mod tests {
         assert_eq!(m.epoch("[epoch #7] done"), Some(7));
         assert_eq!(m.epoch("epochs to run: none"), None);
         assert_eq!(m.epoch("step 400 loss 0.2"), None);
-        assert_eq!(m.read("| epoch   1 |    20/   84 batches | ms/batch 12.1"), Some((1, LineKind::Progress)));
-        assert_eq!(m.read("| end of epoch   1 | time: 21.40s | valid loss  5.8"), Some((1, LineKind::End)));
+        assert_eq!(
+            m.read("| epoch   1 |    20/   84 batches | ms/batch 12.1"),
+            Some((1, LineKind::Progress))
+        );
+        assert_eq!(
+            m.read("| end of epoch   1 | time: 21.40s | valid loss  5.8"),
+            Some((1, LineKind::End))
+        );
         assert_eq!(m.read("Epoch 3/10: loss 0.31"), Some((3, LineKind::End)));
         assert_eq!(m.read("Epoch 2/10"), Some((2, LineKind::Progress)));
-        assert_eq!(m.read("Epoch 0:  45%|####5     | 9/20 [00:01<00:01]"), Some((0, LineKind::Progress)));
+        assert_eq!(
+            m.read("Epoch 0:  45%|####5     | 9/20 [00:01<00:01]"),
+            Some((0, LineKind::Progress))
+        );
         assert_eq!(m.read("[epoch #7] done"), Some((7, LineKind::End)));
-        assert_eq!(m.read("epoch 4 step 300 loss 0.2"), Some((4, LineKind::Progress)));
+        assert_eq!(
+            m.read("epoch 4 step 300 loss 0.2"),
+            Some((4, LineKind::Progress))
+        );
         let custom = EpochMatcher::new(r"^== round (\d+) ==$").expect("pattern");
         assert_eq!(custom.epoch("== round 4 =="), Some(4));
         assert!(EpochMatcher::new("epoch \\d+").is_err(), "needs a group");
@@ -316,7 +332,10 @@ mod tests {
             (18.0, "| epoch 2 | 40/84 batches | ms/batch 10"),
             (23.0, "| epoch 3 | 20/84 batches | ms/batch 10"),
         ];
-        let ends: Vec<_> = lines.iter().filter_map(|(at, l)| e.line(&m, l, *at)).collect();
+        let ends: Vec<_> = lines
+            .iter()
+            .filter_map(|(at, l)| e.line(&m, l, *at))
+            .collect();
         assert_eq!(ends, [(1, None), (2, Some(14.0))]);
         assert_eq!(e.finish(), Some((3, Some(23.0))));
         assert_eq!(e.finish(), None);
@@ -329,7 +348,10 @@ mod tests {
             (15.0, "| epoch 2 | 20/84 batches"),
             (20.0, "| end of epoch 2 | time: 9.9s"),
         ];
-        let ends: Vec<_> = lines.iter().filter_map(|(at, l)| e.line(&m, l, *at)).collect();
+        let ends: Vec<_> = lines
+            .iter()
+            .filter_map(|(at, l)| e.line(&m, l, *at))
+            .collect();
         assert_eq!(ends, [(1, None), (2, Some(10.0))]);
         assert_eq!(e.finish(), None);
         // Summary lines at each epoch's end, as before.

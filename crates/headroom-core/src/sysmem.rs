@@ -324,13 +324,17 @@ pub fn stat_name_and_group(stat: &str) -> Option<(String, u32)> {
 mod stat_tests {
     #[test]
     fn a_stat_line_gives_its_name_and_group_even_with_odd_names() {
-        let line = "4242 (pt_data_worker) S 4200 4200 31 34816 4200 4194368 2000 0 0 0 3 1 0 0 20 0 1 0";
+        let line =
+            "4242 (pt_data_worker) S 4200 4200 31 34816 4200 4194368 2000 0 0 0 3 1 0 0 20 0 1 0";
         assert_eq!(
             super::stat_name_and_group(line),
             Some(("pt_data_worker".to_owned(), 4200))
         );
         let odd = "7 (a (b) c) R 1 9 9 0 -1";
-        assert_eq!(super::stat_name_and_group(odd), Some(("a (b) c".to_owned(), 9)));
+        assert_eq!(
+            super::stat_name_and_group(odd),
+            Some(("a (b) c".to_owned(), 9))
+        );
         assert_eq!(super::stat_name_and_group("garbage"), None);
     }
 }

@@ -431,7 +431,9 @@ pub fn run_script_sweep(
         // gone and the device memory it held free again.
         let fault = std::mem::replace(&mut released_late, release(pid, w.run_id, accel));
         if let Some(why) = &released_late {
-            on(&Update::Warning { message: why.clone() });
+            on(&Update::Warning {
+                message: why.clone(),
+            });
             if !out.sweep.warnings.contains(why) {
                 out.sweep.warnings.push(why.clone());
             }
@@ -857,7 +859,9 @@ fn as_point(w: &WatchOutcome, batch: u32, budget: u64) -> Point {
         p.message = Some(no_iterations(w));
     }
     if p.status != PointStatus::Ok
-        && p.message.as_deref().is_none_or(|m| m == format!("run {}", w.run_id))
+        && p.message
+            .as_deref()
+            .is_none_or(|m| m == format!("run {}", w.run_id))
     {
         p.message = Some(describe_failure(w));
     }

@@ -1,0 +1,191 @@
+//! Issue 38: Headroom's answers on training loops shaped the way public training code is
+//! written — manual SGD over a sliced tensor, a GAN's two optimizers and three backward calls,
+//! accumulation with a GradScaler that skips steps, a `get_batch` loop over a memory-mapped
+//! file, an `IterableDataset`, a partial last batch, inference — each run under `headroom run`
+//! with no code change and checked against the loop's own timer (`loops/own_timer.py`): its
+//! iterations, its batch, samples/s within 5 %, its epochs, accumulation seen or absent.
+
+use serde_json::Value;
+
+use crate::common::{python, Home};
+
+/// The loops, written into the test's home (they import `own_timer` from beside them).
+const LOOPS: &[(&str, &str)] = &[
+    ("own_timer.py", include_str!("loops/own_timer.py")),
+    ("manual_sgd_lm.py", include_str!("loops/manual_sgd_lm.py")),
+    ("gan.py", include_str!("loops/gan.py")),
+    (
+        "accumulate_scaler.py",
+        include_str!("loops/accumulate_scaler.py"),
+    ),
+    (
+        "get_batch_memmap.py",
+        include_str!("loops/get_batch_memmap.py"),
+    ),
+    ("iterable.py", include_str!("loops/iterable.py")),
+    ("inference.py", include_str!("loops/inference.py")),
+];
+
+fn home_with_loops() -> Home {
+    let home = Home::new();
+    for (name, text) in LOOPS {
+        std::fs::write(home.path().join(name), text).expect("write loop");
+    }
+    home
+}
+
+/// What the loop's own timer printed: (iterations, samples/s).
+fn own(stderr: &str) -> (u64, f64) {
+    let line = stderr
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("own: "))
+        .unwrap_or_else(|| panic!("the loop printed no own timer line: {stderr}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    (
+        words[2].parse().expect("iterations"),
+        words[4].parse().expect("samples/s"),
+    )
+}
+
+/// Runs `args` (a loop and its flags) under `headroom run --json`; its document and its own
+/// timer's figures.
+fn observed(home: &Home, args: &[&str]) -> (Value, u64, f64, String) {
+    let py = python();
+    let all = [
+        &["run", "--json", "--", py.to_str().expect("utf-8")][..],
+        args,
+    ]
+    .concat();
+    // One thread each: the tests run side by side on few cores.
+    let out = home
+        .cmd(&all)
+        .env("OMP_NUM_THREADS", "1")
+        .output()
+        .expect("headroom run");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{args:?} failed: {err}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let (iterations, rate) = own(&err);
+    (v, iterations, rate, err)
+}
+
+/// Headroom's samples/s agrees with the loop's own within 5 %.
+fn agrees(v: &Value, own_rate: f64) {
+    let mine = v["samples_per_s"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no samples/s: {v}"));
+    let off = (mine - own_rate).abs() / own_rate;
+    assert!(
+        off <= 0.05,
+        "samples/s {mine:.1} against the loop's own {own_rate:.1}: {:.1} % off",
+        off * 100.0
+    );
+}
+
+#[test]
+fn manual_sgd_over_a_sliced_tensor_is_iterations_its_batch_and_its_epochs_from_progress_lines() {
+    let home = home_with_loops();
+    let (v, iterations, rate, err) = observed(&home, &["manual_sgd_lm.py", "--batch-size", "20"]);
+    let o = &v["observed"];
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(o["optimizer_steps"], 0, "no torch.optim: {o}");
+    assert_eq!(o["backward_calls"], 1, "{o}");
+    assert_eq!(o["accumulation"], 1, "{o}");
+    assert_eq!(o["inference"], false, "{o}");
+    // Headroom read the batch from the command line: that is the batch, not the sequence
+    // dimension the tensors lead with.
+    assert_eq!(v["batch"], 20, "{v}");
+    agrees(&v, rate);
+    // Three epochs from "| epoch N | i/n batches" and "| end of epoch N | time: …" lines, each
+    // as long as the script's own timer says (within 5 % or 50 ms).
+    let own_epochs: Vec<f64> = err
+        .lines()
+        .filter(|l| l.starts_with("| end of epoch"))
+        .filter_map(|l| {
+            l.split("time:")
+                .nth(1)?
+                .trim()
+                .split('s')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    let epochs = v["epochs"].as_array().expect("epochs");
+    assert_eq!(epochs.len(), 3, "{v}");
+    assert_eq!(own_epochs.len(), 3, "{err}");
+    for (e, mine) in epochs.iter().zip(&own_epochs) {
+        let s = e["seconds"].as_f64().expect("seconds");
+        assert!(
+            (s - mine).abs() <= (0.05 * mine).max(0.05),
+            "epoch {} took {s:.3} s by Headroom, {mine:.3} s by the script",
+            e["epoch"]
+        );
+    }
+}
+
+#[test]
+fn a_gan_is_one_iteration_per_generator_step_at_its_real_batch_with_no_accumulation() {
+    let home = home_with_loops();
+    let (v, iterations, rate, _) = observed(&home, &["gan.py"]);
+    let o = &v["observed"];
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(o["optimizer_steps"], 2, "{o}");
+    assert_eq!(o["backward_calls"], 3, "{o}");
+    assert_eq!(
+        o["accumulation"], 1,
+        "three backward calls over one batch: {o}"
+    );
+    // 128 a batch, the partial last one (104) decides nothing.
+    assert_eq!(v["batch"], 128, "{v}");
+    agrees(&v, rate);
+    assert_eq!(v["epochs"].as_array().map(Vec::len), Some(3), "{v}");
+}
+
+#[test]
+fn accumulation_with_a_grad_scaler_counts_the_steps_it_skipped() {
+    let home = home_with_loops();
+    let (v, iterations, rate, _) = observed(&home, &["accumulate_scaler.py"]);
+    let o = &v["observed"];
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(o["accumulation"], 4, "{o}");
+    assert!(o["skipped_steps"].as_u64().is_some_and(|n| n >= 1), "{o}");
+    assert_eq!(v["batch"], 16, "{v}");
+    agrees(&v, rate);
+    assert_eq!(v["epochs"].as_array().map(Vec::len), Some(2), "{v}");
+}
+
+#[test]
+fn a_get_batch_loop_over_a_memory_mapped_file_has_its_batch_and_accumulation() {
+    let home = home_with_loops();
+    let (v, iterations, rate, _) = observed(&home, &["get_batch_memmap.py"]);
+    let o = &v["observed"];
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(o["accumulation"], 3, "{o}");
+    assert_eq!(v["batch"], 8, "{v}");
+    agrees(&v, rate);
+}
+
+#[test]
+fn an_iterable_dataset_gives_iterations_and_epochs() {
+    let home = home_with_loops();
+    let (v, iterations, rate, _) = observed(&home, &["iterable.py"]);
+    let o = &v["observed"];
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(o["accumulation"], 1, "{o}");
+    assert_eq!(v["batch"], 24, "{v}");
+    agrees(&v, rate);
+    assert_eq!(v["epochs"].as_array().map(Vec::len), Some(3), "{v}");
+}
+
+#[test]
+fn an_inference_loop_is_timed_as_inference() {
+    let home = home_with_loops();
+    let (v, iterations, rate, _) = observed(&home, &["inference.py"]);
+    let o = &v["observed"];
+    assert_eq!(o["inference"], true, "{o}");
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(v["batch"], 64, "{v}");
+    agrees(&v, rate);
+}

@@ -1,0 +1,58 @@
+# A word-level language model trained as the classic example does: batches sliced by hand
+# from one long tensor (no DataLoader), weights updated by hand on .grad (no torch.optim),
+# progress lines that name the epoch while it runs, an "end of epoch" line with its time.
+import argparse, time
+import torch
+from torch import nn
+from own_timer import OwnTimer
+
+p = argparse.ArgumentParser()
+p.add_argument("--batch-size", type=int, default=20)
+p.add_argument("--epochs", type=int, default=3)
+p.add_argument("--tokens", type=int, default=200000)
+p.add_argument("--bptt", type=int, default=35)
+a = p.parse_args()
+torch.manual_seed(0)
+ntok = 800
+data = torch.randint(0, ntok, (a.tokens,))
+nbatch = data.size(0) // a.batch_size
+data = data[: nbatch * a.batch_size].view(a.batch_size, -1).t().contiguous()
+
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(ntok, 96)
+        self.rnn = nn.LSTM(96, 96)
+        self.out = nn.Linear(96, ntok)
+
+    def forward(self, x, hidden):
+        o, hidden = self.rnn(self.emb(x), hidden)
+        return self.out(o), hidden
+
+
+model = LM()
+criterion = nn.CrossEntropyLoss()
+timer = OwnTimer()
+lr = 5.0
+batches = (data.size(0) - 1 + a.bptt - 1) // a.bptt
+for epoch in range(1, a.epochs + 1):
+    epoch_start = time.time()
+    hidden = None
+    for batch, i in enumerate(range(0, data.size(0) - 1, a.bptt)):
+        seq = min(a.bptt, data.size(0) - 1 - i)
+        x, y = data[i : i + seq], data[i + 1 : i + 1 + seq].reshape(-1)
+        if hidden is not None:
+            hidden = tuple(h.detach() for h in hidden)
+        model.zero_grad()
+        out, hidden = model(x, hidden)
+        loss = criterion(out.view(-1, ntok), y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        for w in model.parameters():
+            w.data.add_(w.grad, alpha=-lr)
+        timer.iteration(a.batch_size)
+        if batch % 10 == 0 and batch > 0:
+            print(f"| epoch {epoch:3d} | {batch:5d}/{batches:5d} batches | loss {loss.item():5.2f}", flush=True)
+    print(f"| end of epoch {epoch:3d} | time: {time.time() - epoch_start:5.3f}s |", flush=True)
+timer.report()
