@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
+# The frameworks the observer is tested against (HF Trainer, Lightning, accelerate), as test
+# dependencies in the same venv.
+.venv/bin/python -m pip install --disable-pip-version-check --quiet -r tests/requirements.txt
 # LIBTORCH_USE_PYTORCH only has to be set; its value is the venv so that torch-sys (which
 # reruns its build script when this variable changes, not when PATH does) rebuilds against this
 # clone's torch when a target dir is shared between clones.

@@ -3,7 +3,9 @@
 //! accumulation with a GradScaler that skips steps, a `get_batch` loop over a memory-mapped
 //! file, an `IterableDataset`, a partial last batch, inference — each run under `headroom run`
 //! with no code change and checked against the loop's own timer (`loops/own_timer.py`): its
-//! iterations, its batch, samples/s within 5 %, its epochs, accumulation seen or absent.
+//! iterations, its batch, samples/s within 5 %, its epochs, accumulation seen or absent — and
+//! HF `Trainer`, Lightning's `Trainer` and an `accelerate` loop, installed from PyPI as test
+//! dependencies (`tests/requirements.txt`), with tiny models built from configs.
 
 use serde_json::Value;
 
@@ -24,6 +26,12 @@ const LOOPS: &[(&str, &str)] = &[
     ),
     ("iterable.py", include_str!("loops/iterable.py")),
     ("inference.py", include_str!("loops/inference.py")),
+    ("lightning_loop.py", include_str!("loops/lightning_loop.py")),
+    ("hf_trainer.py", include_str!("loops/hf_trainer.py")),
+    (
+        "accelerate_loop.py",
+        include_str!("loops/accelerate_loop.py"),
+    ),
 ];
 
 fn home_with_loops() -> Home {
@@ -36,15 +44,23 @@ fn home_with_loops() -> Home {
 
 /// What the loop's own timer printed: (iterations, samples/s).
 fn own(stderr: &str) -> (u64, f64) {
+    // The loop's stdout and stderr pass through two pipes: a line may follow another's
+    // unfinished one.
     let line = stderr
         .lines()
         .rev()
-        .find(|l| l.starts_with("own: "))
+        .find_map(|l| l.find("own: ").map(|at| &l[at..]))
         .unwrap_or_else(|| panic!("the loop printed no own timer line: {stderr}"));
     let words: Vec<&str> = line.split_whitespace().collect();
     (
-        words[2].parse().expect("iterations"),
-        words[4].parse().expect("samples/s"),
+        words
+            .get(2)
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("iterations in {line:?}")),
+        words
+            .get(4)
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("samples/s in {line:?}")),
     )
 }
 
@@ -112,17 +128,8 @@ fn manual_sgd_over_a_sliced_tensor_is_iterations_its_batch_and_its_epochs_from_p
                 .ok()
         })
         .collect();
-    let epochs = v["epochs"].as_array().expect("epochs");
-    assert_eq!(epochs.len(), 3, "{v}");
     assert_eq!(own_epochs.len(), 3, "{err}");
-    for (e, mine) in epochs.iter().zip(&own_epochs) {
-        let s = e["seconds"].as_f64().expect("seconds");
-        assert!(
-            (s - mine).abs() <= (0.05 * mine).max(0.05),
-            "epoch {} took {s:.3} s by Headroom, {mine:.3} s by the script",
-            e["epoch"]
-        );
-    }
+    epochs_agree(&v, &own_epochs);
 }
 
 #[test]
@@ -188,4 +195,72 @@ fn an_inference_loop_is_timed_as_inference() {
     assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
     assert_eq!(v["batch"], 64, "{v}");
     agrees(&v, rate);
+}
+
+/// Each epoch's seconds as Headroom timed it agree with the loop's own (5 % or 50 ms).
+fn epochs_agree(v: &Value, own_epochs: &[f64]) {
+    let epochs = v["epochs"].as_array().expect("epochs");
+    assert_eq!(epochs.len(), own_epochs.len(), "{v}");
+    for (e, mine) in epochs.iter().zip(own_epochs) {
+        let s = e["seconds"].as_f64().expect("seconds");
+        assert!(
+            (s - mine).abs() <= (0.05 * mine).max(0.05),
+            "epoch {} took {s:.3} s by Headroom, {mine:.3} s by the loop",
+            e["epoch"]
+        );
+    }
+}
+
+#[test]
+fn lightning_with_max_epochs_3_is_three_epochs_timed_from_their_first_batch() {
+    let home = home_with_loops();
+    let (v, iterations, rate, err) = observed(&home, &["lightning_loop.py"]);
+    let o = &v["observed"];
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(v["batch"], 32, "{v}");
+    assert_eq!(o["accumulation"], 1, "{o}");
+    agrees(&v, rate);
+    // Lightning stops each pass at the loader's length without exhausting it: still 3 epochs,
+    // the first timed from its first batch, not from the interpreter's start.
+    let own_epochs: Vec<f64> = err
+        .lines()
+        .filter_map(|l| l[l.find("own epoch ")?..].split(' ').nth(4)?.parse().ok())
+        .collect();
+    assert_eq!(own_epochs.len(), 3, "{err}");
+    epochs_agree(&v, &own_epochs);
+}
+
+#[test]
+fn an_hf_trainer_with_accumulation_agrees_with_its_own_samples_per_second() {
+    let home = home_with_loops();
+    let (v, iterations, rate, err) = observed(&home, &["hf_trainer.py"]);
+    let o = &v["observed"];
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(o["accumulation"], 2, "{o}");
+    assert_eq!(v["batch"], 16, "{v}");
+    agrees(&v, rate);
+    // The Trainer's own figure (its whole training loop) too.
+    let trainer: f64 = err
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("trainer: train_samples_per_second ")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no Trainer figure: {err}"));
+    agrees(&v, trainer);
+    assert_eq!(v["epochs"].as_array().map(Vec::len), Some(2), "{v}");
+}
+
+#[test]
+fn an_accelerate_loop_with_accumulate_steps_every_second_batch() {
+    let home = home_with_loops();
+    let (v, iterations, rate, _) = observed(&home, &["accelerate_loop.py"]);
+    let o = &v["observed"];
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(o["accumulation"], 2, "{o}");
+    assert_eq!(v["batch"], 32, "{v}");
+    agrees(&v, rate);
+    assert_eq!(v["epochs"].as_array().map(Vec::len), Some(2), "{v}");
 }

@@ -89,6 +89,7 @@ class _Observer:
         self.skipped = 0
         self.forwards = 0
         self.drawn = {}
+        self.drawn_states = {}
         self.fresh = {}
         self.inputs = []
         self.began = False
@@ -311,7 +312,10 @@ def _install(torch, ob):
         if kind == "train":
             ob.iters += 1
             n = ob.iters
-            drawn = max(ob.drawn.values(), default=0) or max(ob.fresh.values(), default=0)
+            # A loader's batches not yet trained (one prefetched ahead by accelerate, say)
+            # count where the loader gave a batch in this iteration.
+            drawn = max((s["drawn"] - s["consumed"] for s in ob.drawn_states.values()),
+                        default=0) or max(ob.fresh.values(), default=0)
             micro = min(drawn, ob.backward) if ob.backward else drawn
         else:
             ob.infers += 1
@@ -343,9 +347,10 @@ def _install(torch, ob):
             ob.inputs = []
         ob.send(event)
         if kind == "train":
+            for state in ob.drawn_states.values():
+                state["consumed"] = min(state["drawn"], state["consumed"] + micro)
+            ob.drawn_states = {}
             for state in list(ob.open_loaders):
-                if state["drawn"] > state["consumed"]:
-                    state["consumed"] = min(state["drawn"], state["consumed"] + micro)
                 if state["due"] and state["consumed"] >= state["drawn"]:
                     loader_done(state)
         if ob.outer is not None and ob.iters + ob.infers >= 5:
@@ -642,6 +647,8 @@ def _install(torch, ob):
         ob.loader_batches += 1
         key = id(state) if state is not None else 0
         ob.drawn[key] = ob.drawn.get(key, 0) + 1
+        if state is not None:
+            ob.drawn_states[key] = state
         size = _batch_size(batch)
         if size is not None:
             ob.batch = size
@@ -766,6 +773,10 @@ def _install(torch, ob):
     sys.excepthook = excepthook
 
     def at_exit():
+        # A pass whose last batch was given and trained ends with the program.
+        for state in list(ob.open_loaders):
+            if state["due"]:
+                loader_done(state)
         ob.send({"ev": "end", "steps": ob.iters, "checkpoints": ob.checkpoints}, now=True)
         ob.flush()
 
