@@ -264,3 +264,59 @@ fn an_accelerate_loop_with_accumulate_steps_every_second_batch() {
     agrees(&v, rate);
     assert_eq!(v["epochs"].as_array().map(Vec::len), Some(2), "{v}");
 }
+
+/// `run --sweep batch=auto` of a loop (its batch flag given `{batch}`), up to `max` on the
+/// CPU: every start gives a point (no error, no invented OOM), and the answer is a knee or
+/// throughput still rising at the largest batch allowed.
+fn swept(script: &str, flag: &str, max: &str) -> Value {
+    let home = home_with_loops();
+    let py = python();
+    let out = home
+        .cmd(&[
+            "run",
+            "--json",
+            "--sweep",
+            "batch=auto",
+            "--max-batch",
+            max,
+            "--",
+            py.to_str().expect("utf-8"),
+            script,
+            flag,
+            "{batch}",
+        ])
+        .env("OMP_NUM_THREADS", "1")
+        .output()
+        .expect("headroom run --sweep");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let points = v["sweep"]["points"].as_array().expect("points").clone();
+    assert!(points.len() >= 3, "{points:#?}");
+    for p in &points {
+        assert_eq!(p["status"], "ok", "{script}: {p}");
+        assert!(p["samples_per_s"].as_f64().is_some_and(|s| s > 0.0), "{p}");
+    }
+    let s = &v["sweep"]["summary"];
+    assert!(
+        s["knee_batch"].as_u64().is_some() || s["still_rising"] == true,
+        "{script}: {s}"
+    );
+    assert!(s["recommended_batch"].as_u64().is_some(), "{s}");
+    v
+}
+
+#[test]
+fn batch_auto_sweeps_a_manual_sgd_language_model() {
+    swept("manual_sgd_lm.py", "--batch-size", "256");
+}
+
+#[test]
+fn batch_auto_sweeps_a_gan_by_its_batch_flag() {
+    swept("gan.py", "--batchSize", "512");
+}
+
+#[test]
+fn batch_auto_sweeps_an_inference_loop() {
+    swept("inference.py", "--batch-size", "1024");
+}
