@@ -587,3 +587,56 @@ print('done', flush=True)
         "{last}"
     );
 }
+
+/// Issue 38: at a terminal the command's output is a terminal too, so a Rich progress bar
+/// draws live under `headroom run` (read from a real tmux pane while it runs).
+#[test]
+#[cfg(target_os = "linux")]
+fn a_progress_bar_draws_live_under_run_in_a_terminal() {
+    let home = Home::new();
+    let script = home.path().join("bar.py");
+    std::fs::write(
+        &script,
+        "import sys, time\nfrom rich.progress import track\nprint('stdout is a terminal:', sys.stdout.isatty(), flush=True)\nfor i in track(range(60), description='Training'):\n    time.sleep(0.1)\n",
+    )
+    .expect("write");
+    let socket = format!("headroom-test-{}", std::process::id());
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .args(["-L", &socket])
+            .args(args)
+            .output()
+            .expect("tmux (scripts/bootstrap.sh installs it)")
+    };
+    let line = format!(
+        "env HEADROOM_HOME={} {} run -- {} {}; sleep 30",
+        home.path().display(),
+        env!("CARGO_BIN_EXE_headroom"),
+        python().display(),
+        script.display()
+    );
+    let started = tmux(&["new-session", "-d", "-x", "100", "-y", "20", &line]);
+    assert!(started.status.success(), "{started:?}");
+    let mut seen = String::new();
+    let mut live = None;
+    for _ in 0..300 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        seen = String::from_utf8_lossy(&tmux(&["capture-pane", "-p"]).stdout).into_owned();
+        // A bar between its start and its end, while the command runs.
+        live = seen
+            .lines()
+            .find(|l| {
+                l.contains("Training")
+                    && l.contains('%')
+                    && !l.contains("100%")
+                    && !l.contains(" 0%")
+            })
+            .map(str::to_owned);
+        if live.is_some() {
+            break;
+        }
+    }
+    let _ = tmux(&["kill-server"]);
+    assert!(seen.contains("stdout is a terminal: True"), "{seen}");
+    assert!(live.is_some(), "no bar drawn while it ran: {seen}");
+}

@@ -1070,6 +1070,25 @@ pub fn launch(command: &[String], opts: &WatchOptions, gated: bool) -> Result<La
             MPS_PROFILE_LOG_OPTIONS.to_string(),
         );
     }
+    // At a terminal (and not a sweep's start), the command gets a pseudo-terminal for its
+    // output, so that its progress bars draw live; its lines are read from it as from pipes.
+    let pty = if opts.settle || gated {
+        None
+    } else if opts.stdout_to_stderr {
+        crate::child::pty_for(&std::io::stderr())
+    } else {
+        crate::child::pty_for(&std::io::stdout())
+    };
+    let master = match pty {
+        Some((master, slave)) => match slave.try_clone() {
+            Ok(copy) => {
+                cmd.stdout(Stdio::from(slave)).stderr(Stdio::from(copy));
+                Some(master)
+            }
+            Err(_) => None,
+        },
+        None => None,
+    };
     let (tx, rx) = mpsc::channel();
     let channel = if opts.instrument {
         let c = crate::instrument::Channel::open(tx.clone(), Msg::Event)?;
@@ -1081,7 +1100,11 @@ pub fn launch(command: &[String], opts: &WatchOptions, gated: bool) -> Result<La
     } else {
         None
     };
-    let mut child = cmd.spawn().map_err(|e| {
+    let spawned = cmd.spawn();
+    // The command holds the pseudo-terminal's slave side now; this process must not, or its
+    // master would never read the end.
+    drop(cmd);
+    let mut child = spawned.map_err(|e| {
         CoreError::InvalidInput(format!(
             "cannot start {program}: {e}; check the command (is {program} on PATH?)"
         ))
@@ -1099,6 +1122,12 @@ pub fn launch(command: &[String], opts: &WatchOptions, gated: bool) -> Result<La
             .stderr
             .take()
             .map(|p| (true, Box::new(p) as Box<dyn Read + Send>)),
+        master.map(|m| {
+            (
+                opts.stdout_to_stderr,
+                Box::new(std::fs::File::from(m)) as Box<dyn Read + Send>,
+            )
+        }),
     ]
     .into_iter()
     .flatten()
