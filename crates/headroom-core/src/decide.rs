@@ -404,7 +404,7 @@ pub struct Symptom {
 /// The symptom and observability tables, one row per rule that points at a cause.
 pub const SYMPTOMS: &[Symptom] = &[
     Symptom { rule: Rule::Rosetta, symptom: "MPS unavailable, everything slow", hypothesis: "an x86_64 Python running under Rosetta", action: "install an arm64 Python (Miniforge, python.org universal2, uv) and reinstall torch", observe: "`headroom doctor`: the interpreter's machine and `sysctl.proc_translated`" },
-    Symptom { rule: Rule::DataPipeline, symptom: "the GPU is barely faster than the CPU and mostly idle", hypothesis: "the data pipeline starves it, not MPS", action: "more DataLoader workers, decoding and augmentation done once ahead of training; pin_memory only where host-to-device copies were measured to take a share of the step", observe: "`headroom run`: the DataLoader wait and copy shares of your step; GPU utilisation (ioreg Device Utilization %)" },
+    Symptom { rule: Rule::DataPipeline, symptom: "the step waits on its DataLoader (on an accelerator: barely faster than the CPU and mostly idle)", hypothesis: "the data pipeline starves the training, not the device", action: "more DataLoader workers, decoding and augmentation done once ahead of training; pin_memory only where host-to-device copies were measured to take a share of the step", observe: "`headroom run`: the DataLoader wait and copy shares of your step; GPU utilisation (ioreg Device Utilization %)" },
     Symptom { rule: Rule::NearOne, symptom: "speed-up near 1×", hypothesis: "the work is not on the device, or every step synchronises", action: "check that model and batch are `.to(device)`, and look for `.item()`/`.cpu()` inside the step", observe: "step time on both devices at the same batch (`headroom sweep --compare cpu`)" },
     Symptom { rule: Rule::Leak, symptom: "memory climbs epoch after epoch", hypothesis: "a reference leak: tensors kept across epochs", action: "store `loss.item()`, not `loss`; clear caches and hooks; `gc.collect()` at epoch ends", observe: "live tensor bytes per epoch (`headroom epochs`, `headroom run`)" },
     Symptom { rule: Rule::CacheGrowth, symptom: "the process holds more memory each epoch, but its live tensors do not grow", hypothesis: "the caching allocator keeps freed blocks: not a leak", action: "`torch.mps.empty_cache()` / `torch.cuda.empty_cache()` at epoch ends, or a lower `PYTORCH_MPS_HIGH_WATERMARK_RATIO`", observe: "live and cache bytes per epoch (`headroom run`, `headroom epochs`)" },
@@ -465,10 +465,10 @@ fn your_run(
     let src = r.source();
     let mut measured = Vec::new();
     if let Some(sps) = r.samples_per_s {
-        measured.push(format!("{sps:.1} samples/s"));
+        measured.push(format!("{} samples/s", crate::stats::sig3(sps)));
     }
     if let Some(ms) = r.step_ms {
-        measured.push(format!("{ms:.1} ms per optimizer step"));
+        measured.push(format!("{} ms per iteration", crate::stats::sig3(ms)));
     }
     if let Some(a) = r.accumulation.filter(|a| *a > 1) {
         measured.push(format!("gradient accumulation {a}"));

@@ -420,6 +420,46 @@ pub struct Observed {
     pub amp_forced: Option<String>,
 }
 
+impl Observed {
+    /// The loop's shape in words, for every text that reports a run: "training iterations: 2
+    /// optimizers stepped and 3 backward calls each", "inference iterations (no backward)", or
+    /// that none was seen — never a silent zero.
+    pub fn loop_shape(&self) -> String {
+        if self.steps == 0 {
+            return "no training iteration seen: this loop drew no DataLoader batch and called no \
+                    module, backward or optimizer step that Headroom could see"
+                .to_owned();
+        }
+        if self.inference {
+            return format!("{} inference iterations (no backward)", self.steps);
+        }
+        let mut parts = Vec::new();
+        match self.optimizer_steps {
+            Some(0) => parts.push("no optimizer (weights updated by hand)".to_owned()),
+            Some(n) if n > 1 => parts.push(format!("{n} optimizer steps each")),
+            _ => {}
+        }
+        if let Some(n) = self.backward_calls.filter(|n| *n > 1) {
+            parts.push(format!("{n} backward calls each"));
+        }
+        if let Some(n) = self.accumulation.filter(|n| *n > 1) {
+            parts.push(format!("{n} batches accumulated each"));
+        }
+        if self.skipped_steps > 0 {
+            parts.push(format!(
+                "{} step(s) skipped by the GradScaler",
+                self.skipped_steps
+            ));
+        }
+        let head = format!("{} training iterations", self.steps);
+        if parts.is_empty() {
+            head
+        } else {
+            format!("{head}: {}", parts.join(", "))
+        }
+    }
+}
+
 /// One iteration of the main process, as [`Observation`] keeps it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepTime {

@@ -167,6 +167,11 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
                         .unwrap_or_default()
                 );
             }
+            if matches!(r.kind, RunKind::Run | RunKind::Watch) {
+                if let Some(line) = r.report.as_ref().and_then(run_figures) {
+                    println!("  {line}");
+                }
+            }
             if matches!(r.kind, RunKind::Epochs | RunKind::Run) {
                 let samples: Vec<headroom_core::epochs::EpochSample> =
                     ledger.samples(r.id, "epoch")?;
@@ -192,6 +197,30 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A watched run's step figures and the loop's shape, from its report: "steps 600 ·
+/// 36.7 k samples/s · p50 0.86 ms · data 12 % · batch 32 · 600 training iterations".
+fn run_figures(report: &serde_json::Value) -> Option<String> {
+    let w: headroom_core::jobs::watch::WatchOutcome =
+        serde_json::from_value(report.clone()).ok()?;
+    let mut parts = vec![format!("steps {}", w.steps)];
+    if let Some(s) = w.samples_per_s {
+        parts.push(format!("{} samples/s", headroom_core::stats::sig3(s)));
+    }
+    if let Some(p) = w.step_ms_p50 {
+        parts.push(format!("p50 {} ms", headroom_core::stats::sig3(p)));
+    }
+    if let Some(d) = w.data_share {
+        parts.push(format!("data {:.0} %", d * 100.0));
+    }
+    if let Some(b) = w.batch {
+        parts.push(format!("batch {b}"));
+    }
+    if let Some(o) = &w.observed {
+        parts.push(o.loop_shape());
+    }
+    Some(parts.join(" · "))
 }
 
 /// `s` on one line (a `run` command may hold newlines), cut to `max` characters.

@@ -199,15 +199,13 @@ pub fn summary(o: &WatchOutcome) {
 
 /// What the observer saw inside the program, for people.
 fn observed_summary(ob: &headroom_core::instrument::Observed) {
+    eprintln!("headroom: {}", ob.loop_shape());
     let mut parts = Vec::new();
     if let Some(d) = &ob.device {
         parts.push(format!("device {d}"));
     }
     if let Some(p) = ob.peak_device_bytes {
         parts.push(format!("device peak {}", format_bytes(p)));
-    }
-    if let Some(n) = ob.accumulation.filter(|n| *n > 1) {
-        parts.push(format!("gradient accumulation ×{n}"));
     }
     if !ob.autocast.is_empty() {
         parts.push(format!("autocast {}", ob.autocast.join(", ")));

@@ -324,7 +324,8 @@ pub fn run_script_sweep(
             owner_pid: Some(std::process::id()),
         })
     };
-    let label = accel.map_or_else(|| "script".to_owned(), DeviceChoice::label);
+    // The device is learnt from the first start that is observed from inside.
+    let label = accel.map_or_else(|| "unknown".to_owned(), DeviceChoice::label);
     let run_id = begin(&label, budgets.planner, &request)?;
     let hello = Hello {
         protocol: PROTOCOL_VERSION,
@@ -471,6 +472,7 @@ pub fn run_script_sweep(
             }
         }
         let mut p = as_point(&w, batch, planner.budget());
+        failed_start(ledger, &w, &p)?;
         p.predicted_peak_bytes = predicted;
         // Out of memory while the start before still held memory: the sweep's fault, not the
         // batch's.
@@ -531,6 +533,7 @@ pub fn run_script_sweep(
         out.seconds.push(StartTime::of(batch, &w));
         interrupted |= w.interrupted;
         let mut p = as_point(&w, batch, budgets.host_kill);
+        failed_start(ledger, &w, &p)?;
         if p.status == PointStatus::Ok {
             p.load = load;
         }
@@ -866,6 +869,19 @@ fn as_point(w: &WatchOutcome, batch: u32, budget: u64) -> Point {
         p.message = Some(describe_failure(w));
     }
     p
+}
+
+/// A start that ran to its end but gave nothing to time is a failed start in the ledger, with
+/// the reason, not a complete one.
+fn failed_start(ledger: &Ledger, w: &WatchOutcome, p: &Point) -> Result<(), CoreError> {
+    if p.status == PointStatus::Error && !w.interrupted {
+        ledger.set_status(
+            w.run_id,
+            RunStatus::Failed,
+            p.message.as_deref().unwrap_or("no point"),
+        )?;
+    }
+    Ok(())
 }
 
 /// Why a start gave no iteration to time, said plainly.

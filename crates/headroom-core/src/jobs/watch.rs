@@ -433,7 +433,8 @@ fn begin(
         .begin_run(&NewRun {
             kind: what,
             host: super::hostname(),
-            device: "process".into(),
+            // Learnt from inside when the observer sees the tensors' device.
+            device: "unknown".into(),
             device_name: command.chars().take(120).collect(),
             workload: command.chars().take(200).collect(),
             dtype: None,

@@ -279,6 +279,18 @@ impl Ledger {
         Ok(())
     }
 
+    /// Sets the status of run `run_id` and its note, once a caller knows better than the run
+    /// itself (a sweep's start that exited cleanly but gave nothing to time has failed).
+    pub fn set_status(&self, run_id: i64, status: RunStatus, note: &str) -> Result<(), CoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET status = ?2, note = ?3 WHERE id = ?1",
+                params![run_id, status.as_str(), note],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
     /// Sets the budget of run `run_id`, once the device's size is known.
     pub fn set_budget(&self, run_id: i64, budget: u64) -> Result<(), CoreError> {
         self.conn

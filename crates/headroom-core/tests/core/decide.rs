@@ -453,7 +453,7 @@ fn your_run_is_cited_with_its_figures_and_is_data_bound_from_half_the_step() {
     assert_eq!(mine.len(), 1, "{mine:?}");
     for want in [
         "run 12 (`python train.py --epochs 3`) at batch 32",
-        "410.5 samples/s",
+        "410 samples/s",
         "gradient accumulation 4",
         "autocast mps:float16",
         "on mps",
@@ -923,4 +923,30 @@ fn a_stalled_loader_is_named_in_its_column_with_the_start_method_triage() {
     };
     let d = decide(&f, &t());
     assert!(texts(&d, Rule::LoaderHang)[0].contains("then it went on"));
+}
+
+/// Issue 38: on a machine without MPS or MLX whose user trained on CUDA, the headline names
+/// that device and recommends no CPU over it; with no such run, the CPU as before.
+#[test]
+fn a_run_on_cuda_is_named_and_never_put_below_the_cpu() {
+    let cuda_host = Facts {
+        run: Some(RunFact {
+            device: Some("cuda:0".into()),
+            ..practice_run(31, 2300.0, 12.0, 55.0, &[])
+        }),
+        ..Facts::default()
+    };
+    let d = decide(&cuda_host, &t());
+    assert_eq!(d.verdict, None, "{}", d.headline);
+    assert!(
+        d.headline
+            .starts_with("CUDA: your newest run (run 31) trained on cuda:0 at 2.30 k samples/s"),
+        "{}",
+        d.headline
+    );
+    let cpu = Facts {
+        run: None,
+        ..cuda_host
+    };
+    assert_eq!(decide(&cpu, &t()).verdict, Some(Column::Cpu));
 }
