@@ -499,7 +499,8 @@ interval_s: number, };
 
 export type Decision = { 
 /**
- * Where to run now; `None` when something must be fixed first (a Rosetta Python).
+ * Where to run now; `None` when something must be fixed first (a Rosetta Python), or when
+ * the user's run trained on an accelerator no column names (CUDA).
  */
 verdict: Column | null, headline: string, columns: Array<ColumnVerdict>, 
 /**

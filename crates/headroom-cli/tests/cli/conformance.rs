@@ -32,6 +32,11 @@ const LOOPS: &[(&str, &str)] = &[
         "accelerate_loop.py",
         include_str!("loops/accelerate_loop.py"),
     ),
+    (
+        "functional_grad.py",
+        include_str!("loops/functional_grad.py"),
+    ),
+    ("no_signal.py", include_str!("loops/no_signal.py")),
 ];
 
 fn home_with_loops() -> Home {
@@ -319,4 +324,55 @@ fn batch_auto_sweeps_a_gan_by_its_batch_flag() {
 #[test]
 fn batch_auto_sweeps_an_inference_loop() {
     swept("inference.py", "--batch-size", "1024");
+}
+
+#[test]
+fn a_functional_loop_with_autograd_grad_and_no_optimizer_is_iterations() {
+    let home = home_with_loops();
+    let (v, iterations, rate, _) = observed(&home, &["functional_grad.py"]);
+    let o = &v["observed"];
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(o["optimizer_steps"], 0, "{o}");
+    assert_eq!(v["batch"], 32, "{v}");
+    agrees(&v, rate);
+    assert_eq!(v["epochs"].as_array().map(Vec::len), Some(2), "{v}");
+}
+
+/// A loop that gives no iteration Headroom can see is said so plainly, and `batch=auto` stops
+/// its start within its bound (shortened here) instead of running the whole script.
+#[test]
+fn a_loop_without_any_iteration_signal_is_refused_within_seconds_with_the_reason() {
+    let home = home_with_loops();
+    let py = python();
+    let started = std::time::Instant::now();
+    let out = home
+        .cmd(&[
+            "run",
+            "--json",
+            "--sweep",
+            "batch=auto",
+            "--",
+            py.to_str().expect("utf-8"),
+            "no_signal.py",
+            "--batch-size",
+            "{batch}",
+        ])
+        .env("HEADROOM_NO_ITERATION_S", "3")
+        .env("OMP_NUM_THREADS", "1")
+        .output()
+        .expect("headroom run --sweep");
+    let took = started.elapsed().as_secs_f64();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(took < 60.0, "took {took:.0} s: {err}");
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {err}"));
+    let points = v["sweep"]["points"].as_array().cloned().unwrap_or_default();
+    assert!(!points.is_empty(), "{v}");
+    let message = points[0]["message"].as_str().unwrap_or_default();
+    assert_eq!(points[0]["status"], "error", "{}", points[0]);
+    assert!(
+        message.contains("no iteration seen") || message.contains("no training iteration seen"),
+        "{message}"
+    );
+    assert!(err.contains("no training iteration seen"), "{err}");
 }

@@ -302,7 +302,7 @@ def _install(torch, ob):
     def began():
         if not ob.began:
             ob.began = True
-            ob.send({"ev": "begin"})
+            ob.send({"ev": "begin"}, now=True)
 
     def training():
         return ob.ever_backward or ob.ever_stepped
@@ -441,6 +441,23 @@ def _install(torch, ob):
         return out
 
     torch.autograd.backward = backward
+
+    # Gradients taken with torch.autograd.grad and applied by hand (functional loops) end an
+    # iteration each where no optimizer exists; beside an optimizer (a gradient penalty, an
+    # inner loop) they are part of its iteration.
+    real_grad = torch.autograd.grad
+
+    @functools.wraps(real_grad)
+    def grad(*args, **kwargs):
+        out = real_grad(*args, **kwargs)
+        if ob.optimizers == 0 and not compiling():
+            began()
+            ob.backward += 1
+            ob.ever_backward = True
+            close("train")
+        return out
+
+    torch.autograd.grad = grad
 
     # The outermost module calls: the batch and the accumulation of a loop without a
     # DataLoader, and inference without one. Global hooks find the outermost modules over the

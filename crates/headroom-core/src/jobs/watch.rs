@@ -830,6 +830,19 @@ fn pump(mut pipe: impl Read, to_stderr: bool, started: Instant, tx: &mpsc::Sende
 }
 
 /// Sends `sig` to the command: to its process group when it has its own.
+/// How long a sweep's start may go without an iteration once its loop began (its first batch,
+/// module call or backward) before it is stopped as one that cannot be timed.
+pub const NO_ITERATION_S: f64 = 60.0;
+
+/// [`NO_ITERATION_S`], or `HEADROOM_NO_ITERATION_S` where a test sets it shorter.
+fn no_iteration_s() -> f64 {
+    std::env::var("HEADROOM_NO_ITERATION_S")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|s: &f64| *s > 0.0)
+        .unwrap_or(NO_ITERATION_S)
+}
+
 /// How long a stopped command may take to end (its handler saving a checkpoint) before it is
 /// killed.
 pub const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -1255,6 +1268,19 @@ pub fn drive(
                 stop_command(format!(
                     "step time settled after {} steps; stopping the command",
                     t.steps()
+                ));
+            }
+        }
+        // A sweep's start whose loop began but gives no iteration Headroom can see is stopped
+        // within a bound, not run to its end: its point says why.
+        if opts.settle && !t.stopped_at_limit && t.steps() == 0 {
+            let began = t.obs.observed.began_s;
+            let bound = no_iteration_s();
+            if began.is_some_and(|b| started.elapsed().as_secs_f64() - b > bound) {
+                t.stopped_at_limit = true;
+                stop_command(format!(
+                    "{}, {bound:.0} s after the loop began; stopping the command",
+                    crate::instrument::Observed::default().loop_shape()
                 ));
             }
         }
