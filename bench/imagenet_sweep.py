@@ -115,13 +115,18 @@ def main():
 
     # 3. A start waiting at its gate: batch 128 timed with 256 begun ahead, and alone.
     results["waiting"] = []
-    for rnd in range(2):
+    for rnd in range(1):
         for mode in ("on", "off"):
             p, wall = run([hr, "run", "--json", "--sweep", "batch=128,256", "--prestart", mode, "--",
                            a.python, script, "-b", "{batch}", "--workers", "8"], env)
             try:
                 doc = json.loads(p.stdout)
-                pts = {q["batch"]: q.get("samples_per_s") for q in doc["sweep"]["points"]}
+                runs = doc if isinstance(doc, list) else [doc]
+                pts = {}
+                for r in runs:
+                    b = r.get("batch")
+                    if b is not None:
+                        pts[b] = r.get("samples_per_s")
             except Exception:
                 pts = {}
             results["waiting"].append({"round": rnd, "prestart": mode, "b128": pts.get(128), "b256": pts.get(256), "wall_s": wall})
@@ -129,7 +134,8 @@ def main():
 
     p, _ = run([hr, "decide", "--json"], env)
     try:
-        results["decide"] = json.loads(p.stdout).get("headline")
+        d = json.loads(p.stdout)
+        results["decide"] = d.get("headline") or d.get("decision", {}).get("headline")
     except ValueError:
         results["decide"] = p.stdout[-500:]
     print(f"decide: {results['decide']}", flush=True)

@@ -552,7 +552,20 @@ impl Observation {
                 self.observed.processes = u32::try_from(self.pids.len()).unwrap_or(u32::MAX);
                 self.observed.stepping_processes =
                     u32::try_from(self.pids.values().filter(|n| **n > 0).count()).unwrap_or(0);
-                let main = *self.main_pid.get_or_insert(pid);
+                // The main process is the first to train (before any trains, the first to
+                // iterate at all): a process that only ran forward passes gives way to one that
+                // trains.
+                let main = match self.main_pid {
+                    Some(m)
+                        if m != pid && kind == IterationKind::Train && self.observed.inference =>
+                    {
+                        self.reset_iterations();
+                        self.main_pid = Some(pid);
+                        pid
+                    }
+                    Some(m) => m,
+                    None => *self.main_pid.insert(pid),
+                };
                 if pid != main {
                     return None;
                 }
@@ -1019,6 +1032,28 @@ mod tests {
             opt: 1,
             skipped: 0,
         }
+    }
+
+    /// Issue 38: a process that only ran forward passes (a DataLoader worker whose transforms
+    /// are modules, on an older observer) gives way to the process that trains.
+    #[test]
+    fn the_process_that_trains_is_the_main_one() {
+        let mut o = Observation::default();
+        let infer = |pid, t| Event::Step {
+            kind: IterationKind::Infer,
+            opt: 0,
+            backward: 0,
+            ..step(pid, t, None, 0.0, 0)
+        };
+        o.take(infer(8, 100.0), 99.0);
+        o.take(infer(8, 100.1), 99.0);
+        assert_eq!((o.main_pid, o.observed.inference), (Some(8), true));
+        o.take(step(7, 100.5, None, 0.0, 1), 99.0);
+        o.take(step(7, 101.0, Some(500.0), 0.0, 1), 99.0);
+        o.take(infer(8, 101.1), 99.0);
+        assert_eq!(o.main_pid, Some(7));
+        assert_eq!(o.observed.steps, 2);
+        assert!(!o.observed.inference);
     }
 
     #[test]

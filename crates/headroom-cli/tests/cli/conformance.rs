@@ -37,6 +37,10 @@ const LOOPS: &[(&str, &str)] = &[
         include_str!("loops/functional_grad.py"),
     ),
     ("no_signal.py", include_str!("loops/no_signal.py")),
+    (
+        "module_transforms.py",
+        include_str!("loops/module_transforms.py"),
+    ),
 ];
 
 fn home_with_loops() -> Home {
@@ -375,4 +379,16 @@ fn a_loop_without_any_iteration_signal_is_refused_within_seconds_with_the_reason
         "{message}"
     );
     assert!(err.contains("no training iteration seen"), "{err}");
+}
+
+#[test]
+fn transforms_that_are_modules_in_dataloader_workers_are_not_the_loop() {
+    let home = home_with_loops();
+    let (v, iterations, rate, _) = observed(&home, &["module_transforms.py"]);
+    let o = &v["observed"];
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(o["inference"], false, "{o}");
+    assert_eq!(v["batch"], 64, "{v}");
+    agrees(&v, rate);
+    assert_eq!(v["epochs"].as_array().map(Vec::len), Some(2), "{v}");
 }

@@ -299,8 +299,10 @@ def _install(torch, ob):
     compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
     Tensor = torch.Tensor
 
+    from torch.utils.data import get_worker_info
+
     def began():
-        if not ob.began:
+        if not ob.began and get_worker_info() is None:
             ob.began = True
             ob.send({"ev": "begin"}, now=True)
 
@@ -308,6 +310,9 @@ def _install(torch, ob):
         return ob.ever_backward or ob.ever_stepped
 
     def close(kind):
+        # A DataLoader worker (its transforms may be modules) runs no iteration of the loop.
+        if get_worker_info() is not None:
+            return
         now = ob.clock()
         if kind == "train":
             ob.iters += 1
@@ -496,6 +501,8 @@ def _install(torch, ob):
                 pass
 
     def outer_call(module, args):
+        if get_worker_info() is not None:
+            return
         ob.gate()
         began()
         ob.forwards += 1
