@@ -1039,11 +1039,36 @@ mod tests {
     #[test]
     fn the_process_that_trains_is_the_main_one() {
         let mut o = Observation::default();
-        let infer = |pid, t| Event::Step {
-            kind: IterationKind::Infer,
-            opt: 0,
-            backward: 0,
-            ..step(pid, t, None, 0.0, 0)
+        let infer = |pid, t| {
+            let Event::Step {
+                n,
+                ms,
+                data_ms,
+                copy_ms,
+                batch,
+                mem,
+                micro,
+                skipped,
+                ..
+            } = step(pid, t, None, 0.0, 0)
+            else {
+                unreachable!("a step")
+            };
+            Event::Step {
+                pid,
+                t,
+                n,
+                ms,
+                data_ms,
+                copy_ms,
+                backward: 0,
+                batch,
+                mem,
+                kind: IterationKind::Infer,
+                micro,
+                opt: 0,
+                skipped,
+            }
         };
         o.take(infer(8, 100.0), 99.0);
         o.take(infer(8, 100.1), 99.0);
