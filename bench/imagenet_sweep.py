@@ -113,24 +113,21 @@ def main():
         for w in warn:
             print(f"   warning: {w}", flush=True)
 
-    # 3. A start waiting at its gate: batch 128 timed with 256 begun ahead, and alone.
+    # 3. A start waiting at its gate: batch=auto up to 64 (16 is timed while 64 waits at its
+    # gate, stopped whole while 16 is timed), and the same with no start begun ahead; 8 workers.
     results["waiting"] = []
-    for rnd in range(1):
+    for rnd in range(2):
         for mode in ("on", "off"):
-            p, wall = run([hr, "run", "--json", "--sweep", "batch=128,256", "--prestart", mode, "--",
-                           a.python, script, "-b", "{batch}", "--workers", "8"], env)
+            p, wall = run([hr, "run", "--json", "--sweep", "batch=auto", "--max-batch", "64",
+                           "--prestart", mode, "--", a.python, script, "-b", "{batch}",
+                           "--workers", "8"], env)
             try:
                 doc = json.loads(p.stdout)
-                runs = doc if isinstance(doc, list) else [doc]
-                pts = {}
-                for r in runs:
-                    b = r.get("batch")
-                    if b is not None:
-                        pts[b] = r.get("samples_per_s")
+                pts = {q["batch"]: q.get("samples_per_s") for q in doc["sweep"]["points"]}
             except Exception:
                 pts = {}
-            results["waiting"].append({"round": rnd, "prestart": mode, "b128": pts.get(128), "b256": pts.get(256), "wall_s": wall})
-            print(f"waiting {mode} round {rnd}: batch 128 {pts.get(128)} samples/s, 256 {pts.get(256)}, {wall:.1f} s", flush=True)
+            results["waiting"].append({"round": rnd, "prestart": mode, "b16": pts.get(16), "b64": pts.get(64), "wall_s": wall})
+            print(f"waiting {mode} round {rnd}: batch 16 {pts.get(16)} samples/s, 64 {pts.get(64)}, {wall:.1f} s", flush=True)
 
     p, _ = run([hr, "decide", "--json"], env)
     try:

@@ -16,9 +16,8 @@
 # measure mixed precision on a script that does not use it.
 #
 # With HEADROOM_GATE set (a sweep that starts its next run while the current one is measured),
-# the process stops before its first batch-sized work (its first DataLoader pass, before its
-# workers start, its first module call or, at the latest, after its first optimizer step) and
-# waits until Headroom creates
+# the process stops before its first batch-sized work (its first DataLoader batch, its first
+# module call or, at the latest, after its first optimizer step) and waits until Headroom creates
 # the file that variable names: its start-up overlaps another run, its measurement does not.
 
 import os
@@ -612,9 +611,6 @@ def _install(torch, ob):
             ob.open_loaders.remove(state)
 
     def loader_iter(self):
-        # A start waiting at its gate has not started its DataLoader's workers: they would
-        # prefetch beside the run being measured.
-        ob.gate()
         state = self.__dict__.get("_headroom")
         if state is None:
             state = {"epochs": 0, "open": False, "from_step": 0}

@@ -704,7 +704,7 @@ fn measure(
     let batch = b.batch;
     // Each step as it comes: warming up, then timed until the step time settles.
     let mut told = 0;
-    drive(b.launched, &matcher, &b.opts, ledger, &mut |p| {
+    let outcome = drive(b.launched, &matcher, &b.opts, ledger, &mut |p| {
         if p.steps == told {
             return;
         }
@@ -716,6 +716,11 @@ fn measure(
         };
         if phase == Phase::Timed && !timing {
             timing = true;
+            // The starts waiting at their gates (their DataLoader workers prefetching) are
+            // stopped whole while this one is timed: they cost it nothing.
+            for g in waiting {
+                super::watch::signal_group(*g, libc::SIGSTOP);
+            }
             load.start();
         }
         on(&Update::Progress {
@@ -728,7 +733,11 @@ fn measure(
     .map(|w| {
         let l = timing.then(|| load.read(&[])).flatten();
         (w, l)
-    })
+    });
+    for g in waiting {
+        super::watch::signal_group(*g, libc::SIGCONT);
+    }
+    outcome
 }
 
 /// How long a start begun at a gate may take to import torch (the observer's sign of life)

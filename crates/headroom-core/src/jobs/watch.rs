@@ -857,6 +857,12 @@ fn forward(pid: u32, own_group: bool, sig: i32) {
     }
 }
 
+/// Sends `sig` to process group `pgid` (a sweep's start, run in its own group): SIGSTOP holds
+/// a start waiting at its gate while another is timed, SIGCONT lets it go on.
+pub fn signal_group(pgid: u32, sig: i32) {
+    forward(pgid, true, sig);
+}
+
 /// Ends what is left of process group `pgid` (a sweep's start, run in its own group: its
 /// DataLoader workers, a rank) and waits up to `bound` for all of it to be gone. Returns what
 /// was still there at the bound (pids and names where the system lists them).
