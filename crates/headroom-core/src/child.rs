@@ -242,6 +242,38 @@ pub fn tool_text(program: &str, args: &[&str]) -> Option<String> {
     (!f.timed_out()).then(|| f.stdout + &f.stderr)
 }
 
+/// A pseudo-terminal for a command whose output goes to `terminal` (Headroom's own stdout or
+/// stderr, when that is a terminal): its master side to read, its slave side to hand the
+/// command as stdout and stderr, sized as `terminal` is. A progress bar (Rich, tqdm, Lightning's)
+/// then draws live as it would without Headroom. `None` where the stream is no terminal or no
+/// pseudo-terminal can be had (the command then gets pipes).
+pub fn pty_for(
+    terminal: &impl std::os::fd::AsFd,
+) -> Option<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::io::IsTerminal;
+    use std::os::fd::AsRawFd;
+    let fd = terminal.as_fd();
+    if !fd.is_terminal() {
+        return None;
+    }
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ fills a winsize from a terminal's fd, which outlives the call.
+    let sized = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, &mut size) } == 0;
+    let size = sized.then_some(nix::pty::Winsize {
+        ws_row: size.ws_row,
+        ws_col: size.ws_col,
+        ws_xpixel: size.ws_xpixel,
+        ws_ypixel: size.ws_ypixel,
+    });
+    let pty = nix::pty::openpty(size.as_ref(), None).ok()?;
+    Some((pty.master, pty.slave))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -358,36 +390,4 @@ mod tests {
             Err(Captured::Spawn(_))
         ));
     }
-}
-
-/// A pseudo-terminal for a command whose output goes to `terminal` (Headroom's own stdout or
-/// stderr, when that is a terminal): its master side to read, its slave side to hand the
-/// command as stdout and stderr, sized as `terminal` is. A progress bar (Rich, tqdm, Lightning's)
-/// then draws live as it would without Headroom. `None` where the stream is no terminal or no
-/// pseudo-terminal can be had (the command then gets pipes).
-pub fn pty_for(
-    terminal: &impl std::os::fd::AsFd,
-) -> Option<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
-    use std::io::IsTerminal;
-    use std::os::fd::AsRawFd;
-    let fd = terminal.as_fd();
-    if !fd.is_terminal() {
-        return None;
-    }
-    let mut size = libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ fills a winsize from a terminal's fd, which outlives the call.
-    let sized = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, &mut size) } == 0;
-    let size = sized.then_some(nix::pty::Winsize {
-        ws_row: size.ws_row,
-        ws_col: size.ws_col,
-        ws_xpixel: size.ws_xpixel,
-        ws_ypixel: size.ws_ypixel,
-    });
-    let pty = nix::pty::openpty(size.as_ref(), None).ok()?;
-    Some((pty.master, pty.slave))
 }

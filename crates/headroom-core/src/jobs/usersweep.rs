@@ -668,9 +668,7 @@ fn release(pid: u32, run_id: i64, device: Option<&DeviceChoice>) -> Option<Strin
         let held = crate::load::parse_nvidia_compute_apps(&text)
             .into_iter()
             .find(|a| a.0 == pid);
-        let Some((_, _, bytes)) = held else {
-            return None;
-        };
+        let (_, _, bytes) = held?;
         if std::time::Instant::now() >= until {
             return Some(format!(
                 "run {run_id}'s process {pid} still held {} on cuda:{index} {} s after it ended",

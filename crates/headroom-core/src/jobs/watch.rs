@@ -1344,7 +1344,7 @@ pub fn drive(
                 && !matcher.is_given()
                 && !t.line_epochs
                 && t.obs.observed.torch_version.is_some();
-            if !(hold && !t.epochs.is_empty()) {
+            if !hold || t.epochs.is_empty() {
                 t.line_epoch(n, since, at, hold, ledger, &cx)?;
             }
         }
