@@ -838,7 +838,7 @@ impl Channel {
     /// Writes the observer into a fresh folder under the system's temporary folder and starts
     /// listening; every event is sent on `tx` (wrapped by `wrap`).
     pub fn open<T: Send + 'static>(
-        tx: mpsc::Sender<T>,
+        tx: mpsc::SyncSender<T>,
         wrap: fn(Event) -> T,
     ) -> Result<Self, CoreError> {
         let dir = fresh_dir()?;
@@ -971,7 +971,7 @@ fn fresh_dir() -> Result<PathBuf, CoreError> {
 fn accept<T: Send + 'static>(
     listener: &UnixListener,
     stop: &AtomicBool,
-    tx: &mpsc::Sender<T>,
+    tx: &mpsc::SyncSender<T>,
     wrap: fn(Event) -> T,
 ) -> Vec<std::thread::JoinHandle<()>> {
     let mut readers = Vec::new();
@@ -993,7 +993,7 @@ fn accept<T: Send + 'static>(
     }
 }
 
-fn read_events<T>(conn: impl Read, tx: &mpsc::Sender<T>, wrap: fn(Event) -> T) {
+fn read_events<T>(conn: impl Read, tx: &mpsc::SyncSender<T>, wrap: fn(Event) -> T) {
     let mut r = BufReader::new(conn);
     let mut line = Vec::new();
     loop {

@@ -471,15 +471,16 @@ fn run_dir(opts: &WatchOptions) -> std::path::PathBuf {
 }
 
 /// Samples `pid` every `interval` until it is gone or `stop` is set, sending readings.
-fn sampler(pid: u32, interval: Duration, stop: Arc<AtomicBool>, tx: mpsc::Sender<Msg>) {
+fn sampler(pid: u32, interval: Duration, stop: Arc<AtomicBool>, tx: mpsc::SyncSender<Msg>) {
     let start = Instant::now();
     while !stop.load(Ordering::SeqCst) {
         match read_memory(pid, start.elapsed().as_secs_f64()) {
-            Some(r) => {
-                if tx.send(Msg::Reading(r)).is_err() {
-                    return;
-                }
-            }
+            // A reading that finds the queue full is skipped (the next comes within an
+            // interval): the sampler never waits on the loop, so stopping it never hangs.
+            Some(r) => match tx.try_send(Msg::Reading(r)) {
+                Ok(()) | Err(mpsc::TrySendError::Full(_)) => {}
+                Err(mpsc::TrySendError::Disconnected(_)) => return,
+            },
             None => return,
         }
         std::thread::sleep(interval);
@@ -785,12 +786,16 @@ impl Tally {
     }
 }
 
+/// The most lines, events and readings queued for the watching loop; at about 200 bytes each,
+/// at most a few MiB.
+const QUEUE: usize = 16 * 1024;
+
 /// The longest line kept for reading (output passes through whole, as it comes).
 const MAX_LINE: usize = 64 * 1024;
 
 /// Passes a pipe of the command's output through as its bytes come (progress bars, prompts),
 /// and sends its lines (ended by `\n` or `\r`, each cut at [`MAX_LINE`]) to be read.
-fn pump(mut pipe: impl Read, to_stderr: bool, started: Instant, tx: &mpsc::Sender<Msg>) {
+fn pump(mut pipe: impl Read, to_stderr: bool, started: Instant, tx: &mpsc::SyncSender<Msg>) {
     let mut buf = vec![0u8; 16 * 1024];
     let mut line: Vec<u8> = Vec::new();
     let send = |line: &mut Vec<u8>| {
@@ -1109,7 +1114,9 @@ pub fn launch(command: &[String], opts: &WatchOptions, gated: bool) -> Result<La
         },
         None => None,
     };
-    let (tx, rx) = mpsc::channel();
+    // Bounded: a command that prints faster than its lines are read waits for them (as it
+    // would at a slow terminal) instead of queueing them in Headroom's memory.
+    let (tx, rx) = mpsc::sync_channel(QUEUE);
     let channel = if opts.instrument {
         let c = crate::instrument::Channel::open(tx.clone(), Msg::Event)?;
         cmd.envs(c.env());
