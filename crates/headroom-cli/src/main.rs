@@ -76,7 +76,28 @@ fn version() -> String {
     )
 }
 
+/// A closed stdout (`headroom ledger list | head -1`) ends the command quietly with 141
+/// (128 + SIGPIPE), as Unix tools end — never a panic with a backtrace. Headroom keeps SIGPIPE
+/// ignored (a command it runs must never die with it), so the write fails and `println!`
+/// panics; this hook turns that one panic into the exit and leaves every other as it was.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if text.starts_with("failed printing to stdout") && text.contains("os error 32") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     // Only `--version` asks the worker for its libtorch; every other command starts without it.
     if let [flag] = &std::env::args().skip(1).collect::<Vec<_>>()[..] {
         if flag == "--version" || flag == "-V" {

@@ -334,3 +334,45 @@ fn more_threads_than_cores_is_refused_at_once() {
         ),
     );
 }
+
+/// Issue 39: with stdout closed before they write (`| head -1` that has already read its line),
+/// commands end quietly with 141 (128 + SIGPIPE) as Unix tools do: no panic, no backtrace.
+#[test]
+#[cfg(unix)]
+fn a_closed_stdout_ends_each_command_quietly() {
+    use std::process::Stdio;
+    let home = crate::common::Home::new();
+    let commands: &[&[&str]] = &[
+        &["--version"],
+        &["ledger", "list"],
+        &["ledger", "list", "--json"],
+        &["decide"],
+        &["contention"],
+        &["project", "list"],
+        &["remote", "list"],
+        &["config", "show"],
+        &["run", "--json", "--", "true"],
+    ];
+    for args in commands {
+        let mut child = home
+            .cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("headroom");
+        // Close the read end at once: every write to stdout then fails with EPIPE.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("wait");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+        // 141 where it wrote to stdout; a command with nothing for stdout (no projects yet, said
+        // on stderr) ends as it would have.
+        let prints = matches!(args[0], "--version" | "ledger" | "config" | "decide");
+        let want: &[i32] = if prints { &[141] } else { &[0, 141] };
+        assert!(
+            out.status.code().is_some_and(|c| want.contains(&c)),
+            "{args:?} ended {:?}: {err}",
+            out.status
+        );
+    }
+}
