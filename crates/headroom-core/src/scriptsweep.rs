@@ -24,7 +24,44 @@ pub fn parse_axis(spec: &str) -> Result<Axis, CoreError> {
     if values.iter().any(String::is_empty) {
         return Err(bad("an empty value"));
     }
+    // A batch is a whole number of samples, or `auto` alone (the planner's sweep).
+    if name == "batch" {
+        if values.iter().any(|v| v == "auto") {
+            if values.len() > 1 {
+                return Err(bad(
+                    "batch=auto stands alone (the planner picks the batches)",
+                ));
+            }
+        } else if let Some(v) = values
+            .iter()
+            .find(|v| !v.parse::<u32>().is_ok_and(|b| (1..=MAX_BATCH).contains(&b)))
+        {
+            return Err(bad(&format!(
+                "batch {v:?} is not a whole number from 1 to {MAX_BATCH}"
+            )));
+        }
+    }
     Ok((name.to_owned(), values))
+}
+
+/// The largest batch a sweep over the user's command takes.
+pub const MAX_BATCH: u32 = 1_000_000;
+
+/// Parses every `--sweep` given; a name given twice is refused (its values would be taken from
+/// one and labelled with both).
+pub fn parse_axes(specs: &[String]) -> Result<Vec<Axis>, CoreError> {
+    let axes = specs
+        .iter()
+        .map(|s| parse_axis(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (i, (name, _)) in axes.iter().enumerate() {
+        if axes[..i].iter().any(|(n, _)| n == name) {
+            return Err(CoreError::InvalidInput(format!(
+                "--sweep {name}=… is given twice; give its values once: --sweep {name}=v1,v2"
+            )));
+        }
+    }
+    Ok(axes)
 }
 
 /// Every combination of the axes' values, the first axis varying slowest.
@@ -105,6 +142,32 @@ mod tests {
         for bad in ["bs", "=1", "b s=1", "bs=1,,2", "1x=2"] {
             assert!(parse_axis(bad).is_err(), "{bad}");
         }
+        // Issue 39: batches are whole numbers from 1, and auto stands alone.
+        for bad in [
+            "batch=a,b",
+            "batch=0",
+            "batch=-1",
+            "batch=99999999999",
+            "batch=auto,4",
+            "batch=1.5",
+        ] {
+            let e = parse_axis(bad).expect_err(bad).to_string();
+            assert!(e.contains("batch"), "{bad}: {e}");
+        }
+        assert!(parse_axis("batch=auto").is_ok());
+        assert!(parse_axis("batch=16,64").is_ok());
+        let twice = parse_axes(&["batch=1".to_owned(), "batch=2".to_owned()]);
+        assert!(twice
+            .expect_err("twice")
+            .to_string()
+            .contains("given twice"));
+        assert_eq!(
+            parse_axes(&["batch=1".to_owned(), "lr=0.1".to_owned()])
+                .expect("two")
+                .len(),
+            2
+        );
+        {}
         assert_eq!(combinations(&[]), vec![Vec::<(String, String)>::new()]);
     }
 }

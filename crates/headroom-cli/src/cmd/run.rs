@@ -255,12 +255,8 @@ fn sweep_command(
     opts: &WatchOptions,
     ledger: &headroom_core::ledger::Ledger,
 ) -> Result<ExitCode> {
-    use headroom_core::scriptsweep::{combinations, parse_axis, substitute};
-    let axes = a
-        .sweep
-        .iter()
-        .map(|s| parse_axis(s))
-        .collect::<Result<Vec<_>, _>>()?;
+    use headroom_core::scriptsweep::{combinations, parse_axes, substitute};
+    let axes = parse_axes(&a.sweep)?;
     let combos = combinations(&axes);
     // `amp` without `{amp}` in the command is the observer's (autocast without a code change).
     let amp_by_observer = !command.iter().any(|x| x.contains("{amp}"));
@@ -595,6 +591,16 @@ fn observer_env(a: &RunArgs) -> Result<Vec<(String, String)>> {
 }
 
 pub fn run(a: &RunArgs) -> Result<ExitCode> {
+    // Bad values are refused before anything runs.
+    if a.batch == Some(0) {
+        bail!("--batch 0: give a batch of 1 or more");
+    }
+    if !a.sweep.is_empty() {
+        headroom_core::scriptsweep::parse_axes(&a.sweep)?;
+    }
+    if let Some(d) = &a.device_sweep {
+        headroom_core::jobs::usersweep::parse_devices(d)?;
+    }
     let (command, project) = resolve_command(a)?;
     let auto = a.sweep.iter().any(|s| s.trim() == "batch=auto");
     let command = if auto {

@@ -354,15 +354,16 @@ fn a_closed_stdout_ends_each_command_quietly() {
         &["run", "--json", "--", "true"],
     ];
     for args in commands {
-        let mut child = home
+        // A pipe whose read end is closed before the command starts: every write to its
+        // stdout fails with EPIPE.
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let out = home
             .cmd(args)
-            .stdout(Stdio::piped())
+            .stdout(Stdio::from(writer))
             .stderr(Stdio::piped())
-            .spawn()
+            .output()
             .expect("headroom");
-        // Close the read end at once: every write to stdout then fails with EPIPE.
-        drop(child.stdout.take());
-        let out = child.wait_with_output().expect("wait");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
         // 141 where it wrote to stdout; a command with nothing for stdout (no projects yet, said
@@ -375,4 +376,69 @@ fn a_closed_stdout_ends_each_command_quietly() {
             out.status
         );
     }
+}
+
+/// Issue 39: bad sweep values and batches are refused before anything runs, each with a
+/// message that names the value and nothing recorded.
+#[test]
+fn bad_sweep_values_batches_and_devices_are_refused_before_anything_runs() {
+    let home = crate::common::Home::new();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "--sweep", "batch=a,b", "--", "echo", "{batch}"],
+            "\"a\" is not a whole number",
+        ),
+        (
+            &["run", "--sweep", "batch=0", "--", "echo", "{batch}"],
+            "\"0\" is not a whole number",
+        ),
+        (
+            &["run", "--sweep", "batch=-1", "--", "echo", "{batch}"],
+            "\"-1\" is not a whole number",
+        ),
+        (
+            &[
+                "run",
+                "--sweep",
+                "batch=99999999999",
+                "--",
+                "echo",
+                "{batch}",
+            ],
+            "from 1 to",
+        ),
+        (
+            &["run", "--sweep", "batch=auto,4", "--", "echo", "{batch}"],
+            "stands alone",
+        ),
+        (
+            &[
+                "run", "--sweep", "batch=1", "--sweep", "batch=2", "--", "echo", "{batch}",
+            ],
+            "given twice",
+        ),
+        (
+            &[
+                "run",
+                "--sweep",
+                "batch=auto",
+                "--device-sweep",
+                "cpu,bogus",
+                "--",
+                "echo",
+                "{batch}",
+                "{device}",
+            ],
+            "not a device",
+        ),
+        (&["run", "--batch", "0", "--", "echo", "hi"], "--batch 0"),
+    ];
+    for (args, want) in cases {
+        let out = home.run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert!(home.runs().is_empty(), "nothing ran");
 }

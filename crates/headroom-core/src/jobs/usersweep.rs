@@ -51,13 +51,14 @@ impl DeviceChoice {
             }
             None => (t, None),
         };
-        let ok = !device.is_empty()
-            && device
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, ':' | '_' | '-'));
+        // A torch device type, with an index where it has several.
+        let (kind, index) = device.split_once(':').unwrap_or((device, ""));
+        let ok = matches!(kind, "cpu" | "mps" | "cuda" | "xpu" | "gpu")
+            && (index.is_empty()
+                || (kind != "cpu" && kind != "mps" && index.parse::<u32>().is_ok()));
         if !ok {
             return Err(CoreError::InvalidInput(format!(
-                "--device-sweep {t:?} is not a device; give names the script takes, e.g. cpu,mps or cpu,cuda"
+                "--device-sweep {t:?} is not a device: give torch's names as the script takes them (cpu, mps, cuda, cuda:1), e.g. cpu,mps or cpu,cuda"
             )));
         }
         Ok(Self {
