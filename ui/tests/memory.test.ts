@@ -143,4 +143,24 @@ describe("memory panel", () => {
     expect(none.calls).toContain("lastWrappedRun");
     expect(get(empty.root, "memory-status").textContent).toContain("no `headroom run` recorded yet");
   });
+
+  it("a restore still waiting on the backend never draws an older run over a watch that started", async () => {
+    const old = snap({ running: false, kind: "run", status: "complete", title: "run 14: python train.py --batch-size 300", message: "49 steps" });
+    const b = mockBackend({ projects: [{ name: "train", dir: "/tmp/train", python: null, command: ["python", "train.py"] }] });
+    // The newest wrapped run (a sweep's last start) comes back only after the watch began.
+    b.lastWrappedRun = () => new Promise((r) => setTimeout(() => r(old), 20));
+    const panel = memoryPanel(b);
+    document.body.append(panel.root);
+    const restoring = panel.restore();
+    panel.watchProject("train", 300, null);
+    await flush();
+    b.pushMemory(snap({ kind: "run", title: "train: python train.py", message: "3 epochs · 60 steps", samples: [sample(1, 400), sample(2, 401), sample(3, 402)] }));
+    await restoring;
+    await new Promise((r) => setTimeout(r, 30));
+    const status = get(panel.root, "memory-status");
+    expect(status.dataset.state).toBe("running");
+    expect(status.textContent).toContain("train: python train.py");
+    expect(status.textContent).not.toContain("run 14");
+    panel.root.remove();
+  });
 });

@@ -102,7 +102,12 @@ export function memoryPanel(
   // What runs (or ran) first, then the ways to start one.
   root.append(status, verdict, chart, table, form, watchHead, list, mineHead);
 
+  // Bumped whenever a job of this panel shows itself or starts: a restore that was waiting on
+  // the backend meanwhile must not draw an older run over it (the e2e's Watch after a sweep).
+  let generation = 0;
+
   function show(s: MemorySnapshot): void {
+    generation++;
     // A finished run of the user's command says what was observed, not only how it ended.
     const ended = s.kind === "run" && s.message ? `${s.status} · ${s.message}` : s.status;
     status.textContent = `${s.title} · ${s.running ? s.message : ended}`;
@@ -156,6 +161,7 @@ export function memoryPanel(
 
   /** "Watch my training" (from the project bar): the project's run, its epochs live. */
   function watchProject(name: string, batch: number | null, device: string | null): void {
+    generation++;
     status.textContent = `starting ${name}`;
     status.dataset.state = "running";
     onRunning(true);
@@ -246,13 +252,15 @@ export function memoryPanel(
 
   /** The panel's job of this session, else the user's newest wrapped run. */
   async function restore(): Promise<void> {
+    const at = generation;
     const s = await backend.memorySnapshot().catch(() => null);
+    if (generation !== at) return;
     if (s) {
       show(s);
       return;
     }
     const w = await backend.lastWrappedRun().catch(() => null);
-    if (w) showWrapped(w);
+    if (w && generation === at) showWrapped(w);
   }
   return { root, restore, watchProject };
 }
