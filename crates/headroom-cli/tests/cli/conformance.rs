@@ -37,6 +37,7 @@ const LOOPS: &[(&str, &str)] = &[
         include_str!("loops/functional_grad.py"),
     ),
     ("no_signal.py", include_str!("loops/no_signal.py")),
+    ("ddp_loop.py", include_str!("loops/ddp_loop.py")),
     (
         "module_transforms.py",
         include_str!("loops/module_transforms.py"),
@@ -278,10 +279,17 @@ fn an_accelerate_loop_with_accumulate_steps_every_second_batch() {
 /// CPU: every start gives a point (no error, no invented OOM), and the answer is a knee or
 /// throughput still rising at the largest batch allowed.
 fn swept(script: &str, flag: &str, max: &str) -> Value {
+    swept_as(&[script], flag, max)
+}
+
+/// [`swept`] of a command that starts with `lead` after the Python (a launcher and its
+/// options, then the script).
+fn swept_as(lead: &[&str], flag: &str, max: &str) -> Value {
+    let script = lead.last().copied().unwrap_or_default();
     let home = home_with_loops();
     let py = python();
-    let out = home
-        .cmd(&[
+    let all = [
+        &[
             "run",
             "--json",
             "--sweep",
@@ -290,10 +298,13 @@ fn swept(script: &str, flag: &str, max: &str) -> Value {
             max,
             "--",
             py.to_str().expect("utf-8"),
-            script,
-            flag,
-            "{batch}",
-        ])
+        ][..],
+        lead,
+        &[flag, "{batch}"],
+    ]
+    .concat();
+    let out = home
+        .cmd(&all)
         .env("OMP_NUM_THREADS", "1")
         .output()
         .expect("headroom run --sweep");
@@ -328,6 +339,75 @@ fn batch_auto_sweeps_a_gan_by_its_batch_flag() {
 #[test]
 fn batch_auto_sweeps_an_inference_loop() {
     swept("inference.py", "--batch-size", "1024");
+}
+
+#[test]
+fn batch_auto_sweeps_accumulation_with_a_grad_scaler() {
+    swept("accumulate_scaler.py", "--batch-size", "256");
+}
+
+#[test]
+fn batch_auto_sweeps_a_get_batch_loop() {
+    swept("get_batch_memmap.py", "--batch_size", "128");
+}
+
+#[test]
+fn batch_auto_sweeps_an_iterable_dataset() {
+    swept("iterable.py", "--batch-size", "512");
+}
+
+#[test]
+fn batch_auto_sweeps_an_hf_trainer() {
+    swept("hf_trainer.py", "--batch-size", "128");
+}
+
+#[test]
+fn batch_auto_sweeps_a_lightning_trainer() {
+    swept("lightning_loop.py", "--batch-size", "512");
+}
+
+#[test]
+fn batch_auto_sweeps_an_accelerate_loop() {
+    swept("accelerate_loop.py", "--batch-size", "512");
+}
+
+#[test]
+fn batch_auto_sweeps_two_torchrun_ranks() {
+    swept_as(
+        &[
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node=2",
+            "ddp_loop.py",
+        ],
+        "--batch-size",
+        "512",
+    );
+}
+
+/// `torchrun` with two ranks: the run follows one rank (its own half of each step), and that
+/// rank's samples/s agrees with the rank's own timer.
+#[test]
+fn two_torchrun_ranks_agree_with_the_ranks_own_timer() {
+    let home = home_with_loops();
+    let (v, iterations, rate, _) = observed(
+        &home,
+        &[
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node=2",
+            "ddp_loop.py",
+        ],
+    );
+    let o = &v["observed"];
+    assert_eq!(o["stepping_processes"], 2, "{o}");
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(o["accumulation"], 1, "{o}");
+    assert_eq!(v["batch"], 32, "{v}");
+    agrees(&v, rate);
+    assert_eq!(v["epochs"].as_array().map(Vec::len), Some(2), "{v}");
 }
 
 #[test]
