@@ -203,12 +203,11 @@ pub async fn start_sweep(
     let req = request(&form)?;
     let launcher = match form.host.as_deref().filter(|h| !h.is_empty()) {
         Some(name) => {
-            let hosts = headroom_core::remote::Hosts::load()?;
-            let profile = hosts.get(name)?.clone();
-            headroom_core::remote::sshconfig::sync(
-                &headroom_core::remote::ssh_dir()?,
-                hosts.list(),
-            )?;
+            // Under the edit lock: ssh must know the name before it is used.
+            let (profile, _) =
+                headroom_core::remote::Hosts::edit(&headroom_core::remote::ssh_dir()?, |hosts| {
+                    Ok(hosts.get(name)?.clone())
+                })?;
             jobs::sweep::Launcher::Remote {
                 profile,
                 timeout: std::time::Duration::from_secs(15),

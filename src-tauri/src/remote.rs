@@ -8,7 +8,7 @@ use std::time::Duration;
 use headroom_core::remote::check::{check, record, CheckOptions, CheckReport};
 use headroom_core::remote::migrate::{run_step, Context, Migration, Step};
 use headroom_core::remote::vnc::{open_tunnel, opener, Tunnel};
-use headroom_core::remote::{ssh_dir, sshconfig, HostProfile, Hosts};
+use headroom_core::remote::{ssh_dir, HostProfile, Hosts};
 use serde::{Deserialize, Serialize};
 use tauri::ipc::Channel;
 use tauri::State;
@@ -17,10 +17,12 @@ use crate::commands::blocking;
 use crate::error::{AppError, ErrorCode};
 use crate::state::{lock, AppState};
 
-fn save_and_sync(hosts: &Hosts) -> Result<(), AppError> {
-    hosts.save()?;
-    sshconfig::sync(&ssh_dir()?, hosts.list())?;
-    Ok(())
+/// Changes the profiles with `f` and writes them and the managed ssh config under Headroom's
+/// edit lock, both or neither (a `remote add` from the CLI at the same moment waits).
+fn edit_hosts<T>(
+    f: impl FnOnce(&mut Hosts) -> Result<T, headroom_core::CoreError>,
+) -> Result<T, AppError> {
+    Ok(Hosts::edit(&ssh_dir()?, f)?.0)
 }
 
 /// The profiles.
@@ -33,9 +35,7 @@ pub async fn list_hosts() -> Result<Vec<HostProfile>, AppError> {
 #[tauri::command]
 pub async fn add_host(profile: HostProfile, replace: bool) -> Result<HostProfile, AppError> {
     blocking(move || {
-        let mut hosts = Hosts::load()?;
-        hosts.add(profile.clone(), replace)?;
-        save_and_sync(&hosts)?;
+        edit_hosts(|hosts| hosts.add(profile.clone(), replace))?;
         Ok(profile)
     })
     .await
@@ -45,12 +45,11 @@ pub async fn add_host(profile: HostProfile, replace: bool) -> Result<HostProfile
 #[tauri::command]
 pub async fn remove_host(name: String) -> Result<bool, AppError> {
     blocking(move || {
-        let mut hosts = Hosts::load()?;
-        // An unknown name is refused as the CLI refuses it, and nothing is rewritten.
-        hosts.get(&name)?;
-        let removed = hosts.remove(&name);
-        save_and_sync(&hosts)?;
-        Ok(removed)
+        edit_hosts(|hosts| {
+            // An unknown name is refused as the CLI refuses it, and nothing is rewritten.
+            hosts.get(&name)?;
+            Ok(hosts.remove(&name))
+        })
     })
     .await
 }
@@ -149,9 +148,8 @@ pub fn make_key_in(dir: &Path) -> Result<KeyInfo, AppError> {
 #[tauri::command]
 pub async fn check_host(name: String) -> Result<CheckReport, AppError> {
     blocking(move || {
-        let hosts = Hosts::load()?;
-        let p = hosts.get(&name)?.clone();
-        sshconfig::sync(&ssh_dir()?, hosts.list())?;
+        // Under the edit lock: ssh must know the name before it is used.
+        let p = edit_hosts(|hosts| Ok(hosts.get(&name)?.clone()))?;
         let r = check(&p, &CheckOptions::default())?;
         let ledger = headroom_core::jobs::open_ledger()?;
         record(&ledger, &r)?;
@@ -189,9 +187,8 @@ pub async fn run_migration_step(
     on_update: Channel<String>,
 ) -> Result<Migration, AppError> {
     blocking(move || {
-        let hosts = Hosts::load()?;
-        let p = hosts.get(&name)?.clone();
-        sshconfig::sync(&ssh_dir()?, hosts.list())?;
+        // Under the edit lock: ssh must know the name before it is used.
+        let p = edit_hosts(|hosts| Ok(hosts.get(&name)?.clone()))?;
         let proj = headroom_core::project::get(&project)?;
         let mut m = Migration::load_or_new(
             &name,
@@ -235,9 +232,8 @@ pub struct VncState {
 #[tauri::command]
 pub async fn open_vnc(state: State<'_, AppState>, name: String) -> Result<String, AppError> {
     let (url, tunnel) = blocking(move || {
-        let hosts = Hosts::load()?;
-        let p = hosts.get(&name)?.clone();
-        sshconfig::sync(&ssh_dir()?, hosts.list())?;
+        // Under the edit lock: ssh must know the name before it is used.
+        let p = edit_hosts(|hosts| Ok(hosts.get(&name)?.clone()))?;
         let t = open_tunnel(&p, None, Duration::from_secs(15))?
             .map_err(|f| AppError::new(ErrorCode::Tunnel, format!("{} — {}", f.message, f.fix)))?;
         let url = t.url();

@@ -128,8 +128,26 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("headroom: error: {e:#}");
+            eprintln!("headroom: error: {}", chain_once(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// The error and its causes joined with ": ", each said once: Headroom's errors already carry
+/// their OS error in their own words (`cannot write /x: Read-only file system (os error 30)`), so
+/// a cause whose text is in what came before is left out.
+fn chain_once(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let c = cause.to_string();
+        if text.contains(&c) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&c);
+    }
+    text
 }

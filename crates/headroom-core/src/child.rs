@@ -114,6 +114,8 @@ fn run(
             Ok(None) if Instant::now() < deadline => feed(Duration::from_millis(20), &mut on),
             // Past the deadline (or unable to wait): stop it.
             _ => {
+                // Its own children first (a hung interpreter's subprocess would live on).
+                kill_descendants(child.id());
                 let _ = child.kill();
                 let _ = child.wait();
                 break None;
@@ -140,6 +142,30 @@ fn run(
         stdout,
         stderr,
     })
+}
+
+/// Kills (SIGKILL) every process descended from `pid`, read from the process table.
+fn kill_descendants(pid: u32) {
+    use sysinfo::{ProcessRefreshKind, ProcessesToUpdate};
+    let mut sys = sysinfo::System::new();
+    sys.refresh_processes_specifics(ProcessesToUpdate::All, true, ProcessRefreshKind::nothing());
+    let mut tree = vec![sysinfo::Pid::from_u32(pid)];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(
+            sys.processes()
+                .iter()
+                .filter(|(_, p)| p.parent() == Some(parent))
+                .map(|(child, _)| *child),
+        );
+        i += 1;
+    }
+    for p in tree.iter().skip(1) {
+        if let Some(proc_) = sys.process(*p) {
+            proc_.kill();
+        }
+    }
 }
 
 /// Bytes cut into lines at `\n` or `\r`, the unfinished tail kept for the next chunk.
@@ -276,6 +302,30 @@ pub fn pty_for(
 
 #[cfg(test)]
 mod tests {
+    /// A child past its limit is killed with its own children: the hung interpreter's
+    /// subprocess that `doctor --timeout` used to leave behind.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_child_past_its_limit_takes_its_own_children_with_it() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "sleep 60 & echo $!; wait"]);
+        let f = run_within(&mut cmd, Duration::from_millis(500)).expect("ran");
+        assert!(f.timed_out());
+        let pid: u32 = f.stdout.trim().parse().expect("the grandchild's pid");
+        let gone = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+            })
+        };
+        let t0 = Instant::now();
+        while !gone() && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(gone(), "sleep {pid} outlived its parent's limit");
+    }
+
     use super::*;
 
     fn sh(script: &str) -> Command {

@@ -329,12 +329,9 @@ pub fn edit_at(
     what: &str,
     f: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<(), CoreError>,
 ) -> Result<(), CoreError> {
-    // One edit at a time in this process (the app saves from several threads): each reads what
-    // the one before it wrote.
-    static EDITS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = EDITS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // One edit at a time, across processes (another `config set` or `project add` waits) and
+    // between the app's threads (each open of the lock file is its own flock).
+    let _edits = crate::paths::lock_edits(path)?;
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -355,6 +352,12 @@ pub fn edit_at(
     })?;
     f(&mut doc)?;
     let out = doc.to_string();
+    // A file written with CRLF line ends (an editor on Windows, a synced folder) keeps them.
+    let out = if text.contains("\r\n") {
+        out.replace("\r\n", "\n").replace('\n', "\r\n")
+    } else {
+        out
+    };
     parse(&out).map_err(|e| {
         CoreError::InvalidInput(format!(
             "the configuration {} would not read back after the change ({e}); nothing was written",

@@ -168,6 +168,10 @@ pub fn checksums(
     for f in &files {
         let meta = std::fs::metadata(f).map_err(|e| io_err("cannot read a dataset file", f, e))?;
         let abs = std::fs::canonicalize(f).unwrap_or_else(|_| f.clone());
+        // A file named twice (`--data D --data D`, or a folder and a file in it) counts once.
+        if metas.iter().any(|(seen, _, _)| seen == &abs) {
+            continue;
+        }
         metas.push((abs, meta.len(), mtime_ns(&meta)));
     }
     let total: u64 = metas.iter().map(|m| m.1).sum();
@@ -184,7 +188,7 @@ pub fn checksums(
                     total_bytes: total,
                     file: abs,
                     files_done: i,
-                    files: files.len(),
+                    files: metas.len(),
                 });
             })?;
             // The file changed while it was read: its checksum would describe neither version.
@@ -205,7 +209,7 @@ pub fn checksums(
             total_bytes: total,
             file: abs,
             files_done: i + 1,
-            files: files.len(),
+            files: metas.len(),
         });
         out.push(Shard {
             path: key,
@@ -259,5 +263,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a"), b"x").unwrap();
         assert_eq!(expand(&[dir.path().to_owned()]).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_file_named_twice_is_counted_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        std::fs::write(data.join("a.bin"), b"abc").unwrap();
+        let ledger = Ledger::open(&dir.path().join("ledger.sqlite3")).unwrap();
+        let once = checksums(&ledger, std::slice::from_ref(&data), &mut |_| {}).unwrap();
+        let twice = checksums(
+            &ledger,
+            &[data.clone(), data.clone(), data.join("a.bin")],
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(twice.len(), 1);
+        assert_eq!(digest(&once), digest(&twice));
     }
 }

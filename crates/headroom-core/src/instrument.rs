@@ -944,9 +944,30 @@ impl Drop for Channel {
     }
 }
 
+/// Removes the `headroom-run-PID-N` folders in `base` whose headroom process is gone (one
+/// killed with SIGKILL cannot remove its own).
+fn remove_stale(base: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .strip_prefix("headroom-run-")
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid.filter(|p| *p != std::process::id()) {
+            if !crate::jobs::process_alive(pid) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+}
+
 fn fresh_dir() -> Result<PathBuf, CoreError> {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let base = std::env::temp_dir();
+    remove_stale(&base);
     for _ in 0..100 {
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
         let dir = base.join(format!("headroom-run-{}-{n}", std::process::id()));

@@ -100,6 +100,22 @@ pub fn open_ledger() -> Result<Ledger, CoreError> {
     Ok(ledger)
 }
 
+/// Opens the ledger at `path` for a job that must not end because of it (see
+/// [`Ledger::keep_going`]): closing the orphans is skipped while the ledger is busy, and a ledger
+/// that cannot be opened gives a [detached](Ledger::detached) handle. `tell` prints on stderr
+/// what happens to the records.
+pub fn open_ledger_keeping(path: &std::path::Path, tell: bool) -> Result<Ledger, CoreError> {
+    // The command waits for this open: a lock held elsewhere is waited for a moment only.
+    match Ledger::open_waiting(path, std::time::Duration::from_secs(1)) {
+        Ok(ledger) => {
+            ledger.keep_going(tell);
+            let _ = ledger.close_orphans(&hostname(), process_alive);
+            Ok(ledger)
+        }
+        Err(e) => Ledger::detached(path, &e, tell),
+    }
+}
+
 /// The libtorch version in a `--version` line of `headroom` or `headroom-worker`
 /// (`headroom 0.1.0 (commit 0123abcd4567, libtorch 2.11.0)`); `None` when the line has none or
 /// says it is unknown.

@@ -2,9 +2,12 @@
 //! worker that dies loses nothing it had finished. Schema migrations are embedded and versioned
 //! with `PRAGMA user_version`; a database newer than this binary is refused with a clear error.
 
+mod keep;
 mod migrations;
 mod read;
 mod write;
+
+pub use keep::{Settled, KEEP_BYTES};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -24,6 +27,8 @@ pub struct Ledger {
     path: PathBuf,
     /// Samples every run begun through this handle records at its start (see [`Ledger::attach`]).
     attached: std::cell::RefCell<Vec<(u32, String, serde_json::Value)>>,
+    /// What a handle that keeps going holds back (see [`Ledger::keep_going`]).
+    keep: std::cell::RefCell<keep::Keep>,
 }
 
 /// How a run ended (or that it has not yet).
@@ -270,8 +275,8 @@ impl RunRecord {
 /// SQLite does not call the busy handler while another connection holds the lock this switch
 /// needs (two processes creating the ledger at once), so the switch is retried here for as long
 /// as the busy timeout would have waited.
-fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
-    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+fn use_wal(conn: &Connection, busy: Duration) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + busy;
     loop {
         let mode =
             conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0));
@@ -293,6 +298,18 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 impl Ledger {
     /// Opens (creating if needed) the ledger at `path` and brings its schema up to date.
     pub fn open(path: &Path) -> Result<Self, CoreError> {
+        Self::open_waiting(path, BUSY_TIMEOUT)
+    }
+
+    /// [`Ledger::open`], waiting at most `busy` for another process' lock.
+    pub fn open_waiting(path: &Path, busy: Duration) -> Result<Self, CoreError> {
+        if path.is_dir() {
+            return Err(CoreError::InvalidInput(format!(
+                "ledger {} is a folder, not a file: move it aside (or set HEADROOM_HOME to \
+                 another folder) and Headroom starts a new ledger there",
+                path.display()
+            )));
+        }
         if let Some(dir) = path.parent() {
             crate::paths::ensure_dir(dir)?;
         }
@@ -301,8 +318,8 @@ impl Ledger {
             source,
         };
         let conn = Connection::open(path).map_err(err)?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
-        use_wal(&conn).map_err(err)?;
+        conn.busy_timeout(busy).map_err(err)?;
+        use_wal(&conn, busy).map_err(err)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(err)?;
         conn.pragma_update(None, "foreign_keys", "ON")
@@ -311,8 +328,11 @@ impl Ledger {
             conn,
             path: path.to_path_buf(),
             attached: std::cell::RefCell::default(),
+            keep: std::cell::RefCell::default(),
         };
         migrations::migrate(&ledger.conn, path)?;
+        ledger.replay_spills();
+        let _ = ledger.conn.busy_timeout(BUSY_TIMEOUT);
         Ok(ledger)
     }
 

@@ -39,3 +39,55 @@ pub fn ensure_dir(dir: &std::path::Path) -> Result<(), CoreError> {
         source,
     })
 }
+
+/// One read-modify-write of Headroom's files at a time, across processes (the CLI, the app):
+/// an advisory lock (`flock` through [`std::fs::File::lock`]) on `.headroom.lock` in the folder
+/// of the file edited, held until the guard drops. Re-entrant within a thread (an edit that
+/// spans two files takes it once for both), so a caller may hold it around a whole change.
+#[must_use = "the lock is held while the guard lives"]
+#[derive(Debug)]
+pub struct EditLock {
+    held: Option<(std::fs::File, PathBuf)>,
+}
+
+thread_local! {
+    static HELD: std::cell::RefCell<Vec<PathBuf>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Takes the edit lock of the folder holding `file` (waiting for another process' edit).
+pub fn lock_edits(file: &std::path::Path) -> Result<EditLock, CoreError> {
+    let dir = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let at = dir.join(".headroom.lock");
+    if HELD.with(|h| h.borrow().contains(&at)) {
+        return Ok(EditLock { held: None });
+    }
+    ensure_dir(dir)?;
+    let io = |what, source| CoreError::Io {
+        what,
+        path: at.display().to_string(),
+        source,
+    };
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&at)
+        .map_err(|e| io("cannot open the edit lock", e))?;
+    f.lock().map_err(|e| io("cannot take the edit lock", e))?;
+    HELD.with(|h| h.borrow_mut().push(at.clone()));
+    Ok(EditLock {
+        held: Some((f, at)),
+    })
+}
+
+impl Drop for EditLock {
+    fn drop(&mut self) {
+        if let Some((f, at)) = self.held.take() {
+            HELD.with(|h| h.borrow_mut().retain(|p| p != &at));
+            let _ = f.unlock();
+        }
+    }
+}

@@ -93,6 +93,15 @@ impl Project {
 
     /// Checks that the folder (and the Python, when set) exist, with what to do when not.
     pub fn check_usable(&self) -> Result<(), CoreError> {
+        if self.dir.exists() && !self.dir.is_dir() {
+            return Err(bad(format!(
+                "project {:?}: {} is a file, not a folder; give the folder the command runs in \
+                 (`headroom project add {} --dir FOLDER --replace -- …`)",
+                self.name,
+                self.dir.display(),
+                self.name
+            )));
+        }
         if !self.dir.is_dir() {
             return Err(bad(format!(
                 "project {:?}: its folder {} does not exist (moved or on an unmounted disk?); \
@@ -111,7 +120,42 @@ impl Project {
                 self.name
             )));
         }
+        if let Some(p) = &self.python {
+            check_python(&self.name, p)?;
+        }
         Ok(())
+    }
+}
+
+/// What a Python prints for [`check_python`].
+const PYTHON_PROBE: &str = "import sys; print('headroom-python', *sys.version_info[:2])";
+
+/// Whether the program at `py` is a Python 3 (it runs a one-line probe, up to 20 s): a project
+/// whose `--python` is `/bin/ls` would otherwise run `ls` with the training's arguments.
+fn check_python(name: &str, py: &std::path::Path) -> Result<(), CoreError> {
+    let mut cmd = std::process::Command::new(py);
+    cmd.args(["-c", PYTHON_PROBE]);
+    let said = crate::child::run_within(&mut cmd, std::time::Duration::from_secs(20))
+        .ok()
+        .filter(crate::child::Finished::success)
+        .and_then(|f| {
+            f.stdout
+                .lines()
+                .find_map(|l| l.strip_prefix("headroom-python "))
+                .map(str::to_owned)
+        });
+    match said {
+        Some(v) if v.starts_with("3 ") => Ok(()),
+        Some(v) => Err(bad(format!(
+            "project {name:?}: {} is Python {}, and Headroom's observer needs Python 3",
+            py.display(),
+            v.replace(' ', ".")
+        ))),
+        None => Err(bad(format!(
+            "project {name:?}: {} is not a Python interpreter (it did not run `python -c`); \
+             give the interpreter's full path (`headroom doctor` lists those found)",
+            py.display()
+        ))),
     }
 }
 
@@ -186,14 +230,18 @@ pub fn get(name: &str) -> Result<Project, CoreError> {
 pub fn find(projects: &BTreeMap<String, Project>, name: &str) -> Result<Project, CoreError> {
     projects.get(name).cloned().ok_or_else(|| {
         let known: Vec<&str> = projects.keys().map(String::as_str).collect();
-        bad(format!(
-            "no project named {name:?}{}; `headroom project add {name} --dir DIR -- python train.py --batch-size {{batch}}` adds it",
-            if known.is_empty() {
-                String::new()
-            } else {
-                format!(" (there are: {})", known.join(", "))
-            }
-        ))
+        let there = if known.is_empty() {
+            String::new()
+        } else {
+            format!(" (there are: {})", known.join(", "))
+        };
+        // Suggest adding it only under a name `project add` takes.
+        match check_name(name) {
+            Ok(()) => bad(format!(
+                "no project named {name:?}{there}; `headroom project add {name} --dir DIR -- python train.py --batch-size {{batch}}` adds it"
+            )),
+            Err(why) => bad(format!("no project named {name:?}{there}; {why}")),
+        }
     })
 }
 
@@ -201,6 +249,8 @@ pub fn find(projects: &BTreeMap<String, Project>, name: &str) -> Result<Project,
 /// editing only its `[projects.NAME]` table; the file is written atomically.
 pub fn add_to(path: &Path, p: &Project, replace: bool) -> Result<(), CoreError> {
     p.validate()?;
+    // The check and the write under one lock: two adds of one name cannot both pass it.
+    let _edits = crate::paths::lock_edits(path)?;
     let existing = load_from(path)?;
     if existing.contains_key(&p.name) && !replace {
         return Err(bad(format!(
@@ -239,6 +289,7 @@ pub fn add_to(path: &Path, p: &Project, replace: bool) -> Result<(), CoreError> 
 
 /// Removes project `name` from the configuration at `path`; `false` when there was none.
 pub fn remove_from(path: &Path, name: &str) -> Result<bool, CoreError> {
+    let _edits = crate::paths::lock_edits(path)?;
     if !load_from(path)?.contains_key(name) {
         return Ok(false);
     }

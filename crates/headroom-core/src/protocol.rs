@@ -100,9 +100,17 @@ pub fn parse_batches(text: &str) -> Result<Vec<u32>, CoreError> {
     let mut out = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let b: u32 = part.parse().map_err(|_| {
-            CoreError::InvalidInput(format!(
-                "batch {part:?} in {text:?} is not a positive whole number; write e.g. 1,2,4,8"
-            ))
+            let digits = !part.is_empty() && part.bytes().all(|c| c.is_ascii_digit());
+            CoreError::InvalidInput(if digits {
+                format!(
+                    "batch {part} in {text:?} is too large: a batch is at most {}",
+                    u32::MAX
+                )
+            } else {
+                format!(
+                    "batch {part:?} in {text:?} is not a positive whole number; write e.g. 1,2,4,8"
+                )
+            })
         })?;
         if b == 0 {
             return Err(CoreError::InvalidInput(

@@ -318,6 +318,48 @@ impl Hosts {
         self.hosts.remove(name).is_some()
     }
 
+    /// Loads the profiles, lets `f` change them, then writes `hosts.toml`, the managed ssh file
+    /// and the Include line of `ssh_dir/config`, all under one edit lock (another `remote add`
+    /// from the CLI or the app waits). Both sides change or neither: when the ssh side cannot
+    /// be written, `hosts.toml` and the managed file are put back as they were.
+    pub fn edit<T>(
+        ssh_dir: &Path,
+        f: impl FnOnce(&mut Self) -> Result<T, CoreError>,
+    ) -> Result<(T, sshconfig::SyncReport), CoreError> {
+        Self::edit_at(&Self::path()?, ssh_dir, f)
+    }
+
+    /// [`Hosts::edit`] of the profiles at `path`.
+    pub fn edit_at<T>(
+        path: &Path,
+        ssh_dir: &Path,
+        f: impl FnOnce(&mut Self) -> Result<T, CoreError>,
+    ) -> Result<(T, sshconfig::SyncReport), CoreError> {
+        let _edits = crate::paths::lock_edits(path)?;
+        let mut hosts = Self::load_from(path)?;
+        let out = f(&mut hosts)?;
+        let managed = sshconfig::managed_path(ssh_dir);
+        let before = [
+            (path.to_path_buf(), std::fs::read(path).ok()),
+            (managed.clone(), std::fs::read(&managed).ok()),
+        ];
+        let result = hosts
+            .save()
+            .and_then(|()| sshconfig::sync(ssh_dir, hosts.list()));
+        match result {
+            Ok(report) => Ok((out, report)),
+            Err(e) => {
+                for (at, old) in &before {
+                    let _ = match old {
+                        Some(bytes) => sshconfig::write_atomically(at, bytes, 0o600),
+                        None => std::fs::remove_file(at).or(Ok(())),
+                    };
+                }
+                Err(e)
+            }
+        }
+    }
+
     /// Writes the profiles atomically (a temp file renamed over the old one).
     pub fn save(&self) -> Result<(), CoreError> {
         let file = HostsFile {

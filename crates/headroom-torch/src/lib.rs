@@ -26,9 +26,26 @@ pub enum TorchError {
     /// The request cannot run as given (unknown workload, bad shape, absent device...).
     #[error("{message}")]
     BadRequest { code: ErrorCode, message: String },
-    /// libtorch raised an error.
-    #[error("libtorch: {0}")]
+    /// libtorch raised an error (said without libtorch's C++ backtrace).
+    #[error("libtorch: {}", without_backtrace(&.0.to_string()))]
     Torch(#[from] tch::TchError),
+}
+
+/// libtorch's message without the C++ stack it appends (`Exception raised from … (most recent
+/// call first):` and thirty `frame #N:` lines): what failed, not where in libtorch.
+pub fn without_backtrace(message: &str) -> &str {
+    // Also as a panic's `{:?}` writes it, its newlines escaped.
+    let cut = [
+        "\nException raised from",
+        "\nframe #",
+        "\\nException raised from",
+        "\\nframe #",
+    ]
+    .iter()
+    .filter_map(|m| message.find(m))
+    .min()
+    .unwrap_or(message.len());
+    message[..cut].trim_end()
 }
 
 impl TorchError {
@@ -140,5 +157,23 @@ pub(crate) fn hello(
         input_shape,
         parameters,
         pid: std::process::id(),
+    }
+}
+
+#[cfg(test)]
+mod backtrace_tests {
+    #[test]
+    fn libtorch_messages_lose_their_cpp_stack_raw_or_escaped() {
+        let raw = "[enforce fail at alloc_cpu.cpp:127] can't allocate memory\nframe #0: c10::x + 0x6a\nframe #1: y";
+        assert_eq!(
+            super::without_backtrace(raw),
+            "[enforce fail at alloc_cpu.cpp:127] can't allocate memory"
+        );
+        let escaped = r#"Torch("shape '[1, 2]' is invalid\nException raised from f at g.cpp:1 (most recent call first):\nframe #0: h")"#;
+        assert_eq!(
+            super::without_backtrace(escaped),
+            r#"Torch("shape '[1, 2]' is invalid"#
+        );
+        assert_eq!(super::without_backtrace("plain"), "plain");
     }
 }

@@ -563,16 +563,34 @@ fn add_split(parts: &mut [Vec<f64>; 3], t: [f64; 3]) {
     }
 }
 
+thread_local! {
+    /// How deep this thread is in [`guarded`] calls: a panic there becomes an error.
+    static GUARDED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether a panic on this thread now is caught by [`guarded`].
+pub fn in_guard() -> bool {
+    GUARDED.with(std::cell::Cell::get) > 0
+}
+
+/// The message a panic carries.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_else(|| "libtorch failed".to_owned())
+}
+
 /// Runs `f`, turning a panic inside tch (its infallible ops panic on libtorch errors) into an error.
 pub fn guarded<T>(f: impl FnOnce() -> Result<T, TorchError>) -> Result<T, TorchError> {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    GUARDED.with(|g| g.set(g.get() + 1));
+    let caught = catch_unwind(AssertUnwindSafe(f));
+    GUARDED.with(|g| g.set(g.get().saturating_sub(1)));
+    match caught {
         Ok(r) => r,
         Err(payload) => {
-            let msg = payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                .unwrap_or_else(|| "libtorch failed".to_owned());
+            let msg = panic_message(payload.as_ref());
             Err(TorchError::Torch(tch::TchError::Torch(msg)))
         }
     }

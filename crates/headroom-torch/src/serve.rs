@@ -17,8 +17,24 @@ use crate::{device, measure::guarded, TorchError};
 /// Runs the one job read from stdin; exits the process itself once its result is sent.
 pub fn run() -> ExitCode {
     // tch's infallible ops panic on libtorch errors; the step loop catches them, so keep the
-    // default hook from printing them as crashes.
-    std::panic::set_hook(Box::new(|_| {}));
+    // default hook from printing them as crashes. A panic nowhere caught still says what it was:
+    // an error event the parent shows, instead of an exit code alone.
+    std::panic::set_hook(Box::new(|info| {
+        if crate::measure::in_guard() {
+            return;
+        }
+        let what = crate::measure::panic_message(info.payload());
+        let at = info
+            .location()
+            .map(|l| format!(" (at {}:{})", l.file(), l.line()))
+            .unwrap_or_default();
+        let e = Event::Error {
+            code: headroom_core::error::ErrorCode::Internal,
+            message: format!("the worker failed: {}{at}", crate::without_backtrace(&what)),
+        };
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", e.to_line()).and_then(|()| out.flush());
+    }));
     // Each line is written under stdout's lock, so the heartbeat thread's lines never split an
     // event's.
     let send = |e: &Event| {

@@ -74,7 +74,7 @@ pub fn run(a: &EpochsArgs) -> Result<ExitCode> {
         leak_over: a.leak_over,
     };
     let (req, thresholds) = input.request(&headroom_core::config::load()?.epochs)?;
-    let ledger = super::open_ledger()?;
+    let ledger = super::open_ledger_keeping()?;
     a.record.attach(&ledger, None, a.json)?;
     let exe = jobs::worker_binary()?;
     let cancel = CancelToken::new("interrupted");
@@ -84,6 +84,7 @@ pub fn run(a: &EpochsArgs) -> Result<ExitCode> {
             println!("{}", line(s));
         }
     })?;
+    super::settle_ledger(&ledger)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {

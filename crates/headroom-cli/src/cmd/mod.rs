@@ -21,6 +21,40 @@ pub fn open_ledger() -> anyhow::Result<headroom_core::ledger::Ledger> {
     headroom_core::jobs::open_ledger().context("cannot open the ledger")
 }
 
+/// Opens the ledger for a command that wraps the user's own training (`run`, `watch`): a write
+/// the ledger refuses (a lock, a full disk) is kept and retried instead of ending the command,
+/// and a ledger that cannot be opened at all still lets the command run (its records wait for
+/// the end, then go to the ledger or to a spill file beside it).
+pub fn open_ledger_for_training() -> anyhow::Result<headroom_core::ledger::Ledger> {
+    let path = headroom_core::paths::ledger_path()?;
+    Ok(headroom_core::jobs::open_ledger_keeping(&path, true)?)
+}
+
+/// Opens the ledger for one of Headroom's own measurements (`sweep`, `epochs`): it must open,
+/// and then a write it refuses mid-run is kept and retried instead of throwing the run away.
+pub fn open_ledger_keeping() -> anyhow::Result<headroom_core::ledger::Ledger> {
+    let ledger = open_ledger()?;
+    ledger.keep_going(true);
+    Ok(ledger)
+}
+
+/// Ends a command that kept going: says what became of the records the ledger refused; an
+/// error when some could be kept nowhere.
+pub fn settle_ledger(ledger: &headroom_core::ledger::Ledger) -> anyhow::Result<()> {
+    let s = ledger.settle();
+    if s.nothing_lost() {
+        if let Some(m) = s.message() {
+            eprintln!("headroom: {m}");
+        }
+        return Ok(());
+    }
+    anyhow::bail!(
+        "{}",
+        s.message()
+            .unwrap_or_else(|| "records of this run are not in the ledger".into())
+    )
+}
+
 /// What to run and where: shared by `sweep` and `epochs`.
 #[derive(Debug, clap::Args)]
 pub struct WorkloadArgs {

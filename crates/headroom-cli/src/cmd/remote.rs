@@ -59,7 +59,7 @@ pub enum RemoteCommand {
     Sweep {
         name: String,
         /// Seconds to wait for the connection.
-        #[arg(long, default_value_t = 15)]
+        #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=3600))]
         connect_timeout: u64,
         #[command(flatten)]
         sweep: Box<super::sweep::SweepArgs>,
@@ -78,7 +78,7 @@ pub enum RemoteCommand {
         /// Print the URL without opening a viewer.
         #[arg(long)]
         no_open: bool,
-        #[arg(long, default_value_t = 15)]
+        #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=3600))]
         timeout: u64,
     },
     /// The round trip to an artifact store (host:port or a URL): TCP connects timed from here, or
@@ -91,7 +91,8 @@ pub enum RemoteCommand {
         /// How this machine is named in the result [default: its hostname].
         #[arg(long, hide = true)]
         from_name: Option<String>,
-        #[arg(long, default_value_t = 5)]
+        /// Round trips to time, 1 to 100.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
         count: u32,
         #[arg(long)]
         json: bool,
@@ -122,7 +123,7 @@ pub enum RemoteCommand {
         #[arg(long)]
         password_stdin: bool,
         /// Seconds each ssh connection may take.
-        #[arg(long, default_value_t = 10)]
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
         timeout: u64,
         #[arg(long)]
         json: bool,
@@ -131,7 +132,7 @@ pub enum RemoteCommand {
     Check {
         name: String,
         /// Seconds each ssh call may take.
-        #[arg(long, default_value_t = 10)]
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
         timeout: u64,
         /// Skip the remote doctor.
         #[arg(long)]
@@ -141,9 +142,12 @@ pub enum RemoteCommand {
     },
 }
 
-fn sync(hosts: &Hosts) -> Result<()> {
+/// Changes the host profiles with `f` and writes them and the managed ssh config, under
+/// Headroom's edit lock; both or neither (see [`Hosts::edit`]). Says when the Include line was
+/// added to the user's ssh config.
+fn edit_hosts<T>(f: impl FnOnce(&mut Hosts) -> Result<T, headroom_core::CoreError>) -> Result<T> {
     let dir = ssh_dir()?;
-    let r = sshconfig::sync(&dir, hosts.list()).context("cannot write the managed ssh config")?;
+    let (out, r) = Hosts::edit(&dir, f).context("cannot write the host profiles")?;
     if r.include_added {
         eprintln!(
             "headroom: added `{}` to the top of {}{}",
@@ -154,7 +158,12 @@ fn sync(hosts: &Hosts) -> Result<()> {
                 .unwrap_or_default()
         );
     }
-    Ok(())
+    Ok(out)
+}
+
+/// Makes the managed ssh config match the profiles (ssh must know a name before it is used).
+fn sync(_: &Hosts) -> Result<()> {
+    edit_hosts(|_| Ok(()))
 }
 
 pub fn run(c: &RemoteCommand) -> Result<ExitCode> {
@@ -172,24 +181,23 @@ pub fn run(c: &RemoteCommand) -> Result<ExitCode> {
             artifact_store,
             replace,
         } => {
-            let mut hosts = Hosts::load()?;
-            hosts.add(
-                HostProfile {
-                    name: name.clone(),
-                    host: host.clone(),
-                    port: *port,
-                    user: user.clone(),
-                    identity: identity.clone(),
-                    jump: jump.clone(),
-                    vnc_port: *vnc_port,
-                    headroom_path: headroom_path.clone(),
-                    notes: notes.clone(),
-                    artifact_store: artifact_store.clone(),
-                },
-                *replace,
-            )?;
-            hosts.save()?;
-            sync(&hosts)?;
+            edit_hosts(|hosts| {
+                hosts.add(
+                    HostProfile {
+                        name: name.clone(),
+                        host: host.clone(),
+                        port: *port,
+                        user: user.clone(),
+                        identity: identity.clone(),
+                        jump: jump.clone(),
+                        vnc_port: *vnc_port,
+                        headroom_path: headroom_path.clone(),
+                        notes: notes.clone(),
+                        artifact_store: artifact_store.clone(),
+                    },
+                    *replace,
+                )
+            })?;
             println!(
                 "added {name}: `ssh {name}` works now; `headroom remote check {name}` checks it"
             );
@@ -261,7 +269,7 @@ pub fn run(c: &RemoteCommand) -> Result<ExitCode> {
                     &from_name
                         .clone()
                         .unwrap_or_else(headroom_core::jobs::hostname),
-                    (*count).clamp(1, 100),
+                    *count,
                     Duration::from_secs(3),
                 ),
             };
@@ -275,11 +283,11 @@ pub fn run(c: &RemoteCommand) -> Result<ExitCode> {
             }
         }
         RemoteCommand::Rm { name } => {
-            let mut hosts = Hosts::load()?;
-            hosts.get(name)?;
-            hosts.remove(name);
-            hosts.save()?;
-            sync(&hosts)?;
+            edit_hosts(|hosts| {
+                hosts.get(name)?;
+                hosts.remove(name);
+                Ok(())
+            })?;
             println!("removed {name}");
         }
         RemoteCommand::Sweep {

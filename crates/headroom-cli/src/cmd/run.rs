@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use headroom_core::budget::{format_bytes, BudgetSpec};
 use headroom_core::jobs::watch::{describe_signal, run_command, WatchOptions, WatchOutcome};
 use headroom_core::monitor::{batch_from_args, EpochMatcher, DEFAULT_EPOCH_PATTERN};
@@ -144,7 +144,11 @@ pub struct RunArgs {
 pub fn summary(o: &WatchOutcome) {
     eprintln!(
         "headroom: run {} · {:.1} s · peak {} (process tree) · {} readings · {} epoch(s) · batch {} · torch {} · fallback {}{}",
-        o.run_id,
+        if o.run_id > 0 {
+            o.run_id.to_string()
+        } else {
+            "(not yet in the ledger)".into()
+        },
         o.seconds,
         format_bytes(o.peak_tree_bytes),
         o.readings,
@@ -357,6 +361,20 @@ fn sweep_command(
     } else {
         ExitCode::from(3)
     })
+}
+
+/// Whether a file can be written at `path`, tried now (a file made for the test is removed
+/// again; an existing one is opened for writing and left as it was).
+fn writable(path: &Path) -> std::io::Result<()> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)?;
+    if !existed {
+        std::fs::remove_file(path)?;
+    }
+    Ok(())
 }
 
 /// The chart of a sweep over the user's script: one point per combination at its batch.
@@ -651,10 +669,18 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     if a.chart.is_some() && a.sweep.is_empty() {
         bail!("--chart draws a sweep: add --sweep NAME=V1,V2 (over the batch size)");
     }
+    if let Some(path) = &a.chart {
+        writable(path).with_context(|| {
+            format!(
+                "--chart {}: the chart could not be written there (found before the sweep ran)",
+                path.display()
+            )
+        })?;
+    }
     if a.max_seconds == Some(0) || a.steps == Some(0) {
         bail!("--max-seconds and --steps must be 1 or more");
     }
-    let ledger = super::open_ledger()?;
+    let ledger = super::open_ledger_for_training()?;
     a.record.attach(&ledger, None, a.json)?;
     if auto {
         return auto_sweep(a, command, project.as_ref(), &opts, &ledger);
@@ -668,6 +694,8 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     } else {
         summary(&out);
     }
+    // Whatever became of the records, the command's own status.
+    let _ = super::settle_ledger(&ledger).map_err(|e| eprintln!("headroom: {e}"));
     Ok(exit_code(&out))
 }
 

@@ -35,7 +35,7 @@ pub fn watch(a: &WatchArgs) -> Result<ExitCode> {
         Duration::from_millis(a.interval_ms),
         headroom_core::config::load()?.epochs,
     );
-    let ledger = super::open_ledger()?;
+    let ledger = super::open_ledger_for_training()?;
     // SAFETY: the handler only stores to an atomic.
     unsafe {
         libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
@@ -69,5 +69,6 @@ pub fn watch(a: &WatchArgs) -> Result<ExitCode> {
     } else {
         super::run::summary(&out);
     }
+    super::settle_ledger(&ledger)?;
     Ok(ExitCode::SUCCESS)
 }

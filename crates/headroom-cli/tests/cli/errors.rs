@@ -21,7 +21,8 @@ fn refused(args: &[&str], expect: &str) {
     assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
     let error_lines: Vec<&str> = err
         .lines()
-        .filter(|l| l.starts_with("headroom: error"))
+        // Headroom's own, or clap's for a value out of a flag's range.
+        .filter(|l| l.starts_with("headroom: error") || l.starts_with("error: "))
         .collect();
     assert_eq!(
         error_lines.len(),
@@ -441,4 +442,188 @@ fn bad_sweep_values_batches_and_devices_are_refused_before_anything_runs() {
         assert!(!err.contains("panicked"), "{err}");
     }
     assert!(home.runs().is_empty(), "nothing ran");
+}
+
+/// Issue 39's probe, the cases that were swallowed, raw or misleading: each now a clear
+/// one-line error naming what to change, before anything runs.
+#[test]
+fn the_probe_cases_say_what_is_wrong_and_what_to_do() {
+    // A batch too large to be a number is too large, not "not a positive whole number".
+    refused(
+        &["sweep", "--device", "cpu", "--batches", "1000000000000"],
+        "too large",
+    );
+    // Out-of-range counts and timeouts are refused, not clamped or handed to ssh.
+    refused(&["remote", "rtt", "127.0.0.1", "--count", "0"], "--count");
+    refused(
+        &["remote", "rtt", "127.0.0.1", "--count", "100000"],
+        "--count",
+    );
+    refused(
+        &["remote", "check", "box", "--timeout", "99999999999"],
+        "--timeout",
+    );
+    // A project run by a program that is no Python, or in a file instead of a folder.
+    refused(
+        &[
+            "project", "add", "p", "--dir", "/tmp", "--python", "/bin/ls", "--", "python",
+            "train.py",
+        ],
+        "is not a Python interpreter",
+    );
+    refused(
+        &[
+            "project",
+            "add",
+            "p",
+            "--dir",
+            "/etc/passwd",
+            "--",
+            "python",
+            "train.py",
+        ],
+        "is a file, not a folder",
+    );
+    // A name `project add` would refuse is not suggested to it.
+    let home = Home::new();
+    let out = home.run(&["run", "--project", "a/b"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("project add a/b"), "{err}");
+    // --max-batch under the first batch names --start-batch.
+    let py = crate::common::python();
+    refused(
+        &[
+            "run",
+            "--sweep",
+            "batch=auto",
+            "--max-batch",
+            "8",
+            "--",
+            py.to_str().expect("utf-8"),
+            "-c",
+            "pass",
+            "{batch}",
+        ],
+        "--start-batch",
+    );
+    // A chart that cannot be written is found before the sweep runs.
+    refused(
+        &[
+            "run",
+            "--sweep",
+            "batch=1,2",
+            "--chart",
+            "/proc/no/such/chart.svg",
+            "--",
+            py.to_str().expect("utf-8"),
+            "-c",
+            "pass",
+            "{batch}",
+        ],
+        "found before the sweep ran",
+    );
+}
+
+#[test]
+fn a_ledger_that_is_a_folder_is_named_as_one() {
+    let home = Home::new();
+    std::fs::create_dir(home.path().join("ledger.sqlite3")).expect("a folder");
+    let out = home.run(&["ledger", "list"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is a folder, not a file"), "{err}");
+    assert!(!err.contains("permissions"), "{err}");
+}
+
+#[test]
+fn an_os_error_is_said_once() {
+    let home = Home::new();
+    // The ledger's folder is a file: every write fails with the same OS error.
+    let blocked = home.path().join("blocked");
+    std::fs::write(&blocked, "a file").expect("file");
+    let out = home
+        .cmd(&["sweep", "--device", "cpu", "--batches", "1"])
+        .env("HEADROOM_HOME", blocked.join("home"))
+        .output()
+        .expect("headroom");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.matches("os error").count(), 1, "{err}");
+}
+
+/// A shape too large for libtorch, and one too large for memory: the worker's message, said
+/// in one line, without libtorch's C++ backtrace or a bare exit code.
+#[test]
+fn a_worker_failure_says_what_failed_without_a_backtrace() {
+    for shape in ["99999999999999", "1x100000x100000"] {
+        let home = Home::new();
+        let out = home.run(&[
+            "sweep",
+            "--device",
+            "cpu",
+            "--batches",
+            "1",
+            "--input-shape",
+            shape,
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{shape}: {err}");
+        assert!(!err.contains("frame #"), "{shape}: {err}");
+        assert!(!err.contains("Exception raised from"), "{shape}: {err}");
+        assert!(!err.contains("exit code 101 after"), "{shape}: {err}");
+        assert!(err.lines().count() < 12, "{shape}: {err}");
+    }
+}
+
+#[test]
+fn epochs_on_a_device_that_is_not_there_give_no_verdict() {
+    let home = Home::new();
+    let out = home.run(&["epochs", "--device", "cuda:99", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert_ne!(out.status.code(), Some(0), "{v}");
+    assert!(v["verdict"].is_null(), "{v}");
+}
+
+/// `headroom run … | head -1`: once nobody reads Headroom's output, the command learns it at its
+/// next write as it would without Headroom between (Python: BrokenPipeError, exit 1), and
+/// Headroom exits with that status — not a silent 0 after the command printed on for nothing.
+#[test]
+#[cfg(unix)]
+fn a_closed_stdout_under_headroom_run_reaches_the_command() {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let home = crate::common::Home::new();
+    let py = crate::common::python();
+    let mut child = home
+        .cmd(&[
+            "run",
+            "--no-instrument",
+            "--",
+            py.to_str().expect("utf-8"),
+            "-c",
+            "import time\nfor i in range(600):\n    print(i, flush=True)\n    time.sleep(0.01)",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("headroom run");
+    let t0 = std::time::Instant::now();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("the first line");
+    // The reader (and so the pipe's read end) is dropped here, as `head -1` exits.
+    assert_eq!(first.trim(), "0");
+    let out = child.wait_with_output().expect("wait");
+    let took = t0.elapsed().as_secs_f64();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(out.status.code(), Some(0), "a silent 0: {err}");
+    assert!(
+        err.contains("BrokenPipeError"),
+        "the command was told: {err}"
+    );
+    // It ended at its next write, not after its six seconds of printing.
+    assert!(took < 4.0, "took {took:.1} s: {err}");
 }

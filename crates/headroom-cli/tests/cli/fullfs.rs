@@ -115,3 +115,57 @@ fn a_read_only_folder_is_named_with_what_to_do_and_left_as_it_was() {
     );
     assert_eq!(runs_in(&home), 1);
 }
+
+/// Issue 39: a disk that fills up under `headroom run` is Headroom's problem, not the
+/// training's: the script runs to its last epoch and exits with its own status, and Headroom
+/// says on stderr what it could not record and why.
+#[test]
+fn a_full_disk_under_headroom_run_never_ends_the_training() {
+    let Some(fs) = Tmpfs::mount("size=2m") else {
+        return;
+    };
+    let home = fs.at.join("home");
+    assert!(run(&home, &["ledger", "list"]).status.success());
+    let filler = fs.at.join("filler");
+    {
+        use std::io::Write;
+        let chunk = vec![7_u8; 64 * 1024];
+        let mut f = std::fs::File::create(&filler).expect("filler");
+        while f.write_all(&chunk).is_ok() {}
+        let _ = f.sync_all();
+    }
+    // The script lives off the full disk; it writes nothing itself.
+    let elsewhere = tempfile::tempdir().expect("dir");
+    let script = elsewhere.path().join("train.py");
+    std::fs::write(
+        &script,
+        "import time, sys\nfor e in range(1, 21):\n    time.sleep(0.05)\n    \
+         print(f'epoch {e} loss {1.0 / e:.4f}', flush=True)\nsys.exit(4)\n",
+    )
+    .expect("script");
+    let py = crate::common::python();
+    let out = run(
+        &home,
+        &[
+            "run",
+            "--no-instrument",
+            "--",
+            py.to_str().expect("utf-8"),
+            script.to_str().expect("utf-8"),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "the script's own status: {err}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("epoch 20 loss"),
+        "the training ended early: {err}"
+    );
+    assert!(
+        err.contains("disk is full") || err.contains("could not be read or written"),
+        "says why: {err}"
+    );
+    assert!(err.contains("record"), "says what was not recorded: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    std::fs::remove_file(&filler).expect("free");
+    assert!(run(&home, &["ledger", "list"]).status.success());
+}

@@ -715,3 +715,61 @@ fn a_huge_line_without_newline_passes_through_in_bounded_memory() {
         peak_kib / 1024
     );
 }
+
+/// `headroom run` killed with SIGKILL while its command trains: the next command closes the run
+/// as interrupted and says the command may have run on (not "failed"), and the next `run`
+/// removes the dead one's channel folder (`headroom-run-PID-N`) from the temp folder.
+#[test]
+fn a_headroom_run_killed_with_sigkill_leaves_no_folder_and_a_run_that_says_what_is_known() {
+    let home = Home::new();
+    let tmp = home.path().join("tmp");
+    std::fs::create_dir(&tmp).expect("tmp");
+    let py = crate::common::python();
+    let mut parent = home
+        .cmd(&[
+            "run",
+            "--",
+            py.to_str().expect("utf-8"),
+            "-c",
+            "import time\nfor i in range(100):\n    time.sleep(0.1)\n    print(i, flush=True)",
+        ])
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("headroom run");
+    let t0 = Instant::now();
+    let folder = loop {
+        let found = std::fs::read_dir(&tmp)
+            .expect("tmp")
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("headroom-run-"));
+        if let Some(f) = found {
+            break f.path();
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "no channel folder");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Let the run be recorded, then kill headroom only (its command runs on).
+    std::thread::sleep(Duration::from_millis(1500));
+    parent.kill().expect("SIGKILL headroom");
+    parent.wait().expect("reap");
+    assert!(folder.exists(), "a killed process removes nothing");
+    let out = home
+        .cmd(&["run", "--", py.to_str().expect("utf-8"), "-c", "pass"])
+        .env("TMPDIR", &tmp)
+        .output()
+        .expect("the next run");
+    assert!(out.status.success(), "{out:?}");
+    assert!(!folder.exists(), "{} was left behind", folder.display());
+    let runs = home.runs();
+    let killed = runs.last().expect("the killed run");
+    assert_eq!(killed["status"], "interrupted", "{killed}");
+    assert!(
+        killed["note"]
+            .as_str()
+            .unwrap_or("")
+            .contains("may have run on unwatched"),
+        "{killed}"
+    );
+}

@@ -8,10 +8,12 @@ mod conformance;
 mod contention;
 mod decide;
 mod doctor;
+mod edits;
 mod epochs;
 mod errors;
 mod fullfs;
 mod injection;
+mod keep;
 // Every kill test follows processes through /proc.
 #[cfg(target_os = "linux")]
 mod kill;

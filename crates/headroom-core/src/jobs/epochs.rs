@@ -86,7 +86,9 @@ pub fn run_epochs(
     }
     cancel.set_pid(None);
     let (status, tail) = worker.wait()?;
-    out.verdict = Some(judge(&out.samples, thresholds));
+    // No epoch measured (the device is not there, the worker died at its start): no verdict,
+    // not even "too short to judge", for a run that never ran.
+    out.verdict = (!out.samples.is_empty()).then(|| judge(&out.samples, thresholds));
     let complete = status.success() && out.samples.len() == req.epochs as usize;
     let (run_status, note) = if complete {
         (

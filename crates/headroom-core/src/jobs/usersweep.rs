@@ -236,8 +236,9 @@ pub fn check(s: &ScriptSweep) -> Result<(), CoreError> {
     }
     if s.start == 0 || s.max < s.start {
         return Err(CoreError::InvalidInput(format!(
-            "batch=auto from {} to {}: the first batch must be 1 or more and at most the largest",
-            s.start, s.max
+            "batch=auto from {} to {}: the first batch (--start-batch, {}) must be 1 or more and \
+             at most the largest (--max-batch, {}); lower --start-batch or raise --max-batch",
+            s.start, s.max, s.start, s.max
         )));
     }
     Ok(())

@@ -812,13 +812,20 @@ fn pump(mut pipe: impl Read, to_stderr: bool, started: Instant, tx: &mpsc::SyncS
             Err(_) => break,
         };
         let chunk = &buf[..n];
-        let _ = if to_stderr {
+        let wrote = if to_stderr {
             let mut e = std::io::stderr().lock();
             e.write_all(chunk).and_then(|()| e.flush())
         } else {
             let mut o = std::io::stdout().lock();
             o.write_all(chunk).and_then(|()| o.flush())
         };
+        if matches!(&wrote, Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe) {
+            // Nobody reads Headroom's output any more (`headroom run … | head -1`), so nobody
+            // reads the command's: closing this end tells it at its next write (SIGPIPE or
+            // EPIPE), as the shell's pipe would have without Headroom between, and Headroom then
+            // exits with the status that gives, never a silent 0.
+            return;
+        }
         for &b in chunk {
             if b == b'\n' || b == b'\r' {
                 if !line.is_empty() && !send(&mut line) {

@@ -2,6 +2,7 @@
 
 use rusqlite::params;
 
+use super::keep::{Op, Stmt};
 use super::{Ledger, NewRun, RunStatus};
 use crate::protocol::{Point, SweepSummary};
 use crate::time::now_rfc3339;
@@ -14,31 +15,26 @@ fn opt_i64(v: Option<u64>) -> Option<i64> {
 impl Ledger {
     /// Records the start of a run and returns its id.
     pub fn begin_run(&self, run: &NewRun) -> Result<i64, CoreError> {
-        self.conn
-            .execute(
-                "INSERT INTO runs (kind, started_at, status, host, device, device_name, workload, dtype,
-                    mode, libtorch, git_commit, git_dirty, budget_bytes, fallback, request_json, owner_pid)
-                 VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-                params![
-                    run.kind.as_str(),
-                    now_rfc3339(),
-                    run.host,
-                    run.device,
-                    run.device_name,
-                    run.workload,
-                    super::stored_name(run.dtype.map(crate::protocol::Dtype::as_str)),
-                    super::stored_name(run.mode.map(crate::protocol::Mode::as_str)),
-                    run.libtorch,
-                    run.git_commit,
-                    run.git_dirty,
-                    opt_i64(run.budget_bytes),
-                    run.fallback,
-                    run.request_json,
-                    run.owner_pid,
-                ],
-            )
-            .map_err(|e| self.err(e))?;
-        let id = self.conn.last_insert_rowid();
+        let id = self.write(Op::new(
+            Stmt::BeginRun,
+            vec![
+                run.kind.as_str().into(),
+                now_rfc3339().into(),
+                (&run.host).into(),
+                (&run.device).into(),
+                (&run.device_name).into(),
+                (&run.workload).into(),
+                super::stored_name(run.dtype.map(crate::protocol::Dtype::as_str)).into(),
+                super::stored_name(run.mode.map(crate::protocol::Mode::as_str)).into(),
+                (&run.libtorch).into(),
+                run.git_commit.as_deref().into(),
+                run.git_dirty.into(),
+                opt_i64(run.budget_bytes).into(),
+                run.fallback.into(),
+                (&run.request_json).into(),
+                run.owner_pid.into(),
+            ],
+        ))?;
         // The quiet facts that explain a figure weeks later: power, battery, Low Power Mode,
         // thermal state at the run's start (unknown where the OS does not say), the apps holding
         // memory, the Python. Only for this machine's runs: a run recorded here from another
@@ -82,13 +78,15 @@ impl Ledger {
         mtime_ns: i64,
         sha256: &str,
     ) -> Result<(), CoreError> {
-        self.conn
-            .execute(
-                "INSERT INTO data_checksums (path, bytes, mtime_ns, sha256) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT(path) DO UPDATE SET bytes = ?2, mtime_ns = ?3, sha256 = ?4",
-                params![path, opt_i64(Some(bytes)), mtime_ns, sha256],
-            )
-            .map_err(|e| self.err(e))?;
+        self.write(Op::new(
+            Stmt::CacheChecksum,
+            vec![
+                path.into(),
+                opt_i64(Some(bytes)).into(),
+                mtime_ns.into(),
+                sha256.into(),
+            ],
+        ))?;
         Ok(())
     }
 
@@ -143,25 +141,21 @@ impl Ledger {
     /// at the same `seq` replaces it (a batch measured again).
     pub fn add_point(&self, run_id: i64, seq: u32, point: &Point) -> Result<(), CoreError> {
         let json = serde_json::to_string(point)?;
-        self.conn
-            .execute(
-                "INSERT OR REPLACE INTO points (run_id, seq, batch, status, samples_per_s, step_ms_p50, step_ms_p95,
-                    peak_bytes, point_json, recorded_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                params![
-                    run_id,
-                    seq,
-                    point.batch,
-                    point.status.as_str(),
-                    point.samples_per_s,
-                    point.step_ms_p50,
-                    point.step_ms_p95,
-                    opt_i64(point.peak_bytes),
-                    json,
-                    now_rfc3339(),
-                ],
-            )
-            .map_err(|e| self.err(e))?;
+        self.write(Op::new(
+            Stmt::AddPoint,
+            vec![
+                run_id.into(),
+                seq.into(),
+                point.batch.into(),
+                point.status.as_str().into(),
+                point.samples_per_s.into(),
+                point.step_ms_p50.into(),
+                point.step_ms_p95.into(),
+                opt_i64(point.peak_bytes).into(),
+                json.into(),
+                now_rfc3339().into(),
+            ],
+        ))?;
         Ok(())
     }
 
@@ -174,12 +168,16 @@ impl Ledger {
         sample: &T,
     ) -> Result<(), CoreError> {
         let json = serde_json::to_string(sample)?;
-        self.conn
-            .execute(
-                "INSERT INTO samples (run_id, seq, kind, sample_json, recorded_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![run_id, seq, kind, json, now_rfc3339()],
-            )
-            .map_err(|e| self.err(e))?;
+        self.write(Op::new(
+            Stmt::AddSample,
+            vec![
+                run_id.into(),
+                seq.into(),
+                kind.into(),
+                json.into(),
+                now_rfc3339().into(),
+            ],
+        ))?;
         Ok(())
     }
 
@@ -192,19 +190,29 @@ impl Ledger {
     ) -> Result<usize, CoreError> {
         let mut stmt = self
             .conn
-            .prepare("SELECT id, owner_pid FROM runs WHERE status = 'running' AND host = ?1 AND owner_pid IS NOT NULL")
+            .prepare("SELECT id, owner_pid, kind FROM runs WHERE status = 'running' AND host = ?1 AND owner_pid IS NOT NULL")
             .map_err(|e| self.err(e))?;
         let running = stmt
             .query_map(params![host], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?))
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, u32>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
             })
             .map_err(|e| self.err(e))?
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.err(e))?;
         let mut closed = 0;
-        for (id, pid) in running.into_iter().filter(|(_, pid)| !alive(*pid)) {
+        for (id, pid, kind) in running.into_iter().filter(|(_, pid, _)| !alive(*pid)) {
+            // A wrapped command is not Headroom's child to stop: it may well have gone on.
+            let wrapped = if kind == "run" || kind == "watch" {
+                "; the command it watched may have run on unwatched, and how it ended is not known"
+            } else {
+                ""
+            };
             let note = format!(
-                "the headroom process that ran it (pid {pid}) ended without closing the run"
+                "the headroom process that ran it (pid {pid}) ended without closing the run{wrapped}"
             );
             closed += self
                 .conn
@@ -227,12 +235,16 @@ impl Ledger {
         note: Option<&str>,
     ) -> Result<(), CoreError> {
         let json = serde_json::to_string(report)?;
-        self.conn
-            .execute(
-                "UPDATE runs SET status = ?2, finished_at = ?3, summary_json = ?4, note = ?5 WHERE id = ?1",
-                params![run_id, status.as_str(), now_rfc3339(), json, note],
-            )
-            .map_err(|e| self.err(e))?;
+        self.write(Op::new(
+            Stmt::FinishReport,
+            vec![
+                run_id.into(),
+                status.as_str().into(),
+                now_rfc3339().into(),
+                json.into(),
+                note.into(),
+            ],
+        ))?;
         Ok(())
     }
 
@@ -249,67 +261,53 @@ impl Ledger {
         note: &str,
     ) -> Result<(), CoreError> {
         let json = serde_json::to_string(report)?;
-        self.conn
-            .execute(
-                "UPDATE runs SET status = ?2, finished_at = ?3, summary_json = ?4, chosen_batch = ?5,
-                    peak_bytes = ?6, fallback = ?7, note = ?8 WHERE id = ?1",
-                params![
-                    run_id,
-                    status.as_str(),
-                    now_rfc3339(),
-                    json,
-                    batch,
-                    opt_i64(Some(peak_bytes)),
-                    fallback,
-                    note
-                ],
-            )
-            .map_err(|e| self.err(e))?;
+        self.write(Op::new(
+            Stmt::FinishWatch,
+            vec![
+                run_id.into(),
+                status.as_str().into(),
+                now_rfc3339().into(),
+                json.into(),
+                batch.into(),
+                opt_i64(Some(peak_bytes)).into(),
+                fallback.into(),
+                note.into(),
+            ],
+        ))?;
         Ok(())
     }
 
     /// Sets the device of run `run_id`, learnt while it ran (a script sweep's, from the observer).
     pub fn set_device(&self, run_id: i64, device: &str) -> Result<(), CoreError> {
-        self.conn
-            .execute(
-                "UPDATE runs SET device = ?2 WHERE id = ?1",
-                params![run_id, device],
-            )
-            .map_err(|e| self.err(e))?;
+        self.write(Op::new(Stmt::SetDevice, vec![run_id.into(), device.into()]))?;
         Ok(())
     }
 
     /// Sets the status of run `run_id` and its note, once a caller knows better than the run
     /// itself (a sweep's start that exited cleanly but gave nothing to time has failed).
     pub fn set_status(&self, run_id: i64, status: RunStatus, note: &str) -> Result<(), CoreError> {
-        self.conn
-            .execute(
-                "UPDATE runs SET status = ?2, note = ?3 WHERE id = ?1",
-                params![run_id, status.as_str(), note],
-            )
-            .map_err(|e| self.err(e))?;
+        self.write(Op::new(
+            Stmt::SetStatus,
+            vec![run_id.into(), status.as_str().into(), note.into()],
+        ))?;
         Ok(())
     }
 
     /// Sets the budget of run `run_id`, once the device's size is known.
     pub fn set_budget(&self, run_id: i64, budget: u64) -> Result<(), CoreError> {
-        self.conn
-            .execute(
-                "UPDATE runs SET budget_bytes = ?2 WHERE id = ?1",
-                params![run_id, opt_i64(Some(budget))],
-            )
-            .map_err(|e| self.err(e))?;
+        self.write(Op::new(
+            Stmt::SetBudget,
+            vec![run_id.into(), opt_i64(Some(budget)).into()],
+        ))?;
         Ok(())
     }
 
     /// Sets the libtorch (torch) version of run `run_id`, learnt while it ran.
     pub fn set_libtorch(&self, run_id: i64, version: &str) -> Result<(), CoreError> {
-        self.conn
-            .execute(
-                "UPDATE runs SET libtorch = ?2 WHERE id = ?1",
-                params![run_id, version],
-            )
-            .map_err(|e| self.err(e))?;
+        self.write(Op::new(
+            Stmt::SetLibtorch,
+            vec![run_id.into(), version.into()],
+        ))?;
         Ok(())
     }
 
@@ -322,21 +320,18 @@ impl Ledger {
         note: Option<&str>,
     ) -> Result<(), CoreError> {
         let json = summary.map(serde_json::to_string).transpose()?;
-        self.conn
-            .execute(
-                "UPDATE runs SET status = ?2, finished_at = ?3, summary_json = ?4, chosen_batch = ?5,
-                    peak_bytes = ?6, note = ?7 WHERE id = ?1",
-                params![
-                    run_id,
-                    status.as_str(),
-                    now_rfc3339(),
-                    json,
-                    summary.and_then(|s| s.recommended_batch),
-                    opt_i64(summary.and_then(|s| s.peak_bytes_at_recommended)),
-                    note,
-                ],
-            )
-            .map_err(|e| self.err(e))?;
+        self.write(Op::new(
+            Stmt::FinishRun,
+            vec![
+                run_id.into(),
+                status.as_str().into(),
+                now_rfc3339().into(),
+                json.into(),
+                summary.and_then(|s| s.recommended_batch).into(),
+                opt_i64(summary.and_then(|s| s.peak_bytes_at_recommended)).into(),
+                note.into(),
+            ],
+        ))?;
         Ok(())
     }
 }

@@ -58,6 +58,9 @@ fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> 
 /// over it. Does nothing when the file already holds exactly these bytes. New files (and their
 /// folder) are private to the user.
 pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), CoreError> {
+    // A dotfile manager's symlink stays a link: its target is what changes.
+    let target = through_links(path);
+    let path = target.as_path();
     if std::fs::read(path).is_ok_and(|old| old == bytes) {
         return Ok(());
     }
@@ -89,6 +92,21 @@ pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Core
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// The file `path` names after following its symlinks (a dangling one's target included);
+/// `path` itself when it is no link.
+pub fn through_links(path: &Path) -> PathBuf {
+    let mut p = path.to_path_buf();
+    // As the kernel does, give up on a loop after 40 links.
+    for _ in 0..40 {
+        match std::fs::read_link(&p) {
+            Ok(target) if target.is_absolute() => p = target,
+            Ok(target) => p = p.parent().unwrap_or(Path::new(".")).join(target),
+            Err(_) => break,
+        }
+    }
+    p
 }
 
 fn set_mode(path: &Path, mode: u32) -> Result<(), CoreError> {

@@ -85,3 +85,190 @@ fn the_core_sees_neither_libtorch_nor_tauri_and_the_app_never_reaches_libtorch()
     // The worker's crate reaches libtorch, and the CLI only through it.
     assert!(deps("headroom-cli", false).contains("torch-sys"));
 }
+
+/// The top-level modules of the crate whose sources are under `src` (a folder module counts as
+/// one), each with the top-level modules its code names: `use crate::…` lines (groups included)
+/// and inline `crate::…` paths, tests included.
+fn module_graph(src: &std::path::Path) -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    fn files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).expect("read src").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut all = Vec::new();
+    files(src, &mut all);
+    let top = |p: &std::path::Path| -> Option<String> {
+        let rel = p.strip_prefix(src).ok()?;
+        let first = rel
+            .components()
+            .next()?
+            .as_os_str()
+            .to_string_lossy()
+            .into_owned();
+        let name = first.trim_end_matches(".rs").to_owned();
+        (name != "lib" && name != "main").then_some(name)
+    };
+    let modules: BTreeSet<String> = all.iter().filter_map(|p| top(p)).collect();
+    let mut graph = std::collections::BTreeMap::new();
+    for p in &all {
+        let Some(from) = top(p) else { continue };
+        let text = std::fs::read_to_string(p).expect("read a source file");
+        let edges: &mut BTreeSet<String> = graph.entry(from.clone()).or_default();
+        for (at, _) in text.match_indices("crate::") {
+            // Not a longer name ending in `crate` (`headroom_crate::`).
+            if text[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_')
+            {
+                continue;
+            }
+            let rest = &text[at + "crate::".len()..];
+            let names: Vec<&str> = if let Some(group) = rest.strip_prefix('{') {
+                // `crate::{a::B, c}`: each item's first name, at the group's top level.
+                let mut depth = 0;
+                let mut items = Vec::new();
+                let mut start = 0;
+                for (i, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => {
+                            items.push(&group[start..i]);
+                            break;
+                        }
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            items.push(&group[start..i]);
+                            start = i + 1;
+                        }
+                        _ => {}
+                    }
+                }
+                items
+            } else {
+                vec![rest]
+            };
+            for n in names {
+                let n: String = n
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if n != from && modules.contains(&n) {
+                    edges.insert(n);
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// The strongly connected groups of more than one module (Tarjan's algorithm), largest first.
+fn circles(graph: &std::collections::BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct T<'a> {
+        g: &'a std::collections::BTreeMap<String, BTreeSet<String>>,
+        index: std::collections::HashMap<&'a str, usize>,
+        low: std::collections::HashMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on: BTreeSet<&'a str>,
+        next: usize,
+        out: Vec<Vec<String>>,
+    }
+    impl<'a> T<'a> {
+        fn visit(&mut self, v: &'a str) {
+            self.index.insert(v, self.next);
+            self.low.insert(v, self.next);
+            self.next += 1;
+            self.stack.push(v);
+            self.on.insert(v);
+            let g = self.g;
+            for w in g.get(v).into_iter().flatten() {
+                let w = w.as_str();
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let lw = self.low[w];
+                    let lv = self.low[v];
+                    self.low.insert(v, lv.min(lw));
+                } else if self.on.contains(w) {
+                    let iw = self.index[w];
+                    let lv = self.low[v];
+                    self.low.insert(v, lv.min(iw));
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let mut group = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on.remove(w);
+                    group.push(w.to_owned());
+                    if w == v {
+                        break;
+                    }
+                }
+                if group.len() > 1 {
+                    group.sort();
+                    self.out.push(group);
+                }
+            }
+        }
+    }
+    let mut t = T {
+        g: graph,
+        index: Default::default(),
+        low: Default::default(),
+        stack: Vec::new(),
+        on: BTreeSet::new(),
+        next: 0,
+        out: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !t.index.contains_key(v.as_str()) {
+            t.visit(v);
+        }
+    }
+    t.out.sort_by_key(|g| std::cmp::Reverse(g.len()));
+    t.out
+}
+
+#[test]
+fn the_circle_finder_finds_a_circle_and_a_line_has_none() {
+    let g = |edges: &[(&str, &str)]| {
+        let mut m: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+        for (a, b) in edges {
+            m.entry((*a).into()).or_default().insert((*b).into());
+            m.entry((*b).into()).or_default();
+        }
+        m
+    };
+    assert!(circles(&g(&[("a", "b"), ("b", "c")])).is_empty());
+    assert_eq!(
+        circles(&g(&[("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")])),
+        [["a", "b", "c"]]
+    );
+}
+
+/// Issue 40's rule, as a ratchet while the split is under way: the modules of `headroom-core`
+/// that stand in one import circle may only become fewer (the count below is lowered as edges
+/// are cut, down to none), and no second circle may form. Every circle found is printed.
+#[test]
+fn the_core_import_circle_only_shrinks() {
+    // 25 on 2026-12-04 before the first cut (issue 40 counted 24 with other rules).
+    const MOST_IN_A_CIRCLE: usize = 25;
+    let src = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src"));
+    let graph = module_graph(src);
+    assert!(graph.len() > 20, "the modules were found: {graph:?}");
+    let found = circles(&graph);
+    for c in &found {
+        eprintln!("circle of {}: {}", c.len(), c.join(" "));
+    }
+    assert!(found.len() <= 1, "a second circle formed: {found:?}");
+    let biggest = found.first().map_or(0, Vec::len);
+    assert!(
+        biggest <= MOST_IN_A_CIRCLE,
+        "{biggest} modules now stand in one import circle (at most {MOST_IN_A_CIRCLE}): {found:?}"
+    );
+}

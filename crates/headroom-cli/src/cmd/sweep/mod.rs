@@ -183,7 +183,7 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
 /// The sweep with its workers on `remote` (over ssh) instead of this machine.
 pub fn run_on(args: &SweepArgs, remote: Option<Launcher>) -> Result<ExitCode> {
     let req = request(args)?;
-    let ledger = super::open_ledger()?;
+    let ledger = super::open_ledger_keeping()?;
     args.record.attach(
         &ledger,
         remote.as_ref().and_then(Launcher::profile),
@@ -244,6 +244,7 @@ pub fn run_on(args: &SweepArgs, remote: Option<Launcher>) -> Result<ExitCode> {
     if let (Some(c), false) = (&mlx, args.json) {
         println!("\n{}", c.line());
     }
+    super::settle_ledger(&ledger)?;
     Ok(match (report.run_id, report.run_status()) {
         (Some(_), Some(RunStatus::Complete)) => ExitCode::SUCCESS,
         (None, _) => {
