@@ -67,7 +67,7 @@ Linux)
   echo "bundle: $out ($(du -h "$out" | cut -f1); installed: $(du -sh "$stage/lib" | cut -f1) of libraries, see $stage/LIBRARIES)"
   ;;
 Darwin)
-  # Untested here (no Mac in this project's machines); see README "Bundles".
+  # Untested here (no Mac in this project's machines); see docs/bundles.md.
   build_rpath=$(otool -l "$sidecar" | awk '/LC_RPATH/ {getline; getline; print $2}' | grep -F "$TORCH_LIB" || true)
   for r in $build_rpath; do install_name_tool -delete_rpath "$r" "$sidecar"; done
   install_name_tool -add_rpath @executable_path/../Frameworks "$sidecar"

@@ -203,7 +203,7 @@ fn every_command_with_arguments_refuses_bad_values_as_the_cli_does() {
             block_on(crate::remote::run_migration_step(
                 name.to_owned(),
                 "p".into(),
-                headroom_core::remote::migrate::Step::Host,
+                headroom_core::jobs::migrate::Step::Host,
                 None,
                 None,
                 None,

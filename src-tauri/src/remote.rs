@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use headroom_core::jobs::migrate::{run_step, Context, Migration, Step};
 use headroom_core::remote::check::{check, record, CheckOptions, CheckReport};
-use headroom_core::remote::migrate::{run_step, Context, Migration, Step};
 use headroom_core::remote::vnc::{open_tunnel, opener, Tunnel};
 use headroom_core::remote::{ssh_dir, HostProfile, Hosts};
 use serde::{Deserialize, Serialize};

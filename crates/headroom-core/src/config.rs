@@ -20,7 +20,7 @@ pub struct Config {
     pub app: AppConfig,
     /// The user's projects (`headroom project add`), by name.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub projects: std::collections::BTreeMap<String, crate::project::Project>,
+    pub projects: std::collections::BTreeMap<String, Project>,
 }
 
 /// Which processes count as what, and when memory contention is raised.
@@ -259,7 +259,7 @@ pub struct DecideThresholds {
     /// data pipeline, not the device (0.5 = half).
     pub data_share: f64,
     /// What the main job is: `training`, `inference` or `llm-inference`.
-    pub main_job: crate::decide::WorkloadKind,
+    pub main_job: WorkloadKind,
     /// Results must match CUDA bit for bit.
     pub cuda_parity_required: bool,
     /// Autocast at least this much faster (samples/s) than full precision on the same command
@@ -280,8 +280,8 @@ impl Default for DecideThresholds {
             fallback_days: 14,
             max_age_days: 30,
             slow_layer_share: 0.5,
-            data_share: crate::jobs::watch::DATA_BOUND_SHARE,
-            main_job: crate::decide::WorkloadKind::Training,
+            data_share: DATA_BOUND_SHARE,
+            main_job: WorkloadKind::Training,
             cuda_parity_required: false,
             amp_gain: 0.10,
             checkpoint_saving: 0.10,
@@ -292,6 +292,39 @@ impl Default for DecideThresholds {
 /// Where the configuration lives: `config.toml` in Headroom's data folder.
 pub fn config_path() -> Result<PathBuf, CoreError> {
     Ok(crate::paths::data_dir()?.join("config.toml"))
+}
+
+/// The share of step time above which a run is called data-bound.
+pub const DATA_BOUND_SHARE: f64 = 0.5;
+
+/// What the user said the main job is.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    #[default]
+    Training,
+    Inference,
+    LlmInference,
+}
+
+/// One project (its checks and uses are in [`crate::project`]).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Project {
+    /// Its name (letters, digits, `-`, `_`, `.`), filled in from the table's key.
+    #[serde(default)]
+    pub name: String,
+    /// The folder it runs in (absolute).
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
+    pub dir: PathBuf,
+    /// The interpreter that runs `python`/`python3` in the command; none: the one on PATH.
+    #[cfg_attr(feature = "ts", ts(type = "string | null"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<PathBuf>,
+    /// The command, one argument per item, with `{batch}` and `{device}`.
+    pub command: Vec<String>,
 }
 
 /// Reads the configuration from [`config_path`]; all defaults when the file does not exist.
@@ -371,7 +404,7 @@ pub fn edit_at(
             source,
         })?;
     }
-    crate::remote::sshconfig::write_atomically(path, out.as_bytes(), 0o644)
+    crate::paths::write_atomically(path, out.as_bytes(), 0o644)
 }
 
 /// `headroom config set SECTION.KEY VALUE` on the file at `path`: the value is read as the type

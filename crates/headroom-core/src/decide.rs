@@ -292,16 +292,7 @@ pub struct RemoteFact {
     pub detail: String,
 }
 
-/// What the user said the main job is.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum WorkloadKind {
-    #[default]
-    Training,
-    Inference,
-    LlmInference,
-}
+pub use crate::config::WorkloadKind;
 
 /// Everything the decision stands on.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]

@@ -6,8 +6,8 @@ use crate::decide::{
     EpochFact, Facts, FallbackFact, MlxFact, RemoteFact, RunFact, SlowLayerFact, SweepFact,
 };
 use crate::epochs::{EpochVerdict, EpochVerdictKind};
-use crate::jobs::watch::WatchOutcome;
 use crate::ledger::{Ledger, RunKind, RunRecord, RunStatus};
+use crate::outcome::WatchOutcome;
 use crate::protocol::{EpochsRequest, PointStatus};
 use crate::readiness::verdict::{under_rosetta, LightState};
 use crate::readiness::Report;
@@ -18,8 +18,8 @@ const RECENT: u32 = 200;
 
 /// The pids recording runs that are still going on this host (their trees are the training).
 pub fn training_pids(ledger: &Ledger) -> Result<Vec<u32>, CoreError> {
-    let mut pids = ledger.running_owners(&crate::jobs::hostname())?;
-    pids.retain(|p| crate::jobs::process_alive(*p));
+    let mut pids = ledger.running_owners(&crate::machine::hostname())?;
+    pids.retain(|p| crate::child::process_alive(*p));
     Ok(pids)
 }
 
@@ -28,7 +28,7 @@ pub fn training_pids(ledger: &Ledger) -> Result<Vec<u32>, CoreError> {
 /// peak or CPU sweep's chosen batch, whichever is newer. (A `--compare cpu` baseline follows its
 /// MPS sweep, so the MPS sweep is preferred.)
 pub fn measured_need(ledger: &Ledger) -> Result<Option<Need>, CoreError> {
-    let host = crate::jobs::hostname();
+    let host = crate::machine::hostname();
     let mut runs: Vec<RunRecord> = ledger
         .list_runs(RECENT)?
         .into_iter()
@@ -81,7 +81,7 @@ pub fn gather(
     contention: Option<&crate::contention::ContentionReport>,
     project: Option<&str>,
 ) -> Result<Facts, CoreError> {
-    let host = crate::jobs::hostname();
+    let host = crate::machine::hostname();
     let oldest = crate::time::days_ago(f64::from(config.decide.max_age_days));
     let mut runs: Vec<RunRecord> = ledger
         .list_runs(RECENT)?
@@ -118,7 +118,7 @@ pub fn gather(
 /// The batch the newest finished sweep of `project`'s own command chose, with that sweep's run
 /// (what "Watch my training" runs at when no batch is given).
 pub fn project_batch(ledger: &Ledger, project: &str) -> Result<Option<(u32, i64)>, CoreError> {
-    let host = crate::jobs::hostname();
+    let host = crate::machine::hostname();
     for r in ledger.list_runs(RECENT)? {
         // A sweep the remote ran (the migration's training step) chose for that machine.
         if r.kind != RunKind::Sweep || r.status != RunStatus::Complete || r.host != host {
@@ -331,10 +331,7 @@ fn sweep_facts(ledger: &Ledger, runs: &[RunRecord], f: &mut Facts) -> Result<(),
     // The user's own script swept on the accelerator with its CPU baseline speaks first.
     for run in &sweeps {
         let Some(c) = ledger
-            .samples::<crate::summary::Comparison>(
-                run.id,
-                crate::jobs::usersweep::COMPARISON_SAMPLE,
-            )?
+            .samples::<crate::summary::Comparison>(run.id, crate::ledger::COMPARISON_SAMPLE)?
             .into_iter()
             .next()
         else {
@@ -655,7 +652,7 @@ mod tests {
         let id = ledger
             .begin_run(&NewRun {
                 kind: RunKind::Sweep,
-                host: crate::jobs::hostname(),
+                host: crate::machine::hostname(),
                 device: "cpu".into(),
                 device_name: "cpu".into(),
                 workload: "python train.py --batch-size {batch}".into(),

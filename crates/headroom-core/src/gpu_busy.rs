@@ -154,10 +154,7 @@ impl BusySampler {
                 if let Some(v) = text.as_deref().and_then(parse_ioreg_device_utilization) {
                     Self::add(&acc, v);
                 }
-                if let Some(pid) = text
-                    .as_deref()
-                    .and_then(crate::load::parse_agc_last_submission_pid)
-                {
+                if let Some(pid) = text.as_deref().and_then(parse_agc_last_submission_pid) {
                     if let Ok(mut a) = acc.lock() {
                         a.submitters.push(pid);
                     }
@@ -199,6 +196,14 @@ impl Drop for BusySampler {
             let _ = c.wait();
         }
     }
+}
+
+/// The pid that last submitted work to the Apple GPU, from `ioreg -r -d 1 -w 0 -c
+/// IOAccelerator`'s `"AGCInfo" = {"fLastSubmissionPID"=390,…}`.
+pub fn parse_agc_last_submission_pid(text: &str) -> Option<u32> {
+    ioreg_number(text, "fLastSubmissionPID")
+        .and_then(|p| u32::try_from(p).ok())
+        .filter(|p| *p > 0)
 }
 
 #[cfg(test)]

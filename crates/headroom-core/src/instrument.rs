@@ -896,8 +896,7 @@ impl Channel {
     }
 
     /// How far the process started at this channel's gate has come.
-    pub fn gate_state(&self) -> crate::jobs::watch::GateState {
-        use crate::jobs::watch::GateState;
+    pub fn gate_state(&self) -> GateState {
         let gate = self.gate_path();
         let beside = |ext: &str| {
             let mut p = gate.clone().into_os_string();
@@ -946,6 +945,21 @@ impl Drop for Channel {
 
 /// Removes the `headroom-run-PID-N` folders in `base` whose headroom process is gone (one
 /// killed with SIGKILL cannot remove its own).
+/// Where a command started at a gate (`jobs::watch::launch` with `gated`) stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateState {
+    /// Not yet observed from inside (the interpreter starting, or a program without torch).
+    Starting,
+    /// torch is imported and the observer hooked in: the gate comes before its first batch.
+    Armed,
+    /// Waiting at the gate: started up, no batch-sized work done.
+    Waiting,
+    /// The command has ended (before its gate: a crash at import, a bad argument).
+    Exited,
+}
+
+/// Removes the `headroom-run-PID-N` folders in `base` whose headroom process is gone (one
+/// killed with SIGKILL cannot remove its own).
 fn remove_stale(base: &std::path::Path) {
     let Ok(entries) = std::fs::read_dir(base) else {
         return;
@@ -957,7 +971,7 @@ fn remove_stale(base: &std::path::Path) {
             .and_then(|rest| rest.split('-').next())
             .and_then(|p| p.parse::<u32>().ok());
         if let Some(pid) = pid.filter(|p| *p != std::process::id()) {
-            if !crate::jobs::process_alive(pid) {
+            if !crate::child::process_alive(pid) {
                 let _ = std::fs::remove_dir_all(e.path());
             }
         }

@@ -6,6 +6,7 @@
 pub mod decision;
 pub mod doctor;
 pub mod epochs;
+pub mod migrate;
 pub mod profile;
 pub mod supervisor;
 pub mod sweep;
@@ -69,33 +70,66 @@ impl PartialEq<&str> for JobStatus {
     }
 }
 
-/// Whether process `pid` exists (a process we may not signal still exists).
-pub fn process_alive(pid: u32) -> bool {
-    let Ok(pid) = i32::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: signal 0 only checks for existence and permission.
-    if unsafe { libc::kill(pid, 0) } == 0 {
-        return true;
-    }
-    std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
+pub use crate::child::process_alive;
 
-/// This machine's host name.
-pub fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates on success.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "unknown".into();
+pub use crate::machine::hostname;
+
+/// What a run of this machine records at its start, the quiet facts that explain a figure weeks
+/// later: power, battery, Low Power Mode, thermal state (unknown where the OS does not say), the
+/// mount of the ledger at `ledger`, the apps holding memory, the user's Python and its torch.
+/// Nothing for a run recorded here from another machine's output (a remote check, the
+/// migration's run there): it did not meet them. (Given to [`Ledger::on_begin`].)
+pub fn run_start_samples(
+    run: &crate::ledger::NewRun,
+    ledger: &Path,
+) -> Vec<(u32, String, serde_json::Value)> {
+    if run.host != hostname() {
+        return Vec::new();
     }
-    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    let cfg = crate::config::load()
+        .map(|c| c.contention)
+        .unwrap_or_default();
+    let report = crate::contention::Sampler::new().sample(&cfg, &[], None);
+    let apps = report
+        .groups
+        .iter()
+        .filter(|g| {
+            use crate::contention::Group;
+            matches!(
+                g.group,
+                Group::Conferencing | Group::Ide | Group::Browser | Group::LocalLlm
+            )
+        })
+        .map(|g| crate::ledger::AppsHeld {
+            group: g.group.label().to_owned(),
+            bytes: g.bytes,
+            apps: g.apps.iter().take(3).map(|a| a.name.clone()).collect(),
+        })
+        .collect();
+    let context = crate::ledger::RunContext {
+        data_mount: crate::mounts::mount_of(ledger),
+        apps,
+        python: crate::readiness::python::users_torch(std::time::Duration::from_secs(10)),
+    };
+    let value = |v: serde_json::Result<serde_json::Value>| v.unwrap_or_default();
+    vec![
+        (
+            crate::ledger::CONDITIONS_SEQ,
+            "conditions".to_owned(),
+            value(serde_json::to_value(crate::readiness::system::conditions())),
+        ),
+        (
+            crate::ledger::CONDITIONS_SEQ + 1,
+            "context".to_owned(),
+            value(serde_json::to_value(context)),
+        ),
+    ]
 }
 
 /// Opens the default ledger and closes the runs of this host whose headroom process died mid-run.
 pub fn open_ledger() -> Result<Ledger, CoreError> {
     let ledger = Ledger::open_default()?;
+    ledger.on_begin(run_start_samples);
     ledger.close_orphans(&hostname(), process_alive)?;
     Ok(ledger)
 }
@@ -108,11 +142,16 @@ pub fn open_ledger_keeping(path: &std::path::Path, tell: bool) -> Result<Ledger,
     // The command waits for this open: a lock held elsewhere is waited for a moment only.
     match Ledger::open_waiting(path, std::time::Duration::from_secs(1)) {
         Ok(ledger) => {
+            ledger.on_begin(run_start_samples);
             ledger.keep_going(tell);
             let _ = ledger.close_orphans(&hostname(), process_alive);
             Ok(ledger)
         }
-        Err(e) => Ledger::detached(path, &e, tell),
+        Err(e) => {
+            let ledger = Ledger::detached(path, &e, tell)?;
+            ledger.on_begin(run_start_samples);
+            Ok(ledger)
+        }
     }
 }
 

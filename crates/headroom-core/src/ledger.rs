@@ -29,7 +29,13 @@ pub struct Ledger {
     attached: std::cell::RefCell<Vec<(u32, String, serde_json::Value)>>,
     /// What a handle that keeps going holds back (see [`Ledger::keep_going`]).
     keep: std::cell::RefCell<keep::Keep>,
+    /// What every run begun through this handle records at its start (see [`Ledger::on_begin`]).
+    start_samples: std::cell::Cell<Option<StartSamples>>,
 }
+
+/// The samples a run records at its start beyond its row — `(seq, kind, value)` for `run`, the
+/// ledger being at the path given — as the opener of the ledger gathers them.
+pub type StartSamples = fn(&NewRun, &Path) -> Vec<(u32, String, serde_json::Value)>;
 
 /// How a run ended (or that it has not yet).
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -195,6 +201,9 @@ pub const DATA_SEQ: u32 = CONDITIONS_SEQ + 4;
 /// The sample seq of the round trip to the artifact store (kind `artifact_rtt`).
 pub const ARTIFACT_RTT_SEQ: u32 = CONDITIONS_SEQ + 5;
 
+/// The sample kind under which a script sweep keeps its comparison with the CPU baseline.
+pub const COMPARISON_SAMPLE: &str = "comparison";
+
 /// The memory a group of apps held when a run started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AppsHeld {
@@ -329,6 +338,7 @@ impl Ledger {
             path: path.to_path_buf(),
             attached: std::cell::RefCell::default(),
             keep: std::cell::RefCell::default(),
+            start_samples: std::cell::Cell::new(None),
         };
         migrations::migrate(&ledger.conn, path)?;
         ledger.replay_spills();
@@ -339,6 +349,12 @@ impl Ledger {
     /// Opens the ledger at its default place ([`crate::paths::ledger_path`]).
     pub fn open_default() -> Result<Self, CoreError> {
         Self::open(&crate::paths::ledger_path()?)
+    }
+
+    /// Makes every run begun from now on through this handle record what `samples` gathers at
+    /// its start (the ledger itself gathers nothing: it is storage).
+    pub fn on_begin(&self, samples: StartSamples) {
+        self.start_samples.set(Some(samples));
     }
 
     /// Where this ledger lives.

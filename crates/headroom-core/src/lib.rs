@@ -26,6 +26,7 @@ pub mod machine;
 pub mod mlx;
 pub mod monitor;
 pub mod mounts;
+pub mod outcome;
 pub mod paths;
 pub mod planner;
 pub mod plot;

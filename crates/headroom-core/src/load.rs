@@ -125,13 +125,7 @@ pub fn parse_nvidia_compute_apps(text: &str) -> Vec<(u32, String, Option<u64>)> 
         .collect()
 }
 
-/// The pid that last submitted work to the Apple GPU, from `ioreg -r -d 1 -w 0 -c
-/// IOAccelerator`'s `"AGCInfo" = {"fLastSubmissionPID"=390,…}`.
-pub fn parse_agc_last_submission_pid(text: &str) -> Option<u32> {
-    crate::gpu_busy::ioreg_number(text, "fLastSubmissionPID")
-        .and_then(|p| u32::try_from(p).ok())
-        .filter(|p| *p > 0)
-}
+pub use crate::gpu_busy::parse_agc_last_submission_pid;
 
 /// The other processes on an NVIDIA GPU, from its compute-apps list. `mine` says whether a pid
 /// is in Headroom's own tree, `named` names a pid this machine's process table has. When the

@@ -200,7 +200,7 @@ impl MlxComparison {
 pub fn record(ledger: &Ledger, c: &MlxComparison) -> Result<i64, CoreError> {
     let id = ledger.begin_run(&NewRun {
         kind: crate::ledger::RunKind::MlxCompare,
-        host: crate::jobs::hostname(),
+        host: crate::machine::hostname(),
         device: c.torch_device.clone(),
         device_name: c.mlx_device.clone(),
         workload: c.workload.clone(),

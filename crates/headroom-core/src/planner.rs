@@ -41,6 +41,9 @@ pub const COSTLY_AIM: f64 = 0.03;
 /// proportional to the batch: the step time is flat, the range is launch-bound.
 pub const LINEAR_SCALING: f64 = 0.9;
 
+/// The knee is the smallest batch within this share of the best throughput.
+pub const KNEE_SHARE: f64 = 0.95;
+
 /// What the planner wants done next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
@@ -509,10 +512,7 @@ impl Planner {
         if best.is_nan() {
             return None;
         }
-        let knee = ok
-            .iter()
-            .find(|o| o.1 >= best * crate::summary::KNEE_SHARE)?
-            .0;
+        let knee = ok.iter().find(|o| o.1 >= best * KNEE_SHARE)?.0;
         let below = ok.iter().rev().find(|o| o.0 < knee)?.0;
         if f64::from(knee) / f64::from(below) <= COSTLY_KNEE_RATIO {
             return None;

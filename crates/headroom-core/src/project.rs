@@ -4,33 +4,14 @@
 //! (the user's comments and keys) as it was.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 use crate::CoreError;
 
 /// The placeholders a project's command may hold, each replaced by one whole value.
 pub const PLACEHOLDERS: [&str; 2] = ["batch", "device"];
 
-/// One project.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Project {
-    /// Its name (letters, digits, `-`, `_`, `.`), filled in from the table's key.
-    #[serde(default)]
-    pub name: String,
-    /// The folder it runs in (absolute).
-    #[cfg_attr(feature = "ts", ts(type = "string"))]
-    pub dir: PathBuf,
-    /// The interpreter that runs `python`/`python3` in the command; none: the one on PATH.
-    #[cfg_attr(feature = "ts", ts(type = "string | null"))]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub python: Option<PathBuf>,
-    /// The command, one argument per item, with `{batch}` and `{device}`.
-    pub command: Vec<String>,
-}
+pub use crate::config::Project;
 
 impl Project {
     /// Checks the name, the folder (absolute) and the command (not empty, only known
@@ -323,6 +304,7 @@ fn edit(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn project(name: &str, dir: &Path) -> Project {
         Project {

@@ -693,6 +693,23 @@ impl Event {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_worker_error_with_a_code_this_headroom_does_not_know_still_carries_its_message() {
+        use crate::error::ErrorCode;
+        // A worker's error with a code a newer Headroom added: the event still parses.
+        let e = Event::from_line(
+            r#"{"event":"error","code":"gpu_on_fire","message":"the GPU is on fire"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            e,
+            Event::Error {
+                code: ErrorCode::Internal,
+                message: "the GPU is on fire".into()
+            }
+        );
+    }
+
     use super::*;
 
     #[test]

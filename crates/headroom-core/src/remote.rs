@@ -4,7 +4,6 @@
 //! `ssh`. Everything reaches `ssh` as an argument vector; nothing is ever given to a local shell.
 
 pub mod check;
-pub mod migrate;
 pub mod rtt;
 pub mod sshconfig;
 pub mod vnc;

@@ -10,10 +10,10 @@ use serde::Serialize;
 
 use crate::datasum::DataRecord;
 use crate::epochs::{EpochSample, EpochThresholds};
-use crate::jobs::watch::WatchOutcome;
 use crate::ledger::{Ledger, RunContext, RunRecord};
 use crate::monitor::MemoryReading;
 use crate::mounts::MountClass;
+use crate::outcome::WatchOutcome;
 use crate::plot::{epochs_svg, png_from_svg, readings_svg, sweep_svg, ChartSpec};
 use crate::protocol::Hello;
 use crate::protocol::Point;
@@ -287,7 +287,7 @@ fn proof_for(ledger: &Ledger, r: &RunRecord) -> Result<Arm64Proof, CoreError> {
         pick.filter(|_| report.is_some()).map(|d| d.id),
         report.as_ref(),
         observed.as_ref(),
-        if r.host == crate::jobs::hostname() {
+        if r.host == crate::machine::hostname() {
             "this machine"
         } else {
             &r.host
@@ -1181,7 +1181,7 @@ pub fn compare_within(
     }
     for (r, x) in [(&ra, &xa), (&rb, &xb)] {
         if x.conditions.is_none() {
-            out.push(if r.host == crate::jobs::hostname() {
+            out.push(if r.host == crate::machine::hostname() {
                 format!(
                     "run {} has no conditions recorded (power, battery, Low Power Mode, thermal): \
                      it predates them",

@@ -5,8 +5,7 @@ use crate::budget::format_bytes;
 use crate::planner::Limit;
 use crate::protocol::{Point, PointStatus, SweepSummary};
 
-/// The knee is the smallest batch within this share of the best throughput.
-pub const KNEE_SHARE: f64 = 0.95;
+pub use crate::planner::KNEE_SHARE;
 
 /// One batch measured on an accelerator and on the CPU: the speed-up the decision rules use.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]

@@ -488,7 +488,7 @@ fn migrate(
     timeout: u64,
     json: bool,
 ) -> Result<ExitCode> {
-    use headroom_core::remote::migrate::{run_step, Context, Migration, Step};
+    use headroom_core::jobs::migrate::{run_step, Context, Migration, Step};
     if timeout == 0 {
         anyhow::bail!("--timeout must be 1 second or more");
     }

@@ -24,8 +24,7 @@ use crate::protocol::{BatchPlan, Hello, Phase, Point, PointStatus, PROTOCOL_VERS
 use crate::summary::{compare, summarize, Comparison};
 use crate::CoreError;
 
-/// The sample kind under which a script sweep keeps its comparison with the CPU baseline.
-pub const COMPARISON_SAMPLE: &str = "comparison";
+pub use crate::ledger::COMPARISON_SAMPLE;
 
 /// One value of `{device}`: a device name as the script takes it, and optionally the CPU
 /// threads to give it (`cpu@2`: `OMP_NUM_THREADS=2`).

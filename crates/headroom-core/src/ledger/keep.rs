@@ -341,6 +341,7 @@ impl Ledger {
             path: path.to_path_buf(),
             attached: std::cell::RefCell::default(),
             keep: std::cell::RefCell::default(),
+            start_samples: std::cell::Cell::new(None),
         };
         {
             let mut k = ledger.keep.borrow_mut();

@@ -35,18 +35,12 @@ impl Ledger {
                 run.owner_pid.into(),
             ],
         ))?;
-        // The quiet facts that explain a figure weeks later: power, battery, Low Power Mode,
-        // thermal state at the run's start (unknown where the OS does not say), the apps holding
-        // memory, the Python. Only for this machine's runs: a run recorded here from another
-        // machine's output (a remote check, the migration's run there) did not meet them.
-        if run.host == crate::jobs::hostname() {
-            self.add_sample(
-                id,
-                super::CONDITIONS_SEQ,
-                "conditions",
-                &crate::readiness::system::conditions(),
-            )?;
-            self.add_sample(id, super::CONDITIONS_SEQ + 1, "context", &self.context())?;
+        // What the opener gives every run at its start (the machine's conditions, the apps
+        // holding memory: see `jobs::run_start_samples`); the ledger only stores them.
+        if let Some(start) = self.start_samples.get() {
+            for (seq, kind, value) in start(run, &self.path) {
+                self.add_sample(id, seq, &kind, &value)?;
+            }
         }
         for (seq, kind, value) in self.attached.borrow().iter() {
             self.add_sample(id, *seq, kind, value)?;
@@ -106,35 +100,6 @@ impl Ledger {
             )
             .optional()
             .map_err(|e| self.err(e))
-    }
-
-    /// Where the ledger lives and who holds memory, at a run's start.
-    fn context(&self) -> super::RunContext {
-        let cfg = crate::config::load()
-            .map(|c| c.contention)
-            .unwrap_or_default();
-        let report = crate::contention::Sampler::new().sample(&cfg, &[], None);
-        let apps = report
-            .groups
-            .iter()
-            .filter(|g| {
-                use crate::contention::Group;
-                matches!(
-                    g.group,
-                    Group::Conferencing | Group::Ide | Group::Browser | Group::LocalLlm
-                )
-            })
-            .map(|g| super::AppsHeld {
-                group: g.group.label().to_owned(),
-                bytes: g.bytes,
-                apps: g.apps.iter().take(3).map(|a| a.name.clone()).collect(),
-            })
-            .collect();
-        super::RunContext {
-            data_mount: crate::mounts::mount_of(self.path()),
-            apps,
-            python: crate::readiness::python::users_torch(std::time::Duration::from_secs(10)),
-        }
     }
 
     /// Stores one point of run `run_id`; `seq` orders the points of a run. A point stored again

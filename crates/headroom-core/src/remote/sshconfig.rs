@@ -2,10 +2,11 @@
 //! block per profile, and the user's `config` gets one `Include` line at its top (added once,
 //! after a backup). The user's own text is never rewritten: the only change to it is that line.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::HostProfile;
+use crate::paths::{io_err as io, set_mode};
+pub use crate::paths::{through_links, write_atomically};
 use crate::CoreError;
 
 const HEADER: &str =
@@ -44,83 +45,6 @@ pub fn render<'a>(profiles: impl IntoIterator<Item = &'a HostProfile>) -> String
         }
     }
     out
-}
-
-fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> CoreError + 'a {
-    move |source| CoreError::Io {
-        what,
-        path: path.display().to_string(),
-        source,
-    }
-}
-
-/// Replaces `path` with `bytes` atomically: a temp file in the same folder, synced, renamed
-/// over it. Does nothing when the file already holds exactly these bytes. New files (and their
-/// folder) are private to the user.
-pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), CoreError> {
-    // A dotfile manager's symlink stays a link: its target is what changes.
-    let target = through_links(path);
-    let path = target.as_path();
-    if std::fs::read(path).is_ok_and(|old| old == bytes) {
-        return Ok(());
-    }
-    let dir = path.parent().unwrap_or(Path::new("."));
-    if !dir.exists() {
-        std::fs::create_dir_all(dir).map_err(io("cannot create folder", dir))?;
-        set_mode(dir, 0o700)?;
-    }
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    // One name per write, so two writes from one process (the app's threads) never share it.
-    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(format!(".{name}.headroom-{}-{n}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp).map_err(io("cannot write", &tmp))?;
-        f.write_all(bytes).map_err(io("cannot write", &tmp))?;
-        f.sync_all().map_err(io("cannot sync", &tmp))?;
-        // Keep an existing file's permissions; new ones get `mode`.
-        let keep = std::fs::metadata(path).ok().map(|m| m.permissions());
-        match keep {
-            Some(p) => {
-                std::fs::set_permissions(&tmp, p).map_err(io("cannot set permissions", &tmp))?
-            }
-            None => set_mode(&tmp, mode)?,
-        }
-        std::fs::rename(&tmp, path).map_err(io("cannot replace", path))
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
-/// The file `path` names after following its symlinks (a dangling one's target included);
-/// `path` itself when it is no link.
-pub fn through_links(path: &Path) -> PathBuf {
-    let mut p = path.to_path_buf();
-    // As the kernel does, give up on a loop after 40 links.
-    for _ in 0..40 {
-        match std::fs::read_link(&p) {
-            Ok(target) if target.is_absolute() => p = target,
-            Ok(target) => p = p.parent().unwrap_or(Path::new(".")).join(target),
-            Err(_) => break,
-        }
-    }
-    p
-}
-
-fn set_mode(path: &Path, mode: u32) -> Result<(), CoreError> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-            .map_err(io("cannot set permissions", path))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (path, mode);
-        Ok(())
-    }
 }
 
 /// What [`sync`] changed.

@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::check::{self, sh_quote, CheckOptions};
-use super::HostProfile;
 use crate::project::Project;
+use crate::remote::check::{self, sh_quote, CheckOptions};
+use crate::remote::HostProfile;
 use crate::CoreError;
 
 /// One step of the migration, in order.
@@ -838,7 +838,7 @@ fn headroom_step(ctx: &mut Context<'_>) -> Outcome {
         }
         Err(e) => return fail(e.to_string(), "install OpenSSH's client"),
     };
-    if let Err(e) = super::Hosts::load().and_then(|mut h| {
+    if let Err(e) = crate::remote::Hosts::load().and_then(|mut h| {
         h.add(installed.clone(), true)?;
         h.save()
     }) {
@@ -1803,7 +1803,7 @@ fn rfb_banner(port: u16, limit: Duration) -> Option<String> {
 
 fn screen_step(ctx: &mut Context<'_>) -> Outcome {
     let p = ctx.profile;
-    let tunnel = match super::vnc::open_tunnel(p, None, ctx.timeout) {
+    let tunnel = match crate::remote::vnc::open_tunnel(p, None, ctx.timeout) {
         Ok(Ok(t)) => t,
         Ok(Err(f)) => return fail(f.message, f.fix),
         Err(e) => return fail(e.to_string(), "install OpenSSH's client"),
