@@ -239,7 +239,7 @@ pub async fn start_sweep(
         let send = |s: &SweepSnapshot| {
             let _ = on_update.send(s.clone());
         };
-        let outcome = jobs::open_ledger().and_then(|ledger| {
+        let outcome = jobs::open_ledger_for_job().and_then(|ledger| {
             jobs::sweep::run_sweep_on(&launcher, &req, &ledger, &token, &mut |u| {
                 let copy = {
                     let mut s = lock(&snap);

@@ -243,7 +243,7 @@ pub async fn start_epochs(
     install(&state, running)?;
     let handle = app.clone();
     std::thread::spawn(move || {
-        let outcome = jobs::open_ledger().and_then(|ledger| {
+        let outcome = jobs::open_ledger_for_job().and_then(|ledger| {
             jobs::epochs::run_epochs(&exe, &req, &t, &ledger, &token, &mut |e| {
                 let copy = {
                     let mut s = lock(&snapshot);
@@ -375,7 +375,7 @@ pub async fn watch_project(
             headroom_core::monitor::DEFAULT_EPOCH_PATTERN,
         );
         let outcome = matcher.and_then(|m| {
-            let ledger = jobs::open_ledger()?;
+            let ledger = jobs::open_ledger_for_job()?;
             jobs::watch::run_command_with(&command, &m, &opts, &ledger, &mut |p| {
                 let copy = {
                     let mut s = lock(&snapshot);
@@ -517,7 +517,7 @@ pub async fn start_watch(
     let handle = app.clone();
     std::thread::spawn(move || {
         let opts = WatchOptions::for_pid(Duration::from_millis(500), t);
-        let outcome = jobs::open_ledger().and_then(|ledger| {
+        let outcome = jobs::open_ledger_for_job().and_then(|ledger| {
             jobs::watch::watch_pid(pid, &opts, &ledger, &stop, &mut |r| {
                 let (copy, newly) = {
                     let mut s = lock(&snapshot);

@@ -161,7 +161,7 @@ pub async fn sweep_project(
         let send = |s: &SweepSnapshot| {
             let _ = on_update.send(s.clone());
         };
-        let outcome = jobs::open_ledger().and_then(|ledger| {
+        let outcome = jobs::open_ledger_for_job().and_then(|ledger| {
             jobs::usersweep::run_script_sweep(&spec, &ledger, &mut |u| {
                 let copy = {
                     let mut s = lock(&snap);

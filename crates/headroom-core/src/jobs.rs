@@ -155,6 +155,13 @@ pub fn open_ledger_keeping(path: &std::path::Path, tell: bool) -> Result<Ledger,
     }
 }
 
+/// [`open_ledger_keeping`] on the default ledger, saying nothing on stderr: for the app's jobs
+/// (a sweep, epochs, a wrapped or watched training), which a locked ledger or a full disk must
+/// not end; what the ledger refuses is written late or spilled when the handle drops.
+pub fn open_ledger_for_job() -> Result<Ledger, CoreError> {
+    open_ledger_keeping(&crate::paths::ledger_path()?, false)
+}
+
 /// The libtorch version in a `--version` line of `headroom` or `headroom-worker`
 /// (`headroom 0.1.0 (commit 0123abcd4567, libtorch 2.11.0)`); `None` when the line has none or
 /// says it is unknown.
