@@ -214,7 +214,7 @@ fn a_sweep_whose_ledger_is_locked_keeps_every_point() {
         "--batches",
         "1,2,4",
         "--steps",
-        "3",
+        "20",
         "--json",
     ]);
     let err = String::from_utf8_lossy(&out.stderr);

@@ -731,7 +731,7 @@ fn a_headroom_run_killed_with_sigkill_leaves_no_folder_and_a_run_that_says_what_
             "--",
             py.to_str().expect("utf-8"),
             "-c",
-            "import time\nfor i in range(100):\n    time.sleep(0.1)\n    print(i, flush=True)",
+            "import time\nfor i in range(600):\n    time.sleep(0.1)\n    print(i, flush=True)",
         ])
         .env("TMPDIR", &tmp)
         .stdout(std::process::Stdio::null())
@@ -750,8 +750,15 @@ fn a_headroom_run_killed_with_sigkill_leaves_no_folder_and_a_run_that_says_what_
         assert!(t0.elapsed() < Duration::from_secs(20), "no channel folder");
         std::thread::sleep(Duration::from_millis(20));
     };
-    // Let the run be recorded, then kill headroom only (its command runs on).
-    std::thread::sleep(Duration::from_millis(1500));
+    // Once the run is recorded, kill headroom only (its command runs on).
+    while home.runs().is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the run was never recorded"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let command = children_of(parent.id());
     parent.kill().expect("SIGKILL headroom");
     parent.wait().expect("reap");
     assert!(folder.exists(), "a killed process removes nothing");
@@ -772,4 +779,9 @@ fn a_headroom_run_killed_with_sigkill_leaves_no_folder_and_a_run_that_says_what_
             .contains("may have run on unwatched"),
         "{killed}"
     );
+    // The command Headroom left running unwatched.
+    for pid in command {
+        // SAFETY: plain kill(2) on a pid read from /proc as the test's grandchild.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
 }
