@@ -333,17 +333,22 @@ impl Ledger {
             .map_err(err)?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(err)?;
-        let ledger = Self {
+        let ledger = Self::on(conn, path);
+        migrations::migrate(&ledger.conn, path)?;
+        ledger.replay_spills();
+        let _ = ledger.conn.busy_timeout(BUSY_TIMEOUT);
+        Ok(ledger)
+    }
+
+    /// A handle over `conn`, for the ledger at `path`: nothing kept, attached or sampled yet.
+    fn on(conn: Connection, path: &Path) -> Self {
+        Self {
             conn,
             path: path.to_path_buf(),
             attached: std::cell::RefCell::default(),
             keep: std::cell::RefCell::default(),
             start_samples: std::cell::Cell::new(None),
-        };
-        migrations::migrate(&ledger.conn, path)?;
-        ledger.replay_spills();
-        let _ = ledger.conn.busy_timeout(BUSY_TIMEOUT);
-        Ok(ledger)
+        }
     }
 
     /// Opens the ledger at its default place ([`crate::paths::ledger_path`]).

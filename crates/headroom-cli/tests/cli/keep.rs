@@ -89,6 +89,15 @@ fn show(home: &Home, id: i64) -> Value {
     v
 }
 
+/// The epoch rows `ledger show RUN` prints for run `id`.
+fn epochs_of(home: &Home, id: i64) -> usize {
+    let out = home.run(&["ledger", "show", &id.to_string()]);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.trim_start().starts_with("epoch "))
+        .count()
+}
+
 /// The ledger is locked from epoch 3 for longer than Headroom ever waits for a lock (12 s):
 /// the training goes on to its last epoch and its own exit status, and once the lock is gone
 /// every epoch is in the ledger.
@@ -132,15 +141,7 @@ fn a_ledger_locked_for_twelve_seconds_mid_run_never_ends_the_training() {
     assert_eq!(run["run"]["status"], "failed", "exit 7: {run}");
     assert!(spills(&home).is_empty(), "{:?}", spills(&home));
     // Every epoch and reading written late, in the ledger now.
-    let out = home.run(&["ledger", "show", &id.to_string()]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        text.lines()
-            .filter(|l| l.trim_start().starts_with("epoch "))
-            .count(),
-        30,
-        "{text}"
-    );
+    assert_eq!(epochs_of(&home, id), 30);
 }
 
 /// Locked before `headroom run` starts and until after it ended: the command runs anyway (the
@@ -188,15 +189,7 @@ fn a_ledger_locked_from_start_to_end_spills_and_the_next_command_writes_the_run(
     assert_eq!(runs[0]["status"], "complete", "{}", runs[0]);
     assert!(spills(&home).is_empty(), "replayed: {:?}", spills(&home));
     let id = runs[0]["id"].as_i64().expect("id");
-    let out = home.run(&["ledger", "show", &id.to_string()]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        text.lines()
-            .filter(|l| l.trim_start().starts_with("epoch "))
-            .count(),
-        4,
-        "{text}"
-    );
+    assert_eq!(epochs_of(&home, id), 4);
 }
 
 /// A sweep whose ledger is locked once its run is recorded: every point is measured and shown,

@@ -336,13 +336,7 @@ impl Ledger {
         })?;
         // The schema, so that reads (cached checksums) find their tables empty.
         super::migrations::migrate(&conn, Path::new(":memory:"))?;
-        let ledger = Self {
-            conn,
-            path: path.to_path_buf(),
-            attached: std::cell::RefCell::default(),
-            keep: std::cell::RefCell::default(),
-            start_samples: std::cell::Cell::new(None),
-        };
+        let ledger = Self::on(conn, path);
         {
             let mut k = ledger.keep.borrow_mut();
             k.on = true;
