@@ -156,7 +156,7 @@ if command -v useradd >/dev/null && [ -x /usr/sbin/sshd ]; then
   install -m 600 -o "$fresh" -g "$fresh" "$root/root/wizard_key.pub" "/home/$fresh/.ssh/authorized_keys"
   in_root sh -c 'mkdir -p /root/proj && echo "print(1)" > /root/proj/train.py'
   in_root sh -c "export HEADROOM_HOME=/root/hr
-    headroom project add proj --dir /root/proj --python /bin/sh -- python train.py --batch-size {batch} >/dev/null &&
+    headroom project add proj --dir /root/proj -- python train.py --batch-size {batch} >/dev/null &&
     headroom remote add fresh --host 127.0.0.1 --port $port --user $fresh --identity /root/wizard_key >/dev/null &&
     headroom remote migrate fresh --project proj --json > /tmp/migrate.json 2>/tmp/migrate.log; true"
   python3 - "$root/tmp/migrate.json" "$fresh" <<'PY' || { cat "$root/tmp/migrate.log" "$sshdir/sshd.log" >&2; fail "the wizard did not carry Headroom there"; }

@@ -72,15 +72,7 @@ pub struct GroupMemory {
     pub apps: Vec<AppMemory>,
 }
 
-/// The OS's own judgement of memory pressure.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Pressure {
-    Normal,
-    Warn,
-    Critical,
-}
+pub use crate::pointload::Pressure;
 
 /// The system side of one sample.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]

@@ -30,6 +30,7 @@ pub mod outcome;
 pub mod paths;
 pub mod planner;
 pub mod plot;
+pub mod pointload;
 pub mod project;
 pub mod protocol;
 pub mod readiness;

@@ -7,108 +7,12 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
 
-use crate::contention::Pressure;
+use crate::pointload::Pressure;
 
-/// Another process on the accelerator a point ran on.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AccelUser {
-    /// Its pid as the tool reported it (`None` when only a count could be told).
-    pub pid: Option<u32>,
-    pub name: String,
-    /// Device memory it held (NVIDIA).
-    pub bytes: Option<u64>,
-    /// The share of readings in which it was the last to submit GPU work (Apple GPUs).
-    pub share: Option<f64>,
-}
-
-/// What the rest of the machine did while a point was timed.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PointLoad {
-    /// Cores' worth of CPU the other processes used on average (1.0: one core all the time).
-    pub other_cores: f64,
-    /// The busiest other process, by name, and its cores.
-    pub busiest: Option<String>,
-    pub busiest_cores: f64,
-    /// Seconds the reading spans.
-    pub seconds: f64,
-    /// The OS's memory pressure, the worse of the point's start and end, with its figures.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pressure: Option<Pressure>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pressure_detail: Option<String>,
-    /// How much swap grew while the point was timed (bytes; negative: it shrank).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub swap_growth_bytes: Option<i64>,
-    /// Other processes on the accelerator the point ran on.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub accel_others: Vec<AccelUser>,
-}
-
-/// Other processes using this many cores while a point is timed make its figure suspect.
-pub const LOAD_WARN_CORES: f64 = 0.5;
-/// Swap growing by this much while a point is timed means the machine was paging.
-pub const SWAP_WARN_BYTES: i64 = 64 << 20;
-/// Another process last to submit GPU work in this share of readings was using the GPU.
-pub const ACCEL_WARN_SHARE: f64 = 0.25;
-
-impl PointLoad {
-    /// The warnings for a point timed beside other work, one per cause that mattered.
-    pub fn warnings(&self, batch: u32) -> Vec<String> {
-        let mut out = Vec::new();
-        if self.other_cores >= LOAD_WARN_CORES {
-            let who = self.busiest.as_ref().map_or_else(String::new, |b| {
-                format!("{b} used {:.1} cores, ", self.busiest_cores)
-            });
-            out.push(format!(
-                "batch {batch} was timed while {who}other processes {:.1} cores in all: its throughput may read low; measure again when the machine is quieter",
-                self.other_cores
-            ));
-        }
-        if let Some(p @ (Pressure::Warn | Pressure::Critical)) = self.pressure {
-            out.push(format!(
-                "batch {batch} was timed under {} memory pressure ({}): the OS was short of memory, so its throughput and peak may not hold on a quieter machine; close memory-heavy apps and measure again",
-                if p == Pressure::Warn { "warning" } else { "critical" },
-                self.pressure_detail.as_deref().unwrap_or("the OS's own level")
-            ));
-        }
-        if let Some(g) = self.swap_growth_bytes.filter(|g| *g >= SWAP_WARN_BYTES) {
-            out.push(format!(
-                "batch {batch} was timed while swap grew by {}: the machine was paging; its throughput may read low",
-                crate::budget::format_bytes(g.unsigned_abs())
-            ));
-        }
-        let shared: Vec<String> = self
-            .accel_others
-            .iter()
-            .filter(|u| u.share.is_none_or(|s| s >= ACCEL_WARN_SHARE))
-            .map(|u| {
-                let pid = u.pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
-                match (u.bytes, u.share) {
-                    (Some(b), _) => {
-                        format!("{}{pid} holding {}", u.name, crate::budget::format_bytes(b))
-                    }
-                    (None, Some(s)) => format!(
-                        "{}{pid} submitting work in {:.0} % of readings",
-                        u.name,
-                        s * 100.0
-                    ),
-                    (None, None) => format!("{}{pid}", u.name),
-                }
-            })
-            .collect();
-        if !shared.is_empty() {
-            out.push(format!(
-                "batch {batch} ran on an accelerator shared with {}: its throughput and memory head-room may read low",
-                shared.join(", ")
-            ));
-        }
-        out
-    }
-}
+pub use crate::pointload::{
+    AccelUser, PointLoad, ACCEL_WARN_SHARE, LOAD_WARN_CORES, SWAP_WARN_BYTES,
+};
 
 /// `nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory --format=csv,noheader,nounits`
 /// lines (`4242, /usr/bin/python3, 2566` — MiB): `(pid, name, bytes)` each. A name may hold

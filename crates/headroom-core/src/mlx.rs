@@ -19,8 +19,7 @@ use crate::CoreError;
 /// The script MLX runs (argv: workload, batch, warm-up steps, timed steps; one JSON line out).
 pub const SCRIPT: &str = include_str!("mlx/bench.py");
 
-/// The workloads with an MLX equivalent.
-pub const WORKLOADS: [&str; 2] = ["mlp", "matmul"];
+pub use crate::requests::MLX_WORKLOADS as WORKLOADS;
 
 /// What the MLX side measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,8 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::DATA_BOUND_SHARE;
 use crate::epochs::{EpochSample, EpochVerdict};
+
+/// The share of step time above which a run is called data-bound.
+pub const DATA_BOUND_SHARE: f64 = 0.5;
 
 /// An operator's total GPU time in a run, from the MPS profiler log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -266,7 +266,7 @@ pub struct Point {
     pub step_cv: Option<f64>,
     /// What the rest of the machine did while the point was timed (local sweeps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load: Option<crate::load::PointLoad>,
+    pub load: Option<crate::pointload::PointLoad>,
     /// Seconds of its timed steps, and why timing stopped there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timed_s: Option<f64>,

@@ -16,6 +16,8 @@ fn invalid(message: impl Into<String>) -> CoreError {
     CoreError::InvalidInput(message.into())
 }
 
+/// The workloads with an MLX equivalent (`sweep --compare mlx`).
+pub const MLX_WORKLOADS: [&str; 2] = ["mlp", "matmul"];
 /// The shape as typed (`3x224x224`); blank is no shape.
 fn shape(text: Option<&str>) -> Result<Option<Vec<i64>>, CoreError> {
     text.map(str::trim)
@@ -173,11 +175,11 @@ impl SweepInput {
             )),
             Some("cpu") => Ok(()),
             Some("mlx") => {
-                if !crate::mlx::WORKLOADS.contains(&what.workload.as_str()) {
+                if !MLX_WORKLOADS.contains(&what.workload.as_str()) {
                     return Err(invalid(format!(
                         "--compare mlx runs the same workload through MLX, which Headroom has for {} only; \
                          use --workload mlp or matmul",
-                        crate::mlx::WORKLOADS.join(" and ")
+                        MLX_WORKLOADS.join(" and ")
                     )));
                 }
                 if what.input_shape.is_some() || what.dtype != Dtype::F32 {

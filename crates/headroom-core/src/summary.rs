@@ -334,7 +334,7 @@ mod tests {
 
     #[test]
     fn the_answer_is_uncertain_when_its_points_carry_cautions() {
-        let busy = || crate::load::PointLoad {
+        let busy = || crate::pointload::PointLoad {
             other_cores: 1.2,
             busiest: Some("zoom.us".into()),
             busiest_cores: 1.1,
