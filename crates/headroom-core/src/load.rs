@@ -7,7 +7,6 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-
 use crate::pointload::Pressure;
 
 pub use crate::pointload::{

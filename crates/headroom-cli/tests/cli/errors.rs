@@ -574,6 +574,22 @@ fn a_worker_failure_says_what_failed_without_a_backtrace() {
         assert!(!err.contains("exit code 101 after"), "{shape}: {err}");
         assert!(err.lines().count() < 12, "{shape}: {err}");
     }
+    // A leak demo far larger than memory: libtorch's allocator refuses it, said in one line.
+    let home = Home::new();
+    let out = home.run(&[
+        "epochs",
+        "--device",
+        "cpu",
+        "--leak-demo",
+        "999999999",
+        "--epochs",
+        "2",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("can't allocate memory"), "{err}");
+    assert!(!err.contains("frame #"), "{err}");
+    assert!(!err.contains("Exception raised from"), "{err}");
 }
 
 #[test]
