@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 40's build figures: wall time of an incremental `cargo build --release` of the two
-# binaries after touching one decide rule (headroom-core) and after touching the worker's step
-# loop (headroom-torch), and the stripped size of headroom-worker. Run from the repository root
+# binaries after touching one decide rule (headroom-model since the split; headroom-core
+# before) and after touching the worker's step loop (headroom-torch), and the stripped size of
+# headroom-worker. Run from the repository root
 # after a full build (scripts/bootstrap.sh); prints one Markdown table row per figure.
 set -euo pipefail
 target="${CARGO_TARGET_DIR:-target}"
@@ -15,7 +16,7 @@ time_after_touch() {
   t1=$(date +%s.%N)
   python3 -c "print(f'{$t1 - $t0:.1f}')"
 }
-decide=$(time_after_touch crates/headroom-core/src/decide.rs)
+decide=$(time_after_touch crates/headroom-model/src/decide.rs)
 step=$(time_after_touch crates/headroom-torch/src/measure.rs)
 strip -o /tmp/headroom-worker.stripped "$target/release/headroom-worker"
 size=$(stat -c %s /tmp/headroom-worker.stripped)

@@ -27,6 +27,12 @@ impl From<CoreError> for AppError {
     }
 }
 
+impl From<headroom_core::error::Invalid> for AppError {
+    fn from(e: headroom_core::error::Invalid) -> Self {
+        Self::new(e.code(), e.0)
+    }
+}
+
 impl From<tauri::Error> for AppError {
     fn from(e: tauri::Error) -> Self {
         Self::new(ErrorCode::Internal, e.to_string())

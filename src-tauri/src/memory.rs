@@ -313,7 +313,7 @@ pub async fn watch_project(
         let n = name.clone();
         crate::commands::blocking(move || {
             let p = headroom_core::project::get(&n)?;
-            p.check_usable()?;
+            headroom_core::project::check_usable(&p)?;
             let batch = match batch {
                 Some(b) => Some(b),
                 None if p.has("batch") => {

@@ -28,7 +28,7 @@ pub async fn list_projects() -> Result<Vec<Project>, AppError> {
 pub async fn add_project(project: Project, replace: bool) -> Result<Project, AppError> {
     blocking(move || {
         project.validate()?;
-        project.check_usable()?;
+        headroom_core::project::check_usable(&project)?;
         headroom_core::project::add(&project, replace)?;
         Ok(project)
     })
@@ -70,7 +70,7 @@ pub async fn sweep_project(
         let n = name.clone();
         blocking(move || {
             let p = headroom_core::project::get(&n)?;
-            p.check_usable()?;
+            headroom_core::project::check_usable(&p)?;
             Ok(p)
         })
         .await?

@@ -4,43 +4,25 @@
 //! it never links libtorch (readiness runs
 //! the user's own Python interpreters as child processes to ask them what their torch can do).
 
-pub mod budget;
-pub mod child;
-pub mod config;
-pub mod contention;
-pub mod datasum;
-pub mod decide;
-pub mod epochs;
-pub mod error;
 pub mod facts;
-pub mod failure;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gitinfo;
-pub mod gpu_busy;
 pub mod instrument;
 pub mod jobs;
-pub mod ledger;
-pub mod load;
-pub mod machine;
 pub mod mlx;
 pub mod monitor;
-pub mod mounts;
-pub mod outcome;
-pub mod paths;
-pub mod planner;
-pub mod plot;
-pub mod pointload;
 pub mod project;
-pub mod protocol;
-pub mod readiness;
 pub mod remote;
-pub mod report;
-pub mod requests;
-pub mod scriptsweep;
-pub mod stats;
-pub mod summary;
-pub mod sysmem;
-pub mod time;
 
-pub use error::CoreError;
+// The pure crate's modules, where the rest of core and its callers have always found them.
+pub use headroom_model::{
+    budget, decide, epochs, failure, outcome, planner, pointload, protocol, requests, scriptsweep,
+    stats, summary, time,
+};
+// Headroom's own files, and the one error.
+pub use headroom_store::{config, error, ledger, paths, CoreError};
+// Charts, reports and a dataset's checksums.
+pub use headroom_report::{datasum, plot, report};
+// The machine's readers.
+pub use headroom_probe::{child, contention, gpu_busy, load, machine, mounts, readiness, sysmem};

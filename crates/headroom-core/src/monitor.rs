@@ -2,6 +2,7 @@
 //! /proc on Linux), epoch boundaries found in its output, the operators PyTorch says fall back to
 //! the CPU on MPS, and the batch size named on its command line. Parsers are pure.
 
+pub use headroom_model::failure::fallback_op;
 use regex::Regex;
 
 use crate::CoreError;
@@ -159,17 +160,6 @@ impl LineEpochs {
     }
 }
 
-/// The operators PyTorch reports falling back from MPS to the CPU in `line`
-/// (`The operator 'aten::foo' is not currently supported on the MPS backend and will fall back`).
-pub fn fallback_op(line: &str) -> Option<String> {
-    if !line.contains("not currently supported on the MPS backend") {
-        return None;
-    }
-    let start = line.find("operator '")? + "operator '".len();
-    let len = line[start..].find('\'')?;
-    Some(line[start..start + len].to_owned())
-}
-
 /// One MPS operation's GPU time from PyTorch's MPS profiler log (`PYTORCH_MPS_LOG_PROFILE_INFO`
 /// with `OPERATION_INFO` and `INCLUDE_GPU_TIME`), e.g.
 /// `aten::copy_cast_mps:b8[2]:i32[2] (id=G4, run=1, gpu=0.010 ms, cpu=2.769 ms, mem=1.01 MB)`
@@ -239,20 +229,7 @@ pub fn process_tree(pid: u32) -> Vec<u32> {
     out
 }
 
-/// One memory reading of a watched process.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct MemoryReading {
-    /// Seconds since watching began.
-    pub t: f64,
-    /// The process's own resident (Linux) or footprint (macOS) bytes.
-    pub process_bytes: u64,
-    /// The sum over the process and its descendants.
-    pub tree_bytes: u64,
-    /// The tree's proportional set size (shared pages split, Linux), when readable.
-    pub tree_pss_bytes: Option<u64>,
-    pub processes: u32,
-}
+pub use headroom_model::samples::MemoryReading;
 
 /// Reads `pid`'s memory and its tree's; `None` once the process is gone.
 pub fn read_memory(pid: u32, t: f64) -> Option<MemoryReading> {

@@ -1,8 +1,8 @@
 //! Devices: parsing `auto|cpu|mps|cuda[:N]`, checking they exist, their memory, and waiting for
 //! their queued work.
 
-use headroom_core::error::ErrorCode;
-use headroom_core::sysmem;
+use headroom_model::error::ErrorCode;
+use headroom_probe::sysmem;
 use tch::Device;
 
 use crate::{alloc, TorchError};
@@ -99,7 +99,7 @@ pub fn info(device: Device) -> Result<DeviceInfo, TorchError> {
             let held = alloc::device_stats(i)
                 .map(|s| s.reserved_current)
                 .unwrap_or(0);
-            let name = headroom_core::machine::nvidia_gpu_name(i)
+            let name = headroom_probe::machine::nvidia_gpu_name(i)
                 .unwrap_or_else(|| format!("CUDA device {i}"));
             Ok(DeviceInfo {
                 device,
@@ -113,7 +113,7 @@ pub fn info(device: Device) -> Result<DeviceInfo, TorchError> {
             let rec = alloc::mps_recommended_max()?.unwrap_or(0);
             let sys = sysmem::system_memory();
             let avail = sys.map_or(rec, |m| m.available.min(rec));
-            let name = headroom_core::machine::cpu_brand().unwrap_or_else(|| "Apple GPU".into());
+            let name = headroom_probe::machine::cpu_brand().unwrap_or_else(|| "Apple GPU".into());
             Ok(DeviceInfo {
                 device,
                 label,
@@ -127,7 +127,7 @@ pub fn info(device: Device) -> Result<DeviceInfo, TorchError> {
                 TorchError::bad(ErrorCode::NoMemoryInfo, "cannot read this machine's memory; pass --budget explicitly, e.g. --budget 8GiB")
             })?;
             let own = sysmem::process_memory().map_or(0, |(rss, _)| rss);
-            let name = headroom_core::machine::cpu_brand().unwrap_or_else(|| "CPU".into());
+            let name = headroom_probe::machine::cpu_brand().unwrap_or_else(|| "CPU".into());
             Ok(DeviceInfo {
                 device,
                 label,

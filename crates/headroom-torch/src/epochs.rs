@@ -3,10 +3,10 @@
 //! accelerator, the process footprint everywhere. `leak_mib` retains that much device memory per
 //! epoch, a true leak for proving the detector.
 
-use headroom_core::epochs::EpochSample;
-use headroom_core::error::ErrorCode;
-use headroom_core::protocol::{EpochsRequest, Event, Phase};
-use headroom_core::sysmem;
+use headroom_model::epochs::EpochSample;
+use headroom_model::error::ErrorCode;
+use headroom_model::protocol::{EpochsRequest, Event, Phase};
+use headroom_probe::sysmem;
 use tch::{Kind, Tensor};
 
 use crate::measure::{guarded, start_training_job};

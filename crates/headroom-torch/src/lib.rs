@@ -1,11 +1,11 @@
 //! The only crate that links libtorch (through `tch`): devices, built-in workloads, TorchScript
 //! models, the measured step loop and the accelerator allocator statistics (a small C++ shim).
 //! It knows nothing of the ledger, the CLI or Tauri: it turns a [`SweepRequest`] into protocol
-//! events (`headroom_core::protocol::Event`) handed to a callback.
+//! events (`headroom_model::protocol::Event`) handed to a callback.
 //!
-//! [`SweepRequest`]: headroom_core::protocol::SweepRequest
+//! [`SweepRequest`]: headroom_model::protocol::SweepRequest
 
-use headroom_core::error::ErrorCode;
+use headroom_model::error::ErrorCode;
 
 pub mod alloc;
 pub mod device;
@@ -91,7 +91,7 @@ pub(crate) fn set_threads(threads: Option<u32>) -> Result<(), TorchError> {
 pub(crate) fn fit_threads(
     threads: Option<u32>,
     dev: tch::Device,
-    emit: &mut dyn FnMut(headroom_core::protocol::Event),
+    emit: &mut dyn FnMut(headroom_model::protocol::Event),
 ) -> Result<(), TorchError> {
     set_threads(threads)?;
     if threads.is_some() || dev != tch::Device::Cpu {
@@ -99,7 +99,7 @@ pub(crate) fn fit_threads(
     }
     if let Some((t, why)) = free_core_threads() {
         tch::set_num_threads(i32::try_from(t).unwrap_or(1));
-        emit(headroom_core::protocol::Event::Warning { message: why });
+        emit(headroom_model::protocol::Event::Warning { message: why });
     }
     Ok(())
 }
@@ -113,7 +113,7 @@ pub(crate) fn free_core_threads() -> Option<(u32, String)> {
     if cores <= 1 {
         return None;
     }
-    let mut load = headroom_core::load::OtherLoad::new();
+    let mut load = headroom_probe::load::OtherLoad::new();
     load.start();
     std::thread::sleep(std::time::Duration::from_millis(300));
     let r = load.read(&[])?;
@@ -142,9 +142,9 @@ pub(crate) fn hello(
     input_shape: Vec<i64>,
     parameters: u64,
     budget_bytes: u64,
-) -> headroom_core::protocol::Hello {
-    headroom_core::protocol::Hello {
-        protocol: headroom_core::protocol::PROTOCOL_VERSION,
+) -> headroom_model::protocol::Hello {
+    headroom_model::protocol::Hello {
+        protocol: headroom_model::protocol::PROTOCOL_VERSION,
         headroom_version: env!("CARGO_PKG_VERSION").to_owned(),
         libtorch: alloc::libtorch_version(),
         device: info.label.clone(),

@@ -9,12 +9,13 @@
 //! timed split step; a short one gets two extra split steps. Inputs are made once per point, on the device, unless
 //! the request asks for host inputs copied every step.
 
-use headroom_core::error::ErrorCode;
+use headroom_model::error::ErrorCode;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
-use headroom_core::protocol::{Event, Phase, Point, PointStatus, TimedUntil};
-use headroom_core::{failure, stats, sysmem};
+use headroom_model::protocol::{Event, Phase, Point, PointStatus, TimedUntil};
+use headroom_model::{failure, stats};
+use headroom_probe::sysmem;
 use tch::nn::{self, OptimizerConfig};
 use tch::{Device, Kind, Tensor};
 
@@ -40,7 +41,7 @@ pub struct StepPolicy {
     /// Steps measured with synchronisation between phases.
     pub split_steps: u32,
     /// With the step count chosen here, timing goes on past `target_timed_s` until the
-    /// throughput is known within [`headroom_core::stats::KNOWN_WITHIN`], for at most this many
+    /// throughput is known within [`headroom_model::stats::KNOWN_WITHIN`], for at most this many
     /// times the target.
     pub noisy_cap: f64,
 }
@@ -98,7 +99,7 @@ pub fn start_training_job(
     device_spec: &str,
     workload: &str,
     input_shape: Option<&[i64]>,
-    dtype: headroom_core::protocol::Dtype,
+    dtype: headroom_model::protocol::Dtype,
     threads: Option<u32>,
     emit: &mut dyn FnMut(Event),
 ) -> Result<(Stepper, Device), TorchError> {

@@ -5,11 +5,11 @@
 //! is taken apart through its top-level children (the C++ shim), which works when they run in
 //! order, as in an `nn.Sequential`.
 
-use headroom_core::error::ErrorCode;
+use headroom_model::error::ErrorCode;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::time::Instant;
 
-use headroom_core::protocol::{Event, LayerTime, ProfileReport, ProfileRequest};
+use headroom_model::protocol::{Event, LayerTime, ProfileReport, ProfileRequest};
 use tch::{Device, Tensor};
 
 use crate::measure::{guarded, start_training_job, StepPolicy};

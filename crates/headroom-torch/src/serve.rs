@@ -9,8 +9,8 @@ use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use headroom_core::protocol::{Event, Job};
-use headroom_core::readiness::{DeviceCheck, LibtorchFacts};
+use headroom_model::protocol::{Event, Job};
+use headroom_probe::readiness::{DeviceCheck, LibtorchFacts};
 
 use crate::{device, measure::guarded, TorchError};
 
@@ -29,7 +29,7 @@ pub fn run() -> ExitCode {
             .map(|l| format!(" (at {}:{})", l.file(), l.line()))
             .unwrap_or_default();
         let e = Event::Error {
-            code: headroom_core::error::ErrorCode::Internal,
+            code: headroom_model::error::ErrorCode::Internal,
             message: format!("the worker failed: {}{at}", crate::without_backtrace(&what)),
         };
         let mut out = std::io::stdout().lock();
@@ -48,14 +48,14 @@ pub fn run() -> ExitCode {
         }
     };
     std::thread::spawn(move || loop {
-        std::thread::sleep(headroom_core::protocol::HEARTBEAT);
+        std::thread::sleep(headroom_model::protocol::HEARTBEAT);
         send(&Event::Heartbeat);
     });
     let mut emit = |e: Event| send(&e);
     let mut line = String::new();
     if let Err(e) = std::io::stdin().lock().read_line(&mut line) {
         emit(Event::Error {
-            code: headroom_core::error::ErrorCode::BadRequest,
+            code: headroom_model::error::ErrorCode::BadRequest,
             message: format!("cannot read the request: {e}"),
         });
         return ExitCode::from(2);
@@ -64,7 +64,7 @@ pub fn run() -> ExitCode {
         Ok(j) => j,
         Err(e) => {
             emit(Event::Error {
-                code: headroom_core::error::ErrorCode::BadRequest,
+                code: headroom_model::error::ErrorCode::BadRequest,
                 message: e.to_string(),
             });
             return ExitCode::from(2);

@@ -1,13 +1,13 @@
 //! One sweep, start to end: resolve the device and the budget, build the workload, check it with
 //! one sample, then let the planner pick batches and measure them, emitting protocol events.
 
-use headroom_core::budget::format_bytes;
-use headroom_core::planner::{Next, Planner};
-use headroom_core::protocol::{
+use headroom_model::budget::format_bytes;
+use headroom_model::planner::{Next, Planner};
+use headroom_model::protocol::{
     upsert_point, BatchPlan, Event, Mode, Point, PointStatus, SweepRequest,
 };
-use headroom_core::summary::{shape_break, summarize};
-use headroom_core::sysmem;
+use headroom_model::summary::{shape_break, summarize};
+use headroom_probe::sysmem;
 use tch::Device;
 
 use crate::measure::{StepPolicy, Stepper};
@@ -21,7 +21,7 @@ pub fn run_sweep(req: &SweepRequest, emit: &mut dyn FnMut(Event)) -> Result<(), 
     crate::fit_threads(req.threads, dev, emit)?;
     let info = device::info(dev)?;
     let mut budget = req.budget.resolve(info.capacity, info.available);
-    let ceiling = headroom_core::budget::accelerator_ceiling(info.capacity);
+    let ceiling = headroom_model::budget::accelerator_ceiling(info.capacity);
     if device::accel_index(dev).is_some() && budget > ceiling {
         emit(Event::Warning {
             message: format!(
@@ -29,7 +29,7 @@ pub fn run_sweep(req: &SweepRequest, emit: &mut dyn FnMut(Event)) -> Result<(), 
                  keeps {:.0}% of {} free and uses {} (a batch that peaks in that last part fits a \
                  few steps but can run out of memory later)",
                 format_bytes(budget),
-                headroom_core::budget::FRAGMENTATION_MARGIN * 100.0,
+                headroom_model::budget::FRAGMENTATION_MARGIN * 100.0,
                 info.label,
                 format_bytes(ceiling)
             ),

@@ -98,7 +98,7 @@ pub fn run(c: &ProjectCommand) -> Result<ExitCode> {
                 command: command.clone(),
             };
             p.validate()?;
-            p.check_usable()?;
+            headroom_core::project::check_usable(&p)?;
             project::add(&p, *replace)?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&doc(&p))?);

@@ -467,7 +467,7 @@ fn resolve_command(a: &RunArgs) -> Result<(Vec<String>, Option<headroom_core::pr
         bail!("--project {name} runs the project's own command; leave out the one after -- (or change the project with `headroom project add {name} --replace -- …`)");
     }
     let p = headroom_core::project::get(name)?;
-    p.check_usable()?;
+    headroom_core::project::check_usable(&p)?;
     Ok((p.argv(), Some(p)))
 }
 

@@ -61,15 +61,22 @@ fn own(stderr: &str) -> (u64, f64) {
         .rev()
         .find_map(|l| l.find("own: ").map(|at| &l[at..]))
         .unwrap_or_else(|| panic!("the loop printed no own timer line: {stderr}"));
+    // Another stream's text may also follow the figure on the same line ("17822.959`Trainer.fit`
+    // stopped"): only the figure's own characters are read.
+    let figure = |w: &str| -> String {
+        w.chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect()
+    };
     let words: Vec<&str> = line.split_whitespace().collect();
     (
         words
             .get(2)
-            .and_then(|w| w.parse().ok())
+            .and_then(|w| figure(w).parse().ok())
             .unwrap_or_else(|| panic!("iterations in {line:?}")),
         words
             .get(4)
-            .and_then(|w| w.parse().ok())
+            .and_then(|w| figure(w).trim_end_matches('.').parse().ok())
             .unwrap_or_else(|| panic!("samples/s in {line:?}")),
     )
 }
@@ -107,6 +114,33 @@ fn agrees(v: &Value, own_rate: f64) {
         "samples/s {mine:.1} against the loop's own {own_rate:.1}: {:.1} % off",
         off * 100.0
     );
+}
+
+/// The same sequence-first language model given its batch under a flag Headroom does not read:
+/// the batch is the one its LSTM or its transformer layer (`batch_first=False`) was given, not
+/// the sequence length its input leads with.
+#[test]
+fn a_sequence_first_language_model_is_read_at_its_batch_without_being_told() {
+    let home = home_with_loops();
+    for arch in ["lstm", "transformer"] {
+        let (v, iterations, rate, _) = observed(
+            &home,
+            &[
+                "manual_sgd_lm.py",
+                "--sequences",
+                "12",
+                "--arch",
+                arch,
+                "--epochs",
+                "1",
+                "--tokens",
+                "60000",
+            ],
+        );
+        assert_eq!(v["steps"].as_u64(), Some(iterations), "{arch}: {v}");
+        assert_eq!(v["batch"], 12, "{arch}: the batch, not the bptt of 35: {v}");
+        agrees(&v, rate);
+    }
 }
 
 #[test]

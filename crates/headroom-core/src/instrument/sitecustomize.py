@@ -104,6 +104,8 @@ class _Observer:
         self.open_loaders = []
         self.outer = {}
         self.main_outer = None
+        self.layout_read = False
+        self.layout_checked = set()
         self.depth = 0
         self.own_depth = 0
         self.seen = set()
@@ -499,13 +501,48 @@ def _install(torch, ob):
             except TypeError:
                 pass
 
+    # Layers that declare their layout (a `batch_first` flag: RNNs, attention, transformer
+    # layers). Where it is False their input is (sequence, batch, features): a sequence-first
+    # language model's outermost input is (sequence, batch) too, so its first dimension is not
+    # the batch. The first such layer called in a forward pass says what the batch is, whatever
+    # the loop or its loader gave (a transposed input included).
+    def layout_pre(module, args):
+        if ob.layout_read or get_worker_info() is not None:
+            return
+        ob.layout_read = True
+        t = args[0] if args else None
+        batch = None
+        if type(t).__name__ == "PackedSequence":
+            sizes = getattr(t, "batch_sizes", None)
+            if sizes is not None and len(sizes):
+                batch = int(sizes[0])
+        elif isinstance(t, Tensor) and t.dim() == 3:
+            batch = int(t.shape[0 if module.batch_first else 1])
+        if batch:
+            ob.batch = batch
+
+    def watch_layout(module):
+        if id(module) in ob.layout_checked:
+            return
+        ob.layout_checked.add(id(module))
+        hooked = 0
+        for sub in module.modules():
+            if hooked < 8 and isinstance(getattr(sub, "batch_first", None), bool):
+                try:
+                    sub.register_forward_pre_hook(layout_pre)
+                    hooked += 1
+                except Exception:
+                    pass
+
     def outer_call(module, args):
         if get_worker_info() is not None:
             return
         ob.gate()
         began()
         ob.forwards += 1
+        ob.layout_read = False
         mid = id(module)
+        watch_layout(module)
         if ob.outer is not None:
             ob.outer.setdefault(mid, module)
             if ob.main_outer is None:

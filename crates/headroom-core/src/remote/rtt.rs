@@ -5,39 +5,9 @@
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use crate::CoreError;
 
-/// Round trips to an artifact store.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ArtifactRtt {
-    /// As the user named it.
-    pub target: String,
-    /// The host the connections were made from (a remote profile's name, or this machine's).
-    pub from: String,
-    /// Each successful connect, in milliseconds.
-    pub samples_ms: Vec<f64>,
-    pub median_ms: Option<f64>,
-    /// Why no round trip was measured (unreachable, refused, timed out, not resolvable).
-    pub error: Option<String>,
-}
-
-impl ArtifactRtt {
-    /// One line for a report: "12.3 ms to s3.example.com:443 from gpu-mac (5 connects)".
-    pub fn describe(&self) -> String {
-        match (self.median_ms, &self.error) {
-            (Some(m), _) => format!(
-                "{m:.1} ms to {} from {} (median of {} connects)",
-                self.target,
-                self.from,
-                self.samples_ms.len()
-            ),
-            (None, Some(e)) => format!("{} from {}: unknown ({e})", self.target, self.from),
-            (None, None) => format!("{} from {}: unknown", self.target, self.from),
-        }
-    }
-}
+pub use headroom_model::samples::ArtifactRtt;
 
 /// `host:port`, `[v6]:port`, or a URL whose scheme gives the port (`https://host/…` → 443,
 /// `http` 80, `ssh`/`sftp` 22, `s3` 443): the host and port to connect to.

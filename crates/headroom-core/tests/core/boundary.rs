@@ -1,7 +1,8 @@
 //! The house's boundaries, checked on the dependency graph cargo resolves for this platform
 //! (`cargo tree`, normal and build dependencies, followed transitively): the core sees neither
 //! libtorch nor Tauri, the app never reaches libtorch, and `tch` enters the workspace through
-//! `headroom-torch` alone. (None of these edges is platform-specific in the manifests.)
+//! `headroom-torch` alone; the crates below the core (model, probe) depend one way. (None of
+//! these edges is platform-specific in the manifests.)
 
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -84,6 +85,90 @@ fn the_core_sees_neither_libtorch_nor_tauri_and_the_app_never_reaches_libtorch()
     );
     // The worker's crate reaches libtorch, and the CLI only through it.
     assert!(deps("headroom-cli", false).contains("torch-sys"));
+}
+
+/// Issue 40's crate rules: the model is values in and values out (no SQLite, no process or
+/// system crates, no plotting, no file formats); the probes read the machine and do not reach
+/// Headroom's stores (SQLite, TOML) or its plots; the store keeps Headroom's files and reads no
+/// machine; the worker's crate links the model and the probes only, never the ledger or the
+/// plots; reports stand on the model, the probes and the store, never on the core (its jobs);
+/// and the arrows run one way: model ← probe, model ← store, all three ← report ← core.
+#[test]
+fn the_crates_depend_one_way_and_the_worker_links_no_ledger_or_plots() {
+    let model = deps("headroom-model", false);
+    assert!(
+        model.contains("serde"),
+        "the check sees the model's graph: {model:?}"
+    );
+    for banned in [
+        "rusqlite",
+        "sysinfo",
+        "libc",
+        "nix",
+        "plotters",
+        "resvg",
+        "toml",
+        "toml_edit",
+        "headroom-probe",
+        "headroom-core",
+    ] {
+        assert!(!model.contains(banned), "headroom-model reaches {banned}");
+    }
+    let probe = deps("headroom-probe", false);
+    assert!(
+        probe.contains("headroom-model") && probe.contains("sysinfo"),
+        "{probe:?}"
+    );
+    for banned in [
+        "rusqlite",
+        "plotters",
+        "resvg",
+        "toml",
+        "toml_edit",
+        "headroom-core",
+    ] {
+        assert!(!probe.contains(banned), "headroom-probe reaches {banned}");
+    }
+    let store = deps("headroom-store", false);
+    assert!(
+        store.contains("headroom-model") && store.contains("rusqlite"),
+        "{store:?}"
+    );
+    for banned in [
+        "headroom-probe",
+        "headroom-core",
+        "sysinfo",
+        "plotters",
+        "resvg",
+    ] {
+        assert!(!store.contains(banned), "headroom-store reaches {banned}");
+    }
+    // Reports read what was recorded; they never reach what runs things (the core's jobs).
+    let report = deps("headroom-report", false);
+    assert!(
+        report.contains("headroom-store") && report.contains("plotters"),
+        "{report:?}"
+    );
+    assert!(
+        !report.contains("headroom-core"),
+        "headroom-report reaches headroom-core"
+    );
+    let worker = deps("headroom-torch", false);
+    assert!(
+        worker.contains("headroom-model") && worker.contains("tch"),
+        "{worker:?}"
+    );
+    for banned in [
+        "headroom-core",
+        "headroom-store",
+        "headroom-report",
+        "rusqlite",
+        "plotters",
+        "resvg",
+        "toml_edit",
+    ] {
+        assert!(!worker.contains(banned), "headroom-torch reaches {banned}");
+    }
 }
 
 /// The top-level modules of the crate whose sources are under `src` (a folder module counts as
@@ -265,6 +350,10 @@ fn the_circle_finder_finds_a_circle_and_a_line_has_none() {
 fn no_import_circles_between_a_crates_modules() {
     let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
     for (krate, most) in [
+        ("crates/headroom-model/src", 0),
+        ("crates/headroom-probe/src", 0),
+        ("crates/headroom-store/src", 0),
+        ("crates/headroom-report/src", 0),
         ("crates/headroom-core/src", 0),
         ("crates/headroom-cli/src", 0),
         ("crates/headroom-torch/src", 0),

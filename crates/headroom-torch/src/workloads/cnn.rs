@@ -1,6 +1,6 @@
 //! `cnn`: a small ResNet (three stages of two basic blocks, 32/64/128 channels) for 3×32×32 images.
 
-use headroom_core::error::ErrorCode;
+use headroom_model::error::ErrorCode;
 use tch::nn::{self, ModuleT};
 use tch::Tensor;
 

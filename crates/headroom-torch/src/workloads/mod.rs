@@ -8,10 +8,10 @@ mod mlp;
 mod script;
 mod transformer;
 
-use headroom_core::error::ErrorCode;
+use headroom_model::error::ErrorCode;
 use std::path::Path;
 
-use headroom_core::protocol::{Dtype, BUILTIN_WORKLOADS};
+use headroom_model::protocol::{Dtype, BUILTIN_WORKLOADS};
 use tch::{nn, Device, Kind, Tensor};
 
 use crate::TorchError;

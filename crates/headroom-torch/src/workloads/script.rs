@@ -1,7 +1,7 @@
 //! A user's TorchScript module (`torch.jit.script(model).save("model.pt")`), trained with a
 //! mean-square loss on its output so any output shape works.
 
-use headroom_core::error::ErrorCode;
+use headroom_model::error::ErrorCode;
 use std::path::Path;
 
 use tch::{nn, Tensor, TrainableCModule};

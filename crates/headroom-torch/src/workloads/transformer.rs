@@ -1,7 +1,7 @@
 //! `vit-tiny` (patch 16, width 192, depth 12, 3 heads, 224×224) and `gpt-tiny` (a small causal
 //! transformer), sharing one pre-norm block built on `scaled_dot_product_attention`.
 
-use headroom_core::error::ErrorCode;
+use headroom_model::error::ErrorCode;
 use tch::nn::{self, Module};
 use tch::Tensor;
 

@@ -1,0 +1,786 @@
+//! What the observer of a user's training reports ([`Event`], one JSON line each) and their sum
+//! ([`Observation`] → [`Observed`]): iterations, batch and accumulation, DataLoader settings,
+//! waits and stalls, epochs, device memory. Pure: headroom-core's `instrument` holds the observer
+//! itself and the socket these events arrive on.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// What to try for a stalled DataLoader, by its start method and its workers.
+pub fn stall_triage(stall: &LoaderStall, start_method: Option<&str>) -> String {
+    let who = if stall.workers == 0 {
+        "The training process itself is stuck in the dataset's __getitem__ (a lock, a network \
+         read): `py-spy dump --pid PID` shows where."
+            .to_owned()
+    } else if stall.alive < stall.workers {
+        format!(
+            "{} worker(s) died (the OOM killer, a crash in native code) while the loader waits \
+             on them: check `dmesg`/Console for a kill, and lower num_workers or the batch.",
+            stall.workers - stall.alive
+        )
+    } else {
+        "Its workers live but give nothing: a deadlock in them, or a read that never returns."
+            .to_owned()
+    };
+    let method = match start_method {
+        Some("fork") => "Started by fork: a worker forked while another thread held a lock (a \
+             tokenizer's thread pool, OpenMP, a logging thread) can wait forever; use \
+             multiprocessing_context=\"spawn\" (or \"forkserver\") on the DataLoader, or \
+             TOKENIZERS_PARALLELISM=false. On macOS fork is unsafe with Apple's frameworks and \
+             spawn is the default for that reason."
+            .to_owned(),
+        Some("spawn") | Some("forkserver") => format!(
+            "Started by {}: each worker imports your script again and unpickles the dataset, \
+             so starts are slow (each epoch, unless persistent_workers=True) and a script \
+             without `if __name__ == \"__main__\":` runs its training again in every worker.",
+            start_method.unwrap_or_default()
+        ),
+        _ => "The start method was not seen.".to_owned(),
+    };
+    format!(
+        "{who} {method} Give the DataLoader a timeout= to get an error instead of a hang, and \
+         try num_workers=0 to tell the dataset from the workers."
+    )
+}
+
+/// Host-to-device copies taking this share of the step time make `pin_memory` worth advising.
+pub const COPIES_MATTER: f64 = 0.10;
+
+/// Device memory as the process's allocator reports it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceMemory {
+    /// `cuda:0`, `mps`, `cpu`.
+    pub device: String,
+    /// Bytes in live tensors (CUDA's allocated, MPS's current allocated).
+    #[serde(default)]
+    pub allocated: Option<u64>,
+    /// CUDA: bytes the caching allocator holds (allocated and cached).
+    #[serde(default)]
+    pub reserved: Option<u64>,
+    /// CUDA: the most allocated since the previous step.
+    #[serde(default)]
+    pub peak: Option<u64>,
+    /// MPS: what the Metal driver holds for the process.
+    #[serde(default)]
+    pub driver: Option<u64>,
+    /// MPS: the working-set size Metal recommends.
+    #[serde(default)]
+    pub recommended_max: Option<u64>,
+    /// CUDA: the most the caching allocator held since the previous step.
+    #[serde(default)]
+    pub reserved_peak: Option<u64>,
+    /// CUDA: the device's size and what was free on it, at the first step only.
+    #[serde(default)]
+    pub total: Option<u64>,
+    #[serde(default)]
+    pub free: Option<u64>,
+}
+
+impl DeviceMemory {
+    /// Bytes the allocator keeps beyond the live tensors (CUDA reserved, MPS driver).
+    pub fn cached(&self) -> Option<u64> {
+        let held = self.reserved.or(self.driver)?;
+        Some(held.saturating_sub(self.allocated.unwrap_or(0)))
+    }
+
+    /// The most the allocator held for this process at this reading (CUDA's reserved peak,
+    /// MPS's driver memory): what a device's budget is measured against.
+    pub fn held(&self) -> Option<u64> {
+        [self.reserved_peak, self.reserved, self.driver]
+            .into_iter()
+            .flatten()
+            .max()
+            .or_else(|| self.high())
+    }
+
+    /// The most this process held on the device at this reading.
+    pub fn high(&self) -> Option<u64> {
+        match (self.peak, self.allocated) {
+            (Some(p), Some(a)) => Some(p.max(a)),
+            (p, a) => p.or(a),
+        }
+    }
+}
+
+/// One event from an observed process. `pid` and `t` (seconds since the Unix epoch) come with
+/// every one.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "ev", rename_all = "snake_case")]
+pub enum Event {
+    /// torch was imported.
+    Hello {
+        pid: u32,
+        t: f64,
+        torch: String,
+        #[serde(default)]
+        mps_built: bool,
+        #[serde(default)]
+        mps_available: bool,
+        #[serde(default)]
+        start_method: Option<String>,
+    },
+    /// An optimizer step ended. `ms` is the time since the previous one (none for the first),
+    /// `data_ms` the time spent waiting for DataLoader batches since then, `backward` the
+    /// backward calls since then.
+    Step {
+        pid: u32,
+        t: f64,
+        n: u64,
+        #[serde(default)]
+        ms: Option<f64>,
+        #[serde(default)]
+        data_ms: f64,
+        /// Time in host-to-device copies of CPU tensors since the previous step.
+        #[serde(default)]
+        copy_ms: f64,
+        #[serde(default)]
+        backward: u32,
+        #[serde(default)]
+        batch: Option<u64>,
+        #[serde(default)]
+        mem: Option<DeviceMemory>,
+        /// `train`, or `infer`: an iteration of a loop that never called backward (a training
+        /// iteration, once one comes, makes those void).
+        #[serde(default)]
+        kind: IterationKind,
+        /// The different batches trained in it (accumulation when above 1); an older observer
+        /// sent none (its `backward` stood for them).
+        #[serde(default)]
+        micro: Option<u32>,
+        /// Optimizer steps in it (two in a GAN's), and how many of them a GradScaler skipped.
+        #[serde(default)]
+        opt: u32,
+        #[serde(default)]
+        skipped: u32,
+    },
+    /// The loop's first batch-sized work (its first batch asked for, module call, backward or
+    /// step): where its first epoch's clock starts when epochs come from output lines.
+    Begin { pid: u32, t: f64 },
+    /// A DataLoader pass in which training iterations ran ended (after the iteration of its
+    /// last batch, or when the loader was iterated anew). `start`: when the pass began.
+    Epoch {
+        pid: u32,
+        t: f64,
+        n: u32,
+        steps: u64,
+        #[serde(default)]
+        start: Option<f64>,
+        #[serde(default)]
+        mem: Option<DeviceMemory>,
+    },
+    /// A DataLoader's settings, at its first iteration.
+    Loader {
+        pid: u32,
+        t: f64,
+        #[serde(flatten)]
+        settings: LoaderSettings,
+    },
+    /// A feature seen in use: `autocast` ("cpu:bfloat16"), `compile`, `checkpoint`, `seed`.
+    Flag {
+        pid: u32,
+        t: f64,
+        name: String,
+        value: serde_json::Value,
+    },
+    /// A warning PyTorch gave (CPU fallbacks).
+    Warning { pid: u32, t: f64, message: String },
+    /// The program ended on an out-of-memory error.
+    Oom { pid: u32, t: f64, message: String },
+    /// The process is exiting.
+    End {
+        pid: u32,
+        t: f64,
+        #[serde(default)]
+        checkpoints: u64,
+    },
+    /// The observer failed to hook in (the program runs on, unobserved).
+    ProbeError { pid: u32, t: f64, message: String },
+    /// The DataLoader has given no batch for `waited_s` seconds (past the stall threshold),
+    /// with `alive` of its `workers` worker processes alive; `step` optimizer steps ran before.
+    Stall {
+        pid: u32,
+        t: f64,
+        waited_s: f64,
+        #[serde(default)]
+        workers: u32,
+        #[serde(default)]
+        alive: u32,
+        #[serde(default)]
+        step: u64,
+    },
+    /// A reported stall ended: the batch came after `waited_s` seconds in all.
+    StallEnd { pid: u32, t: f64, waited_s: f64 },
+    /// An event this Headroom does not know (a newer observer): ignored.
+    #[serde(other)]
+    Unknown,
+}
+
+impl Event {
+    /// Parses one line; `None` for a line that is not an event.
+    pub fn parse(line: &str) -> Option<Self> {
+        serde_json::from_str(line).ok()
+    }
+
+    /// When it happened, seconds since the Unix epoch (none for an unknown event).
+    pub fn time(&self) -> Option<f64> {
+        match self {
+            Self::Hello { t, .. }
+            | Self::Step { t, .. }
+            | Self::Epoch { t, .. }
+            | Self::Loader { t, .. }
+            | Self::Flag { t, .. }
+            | Self::Warning { t, .. }
+            | Self::Oom { t, .. }
+            | Self::End { t, .. }
+            | Self::ProbeError { t, .. }
+            | Self::Stall { t, .. }
+            | Self::StallEnd { t, .. }
+            | Self::Begin { t, .. } => Some(*t),
+            Self::Unknown => None,
+        }
+    }
+}
+
+/// What kind of loop an iteration belongs to.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IterationKind {
+    /// A training iteration: it called backward or stepped an optimizer.
+    #[default]
+    Train,
+    /// A forward pass over a batch with no backward anywhere in the loop so far.
+    Infer,
+}
+
+/// A DataLoader's settings as the program made them.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoaderSettings {
+    pub num_workers: u32,
+    pub pin_memory: bool,
+    pub persistent_workers: bool,
+    /// `fork`, `spawn` or `forkserver` (none: the platform's default, not set by the program).
+    #[serde(default)]
+    pub start_method: Option<String>,
+    pub worker_init_fn: bool,
+    #[serde(default)]
+    pub batch_size: Option<u64>,
+}
+
+/// A DataLoader wait past the stall threshold (`headroom run --stall-after`).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoaderStall {
+    /// Optimizer steps that ran before it.
+    pub after_step: u64,
+    /// How long the wait lasted: to its end when `ended`, else to the last report.
+    pub waited_s: f64,
+    /// The loader's worker processes, and how many of them were alive when it was reported.
+    pub workers: u32,
+    pub alive: u32,
+    /// The batch came in the end (a slow loader, not a hang).
+    pub ended: bool,
+}
+
+impl LoaderStall {
+    /// "no batch for 31 s after step 4, its 2 workers alive": for every reason that cites it.
+    pub fn describe(&self) -> String {
+        let workers = match (self.workers, self.alive) {
+            (0, _) => "loading in the training process (num_workers=0)".to_owned(),
+            (w, a) if a == w => format!("its {w} worker{} alive", if w == 1 { "" } else { "s" }),
+            (w, a) => format!("{a} of its {w} workers alive"),
+        };
+        format!(
+            "no batch for {:.0} s after step {}, {workers}{}",
+            self.waited_s,
+            self.after_step,
+            if self.ended { ", then it went on" } else { "" }
+        )
+    }
+}
+
+/// What the observer saw, summed over the run (part of `run`'s result).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Observed {
+    /// torch's version, and MPS built and available, as the program's process saw them.
+    pub torch_version: Option<String>,
+    pub mps_built: Option<bool>,
+    pub mps_available: Option<bool>,
+    /// Processes that imported torch (the trainer, DataLoader workers started by spawn, ranks).
+    pub processes: u32,
+    /// Processes that ran optimizer steps (more than one: data-parallel ranks).
+    pub stepping_processes: u32,
+    /// Iterations of the main process (the first to iterate): training iterations, or
+    /// inference iterations where the loop never trained ([`Observed::inference`]).
+    pub steps: u64,
+    /// The batch most iterations had (the first dimension of the first tensor of a DataLoader
+    /// batch, else of the outermost module's fresh input); a partial last batch never decides.
+    pub batch: Option<u64>,
+    /// Different batches per iteration, median (gradient accumulation when above 1).
+    pub accumulation: Option<u32>,
+    /// The loop never called backward or stepped an optimizer: its iterations are forward
+    /// passes over batches.
+    #[serde(default)]
+    pub inference: bool,
+    /// Optimizer steps per training iteration, median: 0 for manual SGD on `.grad`, 2 for a
+    /// GAN's.
+    #[serde(default)]
+    pub optimizer_steps: Option<u32>,
+    /// Backward calls per training iteration, median (3 in a DCGAN's).
+    #[serde(default)]
+    pub backward_calls: Option<u32>,
+    /// Optimizer steps a GradScaler skipped on inf/NaN gradients (their iterations count).
+    #[serde(default)]
+    pub skipped_steps: u64,
+    /// Seconds from the run's start to the loop's first batch-sized work.
+    #[serde(default)]
+    pub began_s: Option<f64>,
+    /// The share of step time spent copying CPU tensors to the device (steps after the first).
+    pub copy_share: Option<f64>,
+    /// The DataLoader that fed the steps (the first one the program iterated).
+    pub loader: Option<LoaderSettings>,
+    /// The multiprocessing start method when torch was imported.
+    pub start_method: Option<String>,
+    /// Autocast in use: `device:dtype` for each seen.
+    pub autocast: Vec<String>,
+    pub compiled: bool,
+    pub checkpointing: bool,
+    pub seed: Option<u64>,
+    /// The device the optimizer's parameters live on.
+    pub device: Option<String>,
+    /// The most the device's allocator held for live tensors at any step, and its cache then.
+    pub peak_device_bytes: Option<u64>,
+    pub peak_device_cached_bytes: Option<u64>,
+    /// The most the device's allocator held at any step, cache included ([`DeviceMemory::held`]).
+    #[serde(default)]
+    pub peak_device_held_bytes: Option<u64>,
+    /// CUDA: the device's size and what was free on it when the program first stepped.
+    #[serde(default)]
+    pub device_total_bytes: Option<u64>,
+    #[serde(default)]
+    pub device_free_bytes: Option<u64>,
+    /// MPS: the working set Metal recommends.
+    pub recommended_max_bytes: Option<u64>,
+    /// Operators PyTorch ran on the CPU instead of the device.
+    pub fallback_ops: Vec<String>,
+    /// The out-of-memory error the program ended on.
+    pub oom: Option<String>,
+    /// The observer could not hook in (why).
+    pub probe_error: Option<String>,
+    /// DataLoader waits past the stall threshold.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stalls: Vec<LoaderStall>,
+    /// Headroom ran the program's forward passes under autocast with this dtype (`bf16`,
+    /// `f16`), or with the same hooks and no autocast (`off`): a sweep over `amp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amp_forced: Option<String>,
+}
+
+impl Observed {
+    /// The loop's shape in words, for every text that reports a run: "training iterations: 2
+    /// optimizers stepped and 3 backward calls each", "inference iterations (no backward)", or
+    /// that none was seen — never a silent zero.
+    pub fn loop_shape(&self) -> String {
+        if self.steps == 0 {
+            return "no training iteration seen: this loop drew no DataLoader batch and called no \
+                    module, backward or optimizer step that Headroom could see"
+                .to_owned();
+        }
+        if self.inference {
+            return format!("{} inference iterations (no backward)", self.steps);
+        }
+        let mut parts = Vec::new();
+        match self.optimizer_steps {
+            Some(0) => parts.push("no optimizer (weights updated by hand)".to_owned()),
+            Some(n) if n > 1 => parts.push(format!("{n} optimizer steps each")),
+            _ => {}
+        }
+        if let Some(n) = self.backward_calls.filter(|n| *n > 1) {
+            parts.push(format!("{n} backward calls each"));
+        }
+        if let Some(n) = self.accumulation.filter(|n| *n > 1) {
+            parts.push(format!("{n} batches accumulated each"));
+        }
+        if self.skipped_steps > 0 {
+            parts.push(format!(
+                "{} step(s) skipped by the GradScaler",
+                self.skipped_steps
+            ));
+        }
+        let head = format!("{} training iterations", self.steps);
+        if parts.is_empty() {
+            head
+        } else {
+            format!("{head}: {}", parts.join(", "))
+        }
+    }
+}
+
+/// One iteration of the main process, as [`Observation`] keeps it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepTime {
+    /// Seconds since the run started.
+    pub at: f64,
+    /// Since the previous iteration (none for the first).
+    pub ms: Option<f64>,
+    pub data_ms: f64,
+    pub copy_ms: f64,
+    pub backward: u32,
+    /// Its batch (none where no tensor was seen) and its different batches (accumulation).
+    pub batch: Option<u64>,
+    pub micro: u32,
+}
+
+/// An epoch the observer reported, with the memory at its end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObservedEpoch {
+    pub n: u32,
+    pub at: f64,
+    /// When its pass began, seconds since the run started.
+    pub start: Option<f64>,
+    pub steps: u64,
+    pub mem: Option<DeviceMemory>,
+}
+
+/// The running sum of a run's events.
+#[derive(Debug, Default)]
+pub struct Observation {
+    pub observed: Observed,
+    /// Iterations of the main process.
+    pub steps: Vec<StepTime>,
+    pub main_pid: Option<u32>,
+    pids: BTreeMap<u32, u64>,
+    /// How many iterations had each batch, each count of different batches, of optimizer
+    /// steps and of backward calls.
+    batches: BTreeMap<u64, u64>,
+    micro: BTreeMap<u32, u64>,
+    opt: BTreeMap<u32, u64>,
+    backward: BTreeMap<u32, u64>,
+    /// Copy time and step time of the main process's timed steps, ms.
+    copy_ms: f64,
+    timed_ms: f64,
+}
+
+impl Observation {
+    /// Takes one event; `started` is the run's start in seconds since the Unix epoch. Returns
+    /// the epoch it ended, if it was the main process's epoch.
+    pub fn take(&mut self, ev: Event, started: f64) -> Option<ObservedEpoch> {
+        match ev {
+            Event::Hello {
+                pid,
+                torch,
+                mps_built,
+                mps_available,
+                start_method,
+                ..
+            } => {
+                let o = &mut self.observed;
+                self.pids.entry(pid).or_insert(0);
+                o.processes = u32::try_from(self.pids.len()).unwrap_or(u32::MAX);
+                if o.torch_version.is_none() {
+                    o.torch_version = Some(torch);
+                    o.mps_built = Some(mps_built);
+                    o.mps_available = Some(mps_available);
+                    o.start_method = start_method;
+                }
+            }
+            Event::Begin { pid, t } => {
+                if self.main_pid.is_none_or(|m| m == pid) && self.observed.began_s.is_none() {
+                    self.observed.began_s = Some((t - started).max(0.0));
+                }
+            }
+            Event::Step {
+                pid,
+                t,
+                ms,
+                data_ms,
+                copy_ms,
+                backward,
+                batch,
+                mem,
+                kind,
+                micro,
+                opt,
+                skipped,
+                ..
+            } => {
+                *self.pids.entry(pid).or_insert(0) += 1;
+                self.observed.processes = u32::try_from(self.pids.len()).unwrap_or(u32::MAX);
+                self.observed.stepping_processes =
+                    u32::try_from(self.pids.values().filter(|n| **n > 0).count()).unwrap_or(0);
+                // The main process is the first to train (before any trains, the first to
+                // iterate at all): a process that only ran forward passes gives way to one that
+                // trains.
+                let main = match self.main_pid {
+                    Some(m)
+                        if m != pid && kind == IterationKind::Train && self.observed.inference =>
+                    {
+                        self.reset_iterations();
+                        self.main_pid = Some(pid);
+                        pid
+                    }
+                    Some(m) => m,
+                    None => *self.main_pid.insert(pid),
+                };
+                if pid != main {
+                    return None;
+                }
+                let inferring = self.observed.inference || self.steps.is_empty();
+                match (kind, inferring) {
+                    // Inference once the loop trained: its validation, not its iterations.
+                    (IterationKind::Infer, false) => return None,
+                    (IterationKind::Infer, true) => self.observed.inference = true,
+                    // The first training iteration makes the inference ones before it void (a
+                    // framework's sanity check of its validation loop, a pass over the data).
+                    (IterationKind::Train, _) => {
+                        if self.observed.inference {
+                            self.reset_iterations();
+                        }
+                    }
+                }
+                self.take_iteration(t - started, ms, data_ms, copy_ms, backward, batch, mem);
+                let micro = micro.unwrap_or(backward).max(1);
+                if let Some(last) = self.steps.last_mut() {
+                    last.micro = micro;
+                }
+                *self.micro.entry(micro).or_insert(0) += 1;
+                let o = &mut self.observed;
+                o.accumulation = median_count(&self.micro);
+                if kind == IterationKind::Train {
+                    *self.opt.entry(opt).or_insert(0) += 1;
+                    *self.backward.entry(backward).or_insert(0) += 1;
+                    o.optimizer_steps = median_count(&self.opt);
+                    o.backward_calls = median_count(&self.backward);
+                    o.skipped_steps += u64::from(skipped);
+                }
+            }
+            Event::Epoch {
+                pid,
+                t,
+                n,
+                steps,
+                start,
+                mem,
+            } => {
+                if self.main_pid == Some(pid) && !self.observed.inference {
+                    return Some(ObservedEpoch {
+                        n,
+                        at: t - started,
+                        start: start.map(|s| (s - started).max(0.0)),
+                        steps,
+                        mem,
+                    });
+                }
+            }
+            Event::Loader { settings, .. } => {
+                let o = &mut self.observed;
+                if o.loader.is_none() {
+                    o.loader = Some(settings);
+                }
+            }
+            other => note(&mut self.observed, other),
+        }
+        None
+    }
+
+    /// One iteration of the main process.
+    #[allow(clippy::too_many_arguments)]
+    fn take_iteration(
+        &mut self,
+        at: f64,
+        ms: Option<f64>,
+        data_ms: f64,
+        copy_ms: f64,
+        backward: u32,
+        batch: Option<u64>,
+        mem: Option<DeviceMemory>,
+    ) {
+        let o = &mut self.observed;
+        o.steps += 1;
+        if let Some(b) = batch.filter(|b| *b > 0) {
+            *self.batches.entry(b).or_insert(0) += 1;
+            o.batch = mode(&self.batches);
+        }
+        self.steps.push(StepTime {
+            at,
+            ms,
+            data_ms,
+            copy_ms,
+            backward,
+            batch,
+            micro: 1,
+        });
+        if let Some(ms) = ms {
+            self.copy_ms += copy_ms.min(ms);
+            self.timed_ms += ms;
+            o.copy_share = (self.timed_ms > 0.0).then(|| self.copy_ms / self.timed_ms);
+        }
+        if let Some(m) = mem {
+            o.device = Some(m.device.clone());
+            if m.recommended_max.is_some() {
+                o.recommended_max_bytes = m.recommended_max;
+            }
+            if let Some(held) = m.held() {
+                o.peak_device_held_bytes =
+                    Some(o.peak_device_held_bytes.map_or(held, |p| p.max(held)));
+            }
+            if m.total.is_some() {
+                o.device_total_bytes = m.total;
+                o.device_free_bytes = m.free;
+            }
+            if let Some(high) = m.high() {
+                if o.peak_device_bytes.is_none_or(|p| high > p) {
+                    o.peak_device_bytes = Some(high);
+                    o.peak_device_cached_bytes = m.cached();
+                }
+            }
+        }
+    }
+
+    /// Forgets the inference iterations seen before the loop trained.
+    fn reset_iterations(&mut self) {
+        let o = &mut self.observed;
+        o.inference = false;
+        o.steps = 0;
+        o.batch = None;
+        o.accumulation = None;
+        o.copy_share = None;
+        self.steps.clear();
+        self.batches.clear();
+        self.micro.clear();
+        self.copy_ms = 0.0;
+        self.timed_ms = 0.0;
+    }
+
+    /// Samples an iteration trained: its batch (or `batch`, the one Headroom put into the
+    /// command) times its different batches.
+    fn samples_of(&self, s: &StepTime, batch: Option<u64>) -> Option<u64> {
+        Some(batch.or(s.batch).or(self.observed.batch)? * u64::from(s.micro.max(1)))
+    }
+
+    /// Samples per second over the main process's iterations: the samples trained after the
+    /// first iteration over the time from its end to the last one's (so a run that waits on
+    /// its data is measured as it runs, not by its fastest steps). `batch`: the batch Headroom
+    /// put into the command, which then is the batch; else each iteration's own.
+    pub fn samples_per_s(&self, batch: Option<u64>) -> Option<f64> {
+        let (first, last) = (self.steps.first()?, self.steps.last()?);
+        let span = last.at - first.at;
+        if self.steps.len() < 2 || span <= 0.0 {
+            return None;
+        }
+        let mut samples = 0u64;
+        for s in &self.steps[1..] {
+            samples += self.samples_of(s, batch)?;
+        }
+        #[allow(clippy::cast_precision_loss)]
+        Some(samples as f64 / span)
+    }
+
+    /// Samples trained so far by the main process.
+    pub fn samples_so_far(&self) -> f64 {
+        let n: u64 = self
+            .steps
+            .iter()
+            .filter_map(|s| self.samples_of(s, None))
+            .sum();
+        #[allow(clippy::cast_precision_loss)]
+        let n = n as f64;
+        n
+    }
+
+    /// Step times after the first, ms.
+    pub fn step_ms(&self) -> Vec<f64> {
+        self.steps.iter().filter_map(|s| s.ms).collect()
+    }
+
+    /// The DataLoader waits of the steps after the first, ms, and their share of those steps'
+    /// time.
+    pub fn data(&self) -> (Vec<f64>, Option<f64>) {
+        let timed: Vec<(f64, f64)> = self
+            .steps
+            .iter()
+            .filter_map(|s| Some((s.data_ms, s.ms?)))
+            .collect();
+        let total: f64 = timed.iter().map(|t| t.1).sum();
+        let data: f64 = timed.iter().map(|t| t.0.min(t.1)).sum();
+        (
+            timed.iter().map(|t| t.0).collect(),
+            (total > 0.0).then(|| data / total),
+        )
+    }
+}
+
+/// What the other events add to the observation.
+fn note(o: &mut Observed, ev: Event) {
+    match ev {
+        Event::Flag { name, value, .. } => match name.as_str() {
+            "autocast" => {
+                if let Some(v) = value.as_str() {
+                    if !o.autocast.iter().any(|a| a == v) {
+                        o.autocast.push(v.to_owned());
+                    }
+                }
+            }
+            "compile" => o.compiled = true,
+            "checkpoint" => o.checkpointing = true,
+            "seed" => o.seed = o.seed.or(value.as_u64()),
+            "amp_forced" => o.amp_forced = value.as_str().map(str::to_owned),
+            _ => {}
+        },
+        Event::Warning { message, .. } => {
+            if let Some(op) = crate::failure::fallback_op(&message) {
+                if !o.fallback_ops.contains(&op) {
+                    o.fallback_ops.push(op);
+                }
+            }
+        }
+        Event::Oom { message, .. } => o.oom = Some(message),
+        Event::End { checkpoints, .. } => o.checkpointing |= checkpoints > 0,
+        Event::ProbeError { message, .. } => o.probe_error = Some(message),
+        Event::Stall {
+            waited_s,
+            workers,
+            alive,
+            step,
+            ..
+        } => o.stalls.push(LoaderStall {
+            after_step: step,
+            waited_s,
+            workers,
+            alive,
+            ended: false,
+        }),
+        Event::StallEnd { waited_s, .. } => {
+            if let Some(s) = o.stalls.iter_mut().rev().find(|s| !s.ended) {
+                s.waited_s = s.waited_s.max(waited_s);
+                s.ended = true;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The value with the most counts (the larger of two as common).
+fn mode(counts: &BTreeMap<u64, u64>) -> Option<u64> {
+    counts
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then(a.0.cmp(b.0)))
+        .map(|(v, _)| *v)
+}
+
+/// The median of values given as counts per value.
+fn median_count(counts: &BTreeMap<u32, u64>) -> Option<u32> {
+    let n: u64 = counts.values().sum();
+    let mut seen = 0;
+    for (value, count) in counts {
+        seen += count;
+        if seen > n / 2 {
+            return Some(*value);
+        }
+    }
+    None
+}
