@@ -76,7 +76,7 @@ fn version_of(exe: &Path, ask: impl FnOnce() -> Result<String, String>) -> Resul
 
 /// Runs `exe --version`, ending it after `limit`.
 fn ask_version(exe: &Path, limit: Duration) -> Result<String, String> {
-    let ran = headroom_core::child::run_within(Command::new(exe).arg("--version"), limit)
+    let ran = headroom_probe::child::run_within(Command::new(exe).arg("--version"), limit)
         .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
     match ran.status {
         None => Err(format!(

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use headroom_core::epochs::EpochThresholds;
 use headroom_core::remote::HostProfile;
+use headroom_model::epochs::EpochThresholds;
 use tauri::async_runtime::block_on;
 
 use crate::commands::{request, SweepForm};

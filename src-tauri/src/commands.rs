@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex};
 
 use headroom_core::jobs::JobStatus;
 use headroom_core::jobs::{self, doctor::DoctorOptions, sweep::CancelToken, sweep::Update};
-use headroom_core::ledger::RunRecord;
-use headroom_core::plot::{sweep_svg, ChartSpec};
-use headroom_core::protocol::{progress_line, SweepRequest};
-use headroom_core::readiness::Report;
-use headroom_core::requests::{SweepInput, WorkloadInput};
+use headroom_model::protocol::{progress_line, SweepRequest};
+use headroom_model::requests::{SweepInput, WorkloadInput};
+use headroom_probe::readiness::Report;
+use headroom_report::plot::{sweep_svg, ChartSpec};
+use headroom_store::ledger::RunRecord;
 use serde::Deserialize;
 use tauri::ipc::Channel;
 use tauri::{AppHandle, State};
@@ -72,12 +72,12 @@ pub struct SweepForm {
     pub device: String,
     /// Typed as the enum for the UI; checked by the core's one parser (the same message as the
     /// CLI's for a value the UI could not have sent).
-    #[ts(as = "headroom_core::protocol::Dtype")]
+    #[ts(as = "headroom_model::protocol::Dtype")]
     pub dtype: String,
     /// A size (`12GiB`), a share (`80%`), or `default`.
     pub budget: String,
     pub max_batch: Option<u32>,
-    #[ts(as = "headroom_core::protocol::Mode")]
+    #[ts(as = "headroom_model::protocol::Mode")]
     pub mode: String,
     /// A remote host profile to run the worker on (over ssh); this machine when absent.
     #[serde(default)]
@@ -127,7 +127,7 @@ pub fn redraw(s: &mut SweepSnapshot) {
 /// error that stopped it before a run was recorded), redrawn; returns the last snapshot to send.
 pub fn finish(
     s: &mut SweepSnapshot,
-    outcome: Result<jobs::sweep::SweepOutcome, headroom_core::CoreError>,
+    outcome: Result<jobs::sweep::SweepOutcome, headroom_store::CoreError>,
 ) -> SweepSnapshot {
     s.running = false;
     match outcome {
@@ -179,7 +179,7 @@ pub fn apply(s: &mut SweepSnapshot, u: &Update) {
             of,
         } => s.message = progress_line(*batch, *phase, *step, *of),
         Update::Point { point } => {
-            headroom_core::protocol::upsert_point(&mut s.points, point.clone());
+            headroom_model::protocol::upsert_point(&mut s.points, point.clone());
             redraw(s);
         }
         Update::Warning { message } => {
@@ -314,7 +314,7 @@ pub fn describe_worker() -> String {
 
 #[cfg(test)]
 mod tests {
-    use headroom_core::protocol::{BatchPlan, Hello, Phase, Point, PointStatus, PROTOCOL_VERSION};
+    use headroom_model::protocol::{BatchPlan, Hello, Phase, Point, PointStatus, PROTOCOL_VERSION};
 
     use super::*;
 
@@ -439,9 +439,9 @@ mod tests {
 
     #[test]
     fn core_errors_keep_a_code_the_ui_can_branch_on() {
-        let e = AppError::from(headroom_core::CoreError::NoSuchRun(5));
+        let e = AppError::from(headroom_store::CoreError::NoSuchRun(5));
         assert_eq!(e.code, "not_found");
-        let e = AppError::from(headroom_core::CoreError::Worker("cannot start".into()));
+        let e = AppError::from(headroom_store::CoreError::Worker("cannot start".into()));
         assert_eq!(e.code, "worker");
         assert_eq!(
             serde_json::to_value(&e).expect("json"),

@@ -10,7 +10,7 @@
 
 use std::sync::Mutex;
 
-use headroom_core::config::AppConfig;
+use headroom_store::config::AppConfig;
 use tauri::{AppHandle, Manager, Runtime};
 use tauri_plugin_autostart::ManagerExt as _;
 use tauri_plugin_global_shortcut::{GlobalShortcutExt, ShortcutState};
@@ -64,7 +64,7 @@ pub fn plugins(builder: tauri::Builder<tauri::Wry>) -> tauri::Builder<tauri::Wry
         eprintln!("headroom-app: started again; showing this instance's popover");
         crate::show_popover(app);
     });
-    if let Ok(dir) = headroom_core::paths::data_dir() {
+    if let Ok(dir) = headroom_store::paths::data_dir() {
         single = single.dbus_id(instance_id("dev.headroom.menubar", &dir));
     }
     builder
@@ -194,7 +194,7 @@ fn login_entry_words(on: bool) -> String {
 /// Reads `[app]` and applies it (at start; a broken file leaves the desktop as it is and says
 /// so in the Settings panel, which shows the file's error).
 pub fn apply_config<R: Runtime>(app: &AppHandle<R>) {
-    match headroom_core::config::load() {
+    match headroom_store::config::load() {
         Ok(c) => apply(app, &c.app),
         Err(e) => eprintln!("headroom-app: [app] settings not applied: {e}"),
     }

@@ -1,7 +1,7 @@
 //! The one error the UI receives: a `code` to branch on and a `message` for people.
 
-pub use headroom_core::error::ErrorCode;
-use headroom_core::CoreError;
+pub use headroom_store::error::ErrorCode;
+use headroom_store::CoreError;
 use serde::Serialize;
 
 /// An error crossing to the UI as `{code, message}`.
@@ -27,8 +27,8 @@ impl From<CoreError> for AppError {
     }
 }
 
-impl From<headroom_core::error::Invalid> for AppError {
-    fn from(e: headroom_core::error::Invalid) -> Self {
+impl From<headroom_store::error::Invalid> for AppError {
+    fn from(e: headroom_store::error::Invalid) -> Self {
         Self::new(e.code(), e.0)
     }
 }

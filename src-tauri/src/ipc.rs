@@ -7,19 +7,19 @@ use ts_rs::TS;
 /// The generated file's text.
 pub fn typescript() -> String {
     use headroom_core::jobs::sweep::{JobError, Update};
-    use headroom_core::ledger::{RunRecord, RunStatus};
-    use headroom_core::protocol::{Hello, Phase, Point, PointStatus, SweepSummary};
-    use headroom_core::readiness::python::{MlxFacts, ProbeStatus, PythonFacts, TorchFacts};
-    use headroom_core::readiness::{
+    use headroom_model::protocol::{Hello, Phase, Point, PointStatus, SweepSummary};
+    use headroom_probe::readiness::python::{MlxFacts, ProbeStatus, PythonFacts, TorchFacts};
+    use headroom_probe::readiness::{
         BatteryFacts, Conditions, DeviceCheck, GpuFacts, LibtorchFacts, Light, LightState,
         MachineFacts, PowerSource, PythonReport, Report,
     };
+    use headroom_store::ledger::{RunRecord, RunStatus};
     let decls = [
         Report::decl(),
         MachineFacts::decl(),
         GpuFacts::decl(),
-        headroom_core::readiness::isolation::Isolation::decl(),
-        headroom_core::readiness::isolation::SharedFolder::decl(),
+        headroom_probe::readiness::isolation::Isolation::decl(),
+        headroom_probe::readiness::isolation::SharedFolder::decl(),
         Conditions::decl(),
         PowerSource::decl(),
         BatteryFacts::decl(),
@@ -41,38 +41,38 @@ pub fn typescript() -> String {
         JobError::decl(),
         RunRecord::decl(),
         RunStatus::decl(),
-        headroom_core::ledger::RunKind::decl(),
+        headroom_store::ledger::RunKind::decl(),
         headroom_core::jobs::JobStatus::decl(),
         crate::state::SweepSnapshot::decl(),
         crate::commands::SweepForm::decl(),
         crate::error::AppError::decl(),
         crate::error::ErrorCode::decl(),
-        headroom_core::protocol::Dtype::decl(),
-        headroom_core::protocol::Mode::decl(),
-        headroom_core::protocol::Release::decl(),
+        headroom_model::protocol::Dtype::decl(),
+        headroom_model::protocol::Mode::decl(),
+        headroom_model::protocol::Release::decl(),
         crate::memory::MemorySnapshot::decl(),
         crate::memory::EpochsForm::decl(),
         crate::memory::ProcessInfo::decl(),
-        headroom_core::epochs::EpochSample::decl(),
-        headroom_core::epochs::EpochVerdict::decl(),
-        headroom_core::epochs::EpochVerdictKind::decl(),
-        headroom_core::epochs::Trend::decl(),
-        headroom_core::monitor::MemoryReading::decl(),
+        headroom_model::epochs::EpochSample::decl(),
+        headroom_model::epochs::EpochVerdict::decl(),
+        headroom_model::epochs::EpochVerdictKind::decl(),
+        headroom_model::epochs::Trend::decl(),
+        headroom_model::samples::MemoryReading::decl(),
         crate::overview::OverviewSnapshot::decl(),
-        headroom_core::decide::Decision::decl(),
-        headroom_core::decide::Column::decl(),
-        headroom_core::decide::Status::decl(),
-        headroom_core::decide::Rule::decl(),
-        headroom_core::decide::Reason::decl(),
-        headroom_core::decide::ColumnVerdict::decl(),
-        headroom_core::decide::Symptom::decl(),
-        headroom_core::contention::ContentionReport::decl(),
-        headroom_core::contention::GroupMemory::decl(),
-        headroom_core::contention::AppMemory::decl(),
-        headroom_core::contention::Group::decl(),
-        headroom_core::contention::SystemSide::decl(),
-        headroom_core::contention::Pressure::decl(),
-        headroom_core::contention::Need::decl(),
+        headroom_model::decide::Decision::decl(),
+        headroom_model::decide::Column::decl(),
+        headroom_model::decide::Status::decl(),
+        headroom_model::decide::Rule::decl(),
+        headroom_model::decide::Reason::decl(),
+        headroom_model::decide::ColumnVerdict::decl(),
+        headroom_model::decide::Symptom::decl(),
+        headroom_probe::contention::ContentionReport::decl(),
+        headroom_probe::contention::GroupMemory::decl(),
+        headroom_probe::contention::AppMemory::decl(),
+        headroom_probe::contention::Group::decl(),
+        headroom_probe::contention::SystemSide::decl(),
+        headroom_probe::contention::Pressure::decl(),
+        headroom_probe::contention::Need::decl(),
         headroom_core::remote::HostProfile::decl(),
         headroom_core::project::Project::decl(),
         headroom_core::remote::check::CheckReport::decl(),
@@ -85,10 +85,10 @@ pub fn typescript() -> String {
         crate::ledger::Fact::decl(),
         crate::ledger::RunReport::decl(),
         crate::ledger::Comparison::decl(),
-        headroom_core::summary::Comparison::decl(),
-        headroom_core::load::PointLoad::decl(),
-        headroom_core::load::AccelUser::decl(),
-        headroom_core::protocol::TimedUntil::decl(),
+        headroom_model::summary::Comparison::decl(),
+        headroom_probe::load::PointLoad::decl(),
+        headroom_probe::load::AccelUser::decl(),
+        headroom_model::protocol::TimedUntil::decl(),
         crate::about::About::decl(),
         crate::settings::Setting::decl(),
     ];
@@ -110,7 +110,7 @@ pub fn typescript() -> String {
             quoted.join(", ")
         )
     };
-    use headroom_core::protocol::{Dtype, Mode, Release};
+    use headroom_model::protocol::{Dtype, Mode, Release};
     out.push_str(&list(
         "DTYPES",
         "Dtype",
@@ -125,8 +125,8 @@ pub fn typescript() -> String {
     out.push_str(&list(
         "RUN_KINDS",
         "RunKind",
-        headroom_core::ledger::RunKind::ALL
-            .map(headroom_core::ledger::RunKind::as_str)
+        headroom_store::ledger::RunKind::ALL
+            .map(headroom_store::ledger::RunKind::as_str)
             .to_vec(),
     ));
     out.push_str(&list(
@@ -145,7 +145,7 @@ mod tests {
 
     #[test]
     fn the_option_lists_are_the_wire_names() {
-        use headroom_core::protocol::{Dtype, Mode, Release};
+        use headroom_model::protocol::{Dtype, Mode, Release};
         let wire = |v: serde_json::Value| v.as_str().map(str::to_owned).expect("a string");
         for d in Dtype::ALL {
             assert_eq!(wire(serde_json::json!(d)), d.as_str());
@@ -159,13 +159,13 @@ mod tests {
         for c in crate::error::ErrorCode::ALL {
             assert_eq!(wire(serde_json::json!(c)), c.as_str());
         }
-        for k in headroom_core::ledger::RunKind::ALL {
+        for k in headroom_store::ledger::RunKind::ALL {
             assert_eq!(wire(serde_json::json!(k)), k.as_str());
-            assert_eq!(headroom_core::ledger::RunKind::parse(k.as_str()), k);
+            assert_eq!(headroom_store::ledger::RunKind::parse(k.as_str()), k);
         }
         assert_eq!(
-            headroom_core::ledger::RunKind::parse("from-a-newer-headroom"),
-            headroom_core::ledger::RunKind::Other
+            headroom_store::ledger::RunKind::parse("from-a-newer-headroom"),
+            headroom_store::ledger::RunKind::Other
         );
     }
 

@@ -2,7 +2,7 @@
 //! writes them), exports into Headroom's folder, and two runs compared (as `ledger compare`).
 
 use headroom_core::jobs;
-use headroom_core::report::{self, Format};
+use headroom_report::report::{self, Format};
 use serde::{Deserialize, Serialize};
 
 use crate::commands::blocking;
@@ -41,7 +41,7 @@ pub struct Comparison {
 
 /// Builds run `id`'s report from `ledger`.
 pub fn build_report(
-    ledger: &headroom_core::ledger::Ledger,
+    ledger: &headroom_store::ledger::Ledger,
     id: i64,
 ) -> Result<RunReport, AppError> {
     let (r, points) = ledger.get_run(id)?;
@@ -85,7 +85,7 @@ pub async fn export_runs(run_ids: Vec<i64>, format: String) -> Result<Vec<String
     let format = Format::parse(&format)?;
     blocking(move || {
         let ledger = jobs::open_ledger()?;
-        let dir = headroom_core::paths::data_dir()?.join("reports");
+        let dir = headroom_store::paths::data_dir()?.join("reports");
         let mut files = Vec::new();
         for id in &run_ids {
             files.extend(report::export(&ledger, *id, format, &dir)?);
@@ -134,8 +134,8 @@ pub async fn compare_runs(a: i64, b: i64) -> Result<Comparison, AppError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use headroom_core::ledger::{Ledger, NewRun};
-    use headroom_core::protocol::Point;
+    use headroom_model::protocol::Point;
+    use headroom_store::ledger::{Ledger, NewRun};
 
     #[test]
     fn a_recorded_sweep_reports_its_facts_and_chart() {
@@ -143,13 +143,13 @@ mod tests {
         let ledger = Ledger::open(&dir.path().join("l.sqlite3")).expect("ledger");
         let id = ledger
             .begin_run(&NewRun {
-                kind: headroom_core::ledger::RunKind::Sweep,
+                kind: headroom_store::ledger::RunKind::Sweep,
                 host: "here".into(),
                 device: "cpu".into(),
                 device_name: "a CPU".into(),
                 workload: "mlp".into(),
-                dtype: Some(headroom_core::protocol::Dtype::F32),
-                mode: Some(headroom_core::protocol::Mode::Train),
+                dtype: Some(headroom_model::protocol::Dtype::F32),
+                mode: Some(headroom_model::protocol::Mode::Train),
                 libtorch: "2.11.0".into(),
                 git_commit: None,
                 git_dirty: None,
@@ -159,7 +159,7 @@ mod tests {
                 owner_pid: None,
             })
             .expect("run");
-        let mut p = Point::failed(8, headroom_core::protocol::PointStatus::Ok, "");
+        let mut p = Point::failed(8, headroom_model::protocol::PointStatus::Ok, "");
         p.message = None;
         p.samples_per_s = Some(1000.0);
         p.peak_bytes = Some(200 << 20);

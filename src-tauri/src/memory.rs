@@ -5,16 +5,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use headroom_core::epochs::{EpochSample, EpochThresholds, EpochVerdict, EpochVerdictKind};
 use headroom_core::jobs::JobStatus;
 use headroom_core::jobs::{
     self, sweep::CancelToken, sweep::JobError, watch::WatchOptions, watch::WatchOutcome,
 };
-use headroom_core::ledger::RunKind;
-use headroom_core::monitor::MemoryReading;
-use headroom_core::plot::{epochs_svg, readings_svg};
-use headroom_core::protocol::EpochsRequest;
-use headroom_core::requests::{EpochsInput, WorkloadInput};
+use headroom_model::epochs::{EpochSample, EpochThresholds, EpochVerdict, EpochVerdictKind};
+use headroom_model::protocol::EpochsRequest;
+use headroom_model::requests::{EpochsInput, WorkloadInput};
+use headroom_model::samples::MemoryReading;
+use headroom_report::plot::{epochs_svg, readings_svg};
+use headroom_store::ledger::RunKind;
 use serde::{Deserialize, Serialize};
 use tauri::ipc::Channel;
 use tauri::{AppHandle, State};
@@ -89,7 +89,7 @@ pub struct EpochsForm {
     pub epochs: u32,
     pub steps_per_epoch: u32,
     /// Typed as the enum for the UI; checked by the core's one parser.
-    #[ts(as = "headroom_core::protocol::Release")]
+    #[ts(as = "headroom_model::protocol::Release")]
     pub release: String,
     pub leak_demo: bool,
 }
@@ -143,7 +143,7 @@ pub fn wrapped_snapshot(o: &WatchOutcome, t: &EpochThresholds) -> MemorySnapshot
     if let Some(peak) = seen.and_then(|s| s.peak_device_bytes) {
         facts.push(format!(
             "device peak {}",
-            headroom_core::budget::format_bytes(peak)
+            headroom_model::budget::format_bytes(peak)
         ));
     }
     let mut s = MemorySnapshot {
@@ -191,7 +191,7 @@ fn install(state: &AppState, running: RunningMemory) -> Result<(), AppError> {
 /// The configuration's `[epochs]` thresholds; its defaults when the file cannot be read (the
 /// Overview says why).
 fn configured_thresholds() -> EpochThresholds {
-    headroom_core::config::load()
+    headroom_store::config::load()
         .map(|c| c.epochs)
         .unwrap_or_default()
 }
@@ -244,7 +244,7 @@ pub async fn start_epochs(
     let handle = app.clone();
     std::thread::spawn(move || {
         let outcome = jobs::open_ledger_for_job().and_then(|ledger| {
-            jobs::epochs::run_epochs(&exe, &req, &t, &ledger, &token, &mut |e| {
+            jobs::epoch_job::run_epochs(&exe, &req, &t, &ledger, &token, &mut |e| {
                 let copy = {
                     let mut s = lock(&snapshot);
                     s.samples.push(e.clone());
@@ -371,8 +371,8 @@ pub async fn watch_project(
     }
     let handle = app.clone();
     std::thread::spawn(move || {
-        let matcher = headroom_core::monitor::EpochMatcher::new(
-            headroom_core::monitor::DEFAULT_EPOCH_PATTERN,
+        let matcher = headroom_core::readings::EpochMatcher::new(
+            headroom_core::readings::DEFAULT_EPOCH_PATTERN,
         );
         let outcome = matcher.and_then(|m| {
             let ledger = jobs::open_ledger_for_job()?;
@@ -385,7 +385,7 @@ pub async fn watch_project(
                     s.message = live_line(p);
                     if redraw_now {
                         s.verdict = (!s.samples.is_empty())
-                            .then(|| headroom_core::epochs::judge(&s.samples, &t));
+                            .then(|| headroom_model::epochs::judge(&s.samples, &t));
                         redraw(&mut s, &t);
                     }
                     s.clone()
@@ -436,13 +436,13 @@ fn live_line(p: &jobs::watch::RunProgress<'_>) -> String {
     if let Some(r) = p.reading {
         parts.push(format!(
             "processes {}",
-            headroom_core::budget::format_bytes(r.tree_bytes)
+            headroom_model::budget::format_bytes(r.tree_bytes)
         ));
     }
     if let Some(d) = p.device_peak_bytes {
         parts.push(format!(
             "device peak {}",
-            headroom_core::budget::format_bytes(d)
+            headroom_model::budget::format_bytes(d)
         ));
     }
     parts.join(" · ")
@@ -475,7 +475,7 @@ fn processes() -> Vec<ProcessInfo> {
                     Some(ProcessInfo {
                         pid,
                         command,
-                        rss_bytes: headroom_core::sysmem::pid_rss(pid)?,
+                        rss_bytes: headroom_probe::sysmem::pid_rss(pid)?,
                     })
                 })
                 .collect()
@@ -495,7 +495,7 @@ pub async fn start_watch(
     pid: u32,
     on_update: Channel<MemorySnapshot>,
 ) -> Result<MemorySnapshot, AppError> {
-    if headroom_core::monitor::read_memory(pid, 0.0).is_none() {
+    if headroom_core::readings::read_memory(pid, 0.0).is_none() {
         return Err(AppError::new(
             ErrorCode::NotFound,
             format!("process {pid} is gone (or its memory cannot be read); refresh the list"),
@@ -531,7 +531,7 @@ pub async fn start_watch(
                     s.message = format!(
                         "{:.0} s · tree {} · {:+.0} % since watching began",
                         r.t,
-                        headroom_core::budget::format_bytes(r.tree_bytes),
+                        headroom_model::budget::format_bytes(r.tree_bytes),
                         growth * 100.0
                     );
                     redraw(&mut s, &t);
@@ -642,7 +642,7 @@ mod tests {
     }
 
     fn verdict_of(s: &MemorySnapshot) -> EpochVerdict {
-        headroom_core::epochs::judge(&s.samples, &EpochThresholds::default())
+        headroom_model::epochs::judge(&s.samples, &EpochThresholds::default())
     }
 
     #[test]
@@ -669,7 +669,7 @@ mod tests {
         );
         assert_eq!(
             verdict_of(&s).kind,
-            headroom_core::epochs::EpochVerdictKind::LeakSuspected
+            headroom_model::epochs::EpochVerdictKind::LeakSuspected
         );
         let mut w = MemorySnapshot {
             kind: RunKind::Watch,

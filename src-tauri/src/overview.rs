@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use headroom_core::contention::{ContentionReport, Sampler};
-use headroom_core::decide::{Column, Decision, Rule};
+use headroom_model::decide::{Column, Decision, Rule};
+use headroom_probe::contention::{ContentionReport, Sampler};
 use serde::Serialize;
 use tauri::{AppHandle, Emitter, Manager, Runtime, State};
 
@@ -63,12 +63,12 @@ pub fn change_notice(prev: Option<&Decision>, next: &Decision) -> Option<(Kind, 
 
 /// One recomputation from the ledger, the configuration and `sampler`.
 fn compute(sampler: &mut Sampler, project: Option<&str>) -> OverviewSnapshot {
-    let (now, problem) = headroom_core::jobs::decision::now(sampler, project);
+    let (now, problem) = headroom_core::jobs::decide_now::now(sampler, project);
     OverviewSnapshot {
         project: project.map(str::to_owned),
         decision: now.decision,
         contention: now.contention,
-        taken_at: headroom_core::time::now_rfc3339(),
+        taken_at: headroom_model::time::now_rfc3339(),
         problem: problem.map(|e| e.to_string()),
         interval_s: now.interval_s,
     }
@@ -142,8 +142,8 @@ pub async fn overview(state: State<'_, AppState>) -> Result<OverviewSnapshot, Ap
 
 #[cfg(test)]
 mod tests {
-    use headroom_core::config::DecideThresholds;
-    use headroom_core::decide::{decide, Facts};
+    use headroom_model::decide::{decide, Facts};
+    use headroom_store::config::DecideThresholds;
 
     use super::*;
 

@@ -6,9 +6,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use headroom_core::budget::BudgetSpec;
 use headroom_core::jobs::{self, sweep::CancelToken, sweep::Update, JobStatus};
 use headroom_core::project::Project;
+use headroom_model::budget::BudgetSpec;
 use tauri::ipc::Channel;
 use tauri::{AppHandle, State};
 
@@ -108,7 +108,7 @@ pub async fn sweep_project(
             "a sweep is already running; cancel it or wait for it to finish",
         ));
     }
-    let thresholds = headroom_core::config::load()?.epochs;
+    let thresholds = headroom_store::config::load()?.epochs;
     let interrupt = Arc::new(std::sync::atomic::AtomicI32::new(0));
     let mut watch = jobs::watch::WatchOptions::for_pid(Duration::from_millis(250), thresholds);
     watch.instrument = true;

@@ -20,7 +20,7 @@ use crate::state::{lock, AppState};
 /// Changes the profiles with `f` and writes them and the managed ssh config under Headroom's
 /// edit lock, both or neither (a `remote add` from the CLI at the same moment waits).
 fn edit_hosts<T>(
-    f: impl FnOnce(&mut Hosts) -> Result<T, headroom_core::CoreError>,
+    f: impl FnOnce(&mut Hosts) -> Result<T, headroom_store::CoreError>,
 ) -> Result<T, AppError> {
     Ok(Hosts::edit(&ssh_dir()?, f)?.0)
 }

@@ -4,7 +4,7 @@
 //! the file left as written; a refused value writes nothing and says why). A change to `[app]`
 //! is applied at once (the login entry, the shortcut) and its outcome shown beside the key.
 
-use headroom_core::config::{self, Config};
+use headroom_store::config::{self, Config};
 use serde::Serialize;
 
 use tauri::{AppHandle, Manager};

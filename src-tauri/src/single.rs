@@ -34,7 +34,7 @@ pub enum LockError {
 /// Takes the lock in Headroom's folder (or, when that folder cannot hold it, in the temporary
 /// folder), or says which process holds it.
 pub fn acquire() -> Result<InstanceLock, String> {
-    let dir = headroom_core::paths::data_dir().map_err(|e| e.to_string())?;
+    let dir = headroom_store::paths::data_dir().map_err(|e| e.to_string())?;
     match acquire_in(&dir) {
         Ok(lock) => Ok(lock),
         Err(LockError::Held(m)) => Err(m),
@@ -60,7 +60,7 @@ pub fn fallback_dir(dir: &Path) -> PathBuf {
 
 /// Takes the lock in `dir`.
 pub fn acquire_in(dir: &Path) -> Result<InstanceLock, LockError> {
-    headroom_core::paths::ensure_dir(dir).map_err(|e| LockError::Unusable(e.to_string()))?;
+    headroom_store::paths::ensure_dir(dir).map_err(|e| LockError::Unusable(e.to_string()))?;
     let path = dir.join("app.lock");
     let file = std::fs::OpenOptions::new()
         .create(true)

@@ -6,8 +6,8 @@ use std::thread::JoinHandle;
 
 use headroom_core::jobs::sweep::{CancelToken, JobError};
 use headroom_core::jobs::JobStatus;
-use headroom_core::protocol::{Point, SweepSummary};
-use headroom_core::readiness::Report;
+use headroom_model::protocol::{Point, SweepSummary};
+use headroom_probe::readiness::Report;
 use serde::{Deserialize, Serialize};
 
 /// Where a sweep stands, as the Sweep panel and the tray show it. Sent whole on every change,
@@ -32,7 +32,7 @@ pub struct SweepSnapshot {
     /// The throughput and memory chart (SVG), redrawn at every point.
     pub chart_svg: String,
     /// The accelerator against the CPU at the recommended batch ("Compare with the CPU").
-    pub comparison: Option<headroom_core::summary::Comparison>,
+    pub comparison: Option<headroom_model::summary::Comparison>,
     /// What makes the figures less sure: a point timed under load or still noisy at its cap.
     pub warnings: Vec<String>,
 }

@@ -1,8 +1,8 @@
 //! The tray: its colour and tooltip from the current facts (pure, tested without a tray host),
 //! its menu, and the glue that builds it and keeps it up to date.
 
-use headroom_core::decide::{Column, Decision, Rule};
-use headroom_core::readiness::{LightState, Report};
+use headroom_model::decide::{Column, Decision, Rule};
+use headroom_probe::readiness::{LightState, Report};
 use tauri::image::Image;
 use tauri::menu::{Menu, MenuItem};
 use tauri::tray::{MouseButton, MouseButtonState, TrayIconBuilder, TrayIconEvent};
@@ -248,7 +248,7 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
 
 #[cfg(test)]
 mod tests {
-    use headroom_core::readiness::{Light, LightState, Report};
+    use headroom_probe::readiness::{Light, LightState, Report};
 
     use super::*;
 
@@ -315,9 +315,9 @@ mod tests {
             workload: "vit-tiny".into(),
             device: "mps".into(),
             message: "batch 256: timed steps 4/10".into(),
-            points: vec![headroom_core::protocol::Point::failed(
+            points: vec![headroom_model::protocol::Point::failed(
                 1,
-                headroom_core::protocol::PointStatus::Ok,
+                headroom_model::protocol::PointStatus::Ok,
                 "",
             )],
             ..SweepSnapshot::default()
@@ -355,14 +355,14 @@ mod tests {
 
     #[test]
     fn contention_turns_the_tray_red_with_the_headline() {
-        use headroom_core::decide::{decide, Facts};
+        use headroom_model::decide::{decide, Facts};
         let f = Facts {
             contention: vec![
                 "swap grew by 512 MiB since the last sample (threshold 256 MiB)".into(),
             ],
             ..Facts::default()
         };
-        let d = decide(&f, &headroom_core::config::DecideThresholds::default());
+        let d = decide(&f, &headroom_store::config::DecideThresholds::default());
         let mps = report(&[("cpu", LightState::Green), ("mps", LightState::Green)]);
         let l = look(Some(&mps), None, None, Some(&d));
         assert_eq!(l.colour, Colour::Red);
@@ -373,7 +373,7 @@ mod tests {
         );
         let calm = decide(
             &Facts::default(),
-            &headroom_core::config::DecideThresholds::default(),
+            &headroom_store::config::DecideThresholds::default(),
         );
         assert_eq!(
             look(Some(&mps), None, None, Some(&calm)).colour,

@@ -7,7 +7,7 @@ use crate::budget::{parse_bytes, BudgetSpec};
 use crate::protocol::{parse_batches, parse_shape, Event, Job};
 use crate::readiness::{linux, macos, python};
 use crate::remote::{self, HostProfile};
-use crate::{config, contention, gpu_busy, machine, mlx, monitor, mounts, scriptsweep, sysmem};
+use crate::{config, contention, gpu_busy, machine, mlx, mounts, readings, scriptsweep, sysmem};
 
 /// The fuzz targets, by name (the folder names under `fuzz/corpus/`).
 pub const TARGETS: [&str; 5] = ["protocol", "config", "macos", "linux", "sshconfig"];
@@ -58,13 +58,13 @@ pub fn protocol(data: &[u8]) {
         let _ = scriptsweep::parse_axis(line);
         let _ = crate::failure::classify(line);
         let _ = crate::failure::headline(line);
-        let _ = monitor::fallback_op(line);
-        let _ = monitor::mps_op_gpu_ms(line);
+        let _ = readings::fallback_op(line);
+        let _ = readings::mps_op_gpu_ms(line);
         let _ = crate::jobs::watch::is_step_marker(line);
         let _ = crate::jobs::watch::is_data_marker(line);
     }
     let args: Vec<String> = t.split_whitespace().map(str::to_owned).collect();
-    let _ = monitor::batch_from_args(&args);
+    let _ = readings::batch_from_args(&args);
 }
 
 /// `config.toml` and `hosts.toml`: whatever the text, a clear error or a config that passes its

@@ -1,11 +1,11 @@
 //! Jobs that run in `headroom worker` child processes, shared by the CLI and the app: starting and
 //! supervising a worker ([`supervisor`]), a whole sweep recorded point by point in the ledger with
 //! restarts and cancellation ([`sweep`]), and a readiness check ([`doctor`]); and the decision
-//! table now ([`decision`]). Nothing here links libtorch; the worker binary does.
+//! table now ([`decide_now`]). Nothing here links libtorch; the worker binary does.
 
-pub mod decision;
+pub mod decide_now;
 pub mod doctor;
-pub mod epochs;
+pub mod epoch_job;
 pub mod migrate;
 pub mod profile;
 pub mod supervisor;

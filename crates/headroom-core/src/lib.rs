@@ -1,8 +1,9 @@
-//! Headroom's domain, free of libtorch and Tauri: the worker protocol, the sweep planner and its
-//! statistics, byte/budget parsing, memory parsers for macOS and Linux command output, the paths
-//! Headroom owns, and the SQLite ledger. The CLI, the worker and (later) the app all call into it;
-//! it never links libtorch (readiness runs
-//! the user's own Python interpreters as child processes to ask them what their torch can do).
+//! What runs things, free of libtorch and Tauri: the jobs (the worker's supervisor, sweeps, the
+//! user's sweep, epochs, profile, doctor, `headroom run`, the decision now, the migration to a
+//! remote host), the observer put inside the user's training (`instrument`), memory readings
+//! (`readings`), remote hosts (`remote`), MLX, git state, and the facts `decide` weighs. It stands
+//! on headroom-model (values), headroom-probe (this machine), headroom-store (Headroom's files)
+//! and headroom-report (pictures and papers); the CLI and the app call into all of them.
 
 pub mod facts;
 #[doc(hidden)]
@@ -11,18 +12,20 @@ pub mod gitinfo;
 pub mod instrument;
 pub mod jobs;
 pub mod mlx;
-pub mod monitor;
 pub mod project;
+pub mod readings;
 pub mod remote;
 
-// The pure crate's modules, where the rest of core and its callers have always found them.
-pub use headroom_model::{
-    budget, decide, epochs, failure, outcome, planner, pointload, protocol, requests, scriptsweep,
-    stats, summary, time,
+// The lower crates' modules, under the names core's own modules have always used
+// (`crate::protocol`); callers name the lower crates themselves.
+use headroom_model::{
+    budget, decide, epochs, failure, outcome, planner, protocol, requests, scriptsweep, stats,
+    summary, time,
 };
 // Headroom's own files, and the one error.
-pub use headroom_store::{config, error, ledger, paths, CoreError};
+pub use headroom_store::CoreError;
+use headroom_store::{config, error, ledger, paths};
 // Charts, reports and a dataset's checksums.
-pub use headroom_report::{datasum, plot, report};
+use headroom_report::report;
 // The machine's readers.
-pub use headroom_probe::{child, contention, gpu_busy, load, machine, mounts, readiness, sysmem};
+use headroom_probe::{child, contention, gpu_busy, load, machine, mounts, readiness, sysmem};

@@ -511,12 +511,7 @@ fn standing(c: Column) -> (Vec<String>, Vec<String>) {
 
 /// The reasons the user's newest run gives: what it measured, running out of memory, and a
 /// data pipeline that bounds it (with `pin_memory` only where the copies were measured to matter).
-fn your_run(
-    r: &RunFact,
-    t: &DecideThresholds,
-    say: &mut impl FnMut(Rule, Column, String),
-    set: &mut impl FnMut(Column, Status),
-) {
+fn your_run(r: &RunFact, t: &DecideThresholds, b: &mut Board) {
     let column = r.column();
     let src = r.source();
     let mut measured = Vec::new();
@@ -539,17 +534,17 @@ fn your_run(
         measured.push(format!("GPU busy {} of the run", pct(b)));
     }
     if !measured.is_empty() {
-        say(
+        b.say(
             Rule::YourRun,
             column,
             format!("{src}: {}", measured.join(", ")),
         );
     }
     if let Some(budget) = r.over_budget {
-        say(Rule::Oom, column, format!("{src} went over its {} memory budget (peak {}): use a smaller batch, or give it more memory", format_bytes(budget), format_bytes(r.peak_bytes)));
-        set(column, Status::Risky);
+        b.say(Rule::Oom, column, format!("{src} went over its {} memory budget (peak {}): use a smaller batch, or give it more memory", format_bytes(budget), format_bytes(r.peak_bytes)));
+        b.set(column, Status::Risky);
     } else if let Some(msg) = &r.oom {
-        say(
+        b.say(
             Rule::Oom,
             column,
             format!(
@@ -557,7 +552,7 @@ fn your_run(
                 msg.lines().next().unwrap_or_default()
             ),
         );
-        set(column, Status::Risky);
+        b.set(column, Status::Risky);
     }
     if let Some(share) = r.data_share.filter(|s| *s >= t.data_share) {
         let mut advice = match r.num_workers {
@@ -578,8 +573,8 @@ fn your_run(
                 ));
             }
         }
-        say(Rule::DataPipeline, column, format!("{src}: waiting for the DataLoader takes {} of the step (threshold {}): the data pipeline bounds it, not the device; {advice}", pct(share), pct(t.data_share)));
-        set(column, Status::Risky);
+        b.say(Rule::DataPipeline, column, format!("{src}: waiting for the DataLoader takes {} of the step (threshold {}): the data pipeline bounds it, not the device; {advice}", pct(share), pct(t.data_share)));
+        b.set(column, Status::Risky);
     }
 }
 
@@ -601,15 +596,10 @@ fn compared_peak(r: &RunFact) -> u64 {
 
 /// The reasons pairs of the user's runs give (mixed precision, checkpointing, accumulation),
 /// and a DataLoader stall in the newest run.
-fn practices(
-    f: &Facts,
-    t: &DecideThresholds,
-    say: &mut impl FnMut(Rule, Column, String),
-    set: &mut impl FnMut(Column, Status),
-) {
+fn practices(f: &Facts, t: &DecideThresholds, b: &mut Board) {
     if let Some((with, without)) = &f.amp {
-        if let (Some(a), Some(b)) = (with.samples_per_s, without.samples_per_s) {
-            let gain = change(a, b).unwrap_or(0.0);
+        if let (Some(on), Some(off)) = (with.samples_per_s, without.samples_per_s) {
+            let gain = change(on, off).unwrap_or(0.0);
             let peak = change(compared_peak(with) as f64, compared_peak(without) as f64)
                 .map(|p| format!(", peak {}", signed_pct(p)))
                 .unwrap_or_default();
@@ -622,7 +612,7 @@ fn practices(
                     .unwrap_or(0.0)
                     .hypot(without.step_ci.unwrap_or(0.0));
             if noise > 0.0 && (gain - t.amp_gain).abs() < noise {
-                say(
+                b.say(
                     Rule::WithinNoise,
                     with.column(),
                     format!(
@@ -651,7 +641,7 @@ fn practices(
                 if with.column() == Column::Mps || without.column() == Column::Mps {
                     text.push_str("; MPS's mixed-precision numerics differ from CUDA's: judge it by validation metrics within a tolerance (`headroom ledger compare A B --tolerance 0.01`), never by bitwise losses");
                 }
-                say(Rule::MixedPrecision, with.column(), text);
+                b.say(Rule::MixedPrecision, with.column(), text);
             }
         }
     }
@@ -659,8 +649,8 @@ fn practices(
         let (m, n) = (compared_peak(with), compared_peak(without));
         let saved = change(m as f64, n as f64).map_or(0.0, |c| -c);
         let cost = match (with.step_ms, without.step_ms) {
-            (Some(a), Some(b)) => {
-                change(a, b).map(|c| format!(" and costs {} per step", signed_pct(c)))
+            (Some(on), Some(off)) => {
+                change(on, off).map(|c| format!(" and costs {} per step", signed_pct(c)))
             }
             _ => None,
         }
@@ -670,7 +660,7 @@ fn practices(
         } else {
             "it saves too little to pay for its recomputation: turn it off unless the batch does not fit without it"
         };
-        say(
+        b.say(
             Rule::Checkpointing,
             with.column(),
             format!(
@@ -690,7 +680,7 @@ fn practices(
         if let (Some(e1), Some(e0)) = (new.effective_batch(), old.effective_batch()) {
             if e1 != e0 {
                 let ratio = e1 as f64 / e0 as f64;
-                say(
+                b.say(
                     Rule::Rescale,
                     new.column(),
                     format!(
@@ -713,7 +703,7 @@ fn practices(
     if let Some(r) = &f.run {
         if let Some(stall) = &r.stall {
             let triage = crate::observed::stall_triage(stall, r.start_method.as_deref());
-            say(
+            b.say(
                 Rule::LoaderHang,
                 r.column(),
                 format!(
@@ -723,7 +713,7 @@ fn practices(
                 ),
             );
             if !stall.ended {
-                set(r.column(), Status::Risky);
+                b.set(r.column(), Status::Risky);
             }
         }
     }
@@ -731,69 +721,90 @@ fn practices(
 
 /// Decides. Pure: the same facts and thresholds give the same table.
 #[allow(clippy::too_many_lines)]
-pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
-    let mut reasons: Vec<Reason> = Vec::new();
-    let mut status = [
-        Status::Viable,
-        Status::Viable,
-        Status::Viable,
-        Status::Viable,
-    ];
-    let idx = |c: Column| Column::ALL.iter().position(|x| *x == c).unwrap_or(0);
-    let mut set = |c: Column, s: Status| {
-        let i = idx(c);
-        status[i] = status[i].max(s);
-    };
-    let mut say = |rule: Rule, column: Column, text: String| {
-        reasons.push(Reason { rule, column, text });
-    };
+/// The reasons found so far and each column's standing, as the rules add to them.
+struct Board {
+    reasons: Vec<Reason>,
+    status: [Status; 4],
+}
 
-    // What is available at all.
+impl Board {
+    fn say(&mut self, rule: Rule, column: Column, text: String) {
+        self.reasons.push(Reason { rule, column, text });
+    }
+
+    /// Raises a column's status to `s` (a column's status only ever worsens).
+    fn set(&mut self, c: Column, s: Status) {
+        let i = idx(c);
+        self.status[i] = self.status[i].max(s);
+    }
+
+    fn usable(&self, c: Column) -> bool {
+        self.status[idx(c)] != Status::Blocked
+    }
+}
+
+fn idx(c: Column) -> usize {
+    Column::ALL.iter().position(|x| *x == c).unwrap_or(0)
+}
+
+/// What the measured rules found that the verdict weighs.
+#[derive(Debug, Clone, Copy)]
+struct Measured {
+    remote_ok: bool,
+    /// The accelerator against the CPU: faster enough, not, or unmeasured.
+    accel_wins: Option<bool>,
+    too_close: bool,
+    leak_persists: bool,
+    mlx_wins: bool,
+}
+
+/// What is available at all: Rosetta, MPS and MLX, the remote hosts. Whether a host answered.
+fn availability(f: &Facts, b: &mut Board) -> bool {
     if f.rosetta {
-        say(Rule::Rosetta, Column::Mps, "the Python that runs your work is x86_64 under Rosetta: MPS and MLX are out of reach and the CPU is emulated; fix Python first".into());
-        set(Column::Mps, Status::Blocked);
-        set(Column::Mlx, Status::Blocked);
-        set(Column::Cpu, Status::Risky);
+        b.say(Rule::Rosetta, Column::Mps, "the Python that runs your work is x86_64 under Rosetta: MPS and MLX are out of reach and the CPU is emulated; fix Python first".into());
+        b.set(Column::Mps, Status::Blocked);
+        b.set(Column::Mlx, Status::Blocked);
+        b.set(Column::Cpu, Status::Risky);
     }
     if !f.apple_silicon {
-        say(
+        b.say(
             Rule::NotAvailable,
             Column::Mps,
             "not an Apple Silicon Mac: MPS and MLX do not exist here".into(),
         );
-        set(Column::Mps, Status::Blocked);
-        set(Column::Mlx, Status::Blocked);
+        b.set(Column::Mps, Status::Blocked);
+        b.set(Column::Mlx, Status::Blocked);
     } else if f.mps_ready == Some(false) && !f.rosetta {
-        say(
+        b.say(
             Rule::NotAvailable,
             Column::Mps,
             format!("MPS is not ready: {}", f.mps_detail),
         );
-        set(Column::Mps, Status::Blocked);
+        b.set(Column::Mps, Status::Blocked);
     }
     if f.apple_silicon && f.mlx_installed == Some(false) {
-        say(
+        b.say(
             Rule::NotAvailable,
             Column::Mlx,
             "mlx is not installed in this Python (`pip install mlx`)".into(),
         );
-        set(Column::Mlx, Status::Risky);
+        b.set(Column::Mlx, Status::Risky);
     }
     let remote_ok = f.remotes.iter().any(|r| r.reachable == Some(true));
     if f.remotes.is_empty() {
-        say(
+        b.say(
             Rule::NoRemote,
             Column::Remote,
             "no remote host configured yet (`headroom remote add`)".into(),
         );
-        set(Column::Remote, Status::Blocked);
+        b.set(Column::Remote, Status::Blocked);
     } else if !remote_ok {
         let names: Vec<String> = f
             .remotes
             .iter()
             .map(|r| format!("{} ({})", r.name, r.detail))
             .collect();
-        say(
+        b.say(
             Rule::RemoteDown,
             Column::Remote,
             format!(
@@ -801,10 +812,14 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
                 names.join("; ")
             ),
         );
-        set(Column::Remote, Status::Risky);
+        b.set(Column::Remote, Status::Risky);
     }
+    remote_ok
+}
 
-    // Speed: the accelerator against the CPU at the same batch.
+/// Speed: the accelerator against the CPU at the same batch, and the sweeps' out-of-memory
+/// points. Whether the accelerator won (None: unmeasured), and whether it was too close to call.
+fn speed(f: &Facts, t: &DecideThresholds, b: &mut Board) -> (Option<bool>, bool) {
     let mut accel_wins = None;
     let mut too_close = false;
     if let (Some(cpu), Some(mps)) = (&f.cpu, &f.mps) {
@@ -824,7 +839,7 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
         let noise = (1.0 - faster).abs() * cpu.ci.unwrap_or(0.0).hypot(mps.ci.unwrap_or(0.0));
         too_close = noise > 0.0 && (faster - t.pipeline_speedup).abs() < noise;
         if too_close {
-            say(
+            b.say(
                 Rule::WithinNoise,
                 Column::Mps,
                 format!(
@@ -846,13 +861,13 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
             if faster < t.pipeline_speedup {
                 if let Some(busy) = idle {
                     explained = true;
-                    say(Rule::DataPipeline, Column::Mps, format!("{at}, {} faster (threshold {}) while the GPU was busy {} of the time (threshold {}): suspect the data pipeline, not MPS", pct(faster), pct(t.pipeline_speedup), pct(busy), pct(t.gpu_busy)));
-                    set(Column::Mps, Status::Risky);
+                    b.say(Rule::DataPipeline, Column::Mps, format!("{at}, {} faster (threshold {}) while the GPU was busy {} of the time (threshold {}): suspect the data pipeline, not MPS", pct(faster), pct(t.pipeline_speedup), pct(busy), pct(t.gpu_busy)));
+                    b.set(Column::Mps, Status::Risky);
                 }
             }
             if (speedup - 1.0).abs() <= t.near_one {
                 explained = true;
-                say(
+                b.say(
                     Rule::NearOne,
                     Column::Mps,
                     format!(
@@ -860,10 +875,10 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
                         pct(t.near_one)
                     ),
                 );
-                set(Column::Mps, Status::Risky);
+                b.set(Column::Mps, Status::Risky);
             }
             if faster >= t.pipeline_speedup {
-                say(
+                b.say(
                     Rule::Faster,
                     Column::Mps,
                     format!("{at}, {} faster than the CPU", pct(faster)),
@@ -872,7 +887,7 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
             } else {
                 accel_wins = Some(false);
                 if !explained {
-                    say(
+                    b.say(
                         Rule::Faster,
                         Column::Cpu,
                         format!(
@@ -885,7 +900,7 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
             }
         }
     } else if f.apple_silicon && !f.rosetta {
-        say(Rule::Unmeasured, Column::Mps, "no sweep compares MPS with the CPU at the same batch yet: `headroom sweep --device mps --compare cpu`".into());
+        b.say(Rule::Unmeasured, Column::Mps, "no sweep compares MPS with the CPU at the same batch yet: `headroom sweep --device mps --compare cpu`".into());
     }
     for (column, sweep) in [(Column::Cpu, &f.cpu), (Column::Mps, &f.mps)] {
         let Some(sweep) = sweep else { continue };
@@ -895,39 +910,37 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
                 Some(b) => format!("largest that fitted {b}; recommended {}", sweep.batch),
                 None => format!("max safe {}", sweep.batch),
             };
-            say(Rule::Oom, column, format!("out of memory at batch {} in sweep {} ({chosen}{}): use a smaller batch and release the cache", batch_list(&sweep.oom_batches), sweep.run_id, sweep.peak_bytes.map(|b| format!(", {} peak", format_bytes(b))).unwrap_or_default()));
+            b.say(Rule::Oom, column, format!("out of memory at batch {} in sweep {} ({chosen}{}): use a smaller batch and release the cache", batch_list(&sweep.oom_batches), sweep.run_id, sweep.peak_bytes.map(|b| format!(", {} peak", format_bytes(b))).unwrap_or_default()));
         }
     }
+    (accel_wins, too_close)
+}
 
-    // The user's own run, and what pairs of its runs measured.
-    if let Some(r) = &f.run {
-        your_run(r, t, &mut say, &mut set);
-    }
-    practices(f, t, &mut say, &mut set);
-
-    // Memory over epochs.
+/// Memory over epochs, the slow layer, CPU fallbacks, the workload's kind and CUDA parity.
+/// Whether a leak persists with the release.
+fn memory_and_signs(f: &Facts, t: &DecideThresholds, b: &mut Board) -> bool {
     if let Some(e) = &f.epochs {
         if e.leak {
-            say(Rule::Leak, Column::Mps, format!("memory grew {:+.0} % over {} epochs ({}, release {}): suspect a reference leak", e.growth * 100.0, e.epochs, e.cite(), e.release));
+            b.say(Rule::Leak, Column::Mps, format!("memory grew {:+.0} % over {} epochs ({}, release {}): suspect a reference leak", e.growth * 100.0, e.epochs, e.cite(), e.release));
         }
         if let Some(g) = e.cache_growth.filter(|_| !e.leak) {
-            say(Rule::CacheGrowth, Column::Mps, format!("the allocator's cache grew {:+.0} % over {} epochs while live tensors stayed flat ({}): not a leak; empty_cache at epoch ends gives it back", g * 100.0, e.epochs, e.cite()));
+            b.say(Rule::CacheGrowth, Column::Mps, format!("the allocator's cache grew {:+.0} % over {} epochs while live tensors stayed flat ({}): not a leak; empty_cache at epoch ends gives it back", g * 100.0, e.epochs, e.cite()));
         }
         if e.slowing {
-            say(Rule::FastThenSlow, Column::Mps, format!("fast early, slow later: throughput {} from the first to the last epoch ({}); adjust the batch and release the cache", e.throughput_change.map_or_else(|| "fell".into(), |c| format!("{:+.0} %", c * 100.0)), e.cite()));
-            set(Column::Mps, Status::Risky);
+            b.say(Rule::FastThenSlow, Column::Mps, format!("fast early, slow later: throughput {} from the first to the last epoch ({}); adjust the batch and release the cache", e.throughput_change.map_or_else(|| "fell".into(), |c| format!("{:+.0} %", c * 100.0)), e.cite()));
+            b.set(Column::Mps, Status::Risky);
         }
     }
     let leak_persists = f.leak_with_release.as_ref().filter(|e| e.leak);
     if let Some(e) = leak_persists {
-        say(Rule::LeakPersists, Column::Remote, format!("the leak persists with release `{}` (+{:.0} % over {} epochs, {}): give it a dedicated remote host", e.release, e.growth * 100.0, e.epochs, e.cite()));
+        b.say(Rule::LeakPersists, Column::Remote, format!("the leak persists with release `{}` (+{:.0} % over {} epochs, {}): give it a dedicated remote host", e.release, e.growth * 100.0, e.epochs, e.cite()));
     }
     if let Some(s) = f
         .slow_layer
         .as_ref()
         .filter(|s| s.share >= t.slow_layer_share)
     {
-        say(
+        b.say(
             Rule::SlowLayer,
             Column::Mps,
             format!(
@@ -938,31 +951,35 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
                 pct(t.slow_layer_share)
             ),
         );
-        set(Column::Mps, Status::Risky);
+        b.set(Column::Mps, Status::Risky);
     }
     if let Some(fb) = &f.fallback {
         if fb.days >= f64::from(t.fallback_days) {
-            say(Rule::Fallback, Column::Mps, format!("CPU-fallback operators ({}) in {} runs over {:.0} days (threshold {} days): split the architecture", fb.ops.join(", "), fb.runs, fb.days, t.fallback_days));
-            set(Column::Mps, Status::Risky);
+            b.say(Rule::Fallback, Column::Mps, format!("CPU-fallback operators ({}) in {} runs over {:.0} days (threshold {} days): split the architecture", fb.ops.join(", "), fb.runs, fb.days, t.fallback_days));
+            b.set(Column::Mps, Status::Risky);
         }
     }
     if f.workload_kind == WorkloadKind::LlmInference {
-        say(
+        b.say(
             Rule::LlmInference,
             Column::Mlx,
             "LLM inference is the main job: MLX (and Ollama on MLX) first".into(),
         );
     }
     if f.cuda_parity_required {
-        say(
+        b.say(
             Rule::CudaParity,
             Column::Remote,
             "bitwise CUDA parity is required: train where CUDA is".into(),
         );
-        set(Column::Mps, Status::Risky);
-        set(Column::Mlx, Status::Risky);
+        b.set(Column::Mps, Status::Risky);
+        b.set(Column::Mlx, Status::Risky);
     }
-    // MLX against torch at the same batch.
+    leak_persists.is_some()
+}
+
+/// MLX against torch at the same batch: whether MLX won.
+fn mlx_against_torch(f: &Facts, t: &DecideThresholds, b: &mut Board) -> bool {
     let mut mlx_wins = false;
     if let Some(m) = &f.mlx {
         let ratio = m.mlx_samples_per_s / m.torch_samples_per_s;
@@ -972,13 +989,13 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
         );
         if ratio >= 1.0 + t.mlx_faster {
             mlx_wins = true;
-            say(
+            b.say(
                 Rule::MlxFaster,
                 Column::Mlx,
                 format!("{figures}: MLX is at least {} faster", pct(t.mlx_faster)),
             );
         } else {
-            say(
+            b.say(
                 Rule::Unmeasured,
                 Column::Mlx,
                 format!(
@@ -988,32 +1005,37 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
             );
         }
     }
+    mlx_wins
+}
+
+/// Memory contention: every column on this machine becomes risky.
+fn contention(f: &Facts, b: &mut Board) {
     for c in &f.contention {
-        say(
+        b.say(
             Rule::Contention,
             Column::Remote,
             format!("memory contention: {c}"),
         );
-        set(Column::Cpu, Status::Risky);
-        set(Column::Mps, Status::Risky);
-        set(Column::Mlx, Status::Risky);
+        b.set(Column::Cpu, Status::Risky);
+        b.set(Column::Mps, Status::Risky);
+        b.set(Column::Mlx, Status::Risky);
     }
+}
 
-    // The verdict, most pressing first.
-    let wants_remote =
-        leak_persists.is_some() || f.cuda_parity_required || !f.contention.is_empty();
-    let usable = |c: Column, status: &[Status; 4]| status[idx(c)] != Status::Blocked;
-    let (verdict, headline) = if f.rosetta {
+/// The verdict, most pressing first, and its headline.
+fn verdict(f: &Facts, b: &Board, m: &Measured) -> (Option<Column>, String) {
+    let wants_remote = m.leak_persists || f.cuda_parity_required || !f.contention.is_empty();
+    if f.rosetta {
         (None, "Fix Python first: it runs under Rosetta".to_owned())
     } else if wants_remote {
         let why = if f.cuda_parity_required {
             "CUDA parity is required"
-        } else if leak_persists.is_some() {
+        } else if m.leak_persists {
             "the leak persists with release"
         } else {
             "memory contention"
         };
-        let tail = if remote_ok {
+        let tail = if m.remote_ok {
             ""
         } else if f.remotes.is_empty() {
             " (add a host: `headroom remote add`)"
@@ -1021,20 +1043,20 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
             " (its host did not answer)"
         };
         (Some(Column::Remote), format!("Remote: {why}{tail}"))
-    } else if f.workload_kind == WorkloadKind::LlmInference && usable(Column::Mlx, &status) {
+    } else if f.workload_kind == WorkloadKind::LlmInference && b.usable(Column::Mlx) {
         (
             Some(Column::Mlx),
             "MLX: LLM inference is the main job".to_owned(),
         )
-    } else if mlx_wins && usable(Column::Mlx, &status) {
+    } else if m.mlx_wins && b.usable(Column::Mlx) {
         (
             Some(Column::Mlx),
             "MLX: measured faster than torch for this workload".to_owned(),
         )
-    } else if usable(Column::Mps, &status) && accel_wins != Some(false) {
-        let head = if accel_wins == Some(true) {
+    } else if b.usable(Column::Mps) && m.accel_wins != Some(false) {
+        let head = if m.accel_wins == Some(true) {
             "MPS: measured faster than the CPU"
-        } else if too_close {
+        } else if m.too_close {
             "MPS, too close to call: its lead over the CPU is within the measured noise"
         } else {
             "MPS, unmeasured: run `headroom sweep --device mps --compare cpu`"
@@ -1044,7 +1066,7 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
         .run
         .as_ref()
         .and_then(|r| Some((r, r.device.as_deref().filter(|d| d.starts_with("cuda"))?)))
-        .filter(|_| accel_wins != Some(false))
+        .filter(|_| m.accel_wins != Some(false))
     {
         // No column names CUDA: the user's run measured it, so it is not put below the CPU.
         let speed = r
@@ -1059,15 +1081,42 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
             ),
         )
     } else {
-        let head = if accel_wins == Some(false) {
+        let head = if m.accel_wins == Some(false) {
             "CPU: the accelerator is not faster enough to pay off"
         } else {
             "CPU: no MPS or MLX on this machine"
         };
         (Some(Column::Cpu), head.to_owned())
+    }
+}
+
+/// The decision: every rule applied to the facts under the thresholds, each column's standing,
+/// the verdict and its headline, and the symptoms the reasons point to.
+pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
+    let mut b = Board {
+        reasons: Vec::new(),
+        status: [Status::Viable; 4],
     };
+    let remote_ok = availability(f, &mut b);
+    let (accel_wins, too_close) = speed(f, t, &mut b);
+    // The user's own run, and what pairs of its runs measured.
+    if let Some(r) = &f.run {
+        your_run(r, t, &mut b);
+    }
+    practices(f, t, &mut b);
+    let leak_persists = memory_and_signs(f, t, &mut b);
+    let mlx_wins = mlx_against_torch(f, t, &mut b);
+    contention(f, &mut b);
+    let m = Measured {
+        remote_ok,
+        accel_wins,
+        too_close,
+        leak_persists,
+        mlx_wins,
+    };
+    let (verdict, headline) = verdict(f, &b, &m);
     if let Some(v) = verdict {
-        status[idx(v)] = match status[idx(v)] {
+        b.status[idx(v)] = match b.status[idx(v)] {
             Status::Viable | Status::Risky => Status::Recommended,
             s => s,
         };
@@ -1078,23 +1127,28 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
             let (strengths, risks) = standing(*c);
             ColumnVerdict {
                 column: *c,
-                status: status[idx(*c)],
+                status: b.status[idx(*c)],
                 strengths,
                 risks,
-                reasons: reasons.iter().filter(|r| r.column == *c).cloned().collect(),
+                reasons: b
+                    .reasons
+                    .iter()
+                    .filter(|r| r.column == *c)
+                    .cloned()
+                    .collect(),
             }
         })
         .collect();
     let symptoms = SYMPTOMS
         .iter()
-        .filter(|s| reasons.iter().any(|r| r.rule == s.rule))
+        .filter(|s| b.reasons.iter().any(|r| r.rule == s.rule))
         .copied()
         .collect();
     Decision {
         verdict,
         headline,
         columns,
-        reasons,
+        reasons: b.reasons,
         symptoms,
     }
 }

@@ -21,11 +21,11 @@ pub enum ConfigCommand {
 
 pub fn run(c: &ConfigCommand) -> anyhow::Result<ExitCode> {
     match c {
-        ConfigCommand::Show => print!("{}", headroom_core::config::load()?.to_toml()),
-        ConfigCommand::Path => println!("{}", headroom_core::config::config_path()?.display()),
+        ConfigCommand::Show => print!("{}", headroom_store::config::load()?.to_toml()),
+        ConfigCommand::Path => println!("{}", headroom_store::config::config_path()?.display()),
         ConfigCommand::Set { key, value } => {
-            let path = headroom_core::config::config_path()?;
-            let written = headroom_core::config::set_at(&path, key, value)?;
+            let path = headroom_store::config::config_path()?;
+            let written = headroom_store::config::set_at(&path, key, value)?;
             println!("{key} = {written} in {}", path.display());
         }
     }

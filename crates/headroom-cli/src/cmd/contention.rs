@@ -9,8 +9,8 @@ use std::io::Write;
 
 use anyhow::Context;
 use clap::Args;
-use headroom_core::budget::format_bytes;
-use headroom_core::contention::{ContentionReport, Group, Sampler};
+use headroom_model::budget::format_bytes;
+use headroom_probe::contention::{ContentionReport, Group, Sampler};
 
 #[derive(Debug, Args)]
 pub struct ContentionArgs {
@@ -29,7 +29,7 @@ pub struct ContentionArgs {
 }
 
 pub fn run(a: &ContentionArgs) -> anyhow::Result<ExitCode> {
-    let config = headroom_core::config::load()?;
+    let config = headroom_store::config::load()?;
     let cfg = &config.contention;
     if a.interval == Some(0) {
         anyhow::bail!("--interval must be 1 second or more");
@@ -81,9 +81,9 @@ fn print(r: &ContentionReport, again: bool) {
         s.swap_used_bytes
             .map_or_else(|| "unknown".into(), format_bytes),
         s.pressure.map_or("unknown", |p| match p {
-            headroom_core::contention::Pressure::Normal => "normal",
-            headroom_core::contention::Pressure::Warn => "WARNING",
-            headroom_core::contention::Pressure::Critical => "CRITICAL",
+            headroom_probe::contention::Pressure::Normal => "normal",
+            headroom_probe::contention::Pressure::Warn => "WARNING",
+            headroom_probe::contention::Pressure::Critical => "CRITICAL",
         }),
     );
     println!("  ({})", s.pressure_detail);

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use headroom_core::contention::Sampler;
-use headroom_core::decide::Status;
+use headroom_model::decide::Status;
+use headroom_probe::contention::Sampler;
 
 #[derive(Debug, Args)]
 pub struct DecideArgs {
@@ -16,7 +16,7 @@ pub struct DecideArgs {
 }
 
 pub fn run(a: &DecideArgs) -> anyhow::Result<ExitCode> {
-    let (now, problem) = headroom_core::jobs::decision::now(&mut Sampler::new(), None);
+    let (now, problem) = headroom_core::jobs::decide_now::now(&mut Sampler::new(), None);
     // The app decides on the defaults beside a broken configuration or ledger; a command fails.
     if let Some(e) = problem {
         return Err(e.into());

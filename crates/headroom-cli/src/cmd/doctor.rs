@@ -1,5 +1,5 @@
 //! `headroom doctor`: is this machine ready for PyTorch work, in the Python the researcher trains
-//! with, and if not, why. Facts come from `headroom_core::readiness`; Headroom's own libtorch is
+//! with, and if not, why. Facts come from `headroom_probe::readiness`; Headroom's own libtorch is
 //! asked in a worker process (so a crashing GPU driver cannot take doctor down), each Python
 //! interpreter by running it. The report is printed as lights (or `--json`) and recorded in the
 //! ledger as a `doctor` run.
@@ -9,10 +9,10 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use headroom_core::budget::format_bytes;
 use headroom_core::jobs::{self, doctor::DoctorOptions};
-use headroom_core::readiness::python::ProbeStatus;
-use headroom_core::readiness::{LightState, Report};
+use headroom_model::budget::format_bytes;
+use headroom_probe::readiness::python::ProbeStatus;
+use headroom_probe::readiness::{LightState, Report};
 use serde::Serialize;
 
 /// Arguments of `headroom doctor`.

@@ -4,11 +4,11 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use headroom_core::budget::format_bytes;
-use headroom_core::epochs::{EpochSample, EpochVerdictKind};
 use headroom_core::jobs::JobStatus;
 use headroom_core::jobs::{self, sweep::CancelToken};
-use headroom_core::requests::EpochsInput;
+use headroom_model::budget::format_bytes;
+use headroom_model::epochs::{EpochSample, EpochVerdictKind};
+use headroom_model::requests::EpochsInput;
 
 /// Arguments of `headroom epochs`.
 #[derive(Debug, clap::Args)]
@@ -73,13 +73,13 @@ pub fn run(a: &EpochsArgs) -> Result<ExitCode> {
         leak_threshold_pct: a.leak_threshold,
         leak_over: a.leak_over,
     };
-    let (req, thresholds) = input.request(&headroom_core::config::load()?.epochs)?;
+    let (req, thresholds) = input.request(&headroom_store::config::load()?.epochs)?;
     let ledger = super::open_ledger_keeping()?;
     a.record.attach(&ledger, None, a.json)?;
     let exe = jobs::worker_binary()?;
     let cancel = CancelToken::new("interrupted");
     let quiet = a.json;
-    let out = jobs::epochs::run_epochs(&exe, &req, &thresholds, &ledger, &cancel, &mut |s| {
+    let out = jobs::epoch_job::run_epochs(&exe, &req, &thresholds, &ledger, &cancel, &mut |s| {
         if !quiet {
             println!("{}", line(s));
         }

@@ -3,8 +3,8 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use headroom_core::budget::format_bytes;
-use headroom_core::ledger::RunKind;
+use headroom_model::budget::format_bytes;
+use headroom_store::ledger::RunKind;
 
 /// Subcommands of `headroom ledger`.
 #[derive(Debug, clap::Subcommand)]
@@ -83,15 +83,15 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
             }
         }
         LedgerCommand::Export { runs, format, out } => {
-            let format = headroom_core::report::Format::parse(format)?;
+            let format = headroom_report::report::Format::parse(format)?;
             for id in runs {
-                for f in headroom_core::report::export(&ledger, *id, format, out)? {
+                for f in headroom_report::report::export(&ledger, *id, format, out)? {
                     println!("{}", f.display());
                 }
             }
             // Several runs with curves: also one picture with them side by side.
             if runs.len() > 1 {
-                if let Some(files) = headroom_core::report::export_overlay(&ledger, runs, out)? {
+                if let Some(files) = headroom_report::report::export_overlay(&ledger, runs, out)? {
                     for f in files {
                         println!("{}", f.display());
                     }
@@ -104,12 +104,12 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
             chart,
             tolerance,
         } => {
-            let tol = headroom_core::report::Tolerance::parse(tolerance)?;
-            for line in headroom_core::report::compare_within(&ledger, *a, *b, tol)? {
+            let tol = headroom_report::report::Tolerance::parse(tolerance)?;
+            for line in headroom_report::report::compare_within(&ledger, *a, *b, tol)? {
                 println!("{line}");
             }
             if let Some(path) = chart {
-                headroom_core::report::write_overlay(&ledger, &[*a, *b], path)?;
+                headroom_report::report::write_overlay(&ledger, &[*a, *b], path)?;
                 println!("chart: {}", path.display());
             }
         }
@@ -173,7 +173,7 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
                 }
             }
             if matches!(r.kind, RunKind::Epochs | RunKind::Run) {
-                let samples: Vec<headroom_core::epochs::EpochSample> =
+                let samples: Vec<headroom_model::epochs::EpochSample> =
                     ledger.samples(r.id, "epoch")?;
                 for smp in &samples {
                     println!("{}", super::epochs::line(smp));
@@ -181,8 +181,9 @@ pub fn run(cmd: &LedgerCommand) -> Result<ExitCode> {
             }
             if let Some(report) = &r.report {
                 if r.kind == RunKind::Doctor {
-                    match serde_json::from_value::<headroom_core::readiness::Report>(report.clone())
-                    {
+                    match serde_json::from_value::<headroom_probe::readiness::Report>(
+                        report.clone(),
+                    ) {
                         Ok(rep) => super::doctor::print_report(&rep),
                         Err(e) => println!("  (its report is unreadable: {e})"),
                     }
@@ -206,10 +207,10 @@ fn run_figures(report: &serde_json::Value) -> Option<String> {
         serde_json::from_value(report.clone()).ok()?;
     let mut parts = vec![format!("steps {}", w.steps)];
     if let Some(s) = w.samples_per_s {
-        parts.push(format!("{} samples/s", headroom_core::stats::sig3(s)));
+        parts.push(format!("{} samples/s", headroom_model::stats::sig3(s)));
     }
     if let Some(p) = w.step_ms_p50 {
-        parts.push(format!("p50 {} ms", headroom_core::stats::sig3(p)));
+        parts.push(format!("p50 {} ms", headroom_model::stats::sig3(p)));
     }
     if let Some(d) = w.data_share {
         parts.push(format!("data {:.0} %", d * 100.0));

@@ -16,7 +16,7 @@ pub mod watch;
 pub mod worker;
 
 /// Opens the ledger and closes the runs of this host whose headroom process died mid-run.
-pub fn open_ledger() -> anyhow::Result<headroom_core::ledger::Ledger> {
+pub fn open_ledger() -> anyhow::Result<headroom_store::ledger::Ledger> {
     use anyhow::Context;
     headroom_core::jobs::open_ledger().context("cannot open the ledger")
 }
@@ -25,14 +25,14 @@ pub fn open_ledger() -> anyhow::Result<headroom_core::ledger::Ledger> {
 /// the ledger refuses (a lock, a full disk) is kept and retried instead of ending the command,
 /// and a ledger that cannot be opened at all still lets the command run (its records wait for
 /// the end, then go to the ledger or to a spill file beside it).
-pub fn open_ledger_for_training() -> anyhow::Result<headroom_core::ledger::Ledger> {
-    let path = headroom_core::paths::ledger_path()?;
+pub fn open_ledger_for_training() -> anyhow::Result<headroom_store::ledger::Ledger> {
+    let path = headroom_store::paths::ledger_path()?;
     Ok(headroom_core::jobs::open_ledger_keeping(&path, true)?)
 }
 
 /// Opens the ledger for one of Headroom's own measurements (`sweep`, `epochs`): it must open,
 /// and then a write it refuses mid-run is kept and retried instead of throwing the run away.
-pub fn open_ledger_keeping() -> anyhow::Result<headroom_core::ledger::Ledger> {
+pub fn open_ledger_keeping() -> anyhow::Result<headroom_store::ledger::Ledger> {
     let ledger = open_ledger()?;
     ledger.keep_going(true);
     Ok(ledger)
@@ -40,7 +40,7 @@ pub fn open_ledger_keeping() -> anyhow::Result<headroom_core::ledger::Ledger> {
 
 /// Ends a command that kept going: says what became of the records the ledger refused; an
 /// error when some could be kept nowhere.
-pub fn settle_ledger(ledger: &headroom_core::ledger::Ledger) -> anyhow::Result<()> {
+pub fn settle_ledger(ledger: &headroom_store::ledger::Ledger) -> anyhow::Result<()> {
     let s = ledger.settle();
     if s.nothing_lost() {
         if let Some(m) = s.message() {
@@ -74,8 +74,8 @@ pub struct WorkloadArgs {
 
 impl WorkloadArgs {
     /// The arguments as the core's workload input (the app's forms fill the same one).
-    pub fn input(&self) -> headroom_core::requests::WorkloadInput {
-        headroom_core::requests::WorkloadInput {
+    pub fn input(&self) -> headroom_model::requests::WorkloadInput {
+        headroom_model::requests::WorkloadInput {
             workload: self.workload.clone(),
             input_shape: self.input_shape.clone(),
             device: self.device.clone(),

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use headroom_core::jobs::JobStatus;
 use headroom_core::jobs::{self, sweep::CancelToken};
-use headroom_core::requests::ProfileInput;
+use headroom_model::requests::ProfileInput;
 
 /// Arguments of `headroom profile`.
 #[derive(Debug, clap::Args)]
@@ -40,7 +40,7 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
         threads: a.threads,
     }
     .request()?;
-    let config = headroom_core::config::load()?;
+    let config = headroom_store::config::load()?;
     let ledger = super::open_ledger()?;
     a.record.attach(&ledger, None, a.json)?;
     let exe = jobs::worker_binary()?;

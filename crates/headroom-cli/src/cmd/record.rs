@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use headroom_core::budget::format_bytes;
-use headroom_core::ledger::{Ledger, ARTIFACT_RTT_SEQ, DATA_SEQ};
 use headroom_core::remote::rtt::{self, ArtifactRtt};
 use headroom_core::remote::HostProfile;
+use headroom_model::budget::format_bytes;
+use headroom_store::ledger::{Ledger, ARTIFACT_RTT_SEQ, DATA_SEQ};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// `--data` and `--artifact-store`, shared by the commands that make runs.
@@ -35,9 +35,9 @@ impl RecordArgs {
     pub fn attach(&self, ledger: &Ledger, remote: Option<&HostProfile>, quiet: bool) -> Result<()> {
         if !self.data.is_empty() {
             let shards = checksum(ledger, &self.data, quiet)?;
-            let record = headroom_core::datasum::DataRecord {
+            let record = headroom_report::datasum::DataRecord {
                 shards,
-                mounts: headroom_core::datasum::mounts_of(&self.data),
+                mounts: headroom_report::datasum::mounts_of(&self.data),
             };
             ledger.attach(DATA_SEQ, "data", &record)?;
         }
@@ -70,7 +70,7 @@ fn checksum(
     ledger: &Ledger,
     paths: &[PathBuf],
     quiet: bool,
-) -> Result<Vec<headroom_core::datasum::Shard>> {
+) -> Result<Vec<headroom_report::datasum::Shard>> {
     let bar = if quiet {
         ProgressBar::hidden()
     } else {
@@ -83,7 +83,7 @@ fn checksum(
         );
         b
     };
-    let shards = headroom_core::datasum::checksums(ledger, paths, &mut |p| {
+    let shards = headroom_report::datasum::checksums(ledger, paths, &mut |p| {
         bar.set_length(p.total_bytes);
         bar.set_position(p.done_bytes);
         bar.set_message(format!(
@@ -101,7 +101,7 @@ fn checksum(
             "data: {} file(s), {}, set sha256 {} ({cached} from the cache)",
             shards.len(),
             format_bytes(shards.iter().map(|s| s.bytes).sum()),
-            &headroom_core::datasum::digest(&shards)[..16]
+            &headroom_report::datasum::digest(&shards)[..16]
         );
     }
     Ok(shards)
@@ -129,7 +129,7 @@ pub fn measure_from(p: &HostProfile, store: &str) -> ArtifactRtt {
         q(&p.name),
         q(store)
     ));
-    let out = match headroom_core::child::run_captured(&mut cmd, Duration::from_secs(60)) {
+    let out = match headroom_probe::child::run_captured(&mut cmd, Duration::from_secs(60)) {
         Ok(o) => o,
         Err(_) => return unknown(format!("ssh to {} did not answer within 60 s", p.name)),
     };

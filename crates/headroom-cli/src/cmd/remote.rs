@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use headroom_core::budget::format_bytes;
 use headroom_core::remote::check::{check, CheckOptions, CheckReport};
 use headroom_core::remote::{ssh_dir, sshconfig, HostProfile, Hosts};
+use headroom_model::budget::format_bytes;
 
 #[derive(Debug, Subcommand)]
 pub enum RemoteCommand {
@@ -145,7 +145,7 @@ pub enum RemoteCommand {
 /// Changes the host profiles with `f` and writes them and the managed ssh config, under
 /// Headroom's edit lock; both or neither (see [`Hosts::edit`]). Says when the Include line was
 /// added to the user's ssh config.
-fn edit_hosts<T>(f: impl FnOnce(&mut Hosts) -> Result<T, headroom_core::CoreError>) -> Result<T> {
+fn edit_hosts<T>(f: impl FnOnce(&mut Hosts) -> Result<T, headroom_store::CoreError>) -> Result<T> {
     let dir = ssh_dir()?;
     let (out, r) = Hosts::edit(&dir, f).context("cannot write the host profiles")?;
     if r.include_added {

@@ -9,10 +9,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use headroom_core::budget::{format_bytes, BudgetSpec};
 use headroom_core::jobs::watch::{describe_signal, run_command, WatchOptions, WatchOutcome};
-use headroom_core::monitor::{batch_from_args, EpochMatcher, DEFAULT_EPOCH_PATTERN};
-use headroom_core::requests::leak_thresholds;
+use headroom_core::readings::{batch_from_args, EpochMatcher, DEFAULT_EPOCH_PATTERN};
+use headroom_model::budget::{format_bytes, BudgetSpec};
+use headroom_model::requests::leak_thresholds;
 
 /// Where a signal the user sent `headroom run` goes: the run's own flag, which it polls while the
 /// command runs (the pattern of `sweep`'s Ctrl-C token).
@@ -257,9 +257,9 @@ fn sweep_command(
     command: &[String],
     matcher: &EpochMatcher,
     opts: &WatchOptions,
-    ledger: &headroom_core::ledger::Ledger,
+    ledger: &headroom_store::ledger::Ledger,
 ) -> Result<ExitCode> {
-    use headroom_core::scriptsweep::{combinations, parse_axes, substitute};
+    use headroom_model::scriptsweep::{combinations, parse_axes, substitute};
     let axes = parse_axes(&a.sweep)?;
     let combos = combinations(&axes);
     // `amp` without `{amp}` in the command is the observer's (autocast without a code change).
@@ -389,7 +389,7 @@ fn write_chart(path: &Path, rows: &[(String, WatchOutcome)], budget: Option<u64>
         };
         if points
             .iter()
-            .any(|q: &headroom_core::protocol::Point| q.batch == p.batch)
+            .any(|q: &headroom_model::protocol::Point| q.batch == p.batch)
         {
             bail!(
                 "--chart needs one combination per batch size, and batch {} comes twice; \
@@ -400,9 +400,9 @@ fn write_chart(path: &Path, rows: &[(String, WatchOutcome)], budget: Option<u64>
         points.push(p);
     }
     points.sort_by_key(|p| p.batch);
-    let summary = headroom_core::summary::summarize(
+    let summary = headroom_model::summary::summarize(
         &points,
-        headroom_core::planner::Limit::List,
+        headroom_model::planner::Limit::List,
         budget.unwrap_or(u64::MAX),
     );
     chart_points(path, &points, Some(&summary), budget)
@@ -411,13 +411,13 @@ fn write_chart(path: &Path, rows: &[(String, WatchOutcome)], budget: Option<u64>
 /// Writes the sweep chart of `points` to `path`.
 fn chart_points(
     path: &Path,
-    points: &[headroom_core::protocol::Point],
-    summary: Option<&headroom_core::protocol::SweepSummary>,
+    points: &[headroom_model::protocol::Point],
+    summary: Option<&headroom_model::protocol::SweepSummary>,
     budget: Option<u64>,
 ) -> Result<()> {
     let mut points = points.to_vec();
     points.sort_by_key(|p| p.batch);
-    let svg = headroom_core::plot::sweep_svg(&headroom_core::plot::ChartSpec {
+    let svg = headroom_report::plot::sweep_svg(&headroom_report::plot::ChartSpec {
         points: &points,
         summary,
         budget_bytes: budget,
@@ -437,7 +437,7 @@ fn run_budget(spec: Option<&str>, sweep: bool) -> Result<Option<u64>> {
         (None, true) => BudgetSpec::Default,
         (None, false) => return Ok(None),
     };
-    let Some(m) = headroom_core::sysmem::system_memory() else {
+    let Some(m) = headroom_probe::sysmem::system_memory() else {
         bail!("cannot read this machine's memory to set the budget; pass --budget with a size (e.g. 6GiB)");
     };
     Ok(Some(spec.resolve(m.total, m.available)))
@@ -494,7 +494,7 @@ fn auto_sweep(
     command: Vec<String>,
     project: Option<&headroom_core::project::Project>,
     opts: &WatchOptions,
-    ledger: &headroom_core::ledger::Ledger,
+    ledger: &headroom_store::ledger::Ledger,
 ) -> Result<ExitCode> {
     use headroom_core::jobs::sweep::Update;
     use headroom_core::jobs::usersweep::{parse_devices, run_script_sweep, Prestart, ScriptSweep};
@@ -581,7 +581,7 @@ fn auto_sweep(
         .sweep
         .summary
         .as_ref()
-        .is_some_and(|s| s.limit == headroom_core::planner::Limit::Error.as_str());
+        .is_some_and(|s| s.limit == headroom_model::planner::Limit::Error.as_str());
     Ok(match out.sweep.status {
         // A point that failed (the script crashed at that batch): the answer from the others
         // stands, and the exit code says it is partial.
@@ -614,7 +614,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
         bail!("--batch 0: give a batch of 1 or more");
     }
     if !a.sweep.is_empty() {
-        headroom_core::scriptsweep::parse_axes(&a.sweep)?;
+        headroom_model::scriptsweep::parse_axes(&a.sweep)?;
     }
     if let Some(d) = &a.device_sweep {
         headroom_core::jobs::usersweep::parse_devices(d)?;
@@ -633,7 +633,7 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     let th = leak_thresholds(
         a.leak_threshold,
         a.leak_over,
-        &headroom_core::config::load()?.epochs,
+        &headroom_store::config::load()?.epochs,
     )?;
     if a.interval_ms == 0 {
         bail!("--interval-ms must be 1 or more");

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use headroom_core::budget::format_bytes;
 use headroom_core::jobs::watch::{watch_pid, WatchOptions};
+use headroom_model::budget::format_bytes;
 
 /// Arguments of `headroom watch`.
 #[derive(Debug, clap::Args)]
@@ -33,7 +33,7 @@ pub fn watch(a: &WatchArgs) -> Result<ExitCode> {
     }
     let opts = WatchOptions::for_pid(
         Duration::from_millis(a.interval_ms),
-        headroom_core::config::load()?.epochs,
+        headroom_store::config::load()?.epochs,
     );
     let ledger = super::open_ledger_for_training()?;
     // SAFETY: the handler only stores to an atomic.

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 use headroom_core::jobs;
-use headroom_core::protocol::Event;
+use headroom_model::protocol::Event;
 
 /// The libtorch worker beside this `headroom`.
 fn torch_worker() -> Result<PathBuf, String> {
@@ -47,7 +47,7 @@ fn refuse(doctor: bool, message: &str) -> ExitCode {
         println!(
             "{}",
             Event::Error {
-                code: headroom_core::error::ErrorCode::NoWorker,
+                code: headroom_store::error::ErrorCode::NoWorker,
                 message: message.to_owned(),
             }
             .to_line()

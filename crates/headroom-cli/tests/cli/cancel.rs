@@ -4,10 +4,10 @@
 use std::path::Path;
 use std::time::Instant;
 
-use headroom_core::budget::BudgetSpec;
 use headroom_core::jobs::sweep::{run_sweep, CancelToken, Update};
-use headroom_core::ledger::{Ledger, RunStatus};
-use headroom_core::protocol::{BatchPlan, Dtype, Mode, SweepRequest};
+use headroom_model::budget::BudgetSpec;
+use headroom_model::protocol::{BatchPlan, Dtype, Mode, SweepRequest};
+use headroom_store::ledger::{Ledger, RunStatus};
 
 #[test]
 fn cancelling_a_sweep_kills_its_worker_and_keeps_its_points() {

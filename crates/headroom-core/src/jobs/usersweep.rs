@@ -18,9 +18,9 @@ use super::watch::{drive, launch, GateState, Launched, WatchOptions, WatchOutcom
 use super::JobStatus;
 use crate::budget::{accelerator_ceiling, format_bytes, BudgetSpec};
 use crate::ledger::{Ledger, NewRun, RunKind, RunStatus};
-use crate::monitor::EpochMatcher;
 use crate::planner::{Limit, Next, Planner};
 use crate::protocol::{BatchPlan, Hello, Phase, Point, PointStatus, PROTOCOL_VERSION};
+use crate::readings::EpochMatcher;
 use crate::summary::{compare, summarize, Comparison};
 use crate::CoreError;
 
@@ -688,7 +688,7 @@ fn measure(
     on: &mut dyn FnMut(&Update),
     waiting: &[u32],
 ) -> Result<(WatchOutcome, Option<crate::load::PointLoad>), CoreError> {
-    let matcher = EpochMatcher::new(crate::monitor::DEFAULT_EPOCH_PATTERN)?;
+    let matcher = EpochMatcher::new(crate::readings::DEFAULT_EPOCH_PATTERN)?;
     let mut load = crate::load::OtherLoad::new();
     // The start's own processes (its DataLoader workers) and the starts waiting at their gates
     // are the work, not other load.

@@ -1,10 +1,10 @@
 //! The decision rules one by one, each at its boundary, then the table over realistic fact sets.
 
-use headroom_core::config::DecideThresholds;
-use headroom_core::decide::{
+use headroom_model::decide::{
     decide, Column, EpochFact, Facts, FallbackFact, MlxFact, RemoteFact, Rule, RunFact,
     SlowLayerFact, Status, SweepFact, WorkloadKind,
 };
+use headroom_store::config::DecideThresholds;
 
 fn sweep(device_ms: f64, busy: Option<f64>) -> SweepFact {
     SweepFact {
@@ -434,7 +434,7 @@ fn your_run(data_share: f64, copy_share: f64, pin_memory: bool) -> RunFact {
     }
 }
 
-fn texts(d: &headroom_core::decide::Decision, rule: Rule) -> Vec<String> {
+fn texts(d: &headroom_model::decide::Decision, rule: Rule) -> Vec<String> {
     d.reasons
         .iter()
         .filter(|r| r.rule == rule)
@@ -515,7 +515,7 @@ fn pin_memory_is_advised_only_when_the_copies_were_measured_to_matter() {
     );
     assert!(!d.fired(Rule::DataPipeline));
     // The symptom table's action no longer advises pinning unconditionally.
-    let row = headroom_core::decide::SYMPTOMS
+    let row = headroom_model::decide::SYMPTOMS
         .iter()
         .find(|s| s.rule == Rule::DataPipeline)
         .expect("row");

@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use headroom_core::epochs::EpochThresholds;
 use headroom_core::jobs::watch::{drive, launch, GateState, Launched, WatchOptions};
-use headroom_core::ledger::Ledger;
-use headroom_core::monitor::EpochMatcher;
+use headroom_core::readings::EpochMatcher;
+use headroom_model::epochs::EpochThresholds;
+use headroom_store::ledger::Ledger;
 
 fn python() -> PathBuf {
     std::env::var_os("HEADROOM_TEST_PYTHON").map_or_else(
@@ -99,7 +99,7 @@ fn held_then_let_through(script: &str) {
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(marker(&c), "before", "no step while at the gate");
     let ledger = Ledger::open(&c.dir.path().join("ledger.sqlite")).expect("ledger");
-    let matcher = EpochMatcher::new(headroom_core::monitor::DEFAULT_EPOCH_PATTERN).expect("re");
+    let matcher = EpochMatcher::new(headroom_core::readings::DEFAULT_EPOCH_PATTERN).expect("re");
     let w = drive(l, &matcher, &c.opts, &ledger, &mut |_| {}).expect("drive");
     assert_eq!(w.exit_code, Some(0), "{w:?}");
     assert_eq!(marker(&c), "step 29");

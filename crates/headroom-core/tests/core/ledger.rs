@@ -1,20 +1,20 @@
 //! The ledger against a real SQLite file in a temp dir.
 
-use headroom_core::ledger::{Ledger, NewRun, RunStatus, SCHEMA_VERSION};
-use headroom_core::planner::Limit;
-use headroom_core::protocol::{Point, PointStatus};
-use headroom_core::summary::summarize;
-use headroom_core::CoreError;
+use headroom_model::planner::Limit;
+use headroom_model::protocol::{Point, PointStatus};
+use headroom_model::summary::summarize;
+use headroom_store::ledger::{Ledger, NewRun, RunStatus, SCHEMA_VERSION};
+use headroom_store::CoreError;
 
 fn new_run() -> NewRun {
     NewRun {
-        kind: headroom_core::ledger::RunKind::Sweep,
+        kind: headroom_store::ledger::RunKind::Sweep,
         host: "testhost".into(),
         device: "cpu".into(),
         device_name: "test cpu".into(),
         workload: "mlp".into(),
-        dtype: Some(headroom_core::protocol::Dtype::F32),
-        mode: Some(headroom_core::protocol::Mode::Train),
+        dtype: Some(headroom_model::protocol::Dtype::F32),
+        mode: Some(headroom_model::protocol::Mode::Train),
         libtorch: "2.11.0".into(),
         git_commit: Some("abc".into()),
         git_dirty: Some(true),
@@ -173,7 +173,7 @@ fn budgets_within_five_percent_are_not_a_difference_but_a_third_apart_are() -> R
     };
     let (a, close, far) = (run(20 * gib)?, run(20 * gib - gib / 5)?, run(14 * gib)?);
     let facts = |x, y| -> Result<Vec<String>, CoreError> {
-        Ok(headroom_core::report::compare(&ledger, x, y)?
+        Ok(headroom_report::report::compare(&ledger, x, y)?
             .into_iter()
             .filter(|l| l.contains("budget"))
             .collect())

@@ -1,10 +1,10 @@
 //! The sweep chart: an SVG with both panels, axis names and units, the budget, the failed point
 //! and the recommendation; and a frame that says it waits when there are no points yet.
 
-use headroom_core::planner::Limit;
-use headroom_core::plot::{sweep_svg, ChartSpec};
-use headroom_core::protocol::{Point, PointStatus};
-use headroom_core::summary::summarize;
+use headroom_model::planner::Limit;
+use headroom_model::protocol::{Point, PointStatus};
+use headroom_model::summary::summarize;
+use headroom_report::plot::{sweep_svg, ChartSpec};
 
 use crate::ledger::ok_point;
 
@@ -169,7 +169,7 @@ fn a_budget_far_above_the_peaks_is_named_not_drawn_to_scale() {
 
 #[test]
 fn the_memory_chart_draws_each_series_and_the_threshold() {
-    use headroom_core::plot::{memory_svg, threshold_line, Series};
+    use headroom_report::plot::{memory_svg, threshold_line, Series};
     let footprint: Vec<(f64, u64)> = (1..=6)
         .map(|e: u32| (f64::from(e), u64::from(400 + 48 * e) << 20))
         .collect();
@@ -256,7 +256,7 @@ fn points_to_read_with_care_are_marked_on_the_chart() {
     // Batch 2 noisy (±20 %), batch 4 beside a busy neighbour.
     points[1].step_cv = Some(0.51);
     points[1].timed_steps = 25;
-    points[2].load = Some(headroom_core::load::PointLoad {
+    points[2].load = Some(headroom_probe::load::PointLoad {
         other_cores: 1.3,
         busiest: Some("zoom.us".into()),
         busiest_cores: 1.2,
@@ -280,7 +280,7 @@ fn points_to_read_with_care_are_marked_on_the_chart() {
     if let Ok(dir) = std::env::var("HEADROOM_PLOT_OUT") {
         let dir = std::path::Path::new(&dir);
         std::fs::write(dir.join("sweep_chart_cautions.svg"), &marked).expect("write");
-        let png = headroom_core::plot::png_from_svg(&marked, 2.0).expect("png");
+        let png = headroom_report::plot::png_from_svg(&marked, 2.0).expect("png");
         std::fs::write(dir.join("sweep_chart_cautions.png"), png).expect("write");
     }
 }
@@ -299,7 +299,7 @@ fn bar_widths(svg: &str, fill: &str) -> Vec<f64> {
 
 #[test]
 fn two_runs_without_points_are_drawn_as_bars_in_proportion_with_their_figures() {
-    use headroom_core::plot::{pair_svg, Figures};
+    use headroom_report::plot::{pair_svg, Figures};
     let here = Figures {
         label: "run 30 · vm · process".into(),
         samples_per_s: Some(15_284.8),
@@ -341,7 +341,7 @@ fn two_runs_without_points_are_drawn_as_bars_in_proportion_with_their_figures() 
 
 #[test]
 fn a_long_legend_label_wraps_onto_a_second_line_then_is_cut_inside_the_width() {
-    use headroom_core::plot::{legend_chars, overlay_svg, wrap_label, Overlay};
+    use headroom_report::plot::{legend_chars, overlay_svg, wrap_label, Overlay};
     let short = "run 12 · fresh · cpu mlp";
     assert_eq!(wrap_label(short, 30, 2), vec![short.to_owned()]);
     let long = "run 41 · fresh · cpu python train.py --epochs 2 --lr 0.1 --data /home/u/data/imagenet-subset-with-a-long-name";

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use headroom_core::readiness::python::{MlxFacts, ProbeStatus, PythonFacts, TorchFacts};
-use headroom_core::readiness::{
+use headroom_probe::readiness::python::{MlxFacts, ProbeStatus, PythonFacts, TorchFacts};
+use headroom_probe::readiness::{
     linux, macos, BatteryFacts, Conditions, DeviceCheck, GpuFacts, LibtorchFacts, LightState,
     MachineFacts, PowerSource, PythonReport, Report,
 };
@@ -683,7 +683,7 @@ fn no_interpreter_or_a_dead_libtorch_says_what_to_do() {
 fn a_battery_line_with_a_wide_character_before_the_percent_does_not_panic() {
     // Found by the seeded fuzz loop (tests/core/fuzz.rs, mutation 7762): a multi-byte character
     // right before the digits made the digit search cut inside it.
-    let (_, b) = headroom_core::readiness::macos::parse_pmset_batt(
+    let (_, b) = headroom_probe::readiness::macos::parse_pmset_batt(
         " -InternalBattery-0 (id=5374051)\t95\u{fffd}87%; charging",
     );
     assert_eq!(b.and_then(|b| b.percent), Some(87));
@@ -693,20 +693,20 @@ fn a_battery_line_with_a_wide_character_before_the_percent_does_not_panic() {
 fn figures_too_large_for_bytes_are_unknown_not_wrapped() {
     // Found by cargo-fuzz (fuzz/run.sh, target linux): a memory figure whose bytes overflow u64
     // panicked in debug builds and wrapped to a wrong size in release ones.
-    let gpus = headroom_core::readiness::linux::parse_nvidia_smi_csv(
+    let gpus = headroom_probe::readiness::linux::parse_nvidia_smi_csv(
         "NVIDIA H200, 99999999999999999, 580.159.04\n",
     );
     assert_eq!(gpus.len(), 1);
     assert_eq!(gpus[0].memory_bytes, None);
     assert_eq!(
-        headroom_core::sysmem::parse_smaps_rollup_pss("Pss: 99999999999999999 kB\n"),
+        headroom_probe::sysmem::parse_smaps_rollup_pss("Pss: 99999999999999999 kB\n"),
         None
     );
 }
 
 #[test]
 fn a_nightly_or_pre_release_torch_is_named_and_a_release_is_not() {
-    use headroom_core::readiness::verdict::{torch_build, TorchBuild};
+    use headroom_probe::readiness::verdict::{torch_build, TorchBuild};
     for v in ["2.11.0", "2.11.0+cu130", "2.5.1+cpu", "2.4.0+git8a7b9c"] {
         assert_eq!(torch_build(v), TorchBuild::Release, "{v}");
     }

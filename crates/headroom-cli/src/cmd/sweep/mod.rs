@@ -6,14 +6,14 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::Result;
-use headroom_core::budget::format_bytes;
 use headroom_core::jobs::{
     self,
     sweep::{CancelToken, Launcher, Update},
 };
-use headroom_core::ledger::RunStatus;
-use headroom_core::protocol::{progress_line, BatchPlan, Point, SweepRequest};
-use headroom_core::requests::SweepInput;
+use headroom_model::budget::format_bytes;
+use headroom_model::protocol::{progress_line, BatchPlan, Point, SweepRequest};
+use headroom_model::requests::SweepInput;
+use headroom_store::ledger::RunStatus;
 use indicatif::{ProgressBar, ProgressStyle};
 
 pub(crate) mod output;
@@ -169,7 +169,7 @@ impl Progress {
             }
             Update::Point { point } => {
                 self.say(output::point_line(point));
-                headroom_core::protocol::upsert_point(&mut self.points, point.clone());
+                headroom_model::protocol::upsert_point(&mut self.points, point.clone());
             }
             Update::Warning { message } => self.say(format!("warning: {message}")),
         }
@@ -274,7 +274,7 @@ pub fn run_on(args: &SweepArgs, remote: Option<Launcher>) -> Result<ExitCode> {
 fn mlx_side(
     req: &SweepRequest,
     report: &jobs::sweep::SweepOutcome,
-    ledger: &headroom_core::ledger::Ledger,
+    ledger: &headroom_store::ledger::Ledger,
     python: Option<std::path::PathBuf>,
     progress: &mut Progress,
 ) -> Result<Option<headroom_core::mlx::MlxComparison>> {
@@ -319,10 +319,10 @@ fn baseline(
     req: &SweepRequest,
     report: &jobs::sweep::SweepOutcome,
     exe: &Launcher,
-    ledger: &headroom_core::ledger::Ledger,
+    ledger: &headroom_store::ledger::Ledger,
     cancel: &CancelToken,
     progress: &mut Progress,
-) -> Result<Option<headroom_core::summary::Comparison>> {
+) -> Result<Option<headroom_model::summary::Comparison>> {
     let device = report.hello.as_ref().map_or("?", |h| h.device.as_str());
     let Some(batch) = report.summary.as_ref().and_then(|s| s.recommended_batch) else {
         progress
@@ -348,7 +348,7 @@ fn baseline(
         progress.on(u, &cpu_req);
     })?;
     progress.bar.finish_and_clear();
-    let found = headroom_core::summary::compare(device, &report.points, &cpu.points, batch);
+    let found = headroom_model::summary::compare(device, &report.points, &cpu.points, batch);
     if found.is_none() {
         let why = cpu
             .error
@@ -358,7 +358,7 @@ fn baseline(
             "--compare cpu: batch {batch} on the CPU gave no step time: {why}"
         ));
     }
-    Ok(found.map(|c| headroom_core::summary::Comparison {
+    Ok(found.map(|c| headroom_model::summary::Comparison {
         cpu_run_id: cpu.run_id,
         ..c
     }))

@@ -1,7 +1,7 @@
 //! What people read: one line per point as it arrives, then the table and the recommendation.
 
-use headroom_core::budget::format_bytes;
-use headroom_core::protocol::{Point, PointStatus};
+use headroom_model::budget::format_bytes;
+use headroom_model::protocol::{Point, PointStatus};
 
 use headroom_core::jobs::sweep::SweepOutcome as Report;
 
@@ -18,7 +18,7 @@ fn opt_ci(p: &Point) -> String {
 /// How long a point was timed, marked when it was timed longer ("+"), hit the cap ("cap") or was
 /// measured again ("again").
 fn timed_cell(p: &Point) -> String {
-    use headroom_core::protocol::TimedUntil;
+    use headroom_model::protocol::TimedUntil;
     let Some(s) = p.timed_s else {
         return "-".into();
     };
