@@ -619,10 +619,13 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
         "{}",
         s.text(&status)
     );
+    // Batches 1, 2 and 4 always run; what comes next is the planner's call on what it measured
+    // (doubling, four times, or straight to the largest batch the memory line allows when the
+    // throughput scales or stalls), so the count of points is not fixed.
     let rows = s.find_all(r#"[data-testid="sweep-point"]"#);
     assert!(
-        rows.len() >= 5,
-        "batches 1..32 give 6 points, saw {}",
+        rows.len() >= 3,
+        "batches 1..32 give at least 3 points, saw {}",
         rows.len()
     );
     let rec = s.wait(r#"[data-testid="sweep-recommendation"]:not([hidden])"#, 10);
