@@ -123,7 +123,7 @@ pub fn gather() -> About {
 /// The About panel's facts.
 #[tauri::command]
 pub async fn about() -> Result<About, AppError> {
-    crate::commands::blocking(|| Ok(gather())).await
+    crate::util::blocking(|| Ok(gather())).await
 }
 
 #[cfg(test)]

@@ -1,12 +1,14 @@
-//! The commands the UI calls: thin `async` adapters over `headroom_core`. Blocking work (probing
-//! interpreters, the ledger, a sweep) runs off the main thread, so the tray never freezes.
+//! The Readiness and Sweep panels' commands: thin `async` adapters over `headroom_core`.
+//! Blocking work (probing interpreters, the ledger, a sweep) runs off the main thread, so the
+//! tray never freezes. The last readiness report lives in its own slot ([`ReadinessSlot`]); the
+//! sweep's is [`crate::sweep::SweepSlot`].
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use headroom_core::jobs::JobStatus;
-use headroom_core::jobs::{self, doctor::DoctorOptions, sweep::CancelToken, sweep::Update};
-use headroom_model::protocol::{progress_line, SweepRequest};
+use headroom_core::jobs::{self, doctor::DoctorOptions, sweep::CancelToken};
+use headroom_model::protocol::SweepRequest;
 use headroom_model::requests::{SweepInput, WorkloadInput};
 use headroom_probe::readiness::Report;
 use headroom_report::plot::{sweep_svg, ChartSpec};
@@ -15,27 +17,21 @@ use serde::Deserialize;
 use tauri::ipc::Channel;
 use tauri::{AppHandle, State};
 
-use crate::error::{AppError, ErrorCode};
-use crate::state::{lock, AppState, RunningSweep, SweepSnapshot};
+use crate::error::AppError;
+use crate::sweep::{SweepSlot, SweepSnapshot, CHART};
+use crate::tray::TrayPart;
+use crate::util::{blocking, lock};
 
-/// Chart size in the popover (CSS pixels).
-const CHART: (u32, u32) = (360, 420);
+/// The Readiness panel's slot: the report of the last check this session.
+#[derive(Debug, Default)]
+pub struct ReadinessSlot(Mutex<Option<Report>>);
 
-/// Runs `f` on the blocking pool, off the main thread.
-pub async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, AppError> + Send + 'static,
-) -> Result<T, AppError> {
-    tauri::async_runtime::spawn_blocking(f).await.map_err(|e| {
-        AppError::new(
-            ErrorCode::Internal,
-            format!("the background task failed: {e}"),
-        )
-    })?
-}
-
-/// Runs doctor (as `headroom doctor` does), records it, and repaints the tray.
+/// Runs doctor (as `headroom doctor` does), records it, and tells the tray.
 #[tauri::command]
-pub async fn readiness(app: AppHandle, state: State<'_, AppState>) -> Result<Report, AppError> {
+pub async fn readiness(
+    app: AppHandle,
+    state: State<'_, ReadinessSlot>,
+) -> Result<Report, AppError> {
     let report = blocking(|| {
         let exe = jobs::worker_binary()?;
         let mut report = jobs::doctor::check(&exe, &DoctorOptions::default(), &mut |_| {});
@@ -51,15 +47,15 @@ pub async fn readiness(app: AppHandle, state: State<'_, AppState>) -> Result<Rep
         Ok(report)
     })
     .await?;
-    *lock(&state.report) = Some(report.clone());
-    crate::tray::refresh(&app);
+    *lock(&state.0) = Some(report.clone());
+    crate::tray::tell(&app, TrayPart::Readiness(Box::new(report.clone())));
     Ok(report)
 }
 
 /// The report of the last readiness check this session, if any.
 #[tauri::command]
-pub async fn last_readiness(state: State<'_, AppState>) -> Result<Option<Report>, AppError> {
-    Ok(lock(&state.report).clone())
+pub async fn last_readiness(state: State<'_, ReadinessSlot>) -> Result<Option<Report>, AppError> {
+    Ok(lock(&state.0).clone())
 }
 
 /// What the Sweep panel's form sends.
@@ -110,93 +106,12 @@ pub fn request(form: &SweepForm) -> Result<SweepRequest, AppError> {
     Ok(input.request()?)
 }
 
-pub fn redraw(s: &mut SweepSnapshot) {
-    match sweep_svg(&ChartSpec {
-        points: &s.points,
-        summary: s.summary.as_ref(),
-        budget_bytes: s.budget_bytes,
-        width: CHART.0,
-        height: CHART.1,
-    }) {
-        Ok(svg) => s.chart_svg = svg,
-        Err(e) => s.message = e.to_string(),
-    }
-}
-
-/// Closes a sweep's snapshot with how it ended (a built-in or a script sweep's outcome, or the
-/// error that stopped it before a run was recorded), redrawn; returns the last snapshot to send.
-pub fn finish(
-    s: &mut SweepSnapshot,
-    outcome: Result<jobs::sweep::SweepOutcome, headroom_store::CoreError>,
-) -> SweepSnapshot {
-    s.running = false;
-    match outcome {
-        Ok(o) => {
-            s.status = o.status;
-            s.summary.clone_from(&o.summary);
-            s.points.clone_from(&o.points);
-            s.error.clone_from(&o.error);
-            for w in &o.warnings {
-                if !s.warnings.contains(w) {
-                    s.warnings.push(w.clone());
-                }
-            }
-            s.message = match (&o.summary, &o.error) {
-                (_, Some(e)) => e.message.clone(),
-                (Some(sum), None) => sum.reason.clone(),
-                (None, None) => format!("finished: {}", o.status),
-            };
-        }
-        Err(e) => {
-            s.status = JobStatus::Error;
-            s.message = e.to_string();
-            s.error = Some(headroom_core::jobs::sweep::JobError {
-                code: AppError::from(e).code,
-                message: s.message.clone(),
-            });
-        }
-    }
-    redraw(s);
-    s.clone()
-}
-
-/// Applies one update of the running sweep to its snapshot.
-pub fn apply(s: &mut SweepSnapshot, u: &Update) {
-    match u {
-        Update::WorkerStarted { pid } => s.message = format!("worker started (pid {pid})"),
-        Update::Started { run_id, hello } => {
-            s.run_id = Some(*run_id);
-            s.device.clone_from(&hello.device);
-            s.device_name = Some(hello.device_name.clone());
-            s.budget_bytes = Some(hello.budget_bytes);
-            s.message = format!("run {run_id} on {}", hello.device_name);
-            redraw(s);
-        }
-        Update::Progress {
-            batch,
-            phase,
-            step,
-            of,
-        } => s.message = progress_line(*batch, *phase, *step, *of),
-        Update::Point { point } => {
-            headroom_model::protocol::upsert_point(&mut s.points, point.clone());
-            redraw(s);
-        }
-        Update::Warning { message } => {
-            s.message = format!("warning: {message}");
-            if !s.warnings.contains(message) {
-                s.warnings.push(message.clone());
-            }
-        }
-    }
-}
-
 /// Starts a sweep in the background; `on_update` receives the whole snapshot at every change.
 /// Closing the popover does not stop it; [`cancel_sweep`] does.
 #[tauri::command]
 pub async fn start_sweep(
     app: AppHandle,
-    state: State<'_, AppState>,
+    state: State<'_, SweepSlot>,
     form: SweepForm,
     on_update: Channel<SweepSnapshot>,
 ) -> Result<SweepSnapshot, AppError> {
@@ -215,14 +130,7 @@ pub async fn start_sweep(
         }
         None => jobs::sweep::Launcher::Local(jobs::worker_binary()?),
     };
-    let mut slot = lock(&state.sweep);
-    if slot.as_ref().is_some_and(RunningSweep::is_running) {
-        return Err(AppError::new(
-            ErrorCode::Busy,
-            "a sweep is already running; cancel it or wait for it to finish",
-        ));
-    }
-    let snapshot = Arc::new(Mutex::new(SweepSnapshot {
+    let first = SweepSnapshot {
         running: true,
         workload: req.workload.clone(),
         device: req.device.clone(),
@@ -230,59 +138,27 @@ pub async fn start_sweep(
         message: "starting the worker".into(),
         status: JobStatus::Running,
         ..SweepSnapshot::default()
-    }));
-    redraw(&mut lock(&snapshot));
-    let first = lock(&snapshot).clone();
+    };
     let cancel = CancelToken::new("cancelled from the app");
-    let (snap, token, handle) = (Arc::clone(&snapshot), cancel.clone(), app.clone());
-    let thread = std::thread::spawn(move || {
-        let send = |s: &SweepSnapshot| {
-            let _ = on_update.send(s.clone());
-        };
-        let outcome = jobs::open_ledger_for_job().and_then(|ledger| {
-            jobs::sweep::run_sweep_on(&launcher, &req, &ledger, &token, &mut |u| {
-                let copy = {
-                    let mut s = lock(&snap);
-                    apply(&mut s, u);
-                    s.clone()
-                };
-                send(&copy);
-                if matches!(u, Update::Point { .. } | Update::Started { .. }) {
-                    crate::tray::refresh(&handle);
-                }
-            })
-        });
-        let last = finish(&mut lock(&snap), outcome);
-        send(&last);
-        crate::tray::refresh(&handle);
-    });
-    *slot = Some(RunningSweep {
-        cancel,
-        snapshot,
-        _thread: Some(thread),
-    });
-    drop(slot);
-    crate::tray::refresh(&app);
-    Ok(first)
+    let token = cancel.clone();
+    crate::sweep::launch(&app, &state, first, cancel, None, on_update, move |on| {
+        let ledger = jobs::open_ledger_for_job()?;
+        Ok(jobs::sweep::run_sweep_on(&launcher, &req, &ledger, &token, on)?.into())
+    })
 }
 
 /// Cancels the running sweep (its points stay in the ledger, the run is marked interrupted).
 #[tauri::command]
-pub async fn cancel_sweep(state: State<'_, AppState>) -> Result<bool, AppError> {
-    let slot = lock(&state.sweep);
-    match slot.as_ref().filter(|s| s.is_running()) {
-        Some(s) => {
-            s.cancel.cancel();
-            Ok(true)
-        }
-        None => Ok(false),
-    }
+pub async fn cancel_sweep(state: State<'_, SweepSlot>) -> Result<bool, AppError> {
+    Ok(state.cancel())
 }
 
 /// The current (or last) sweep, for a popover opened mid-run.
 #[tauri::command]
-pub async fn sweep_snapshot(state: State<'_, AppState>) -> Result<Option<SweepSnapshot>, AppError> {
-    Ok(lock(&state.sweep).as_ref().map(RunningSweep::snapshot))
+pub async fn sweep_snapshot(
+    state: State<'_, SweepSlot>,
+) -> Result<Option<SweepSnapshot>, AppError> {
+    Ok(state.snapshot())
 }
 
 /// The newest runs in the ledger.
@@ -314,7 +190,7 @@ pub fn describe_worker() -> String {
 
 #[cfg(test)]
 mod tests {
-    use headroom_model::protocol::{BatchPlan, Hello, Phase, Point, PointStatus, PROTOCOL_VERSION};
+    use headroom_model::protocol::BatchPlan;
 
     use super::*;
 
@@ -400,41 +276,6 @@ mod tests {
                 e.message
             );
         }
-    }
-
-    #[test]
-    fn updates_fill_the_snapshot_and_redraw_the_chart() {
-        let mut s = SweepSnapshot {
-            running: true,
-            ..SweepSnapshot::default()
-        };
-        let hello: Hello = serde_json::from_value(serde_json::json!({
-            "protocol": PROTOCOL_VERSION, "headroom_version": "0.1.0", "libtorch": "2.11.0",
-            "device": "cpu", "device_name": "AMD EPYC", "capacity_bytes": 25_000_000_000u64,
-            "available_bytes": 20_000_000_000u64, "budget_bytes": 18_000_000_000u64, "threads": 2,
-            "workload": "mlp", "input_shape": [784], "parameters": 1_863_690, "pid": 42
-        }))
-        .expect("a hello");
-        apply(&mut s, &Update::Started { run_id: 9, hello });
-        assert_eq!((s.run_id, s.budget_bytes), (Some(9), Some(18_000_000_000)));
-        assert!(s.chart_svg.contains("waiting for the first point"));
-        apply(
-            &mut s,
-            &Update::Progress {
-                batch: 4,
-                phase: Phase::Timed,
-                step: 3,
-                of: 10,
-            },
-        );
-        assert_eq!(s.message, "batch 4: timed steps 3/10");
-        let mut p = Point::failed(4, PointStatus::Ok, "");
-        p.samples_per_s = Some(1234.0);
-        p.peak_bytes = Some(400 << 20);
-        apply(&mut s, &Update::Point { point: p });
-        assert_eq!(s.points.len(), 1);
-        assert!(!s.chart_svg.contains("waiting for the first point"));
-        assert!(s.chart_svg.contains("samples/s"));
     }
 
     #[test]

@@ -85,7 +85,7 @@ contract! {
 // The types named in the list, for `specs` (only the tests build it).
 #[cfg(test)]
 use {
-    crate::state::SweepSnapshot,
+    crate::sweep::SweepSnapshot,
     about::About,
     commands::SweepForm,
     headroom_core::jobs::migrate::{Migration, Step},

@@ -17,7 +17,7 @@ use tauri_plugin_global_shortcut::{GlobalShortcutExt, ShortcutState};
 use tauri_plugin_positioner::{Position, WindowExt};
 
 use crate::error::AppError;
-use crate::state::lock;
+use crate::util::lock;
 
 /// What [`apply`] did, by `SECTION.KEY`, for the Settings panel.
 #[derive(Debug, Default)]
@@ -225,7 +225,7 @@ pub async fn pick_folder(
     dialog.pick_folder(move |picked| {
         let _ = tx.send(picked);
     });
-    crate::commands::blocking(move || {
+    crate::util::blocking(move || {
         let picked = rx.recv().ok().flatten();
         Ok(picked
             .and_then(|p| p.into_path().ok())

@@ -43,7 +43,7 @@ pub fn typescript() -> String {
         RunStatus::decl(),
         headroom_store::ledger::RunKind::decl(),
         headroom_core::jobs::JobStatus::decl(),
-        crate::state::SweepSnapshot::decl(),
+        crate::sweep::SweepSnapshot::decl(),
         crate::commands::SweepForm::decl(),
         crate::error::AppError::decl(),
         crate::error::ErrorCode::decl(),

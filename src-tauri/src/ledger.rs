@@ -5,8 +5,8 @@ use headroom_core::jobs;
 use headroom_report::report::{self, Format};
 use serde::{Deserialize, Serialize};
 
-use crate::commands::blocking;
 use crate::error::{AppError, ErrorCode};
+use crate::util::blocking;
 
 /// Chart sizes in the popover (CSS pixels), as the Sweep and Memory panels draw theirs.
 const CHART: (u32, u32) = (360, 420);

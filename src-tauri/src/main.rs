@@ -24,10 +24,11 @@ mod projects;
 mod remote;
 mod settings;
 mod single;
-mod state;
 #[cfg(test)]
 mod surface;
+mod sweep;
 mod tray;
+mod util;
 
 use tauri::{AppHandle, Manager, Runtime, WindowEvent};
 
@@ -58,7 +59,12 @@ fn main() {
     // where that plugin cannot see the first (no D-Bus session): two apps must never share one
     // ledger and configuration.
     let result = desktop::plugins(tauri::Builder::default())
-        .manage(state::AppState::default())
+        // Each panel owns its slot; the tray keeps its own facts (told through its event).
+        .manage(commands::ReadinessSlot::default())
+        .manage(sweep::SweepSlot::default())
+        .manage(memory::MemorySlot::default())
+        .manage(overview::OverviewSlot::default())
+        .manage(remote::VncSlot::default())
         .manage(desktop::DesktopState::default())
         .plugin(tauri_plugin_notification::init())
         .invoke_handler(contract::handler())

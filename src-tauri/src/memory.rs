@@ -20,7 +20,8 @@ use tauri::ipc::Channel;
 use tauri::{AppHandle, State};
 
 use crate::error::{AppError, ErrorCode};
-use crate::state::{lock, AppState};
+use crate::tray::{MemoryLine, TrayPart};
+use crate::util::{blocking, lock};
 
 /// Where the memory job stands.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
@@ -42,6 +43,19 @@ pub struct MemorySnapshot {
     pub status: JobStatus,
     pub error: Option<JobError>,
     pub chart_svg: String,
+}
+
+/// The Memory panel's slot: the running (or last) epochs run or watch.
+#[derive(Debug, Default)]
+pub struct MemorySlot(Mutex<Option<RunningMemory>>);
+
+/// The tray's line for a snapshot.
+pub fn tray_line(s: &MemorySnapshot) -> MemoryLine {
+    MemoryLine {
+        title: s.title.clone(),
+        growth: s.growth,
+        crossed: s.crossed,
+    }
 }
 
 /// A memory job on its own thread; dropping it stops the job.
@@ -168,7 +182,7 @@ pub fn wrapped_snapshot(o: &WatchOutcome, t: &EpochThresholds) -> MemorySnapshot
 /// The user's newest wrapped run, for the panel (none recorded: `None`).
 #[tauri::command]
 pub async fn last_wrapped_run() -> Result<Option<MemorySnapshot>, AppError> {
-    crate::commands::blocking(|| {
+    blocking(|| {
         let ledger = jobs::open_ledger()?;
         let t = configured_thresholds();
         Ok(headroom_core::facts::newest_user_run(&ledger)?.map(|o| wrapped_snapshot(&o, &t)))
@@ -176,8 +190,8 @@ pub async fn last_wrapped_run() -> Result<Option<MemorySnapshot>, AppError> {
     .await
 }
 
-fn install(state: &AppState, running: RunningMemory) -> Result<(), AppError> {
-    let mut slot = lock(&state.memory);
+fn install(state: &MemorySlot, running: RunningMemory) -> Result<(), AppError> {
+    let mut slot = lock(&state.0);
     if slot.as_ref().is_some_and(RunningMemory::is_running) {
         return Err(AppError::new(
             ErrorCode::Busy,
@@ -222,7 +236,7 @@ pub fn epochs_request(
 #[tauri::command]
 pub async fn start_epochs(
     app: AppHandle,
-    state: State<'_, AppState>,
+    state: State<'_, MemorySlot>,
     form: EpochsForm,
     on_update: Channel<MemorySnapshot>,
 ) -> Result<MemorySnapshot, AppError> {
@@ -289,8 +303,8 @@ pub async fn start_epochs(
             redraw(&mut s, &t);
             s.clone()
         };
+        crate::tray::tell(&handle, TrayPart::Memory(Some(tray_line(&last))));
         let _ = on_update.send(last);
-        crate::tray::refresh(&handle);
     });
     Ok(first)
 }
@@ -303,7 +317,7 @@ pub async fn start_epochs(
 #[tauri::command]
 pub async fn watch_project(
     app: AppHandle,
-    state: State<'_, AppState>,
+    state: State<'_, MemorySlot>,
     name: String,
     batch: Option<u32>,
     device: Option<String>,
@@ -311,7 +325,7 @@ pub async fn watch_project(
 ) -> Result<MemorySnapshot, AppError> {
     let (project, batch) = {
         let n = name.clone();
-        crate::commands::blocking(move || {
+        blocking(move || {
             let p = headroom_core::project::get(&n)?;
             headroom_core::project::check_usable(&p)?;
             let batch = match batch {
@@ -363,7 +377,7 @@ pub async fn watch_project(
     // Stop reaches the command through the interrupt flag the run polls.
     {
         let (stop, snap) = (Arc::clone(&stop), Arc::clone(&snapshot));
-        crate::state::relay_stop(
+        crate::util::relay_stop(
             move || stop.load(Ordering::SeqCst),
             move || lock(&snap).running,
             Arc::clone(&interrupt),
@@ -420,10 +434,10 @@ pub async fn watch_project(
             }
             s.clone()
         };
+        crate::tray::tell(&handle, TrayPart::Memory(Some(tray_line(&last))));
         let _ = on_update.send(last);
-        crate::tray::refresh(&handle);
     });
-    crate::tray::refresh(&app);
+    crate::tray::tell(&app, TrayPart::Memory(Some(tray_line(&first))));
     Ok(first)
 }
 
@@ -491,7 +505,7 @@ fn processes() -> Vec<ProcessInfo> {
 #[tauri::command]
 pub async fn start_watch(
     app: AppHandle,
-    state: State<'_, AppState>,
+    state: State<'_, MemorySlot>,
     pid: u32,
     on_update: Channel<MemorySnapshot>,
 ) -> Result<MemorySnapshot, AppError> {
@@ -537,13 +551,14 @@ pub async fn start_watch(
                     redraw(&mut s, &t);
                     (s.clone(), newly)
                 };
-                let title = copy.title.clone();
-                let growth = copy.growth.unwrap_or(0.0);
+                let line = tray_line(&copy);
                 let _ = on_update.send(copy);
                 if newly {
-                    let (head, body) = crate::notify::watch_crossed(&title, growth, t.leak_growth);
+                    let growth = line.growth.unwrap_or(0.0);
+                    let (head, body) =
+                        crate::notify::watch_crossed(&line.title, growth, t.leak_growth);
                     crate::notify::send(&handle, crate::notify::Kind::Leak, &head, &body);
-                    crate::tray::refresh(&handle);
+                    crate::tray::tell(&handle, TrayPart::Memory(Some(line)));
                 }
             })
         });
@@ -563,16 +578,16 @@ pub async fn start_watch(
             }
             s.clone()
         };
+        crate::tray::tell(&handle, TrayPart::Memory(Some(tray_line(&last))));
         let _ = on_update.send(last);
-        crate::tray::refresh(&handle);
     });
     Ok(first)
 }
 
 /// Stops the running epochs run or watch.
 #[tauri::command]
-pub async fn stop_memory(state: State<'_, AppState>) -> Result<bool, AppError> {
-    let slot = lock(&state.memory);
+pub async fn stop_memory(state: State<'_, MemorySlot>) -> Result<bool, AppError> {
+    let slot = lock(&state.0);
     match slot.as_ref().filter(|m| m.is_running()) {
         Some(m) => {
             m.stop();
@@ -585,11 +600,9 @@ pub async fn stop_memory(state: State<'_, AppState>) -> Result<bool, AppError> {
 /// The current (or last) memory job.
 #[tauri::command]
 pub async fn memory_snapshot(
-    state: State<'_, AppState>,
+    state: State<'_, MemorySlot>,
 ) -> Result<Option<MemorySnapshot>, AppError> {
-    Ok(lock(&state.memory)
-        .as_ref()
-        .map(|m| lock(&m.snapshot).clone()))
+    Ok(lock(&state.0).as_ref().map(|m| lock(&m.snapshot).clone()))
 }
 
 #[cfg(test)]

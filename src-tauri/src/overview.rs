@@ -2,7 +2,7 @@
 //! fresh contention sample and the ledger, pushed to the UI, painted on the tray, and told as a
 //! notification when the verdict changes (e.g. a call starts eating the memory training needs).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use headroom_model::decide::{Column, Decision, Rule};
@@ -12,7 +12,8 @@ use tauri::{AppHandle, Emitter, Manager, Runtime, State};
 
 use crate::error::{AppError, ErrorCode};
 use crate::notify::Kind;
-use crate::state::{lock, AppState};
+use crate::tray::{DecisionLine, TrayPart};
+use crate::util::lock;
 
 /// Event carrying each new [`OverviewSnapshot`] to the UI.
 pub const OVERVIEW_EVENT: &str = "headroom://overview";
@@ -29,6 +30,28 @@ pub struct OverviewSnapshot {
     pub problem: Option<String>,
     /// Seconds until the next sample.
     pub interval_s: u64,
+}
+
+/// The Overview's slot: the latest snapshot and the project it is judged from.
+#[derive(Debug, Default)]
+pub struct OverviewSlot {
+    latest: Mutex<Option<Arc<OverviewSnapshot>>>,
+    project: Mutex<Option<String>>,
+}
+
+impl OverviewSlot {
+    /// Judges the Overview from `project`'s runs from now on (none: every run). The old
+    /// snapshot is dropped — it must not be shown as if it were the new project's — and the tray
+    /// forgets its decision until the next one.
+    pub fn choose<R: Runtime>(&self, app: &AppHandle<R>, project: Option<String>) {
+        *lock(&self.project) = project;
+        *lock(&self.latest) = None;
+        crate::tray::tell(app, TrayPart::Decision(None));
+    }
+
+    fn project(&self) -> Option<String> {
+        lock(&self.project).clone()
+    }
 }
 
 /// What to tell the user when the decision moves from `prev` to `next`: a new verdict, or
@@ -81,13 +104,13 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
         let mut sampler = Sampler::new();
         let mut ticks: u32 = 0;
         loop {
-            let state = app.state::<AppState>();
-            let project = lock(&state.project).clone();
+            let slot = app.state::<OverviewSlot>();
+            let project = slot.project();
             // Closed, the popover shows nothing: the process list is read only when it could
             // raise contention (or once a minute), most of an idle tick's cost (bench/README.md).
             sampler.set_light(!popover_visible(&app));
             let snap = compute(&mut sampler, project.as_deref());
-            let prev = lock(&state.overview).replace(Arc::new(snap.clone()));
+            let prev = lock(&slot.latest).replace(Arc::new(snap.clone()));
             if let Some((kind, title, body)) =
                 change_notice(prev.as_ref().map(|p| &p.decision), &snap.decision)
             {
@@ -98,7 +121,13 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
             if popover_visible(&app) {
                 let _ = app.emit(OVERVIEW_EVENT, &snap);
             }
-            crate::tray::refresh(&app);
+            // The tray hears only of a decision that changed.
+            if prev.as_ref().map(|p| DecisionLine::of(&p.decision))
+                != Some(DecisionLine::of(&snap.decision))
+            {
+                let line = DecisionLine::of(&snap.decision);
+                crate::tray::tell(&app, TrayPart::Decision(Some(line)));
+            }
             // glibc keeps freed heap pages (start-up's, each tick's) in its arenas; hand them
             // back once a minute while the app idles in the menu bar (bench/README.md: about
             // 2 MiB).
@@ -122,7 +151,7 @@ fn popover_visible<R: Runtime>(app: &AppHandle<R>) -> bool {
 
 /// Sends the latest overview to the popover (when the loop has one).
 pub fn send_latest<R: Runtime>(app: &AppHandle<R>) {
-    let latest = lock(&app.state::<AppState>().overview).clone();
+    let latest = lock(&app.state::<OverviewSlot>().latest).clone();
     if let Some(s) = latest {
         let _ = app.emit(OVERVIEW_EVENT, &*s);
     }
@@ -130,11 +159,11 @@ pub fn send_latest<R: Runtime>(app: &AppHandle<R>) {
 
 /// The latest overview; computed now when the loop has not produced one yet.
 #[tauri::command]
-pub async fn overview(state: State<'_, AppState>) -> Result<OverviewSnapshot, AppError> {
-    if let Some(s) = lock(&state.overview).as_ref() {
+pub async fn overview(state: State<'_, OverviewSlot>) -> Result<OverviewSnapshot, AppError> {
+    if let Some(s) = lock(&state.latest).as_ref() {
         return Ok((**s).clone());
     }
-    let project = lock(&state.project).clone();
+    let project = state.project();
     tauri::async_runtime::spawn_blocking(move || compute(&mut Sampler::new(), project.as_deref()))
         .await
         .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))

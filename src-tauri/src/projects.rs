@@ -3,19 +3,19 @@
 //! `headroom run --project P --sweep batch=auto` runs), shown live in the Sweep panel's snapshot
 //! with the same chart and Cancel.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use headroom_core::jobs::{self, sweep::CancelToken, sweep::Update, JobStatus};
+use headroom_core::jobs::{self, sweep::CancelToken, JobStatus};
 use headroom_core::project::Project;
 use headroom_model::budget::BudgetSpec;
 use tauri::ipc::Channel;
 use tauri::{AppHandle, State};
 
-use crate::commands::blocking;
-use crate::commands::{apply, finish, redraw};
 use crate::error::{AppError, ErrorCode};
-use crate::state::{lock, AppState, RunningSweep, SweepSnapshot};
+use crate::overview::OverviewSlot;
+use crate::sweep::{Done, SweepSlot, SweepSnapshot};
+use crate::util::blocking;
 
 /// The projects, by name.
 #[tauri::command]
@@ -39,17 +39,14 @@ pub async fn add_project(project: Project, replace: bool) -> Result<Project, App
 #[tauri::command]
 pub async fn select_project(
     app: AppHandle,
-    state: State<'_, AppState>,
+    overview: State<'_, OverviewSlot>,
     name: Option<String>,
 ) -> Result<bool, AppError> {
     if let Some(n) = &name {
         let n = n.clone();
         blocking(move || Ok(headroom_core::project::get(&n)?)).await?;
     }
-    *lock(&state.project) = name;
-    // The next Overview is this project's; the old one must not be shown as if it were.
-    *lock(&state.overview) = None;
-    crate::tray::refresh(&app);
+    overview.choose(&app, name);
     Ok(true)
 }
 
@@ -61,7 +58,7 @@ pub async fn select_project(
 #[tauri::command]
 pub async fn sweep_project(
     app: AppHandle,
-    state: State<'_, AppState>,
+    state: State<'_, SweepSlot>,
     name: String,
     devices: Option<String>,
     on_update: Channel<SweepSnapshot>,
@@ -101,13 +98,6 @@ pub async fn sweep_project(
             ),
         ));
     }
-    let mut slot = lock(&state.sweep);
-    if slot.as_ref().is_some_and(RunningSweep::is_running) {
-        return Err(AppError::new(
-            ErrorCode::Busy,
-            "a sweep is already running; cancel it or wait for it to finish",
-        ));
-    }
     let thresholds = headroom_store::config::load()?.epochs;
     let interrupt = Arc::new(std::sync::atomic::AtomicI32::new(0));
     let mut watch = jobs::watch::WatchOptions::for_pid(Duration::from_millis(250), thresholds);
@@ -136,66 +126,32 @@ pub async fn sweep_project(
         watch,
     };
     jobs::usersweep::check(&spec)?;
-    let snapshot = Arc::new(Mutex::new(SweepSnapshot {
+    let first = SweepSnapshot {
         running: true,
         workload: spec.command.join(" "),
         device: "script".into(),
         message: format!("starting {}", project.name),
         status: JobStatus::Running,
         ..SweepSnapshot::default()
-    }));
-    redraw(&mut lock(&snapshot));
-    let first = lock(&snapshot).clone();
+    };
     let cancel = CancelToken::new("cancelled from the app");
     // Cancel reaches the running start through the interrupt flag the watch polls.
-    {
-        let (token, snap) = (cancel.clone(), Arc::clone(&snapshot));
-        crate::state::relay_stop(
-            move || token.is_cancelled(),
-            move || lock(&snap).running,
-            Arc::clone(&interrupt),
-        );
-    }
-    let (snap, handle) = (Arc::clone(&snapshot), app.clone());
-    let thread = std::thread::spawn(move || {
-        let send = |s: &SweepSnapshot| {
-            let _ = on_update.send(s.clone());
-        };
-        let outcome = jobs::open_ledger_for_job().and_then(|ledger| {
-            jobs::usersweep::run_script_sweep(&spec, &ledger, &mut |u| {
-                let copy = {
-                    let mut s = lock(&snap);
-                    apply(&mut s, u);
-                    s.clone()
-                };
-                send(&copy);
-                // As the built-in sweep: the tray moves with points, not with every step.
-                if matches!(u, Update::Point { .. } | Update::Started { .. }) {
-                    crate::tray::refresh(&handle);
-                }
-            })
-        });
-        let last = {
-            let mut s = lock(&snap);
-            let outcome = outcome.map(|o| {
-                if let Some(d) = o.device {
-                    s.device_name = Some(d.clone());
-                    s.device = d;
-                }
-                s.comparison = o.comparison;
-                o.sweep
-            });
-            finish(&mut s, outcome)
-        };
-        send(&last);
-        crate::tray::refresh(&handle);
-    });
-    *slot = Some(RunningSweep {
+    let interrupt = Some(interrupt);
+    crate::sweep::launch(
+        &app,
+        &state,
+        first,
         cancel,
-        snapshot,
-        _thread: Some(thread),
-    });
-    drop(slot);
-    crate::tray::refresh(&app);
-    Ok(first)
+        interrupt,
+        on_update,
+        move |on| {
+            let ledger = jobs::open_ledger_for_job()?;
+            let o = jobs::usersweep::run_script_sweep(&spec, &ledger, on)?;
+            Ok(Done {
+                sweep: o.sweep,
+                device: o.device,
+                comparison: o.comparison,
+            })
+        },
+    )
 }

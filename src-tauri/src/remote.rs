@@ -3,6 +3,7 @@
 //! thread.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use headroom_core::jobs::migrate::{run_step, Context, Migration, Step};
@@ -13,9 +14,9 @@ use serde::{Deserialize, Serialize};
 use tauri::ipc::Channel;
 use tauri::State;
 
-use crate::commands::blocking;
 use crate::error::{AppError, ErrorCode};
-use crate::state::{lock, AppState};
+use crate::util::blocking;
+use crate::util::lock;
 
 /// Changes the profiles with `f` and writes them and the managed ssh config under Headroom's
 /// edit lock, both or neither (a `remote add` from the CLI at the same moment waits).
@@ -222,15 +223,13 @@ pub async fn run_migration_step(
     .await
 }
 
-/// The open VNC tunnel, if any.
+/// The Remote panel's slot: the open VNC tunnel, if any (closed when the app quits).
 #[derive(Debug, Default)]
-pub struct VncState {
-    pub tunnel: Option<(String, Tunnel)>,
-}
+pub struct VncSlot(Mutex<Option<(String, Tunnel)>>);
 
 /// Opens the tunnel to the host's screen and hands the URL to the OS viewer; returns the URL.
 #[tauri::command]
-pub async fn open_vnc(state: State<'_, AppState>, name: String) -> Result<String, AppError> {
+pub async fn open_vnc(state: State<'_, VncSlot>, name: String) -> Result<String, AppError> {
     let (url, tunnel) = blocking(move || {
         // Under the edit lock: ssh must know the name before it is used.
         let p = edit_hosts(|hosts| Ok(hosts.get(&name)?.clone()))?;
@@ -244,14 +243,14 @@ pub async fn open_vnc(state: State<'_, AppState>, name: String) -> Result<String
         Ok((url, (name, t)))
     })
     .await?;
-    lock(&state.vnc).tunnel = Some(tunnel);
+    *lock(&state.0) = Some(tunnel);
     Ok(url)
 }
 
 /// Closes the VNC tunnel.
 #[tauri::command]
-pub async fn close_vnc(state: State<'_, AppState>) -> Result<bool, AppError> {
-    Ok(lock(&state.vnc).tunnel.take().is_some())
+pub async fn close_vnc(state: State<'_, VncSlot>) -> Result<bool, AppError> {
+    Ok(lock(&state.0).take().is_some())
 }
 
 #[cfg(test)]

@@ -9,9 +9,9 @@ use serde::Serialize;
 
 use tauri::{AppHandle, Manager};
 
-use crate::commands::blocking;
 use crate::desktop::DesktopState;
 use crate::error::AppError;
+use crate::util::blocking;
 
 /// One key as the panel shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ts_rs::TS)]

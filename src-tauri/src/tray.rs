@@ -1,14 +1,97 @@
-//! The tray: its colour and tooltip from the current facts (pure, tested without a tray host),
-//! its menu, and the glue that builds it and keeps it up to date.
+//! The tray: its colour and tooltip from the facts it was told (pure, tested without a tray
+//! host), its menu, and the glue that builds it. The tray reads no panel's state: each panel
+//! tells it its part through one event ([`TRAY_EVENT`], a [`TrayPart`]), and the tray keeps the
+//! latest of each and repaints when the look changes.
+
+use std::sync::{Arc, Mutex};
 
 use headroom_model::decide::{Column, Decision, Rule};
 use headroom_probe::readiness::{LightState, Report};
+use serde::{Deserialize, Serialize};
 use tauri::image::Image;
 use tauri::menu::{Menu, MenuItem};
 use tauri::tray::{MouseButton, MouseButtonState, TrayIconBuilder, TrayIconEvent};
-use tauri::{AppHandle, Emitter, Manager, Runtime};
+use tauri::{AppHandle, Emitter, EventTarget, Listener, Runtime};
 
-use crate::state::SweepSnapshot;
+use crate::util::lock;
+
+/// The one event the tray listens for; its payload is a [`TrayPart`]. Sent to the app's own
+/// listeners only, never to the popover.
+pub const TRAY_EVENT: &str = "headroom://tray";
+
+/// A running or finished sweep, as the tray says it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepLine {
+    pub running: bool,
+    pub workload: String,
+    pub device: String,
+    /// What the worker is doing now, in words.
+    pub message: String,
+    pub points: usize,
+}
+
+/// A memory job, as the tray says it: only a watched run past the leak threshold shows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryLine {
+    pub title: String,
+    pub growth: Option<f64>,
+    pub crossed: bool,
+}
+
+/// The decision, as the tray says it: its headline and whether it says to move the work.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionLine {
+    pub headline: String,
+    /// Contention fired: the work should move now.
+    pub contention: bool,
+    /// The verdict is the remote host.
+    pub remote: bool,
+}
+
+impl DecisionLine {
+    pub fn of(d: &Decision) -> Self {
+        Self {
+            headline: d.headline.clone(),
+            contention: d.fired(Rule::Contention),
+            remote: d.verdict == Some(Column::Remote),
+        }
+    }
+}
+
+/// What one panel tells the tray: the newest of its facts (`None`: it has none now).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum TrayPart {
+    Readiness(Box<Report>),
+    Sweep(Option<SweepLine>),
+    Memory(Option<MemoryLine>),
+    Decision(Option<DecisionLine>),
+}
+
+/// The latest of each part the tray was told.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TrayFacts {
+    pub report: Option<Report>,
+    pub sweep: Option<SweepLine>,
+    pub memory: Option<MemoryLine>,
+    pub decision: Option<DecisionLine>,
+}
+
+impl TrayFacts {
+    /// Keeps `part` in place of the older one of its kind.
+    pub fn take(&mut self, part: TrayPart) {
+        match part {
+            TrayPart::Readiness(r) => self.report = Some(*r),
+            TrayPart::Sweep(s) => self.sweep = s,
+            TrayPart::Memory(m) => self.memory = m,
+            TrayPart::Decision(d) => self.decision = d,
+        }
+    }
+}
+
+/// Tells the tray one part (a no-op before the tray is built).
+pub fn tell<R: Runtime>(app: &AppHandle<R>, part: TrayPart) {
+    let _ = app.emit_to(EventTarget::App, TRAY_EVENT, part);
+}
 
 /// The tray's colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,13 +127,8 @@ pub struct TrayLook {
 /// The colour is the readiness verdict: red when any light is red, green when a GPU backend
 /// (MPS or CUDA) is green and nothing else needs a look, amber otherwise. A running sweep says
 /// its progress in the tooltip.
-pub fn look(
-    report: Option<&Report>,
-    sweep: Option<&SweepSnapshot>,
-    memory: Option<&crate::memory::MemorySnapshot>,
-    decision: Option<&Decision>,
-) -> TrayLook {
-    let (colour, mut tooltip) = match report {
+pub fn look(facts: &TrayFacts) -> TrayLook {
+    let (colour, mut tooltip) = match &facts.report {
         None => (
             Colour::Grey,
             "Headroom: readiness not checked yet".to_owned(),
@@ -92,18 +170,18 @@ pub fn look(
             }
         }
     };
-    if let Some(s) = sweep.filter(|s| s.running) {
+    if let Some(s) = facts.sweep.as_ref().filter(|s| s.running) {
         tooltip = format!(
             "sweeping {} on {}: {} ({} point{}) — {tooltip}",
             s.workload,
             s.device,
             s.message,
-            s.points.len(),
-            if s.points.len() == 1 { "" } else { "s" }
+            s.points,
+            if s.points == 1 { "" } else { "s" }
         );
     }
     let mut colour = colour;
-    if let Some(m) = memory.filter(|m| m.crossed) {
+    if let Some(m) = facts.memory.as_ref().filter(|m| m.crossed) {
         // A watched run that grew past the leak threshold needs a look whatever the readiness.
         if colour != Colour::Red {
             colour = Colour::Amber;
@@ -114,12 +192,12 @@ pub fn look(
             m.growth.unwrap_or(0.0) * 100.0
         );
     }
-    if let Some(d) = decision {
-        if d.fired(Rule::Contention) {
+    if let Some(d) = &facts.decision {
+        if d.contention {
             // The work should move now: that outranks everything else.
             colour = Colour::Red;
             tooltip = format!("{} — {tooltip}", d.headline);
-        } else if d.verdict == Some(Column::Remote) {
+        } else if d.remote {
             if colour != Colour::Red {
                 colour = Colour::Amber;
             }
@@ -177,7 +255,8 @@ pub fn build<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
         .map(|i| i as &dyn tauri::menu::IsMenuItem<R>)
         .collect();
     let menu = Menu::with_items(app, &refs)?;
-    let first = look(None, None, None, None);
+    let facts = Arc::new(Mutex::new(TrayFacts::default()));
+    let first = look(&lock(&facts));
     TrayIconBuilder::with_id(TRAY_ID)
         .icon(Image::new_owned(
             icon_rgba(first.colour, ICON_SIZE),
@@ -208,30 +287,29 @@ pub fn build<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
             }
         })
         .build(app)?;
+    let (handle, shown) = (app.clone(), Mutex::new(Some(first)));
+    app.listen(TRAY_EVENT, move |event| {
+        let part: TrayPart = match serde_json::from_str(event.payload()) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("headroom-app: a tray part that does not read: {e}");
+                return;
+            }
+        };
+        let l = {
+            let mut f = lock(&facts);
+            f.take(part);
+            look(&f)
+        };
+        repaint(&handle, &shown, l);
+    });
     Ok(())
 }
 
-/// Repaints the tray from the current state.
-pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
-    let state = app.state::<crate::state::AppState>();
-    let report = crate::state::lock(&state.report).clone();
-    let sweep = crate::state::lock(&state.sweep)
-        .as_ref()
-        .map(crate::state::RunningSweep::snapshot);
-    let memory = crate::state::lock(&state.memory)
-        .as_ref()
-        .map(|m| crate::state::lock(&m.snapshot).clone());
-    let overview = crate::state::lock(&state.overview).clone();
-    let l = look(
-        report.as_ref(),
-        sweep.as_ref(),
-        memory.as_ref(),
-        overview.as_ref().map(|o| &o.decision),
-    );
-    // Set only when it changed: a new icon is a file written and a D-Bus signal on Linux, an
-    // image made on macOS, every few seconds for nothing.
-    static SHOWN: std::sync::Mutex<Option<TrayLook>> = std::sync::Mutex::new(None);
-    let mut shown = crate::state::lock(&SHOWN);
+/// Sets the icon and tooltip to `l` — only when it changed: a new icon is a file written and a
+/// D-Bus signal on Linux, an image made on macOS, every few seconds for nothing.
+fn repaint<R: Runtime>(app: &AppHandle<R>, shown: &Mutex<Option<TrayLook>>, l: TrayLook) {
+    let mut shown = lock(shown);
     if shown.as_ref() == Some(&l) {
         return;
     }
@@ -251,6 +329,29 @@ mod tests {
     use headroom_probe::readiness::{Light, LightState, Report};
 
     use super::*;
+
+    /// The look after each given part went through the event's JSON, as the listener gets it.
+    fn told(
+        report: Option<&Report>,
+        sweep: Option<&SweepLine>,
+        memory: Option<&MemoryLine>,
+        decision: Option<&Decision>,
+    ) -> TrayLook {
+        let mut f = TrayFacts::default();
+        let mut parts = vec![
+            TrayPart::Sweep(sweep.cloned()),
+            TrayPart::Memory(memory.cloned()),
+            TrayPart::Decision(decision.map(DecisionLine::of)),
+        ];
+        parts.extend(report.map(|r| TrayPart::Readiness(Box::new(r.clone()))));
+        for p in parts {
+            let json = serde_json::to_string(&p).expect("a part serializes");
+            let back: TrayPart = serde_json::from_str(&json).expect("and reads back");
+            assert_eq!(back, p, "{json}");
+            f.take(back);
+        }
+        look(&f)
+    }
 
     /// A real report captured on the H200 machine (CPU and CUDA green), with lights replaced.
     fn report(lights: &[(&str, LightState)]) -> Report {
@@ -272,7 +373,7 @@ mod tests {
     fn the_real_h200_report_is_green_for_cuda() {
         let text = include_str!("../../bench/results/doctor_h200.json");
         let r: Report = serde_json::from_str(text).expect("a real doctor report");
-        let l = look(Some(&r), None, None, None);
+        let l = told(Some(&r), None, None, None);
         assert_eq!(l.colour, Colour::Green);
         assert!(l.tooltip.starts_with("CUDA ready: "), "{}", l.tooltip);
         assert!(l.tooltip.contains("NVIDIA H200"), "{}", l.tooltip);
@@ -281,20 +382,20 @@ mod tests {
     #[test]
     fn colour_follows_the_worst_light_and_cpu_only_is_amber() {
         use LightState::{Green, Off, Red, Yellow};
-        assert_eq!(look(None, None, None, None).colour, Colour::Grey);
+        assert_eq!(told(None, None, None, None).colour, Colour::Grey);
         let mps = report(&[
             ("cpu", Green),
             ("mps", Green),
             ("mlx", Off),
             ("conditions", Green),
         ]);
-        assert_eq!(look(Some(&mps), None, None, None).colour, Colour::Green);
+        assert_eq!(told(Some(&mps), None, None, None).colour, Colour::Green);
         let battery = report(&[("cpu", Green), ("mps", Green), ("conditions", Yellow)]);
-        let l = look(Some(&battery), None, None, None);
+        let l = told(Some(&battery), None, None, None);
         assert_eq!(l.colour, Colour::Amber);
         assert!(l.tooltip.starts_with("CONDITIONS: "), "{}", l.tooltip);
         let rosetta = report(&[("cpu", Green), ("mps", Red), ("conditions", Yellow)]);
-        let l = look(Some(&rosetta), None, None, None);
+        let l = told(Some(&rosetta), None, None, None);
         assert_eq!(l.colour, Colour::Red);
         assert_eq!(l.tooltip, "MPS blocked: mps reason");
         let cpu_only = report(&[
@@ -303,47 +404,40 @@ mod tests {
             ("mlx", Off),
             ("conditions", Off),
         ]);
-        let l = look(Some(&cpu_only), None, None, None);
+        let l = told(Some(&cpu_only), None, None, None);
         assert_eq!(l.colour, Colour::Amber);
         assert!(l.tooltip.contains("runs on the CPU"));
     }
 
     #[test]
     fn a_running_sweep_shows_its_progress_in_the_tooltip() {
-        let s = SweepSnapshot {
+        let s = SweepLine {
             running: true,
             workload: "vit-tiny".into(),
             device: "mps".into(),
             message: "batch 256: timed steps 4/10".into(),
-            points: vec![headroom_model::protocol::Point::failed(
-                1,
-                headroom_model::protocol::PointStatus::Ok,
-                "",
-            )],
-            ..SweepSnapshot::default()
+            points: 1,
         };
-        let l = look(None, Some(&s), None, None);
+        let l = told(None, Some(&s), None, None);
         assert!(
             l.tooltip
                 .starts_with("sweeping vit-tiny on mps: batch 256: timed steps 4/10 (1 point)"),
             "{}",
             l.tooltip
         );
-        let done = SweepSnapshot {
+        let done = SweepLine {
             running: false,
             ..s
         };
-        assert!(!look(None, Some(&done), None, None)
+        assert!(!told(None, Some(&done), None, None)
             .tooltip
             .contains("sweeping"));
-        let leaking = crate::memory::MemorySnapshot {
-            running: true,
+        let leaking = MemoryLine {
             crossed: true,
             title: "python train.py".into(),
             growth: Some(0.31),
-            ..crate::memory::MemorySnapshot::default()
         };
-        let l = look(None, None, Some(&leaking), None);
+        let l = told(None, None, Some(&leaking), None);
         assert_eq!(l.colour, Colour::Amber);
         assert!(
             l.tooltip
@@ -364,7 +458,7 @@ mod tests {
         };
         let d = decide(&f, &headroom_store::config::DecideThresholds::default());
         let mps = report(&[("cpu", LightState::Green), ("mps", LightState::Green)]);
-        let l = look(Some(&mps), None, None, Some(&d));
+        let l = told(Some(&mps), None, None, Some(&d));
         assert_eq!(l.colour, Colour::Red);
         assert!(
             l.tooltip.starts_with("Remote: memory contention"),
@@ -376,7 +470,7 @@ mod tests {
             &headroom_store::config::DecideThresholds::default(),
         );
         assert_eq!(
-            look(Some(&mps), None, None, Some(&calm)).colour,
+            told(Some(&mps), None, None, Some(&calm)).colour,
             Colour::Green
         );
     }

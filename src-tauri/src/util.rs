@@ -1,0 +1,43 @@
+//! Small helpers every panel uses, depending on no panel: a lock that survives a poisoned
+//! mutex, blocking work off the main thread, and the stop relay for a command Headroom runs.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::error::{AppError, ErrorCode};
+
+/// Locks a mutex, recovering the data if a panicking thread poisoned it (the data is plain).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs `f` on the blocking pool, off the main thread.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, AppError> + Send + 'static,
+) -> Result<T, AppError> {
+    tauri::async_runtime::spawn_blocking(f).await.map_err(|e| {
+        AppError::new(
+            ErrorCode::Internal,
+            format!("the background task failed: {e}"),
+        )
+    })?
+}
+
+/// Relays a stop to a command Headroom runs: once `stopped()` says so, SIGTERM goes into the
+/// interrupt flag the command's watch polls (which forwards it to the command's group); the
+/// relay ends with the job (`running()` false).
+pub fn relay_stop(
+    stopped: impl Fn() -> bool + Send + 'static,
+    running: impl Fn() -> bool + Send + 'static,
+    flag: Arc<std::sync::atomic::AtomicI32>,
+) {
+    std::thread::spawn(move || loop {
+        if stopped() {
+            flag.store(libc::SIGTERM, std::sync::atomic::Ordering::SeqCst);
+            return;
+        }
+        if !running() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    });
+}
