@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 40's build figures: wall time of an incremental `cargo build --release` of the two
-# binaries after touching one decide rule (headroom-model since the split; headroom-core
+# binaries after touching one decide rule (headroom-decide since the second split, headroom-model after the first; headroom-core
 # before) and after touching the worker's step loop (headroom-torch), and the stripped size of
 # headroom-worker. Run from the repository root
 # after a full build (scripts/bootstrap.sh); prints one Markdown table row per figure.
@@ -16,11 +16,11 @@ time_after_touch() {
   t1=$(date +%s.%N)
   python3 -c "print(f'{$t1 - $t0:.1f}')"
 }
-decide=$(time_after_touch crates/headroom-model/src/decide.rs)
+decide=$(time_after_touch crates/headroom-decide/src/rules.rs)
 step=$(time_after_touch crates/headroom-torch/src/measure.rs)
 strip -o /tmp/headroom-worker.stripped "$target/release/headroom-worker"
 size=$(stat -c %s /tmp/headroom-worker.stripped)
 rm -f /tmp/headroom-worker.stripped
-echo "| after touching decide.rs | ${decide} s |"
+echo "| after touching a decide rule | ${decide} s |"
 echo "| after touching headroom-torch/src/measure.rs | ${step} s |"
 echo "| headroom-worker, stripped | $((size / 1024)) KiB |"

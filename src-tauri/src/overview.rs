@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use headroom_model::decide::{Column, Decision, Rule};
+use headroom_decide::{Column, Decision, Rule};
 use headroom_probe::contention::{ContentionReport, Sampler};
 use serde::Serialize;
 use tauri::{AppHandle, Emitter, Manager, Runtime, State};
@@ -171,7 +171,7 @@ pub async fn overview(state: State<'_, OverviewSlot>) -> Result<OverviewSnapshot
 
 #[cfg(test)]
 mod tests {
-    use headroom_model::decide::{decide, Facts};
+    use headroom_decide::{decide, Facts};
     use headroom_store::config::DecideThresholds;
 
     use super::*;

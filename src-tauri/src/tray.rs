@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use headroom_model::decide::{Column, Decision, Rule};
+use headroom_decide::{Column, Decision, Rule};
 use headroom_probe::readiness::{LightState, Report};
 use serde::{Deserialize, Serialize};
 use tauri::image::Image;
@@ -449,7 +449,7 @@ mod tests {
 
     #[test]
     fn contention_turns_the_tray_red_with_the_headline() {
-        use headroom_model::decide::{decide, Facts};
+        use headroom_decide::{decide, Facts};
         let f = Facts {
             contention: vec![
                 "swap grew by 512 MiB since the last sample (threshold 256 MiB)".into(),

@@ -19,10 +19,11 @@ pub mod remote;
 // The lower crates' modules, under the names core's own modules have always used
 // (`crate::protocol`); callers name the lower crates themselves.
 use headroom_model::{
-    budget, decide, epochs, failure, outcome, planner, protocol, requests, scriptsweep, stats,
-    summary, time,
+    budget, epochs, failure, outcome, planner, protocol, requests, scriptsweep, stats, summary,
+    time,
 };
 // Headroom's own files, and the one error.
+use headroom_decide as decide;
 pub use headroom_store::CoreError;
 use headroom_store::{config, error, ledger, paths};
 // Charts, reports and a dataset's checksums.

@@ -1,13 +1,13 @@
 //! Headroom's vocabulary and pure logic: the one error code and [`error::Invalid`] input, units
 //! (bytes and budgets, durations, statistics), the worker protocol, the sweep planner and its
 //! summary, epochs and their verdict, the load a point was timed under, what the observer of a
-//! user's training reports and what a run produced, `decide` (the rules, their symptoms and advice
-//! as data), and `requests` (the one place inputs are checked). No files, processes, SQLite or
-//! sockets: everything here is a value in and a value out, so the worker links it without the
-//! rest of Headroom.
+//! user's training reports and what a run produced, the settings types (the decision rules'
+//! thresholds among them), and `requests` (the one place inputs are checked). No files,
+//! processes, SQLite or sockets: everything here is a value in and a value out, so the worker
+//! links it without the rest of Headroom. The decision rules themselves are `headroom-decide`,
+//! which the worker does not link: a rule changed rebuilds no worker.
 
 pub mod budget;
-pub mod decide;
 pub mod epochs;
 pub mod error;
 pub mod failure;

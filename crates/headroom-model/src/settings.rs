@@ -1,6 +1,7 @@
-//! Settings the probes read: the values come from `config.toml` (read and written by
-//! headroom-core's `config`), the types and their defaults live here so that code that only
-//! reads the machine needs no file.
+//! Settings types: the values come from `config.toml` (read and written by headroom-store's
+//! `config`); the types and their defaults live here so that code that only reads the machine
+//! (the probes) or only judges facts (headroom-decide) needs no file: contention's process
+//! groups and thresholds, and the decision rules' thresholds.
 
 use serde::{Deserialize, Serialize};
 
@@ -96,6 +97,74 @@ impl Default for ContentionConfig {
             psi_warn: 10.0,
             psi_critical: 5.0,
             interval_s: 5,
+        }
+    }
+}
+
+/// What the user said the main job is.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    #[default]
+    Training,
+    Inference,
+    LlmInference,
+}
+
+/// The decision rules' thresholds (defaults from field practice; replace them with your own).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DecideThresholds {
+    /// An accelerator less than this much faster than the CPU (step time) while the GPU is busy
+    /// less than `gpu_busy` is starved: suspect the data pipeline (0.22 = 22 % faster).
+    pub pipeline_speedup: f64,
+    /// GPU utilisation under which the accelerator is idle (0.18 = 18 %).
+    pub gpu_busy: f64,
+    /// Speed-ups within this of 1× mean the work did not really move: check device placement
+    /// and synchronisation (0.10: 0.9×–1.1×).
+    pub near_one: f64,
+    /// CPU-fallback operators seen over at least this many days mean the architecture should be
+    /// split (14: two weeks).
+    pub fallback_days: u32,
+    /// Sweeps and runs older than this many days are not used as evidence.
+    pub max_age_days: u32,
+    /// One operator taking at least this share of the GPU time of a profiled run
+    /// (`headroom run --profile-ops`) is a kernel gap worth profiling (0.5 = half).
+    pub slow_layer_share: f64,
+    /// MLX at least this much faster (samples/s) than torch at the same batch makes it the
+    /// recommendation where it runs (0.10 = 10 %).
+    pub mlx_faster: f64,
+    /// Your run waiting on its DataLoader for at least this share of the step is bound by its
+    /// data pipeline, not the device (0.5 = half).
+    pub data_share: f64,
+    /// What the main job is: `training`, `inference` or `llm-inference`.
+    pub main_job: WorkloadKind,
+    /// Results must match CUDA bit for bit.
+    pub cuda_parity_required: bool,
+    /// Autocast at least this much faster (samples/s) than full precision on the same command
+    /// and batch pays on this machine (0.10 = 10 %).
+    pub amp_gain: f64,
+    /// Activation checkpointing that saves less than this share of peak memory is not worth its
+    /// recomputation (0.10 = 10 %).
+    pub checkpoint_saving: f64,
+}
+
+impl Default for DecideThresholds {
+    fn default() -> Self {
+        Self {
+            pipeline_speedup: 0.22,
+            gpu_busy: 0.18,
+            near_one: 0.10,
+            mlx_faster: 0.10,
+            fallback_days: 14,
+            max_age_days: 30,
+            slow_layer_share: 0.5,
+            data_share: crate::outcome::DATA_BOUND_SHARE,
+            main_job: WorkloadKind::Training,
+            cuda_parity_required: false,
+            amp_gain: 0.10,
+            checkpoint_saving: 0.10,
         }
     }
 }

@@ -137,7 +137,7 @@ pub fn check_shortcut(text: &str) -> Result<(), String> {
     Ok(())
 }
 
-pub use headroom_model::decide::{DecideThresholds, WorkloadKind};
+pub use headroom_model::settings::{DecideThresholds, WorkloadKind};
 
 /// Where the configuration lives: `config.toml` in Headroom's data folder.
 pub fn config_path() -> Result<PathBuf, CoreError> {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use headroom_model::decide::Status;
+use headroom_decide::Status;
 use headroom_probe::contention::Sampler;
 
 #[derive(Debug, Args)]

@@ -88,15 +88,16 @@ fn the_core_sees_neither_libtorch_nor_tauri_and_the_app_never_reaches_libtorch()
 }
 
 /// Issue 40's crate rules: the model is values in and values out (no SQLite, no process or
-/// system crates, no plotting, no file formats); the probes read the machine and do not reach
-/// Headroom's stores (SQLite, TOML) or its plots; the store keeps Headroom's files and reads no
-/// machine; the worker's crate links the model and the probes only, never the ledger or the
-/// plots; reports stand on the model, the probes and the store, never on the core (its jobs);
-/// and the arrows run one way: model ← probe, model ← store, all three ← report ← core.
+/// system crates, no plotting, no file formats); the decision stands on the model alone; the
+/// probes read the machine and do not reach Headroom's stores (SQLite, TOML) or its plots; the
+/// store keeps Headroom's files and reads no machine; the worker's crate links the model and the
+/// probes only, never the decision rules, the ledger or the plots; reports stand on the model,
+/// the probes and the store, never on the core (its jobs); and the arrows run one way: model ←
+/// decide, model ← probe, model ← store, those ← report ← core.
 #[test]
 fn the_crates_depend_one_way_and_the_worker_links_no_ledger_or_plots() {
     // (crate, what it must reach — so the check sees its graph —, what it must not reach)
-    let rules: [(&str, &[&str], &[&str]); 5] = [
+    let rules: [(&str, &[&str], &[&str]); 6] = [
         (
             "headroom-model",
             &["serde"],
@@ -127,6 +128,22 @@ fn the_crates_depend_one_way_and_the_worker_links_no_ledger_or_plots() {
                 "headroom-core",
             ],
         ),
+        // The decision is a pure function of facts: it stands on the model alone.
+        (
+            "headroom-decide",
+            &["headroom-model", "serde"],
+            &[
+                "rusqlite",
+                "sysinfo",
+                "libc",
+                "plotters",
+                "resvg",
+                "toml_edit",
+                "headroom-probe",
+                "headroom-store",
+                "headroom-core",
+            ],
+        ),
         (
             "headroom-store",
             &["headroom-model", "rusqlite"],
@@ -149,6 +166,8 @@ fn the_crates_depend_one_way_and_the_worker_links_no_ledger_or_plots() {
             &["headroom-model", "tch"],
             &[
                 "headroom-core",
+                // A rule changed rebuilds no worker.
+                "headroom-decide",
                 "headroom-store",
                 "headroom-report",
                 "rusqlite",
@@ -351,6 +370,7 @@ fn no_import_circles_between_a_crates_modules() {
     let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
     for krate in [
         "crates/headroom-model/src",
+        "crates/headroom-decide/src",
         "crates/headroom-probe/src",
         "crates/headroom-store/src",
         "crates/headroom-report/src",

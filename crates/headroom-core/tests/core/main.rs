@@ -2,7 +2,6 @@
 //! parsers on real captured outputs and the verdict, and the sweep chart.
 
 mod boundary;
-mod decide;
 mod fuzz;
 mod gate;
 mod ledger;

@@ -1,10 +1,9 @@
 //! The decision rules one by one, each at its boundary, then the table over realistic fact sets.
 
-use headroom_model::decide::{
-    decide, Column, EpochFact, Facts, FallbackFact, MlxFact, RemoteFact, Rule, RunFact,
-    SlowLayerFact, Status, SweepFact, WorkloadKind,
+use headroom_decide::{
+    decide, Column, DecideThresholds, EpochFact, Facts, FallbackFact, MlxFact, RemoteFact, Rule,
+    RunFact, SlowLayerFact, Status, SweepFact, WorkloadKind,
 };
-use headroom_store::config::DecideThresholds;
 
 fn sweep(device_ms: f64, busy: Option<f64>) -> SweepFact {
     SweepFact {
@@ -434,7 +433,7 @@ fn your_run(data_share: f64, copy_share: f64, pin_memory: bool) -> RunFact {
     }
 }
 
-fn texts(d: &headroom_model::decide::Decision, rule: Rule) -> Vec<String> {
+fn texts(d: &headroom_decide::Decision, rule: Rule) -> Vec<String> {
     d.reasons
         .iter()
         .filter(|r| r.rule == rule)
@@ -515,7 +514,7 @@ fn pin_memory_is_advised_only_when_the_copies_were_measured_to_matter() {
     );
     assert!(!d.fired(Rule::DataPipeline));
     // The symptom table's action no longer advises pinning unconditionally.
-    let row = headroom_model::decide::SYMPTOMS
+    let row = headroom_decide::SYMPTOMS
         .iter()
         .find(|s| s.rule == Rule::DataPipeline)
         .expect("row");
@@ -891,7 +890,7 @@ fn a_changed_accumulation_asks_for_the_learning_rate_and_schedule_to_follow() {
 fn a_stalled_loader_is_named_in_its_column_with_the_start_method_triage() {
     let mut run = practice_run(50, 400.0, 4.0, 80.0, &[]);
     run.start_method = Some("fork".into());
-    run.stall = Some(headroom_core::instrument::LoaderStall {
+    run.stall = Some(headroom_model::observed::LoaderStall {
         after_step: 12,
         waited_s: 31.0,
         workers: 2,
