@@ -1,0 +1,572 @@
+//! The planner tests.
+
+use super::*;
+
+/// Drives a planner against a synthetic device whose peak is `base + per * batch` and that
+/// runs out of memory above `capacity`; returns the batches run and how it ended.
+fn drive(
+    plan: BatchPlan,
+    budget: u64,
+    capacity: u64,
+    predict: bool,
+) -> (Vec<u32>, Vec<u32>, Limit) {
+    drive_model(
+        plan,
+        budget,
+        capacity,
+        predict,
+        |b| 1000 + 100 * u64::from(b),
+        |_| None,
+    )
+}
+
+/// `drive` against a device whose peak at a batch is `peak(batch)` (baseline 1000) and whose
+/// throughput is `sps(batch)`.
+fn drive_model(
+    plan: BatchPlan,
+    budget: u64,
+    capacity: u64,
+    predict: bool,
+    peak_of: impl Fn(u32) -> u64,
+    sps: impl Fn(u32) -> Option<f64>,
+) -> (Vec<u32>, Vec<u32>, Limit) {
+    let mut p = Planner::new(plan, budget, Some(1000), predict);
+    let (mut ran, mut skipped) = (Vec::new(), Vec::new());
+    for _ in 0..200 {
+        match p.next_step() {
+            Next::Run { batch, .. } => {
+                ran.push(batch);
+                let peak = peak_of(batch);
+                let status = if peak > capacity {
+                    PointStatus::Oom
+                } else if peak > budget {
+                    PointStatus::OverBudget
+                } else {
+                    PointStatus::Ok
+                };
+                let ok = status == PointStatus::Ok;
+                p.record(
+                    batch,
+                    status,
+                    (status != PointStatus::Oom).then_some(peak),
+                    if ok { sps(batch) } else { None },
+                );
+            }
+            Next::Skip { batch, .. } => {
+                skipped.push(batch);
+                p.record(batch, PointStatus::OverBudget, None, None);
+            }
+            Next::Done { limit } => return (ran, skipped, limit),
+        }
+    }
+    panic!("planner did not finish");
+}
+
+#[test]
+fn doubles_then_bisects_to_within_two_percent_of_the_budget() {
+    // Budget fits batch (100_000 - 1000) / 100 = 990.
+    let (ran, skipped, limit) = drive(
+        BatchPlan::Search {
+            start: 1,
+            max: 1 << 20,
+        },
+        100_000,
+        u64::MAX,
+        true,
+    );
+    assert_eq!(limit, Limit::Budget);
+    assert_eq!(&ran[..4], &[1, 2, 4, 8]);
+    let best_fit = ran
+        .iter()
+        .copied()
+        .filter(|b| 1000 + 100 * u64::from(*b) <= 100_000)
+        .max();
+    let best_fit = best_fit.unwrap_or(0);
+    assert!(
+        best_fit <= 990 && f64::from(best_fit) >= 990.0 * 0.98,
+        "found {best_fit}"
+    );
+    // Prediction is exact on a linear device, so nothing over budget was ever run.
+    assert!(
+        ran.iter().all(|b| 1000 + 100 * u64::from(*b) <= 100_000),
+        "ran {ran:?}"
+    );
+    assert!(!skipped.is_empty());
+}
+
+/// Throughput that saturates: each doubling gains less, the first gain under 10 % is
+/// 256 -> 512 (+5.9 %, after +11 %).
+fn knee_at_256(b: u32) -> Option<f64> {
+    let b = f64::from(b);
+    Some(1000.0 * b / (b + 32.0))
+}
+
+#[test]
+fn one_flat_doubling_among_steep_ones_is_noise_not_the_knee() {
+    // Launch-bound: throughput grows with the batch, except one noisy point at 16 (reached
+    // by a ×4 stride from 4).
+    let noisy = |b: u32| Some(if b == 16 { 420.0 } else { f64::from(b) * 100.0 });
+    let (ran, _, limit) = drive_model(
+        BatchPlan::Search { start: 1, max: 64 },
+        u64::MAX,
+        u64::MAX,
+        true,
+        |b| 1000 + 100 * u64::from(b),
+        noisy,
+    );
+    assert_eq!(ran, vec![1, 2, 4, 16, 32, 64]);
+    assert_eq!(limit, Limit::MaxBatch);
+}
+
+/// The H200's vit-tiny training step (bench/results): flat at 36 ms up to batch 64 (kernel
+/// launches), then growing with the batch at 0.27 ms per sample.
+fn h200_vit(b: u32) -> Option<f64> {
+    let b = f64::from(b);
+    Some(b / (0.036_f64).max(0.000_27 * b))
+}
+
+#[test]
+fn the_launch_bound_range_is_crossed_in_strides_of_four() {
+    let (ran, _, limit) = drive_model(
+        BatchPlan::Search {
+            start: 1,
+            max: 1 << 20,
+        },
+        500_000,
+        u64::MAX,
+        true,
+        |b| 1000 + 100 * u64::from(b),
+        h200_vit,
+    );
+    // ×4 while the step time is flat (1 -> 2 -> 4 -> 16 -> 64 -> 256); 64 -> 256 gained less
+    // than ×3.6, so it doubles again until the plateau, then jumps to the memory line.
+    assert_eq!(&ran[..6], &[1, 2, 4, 16, 64, 256], "ran {ran:?}");
+    assert!(!ran.contains(&8) && !ran.contains(&32) && !ran.contains(&128));
+    assert_eq!(limit, Limit::Budget);
+    let fit = ran
+        .iter()
+        .copied()
+        .filter(|b| 1000 + 100 * u64::from(*b) <= 500_000)
+        .max()
+        .unwrap_or(0);
+    assert!(fit >= 4990 * 98 / 100, "ran {ran:?}");
+    // Without prediction it never strides.
+    let (plain, _, _) = drive_model(
+        BatchPlan::Search { start: 1, max: 64 },
+        u64::MAX,
+        u64::MAX,
+        false,
+        |b| 1000 + 100 * u64::from(b),
+        h200_vit,
+    );
+    assert_eq!(plain, vec![1, 2, 4, 8, 16, 32, 64]);
+}
+
+#[test]
+fn a_plateau_jumps_to_the_predicted_limit_and_verifies_it() {
+    // Linear device; budget fits 990. The doubling 256 -> 512 gains nothing, so the planner
+    // goes straight to 980 (1 % under the line's answer), runs it, and stops on the
+    // prediction that the batch 2 % above does not fit.
+    let (ran, skipped, limit) = drive_model(
+        BatchPlan::Search {
+            start: 1,
+            max: 1 << 20,
+        },
+        100_000,
+        u64::MAX,
+        true,
+        |b| 1000 + 100 * u64::from(b),
+        knee_at_256,
+    );
+    // 1 -> 2 -> 4 nearly doubled throughput twice: a ×4 stride to 16.
+    assert_eq!(ran, vec![1, 2, 4, 16, 32, 64, 128, 256, 512, 980]);
+    assert_eq!(skipped, vec![999]);
+    assert_eq!(limit, Limit::Budget);
+}
+
+#[test]
+fn a_line_that_underestimates_is_corrected_by_the_verified_point() {
+    // Memory grows faster above 600 than the small points say (true limit 898): the jump
+    // lands over budget, is measured there, and the next line through that point lands
+    // within 2 % below the limit without ever answering a batch that does not fit.
+    let peak = |b: u32| {
+        let b = u64::from(b);
+        1000 + 100 * b + if b > 600 { 10 * (b - 600) * 4 } else { 0 }
+    };
+    let limit_batch = (1..5000).filter(|b| peak(*b) <= 100_000).max().unwrap_or(0);
+    let (ran, _, limit) = drive_model(
+        BatchPlan::Search {
+            start: 1,
+            max: 1 << 20,
+        },
+        100_000,
+        u64::MAX,
+        true,
+        peak,
+        knee_at_256,
+    );
+    assert_eq!(limit, Limit::Budget);
+    let fit = ran
+        .iter()
+        .copied()
+        .filter(|b| peak(*b) <= 100_000)
+        .max()
+        .unwrap_or(0);
+    assert!(
+        fit <= limit_batch && f64::from(fit) >= f64::from(limit_batch) * 0.98,
+        "found {fit} of {limit_batch}; ran {ran:?}"
+    );
+    // Few large points: the doubling stopped at 512, then at most three verifications.
+    assert!(ran.iter().filter(|b| **b > 512).count() <= 3, "{ran:?}");
+}
+
+#[test]
+fn peaks_that_step_with_block_sizes_never_run_a_point_over_budget() {
+    // Reserved memory grows in blocks, so measured peaks step above the true line (here in
+    // steps of 3000 bytes, 30 batches); the H200 showed it as a jump to 4246 over budget,
+    // then 4215 and 4214 over by a few MB before 4213 fitted. Aiming 1 % under the line
+    // lands fitting batches only: here 938 (the first line, through two stepped peaks, is
+    // 4 % high), then 968, within 2 % of the limit.
+    let peak = |b: u32| (1000 + 100 * u64::from(b)).div_ceil(3000) * 3000;
+    let limit_batch = (1..5000).filter(|b| peak(*b) <= 100_000).max().unwrap_or(0);
+    let (ran, _, limit) = drive_model(
+        BatchPlan::Search {
+            start: 1,
+            max: 1 << 20,
+        },
+        100_000,
+        u64::MAX,
+        true,
+        peak,
+        knee_at_256,
+    );
+    assert_eq!(limit, Limit::Budget);
+    let large: Vec<u32> = ran.iter().copied().filter(|b| *b > 512).collect();
+    assert!(large.len() <= 2, "{ran:?}");
+    assert!(large.iter().all(|b| peak(*b) <= 100_000), "{ran:?}");
+    let fit = large.iter().copied().max().unwrap_or(0);
+    assert!(
+        f64::from(fit) >= f64::from(limit_batch) * 0.98,
+        "found {fit} of {limit_batch}"
+    );
+}
+
+#[test]
+fn a_device_oom_below_the_line_narrows_geometrically() {
+    // The line says 990 fits the budget, but the device fails above 700 with no peak to
+    // learn from: the planner must still end within 2 % of 700, below it.
+    let (ran, _, limit) = drive_model(
+        BatchPlan::Search {
+            start: 1,
+            max: 1 << 20,
+        },
+        100_000,
+        71_000,
+        true,
+        |b| 1000 + 100 * u64::from(b),
+        knee_at_256,
+    );
+    assert_eq!(limit, Limit::Oom);
+    let fit = ran
+        .iter()
+        .copied()
+        .filter(|b| 1000 + 100 * u64::from(*b) <= 71_000)
+        .max()
+        .unwrap_or(0);
+    assert!((686..=700).contains(&fit), "found {fit}; ran {ran:?}");
+    assert!(ran.len() <= 20, "{ran:?}");
+}
+
+#[test]
+fn oom_bounds_the_search_when_prediction_is_off() {
+    let (ran, _, limit) = drive(
+        BatchPlan::Search {
+            start: 1,
+            max: 4096,
+        },
+        u64::MAX,
+        30_000,
+        false,
+    );
+    assert_eq!(limit, Limit::Oom);
+    assert!(ran.contains(&512), "{ran:?}");
+    let fit = ran
+        .iter()
+        .copied()
+        .filter(|b| 1000 + 100 * u64::from(*b) <= 30_000)
+        .max()
+        .unwrap_or(0);
+    assert!((284..=290).contains(&fit), "found {fit}");
+}
+
+#[test]
+fn max_batch_is_visited_exactly() {
+    let (ran, skipped, limit) = drive(
+        BatchPlan::Search { start: 4, max: 100 },
+        u64::MAX,
+        u64::MAX,
+        true,
+    );
+    assert_eq!(ran, vec![4, 8, 16, 32, 64, 100]);
+    assert!(skipped.is_empty());
+    assert_eq!(limit, Limit::MaxBatch);
+}
+
+#[test]
+fn explicit_list_stops_at_first_failure() {
+    let plan = BatchPlan::Explicit {
+        batches: vec![1, 10, 100, 1000],
+    };
+    let (ran, skipped, limit) = drive(plan, 50_000, u64::MAX, true);
+    assert_eq!(ran, vec![1, 10, 100]);
+    assert_eq!(skipped, vec![1000]);
+    assert_eq!(limit, Limit::Budget);
+}
+
+#[test]
+fn first_point_failing_ends_the_sweep() {
+    let (ran, _, limit) = drive(BatchPlan::Search { start: 1, max: 64 }, 500, u64::MAX, true);
+    assert_eq!(ran, vec![1]);
+    assert_eq!(limit, Limit::Budget);
+}
+
+#[test]
+fn an_error_ends_the_sweep() {
+    let mut p = Planner::new(BatchPlan::Search { start: 1, max: 64 }, 100, None, true);
+    assert_eq!(
+        p.next_step(),
+        Next::Run {
+            batch: 1,
+            predicted: None
+        }
+    );
+    p.record(1, PointStatus::Error, None, None);
+    assert_eq!(
+        p.next_step(),
+        Next::Done {
+            limit: Limit::Error
+        }
+    );
+}
+
+/// A costly sweep against a device whose peak is `1000 + 100·batch`, OOM above `capacity`,
+/// throughput `sps`: the batches run, the batches refused on prediction, and the end.
+fn drive_costly(
+    budget: u64,
+    capacity: u64,
+    sps: impl Fn(u32) -> f64,
+) -> (Vec<u32>, Vec<u32>, Limit) {
+    let plan = BatchPlan::Search {
+        start: 16,
+        max: 65536,
+    };
+    let mut p = Planner::new(plan, budget, None, true).costly();
+    let (mut ran, mut skipped) = (Vec::new(), Vec::new());
+    for _ in 0..50 {
+        match p.next_step() {
+            Next::Run { batch, .. } => {
+                ran.push(batch);
+                let peak = 1000 + 100 * u64::from(batch);
+                let status = if peak > capacity {
+                    PointStatus::Oom
+                } else if peak > budget {
+                    PointStatus::OverBudget
+                } else {
+                    PointStatus::Ok
+                };
+                let ok = status == PointStatus::Ok;
+                p.record(
+                    batch,
+                    status,
+                    (status != PointStatus::Oom).then_some(peak),
+                    ok.then(|| sps(batch)),
+                );
+            }
+            Next::Skip { batch, .. } => {
+                skipped.push(batch);
+                p.record(batch, PointStatus::OverBudget, None, None);
+            }
+            Next::Done { limit } => return (ran, skipped, limit),
+        }
+    }
+    panic!("costly planner did not finish");
+}
+
+/// Measured in a CI run on a loaded machine (a 1400 MiB budget): the line from 16 and 64
+/// underestimated the jump, which went 5 % over; the start that fitted below it put the
+/// line's fit within the aim, so the next is refused on its prediction, not run 0.3 % over.
+#[test]
+fn a_jump_over_budget_then_a_fit_near_the_line_refuses_the_next_on_its_prediction() {
+    let plan = BatchPlan::Search {
+        start: 16,
+        max: 65536,
+    };
+    let budget = 1400u64 << 20;
+    let mut p = Planner::new(plan, budget, None, true).costly();
+    for (batch, status, peak) in [
+        (16, PointStatus::Ok, 634_101_760),
+        (64, PointStatus::Ok, 646_770_688),
+        (3079, PointStatus::OverBudget, 1_513_562_112),
+        (2832, PointStatus::Ok, 1_436_094_464),
+    ] {
+        let sps = (status == PointStatus::Ok).then_some(f64::from(batch));
+        p.record(batch, status, Some(peak), sps);
+    }
+    match p.next_step() {
+        Next::Skip { batch, predicted } => {
+            assert!(batch > 2832 && batch < 3079, "{batch}");
+            assert!(predicted > budget);
+        }
+        other => panic!("the next must be refused on its prediction: {other:?}"),
+    }
+}
+
+/// A start that failed at a batch the line says fits (its process held little before it
+/// died): the gap narrows in the log, never one batch at a time.
+#[test]
+fn a_costly_failure_the_line_does_not_explain_narrows_geometrically() {
+    let plan = BatchPlan::Search {
+        start: 16,
+        max: 65536,
+    };
+    let mut p = Planner::new(plan, 20 << 30, None, true).costly();
+    let mut ran = Vec::new();
+    for _ in 0..40 {
+        match p.next_step() {
+            Next::Run { batch, .. } => {
+                ran.push(batch);
+                // 300 MiB of runtime, 256 KiB a sample; batches over 300 fail at once.
+                let peak = (300 << 20) + 262_144 * u64::from(batch);
+                if batch > 300 {
+                    p.record(batch, PointStatus::Oom, Some(300 << 20), None);
+                } else {
+                    p.record(batch, PointStatus::Ok, Some(peak), Some(f64::from(batch)));
+                }
+            }
+            Next::Skip { batch, .. } => p.record(batch, PointStatus::OverBudget, None, None),
+            Next::Done { .. } => break,
+        }
+    }
+    assert!(ran.len() <= 16, "{ran:?}");
+    assert!(ran.iter().any(|b| (250..=300).contains(b)), "{ran:?}");
+}
+
+#[test]
+fn a_costly_sweep_spends_two_small_points_one_verified_jump_and_the_knee() {
+    // Budget fits (200_000 - 1000) / 100 = 1990; throughput saturates around 256.
+    let (ran, skipped, limit) = drive_costly(200_000, u64::MAX, |b| {
+        let b = f64::from(b);
+        2200.0 * b / (b + 20.0)
+    });
+    assert_eq!(limit, Limit::Budget);
+    assert_eq!(
+        &ran[..2],
+        &[16, 64],
+        "the memory line from two small points"
+    );
+    let jump = ran[2];
+    assert!(
+        (1910..=1990).contains(&jump),
+        "straight to the line's fit, verified: {ran:?}"
+    );
+    // The next batch past the verified one is refused on its prediction, never run.
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert!(skipped[0] > jump);
+    // Then the knee between 64 and the jump, until its neighbours are at most ×4 apart.
+    assert!(ran.len() <= 5, "few processes: {ran:?}");
+    let mut ok: Vec<u32> = ran.clone();
+    ok.sort_unstable();
+    let sps = |b: u32| 2200.0 * f64::from(b) / (f64::from(b) + 20.0);
+    let best = ok.iter().map(|b| sps(*b)).fold(0.0, f64::max);
+    let knee = ok
+        .iter()
+        .copied()
+        .find(|b| sps(*b) >= best * 0.95)
+        .expect("knee");
+    let below = ok.iter().copied().rev().find(|b| *b < knee).expect("below");
+    assert!(
+        f64::from(knee) / f64::from(below) <= COSTLY_KNEE_RATIO,
+        "{ok:?}"
+    );
+}
+
+/// What a sweep begins ahead: the start the planner asks for next when the one measured now
+/// comes out as foreseen, and nothing it would not ask for.
+#[test]
+fn the_next_start_is_foreseen_and_only_asked_for_when_the_outcome_needs_it() {
+    let plan = BatchPlan::Search {
+        start: 16,
+        max: 65536,
+    };
+    let mut p = Planner::new(plan, 200_000, None, true).costly();
+    let peak = |b: u32| 1000 + 100 * u64::from(b);
+    assert!(matches!(p.next_step(), Next::Run { batch: 16, .. }));
+    assert_eq!(
+        p.speculate(16, None),
+        Some(64),
+        "4× the first, whatever it measures"
+    );
+    p.record(16, PointStatus::Ok, Some(peak(16)), Some(160.0));
+    assert!(matches!(p.next_step(), Next::Run { batch: 64, .. }));
+    p.record(64, PointStatus::Ok, Some(peak(64)), Some(640.0));
+    let Next::Run {
+        batch: jump,
+        predicted,
+    } = p.next_step()
+    else {
+        panic!("the jump")
+    };
+    assert!(predicted.is_some() && jump > 1000, "{jump}");
+    let foreseen = p.speculate(jump, predicted).expect("the knee's point");
+    assert!(foreseen > 64 && foreseen < jump, "{foreseen}");
+    let next_after = |mut q: Planner, sps: f64| {
+        q.record(jump, PointStatus::Ok, Some(peak(jump)), Some(sps));
+        loop {
+            match q.next_step() {
+                Next::Run { batch, .. } => return Some(batch),
+                Next::Skip { batch, .. } => q.record(batch, PointStatus::OverBudget, None, None),
+                Next::Done { .. } => return None,
+            }
+        }
+    };
+    // Throughput still growing with the batch: the knee lies between 64 and the jump, and
+    // the planner asks for exactly the start begun ahead.
+    assert_eq!(
+        next_after(p.clone(), 10.0 * f64::from(jump)),
+        Some(foreseen)
+    );
+    // Flat after 64: no knee point is needed, the start begun ahead is not asked for.
+    assert_eq!(next_after(p, 640.0), None);
+}
+
+#[test]
+fn a_costly_sweep_narrows_after_an_oom_and_stops_on_an_error() {
+    // The device runs out at (50_000 - 1000) / 100 = 490 while the budget says 1990.
+    let (ran, _, limit) = drive_costly(200_000, 50_000, f64::from);
+    assert_eq!(limit, Limit::Oom);
+    let fit = ran
+        .iter()
+        .copied()
+        .filter(|b| 1000 + 100 * u64::from(*b) <= 50_000)
+        .max();
+    assert!(fit.is_some_and(|f| f >= 400), "{ran:?}");
+    assert!(ran.len() <= 12, "{ran:?}");
+    let mut p = Planner::new(
+        BatchPlan::Search {
+            start: 16,
+            max: 1024,
+        },
+        1 << 30,
+        None,
+        true,
+    )
+    .costly();
+    assert!(matches!(p.next_step(), Next::Run { batch: 16, .. }));
+    p.record(16, PointStatus::Error, None, None);
+    assert_eq!(
+        p.next_step(),
+        Next::Done {
+            limit: Limit::Error
+        }
+    );
+}

@@ -1,0 +1,332 @@
+//! The contention tests.
+
+use super::*;
+
+#[test]
+fn a_light_sampler_reads_the_process_list_only_when_it_can_matter() {
+    let cfg = ContentionConfig::default();
+    let read_at = |s: &Sampler| s.last_procs.as_ref().map(|(at, _)| *at);
+    let mut s = Sampler::new();
+    s.set_light(true);
+    // The first sample reads it (nothing to keep yet).
+    let first = s.sample(&cfg, &[], None);
+    assert!(first.processes > 0);
+    let at = read_at(&s).expect("read");
+    // Plenty available (no need measured, this test machine far from its reserve): kept.
+    let m = crate::sysmem::system_memory().expect("meminfo");
+    let reserve = reserve_bytes(m.total, &cfg);
+    if m.available > reserve + (1 << 30) {
+        let again = s.sample(&cfg, &[], None);
+        assert_eq!(read_at(&s), Some(at), "read again while nothing could fire");
+        assert_eq!(again.processes, first.processes, "the kept list");
+    }
+    // A need larger than the memory: short, so the apps could matter: read again.
+    let need = Need {
+        bytes: m.total,
+        source: "a test".into(),
+    };
+    s.sample(&cfg, &[], Some(need.clone()));
+    let short = read_at(&s).expect("read");
+    assert!(short > at, "short of memory: read again");
+    // Not light (the popover open): read every time.
+    s.set_light(false);
+    s.sample(&cfg, &[], None);
+    assert!(read_at(&s).expect("read") > short);
+    // Light again, but the reading too old: read again.
+    s.set_light(true);
+    s.last_procs = s
+        .last_procs
+        .take()
+        .map(|(at, p)| (at - LIGHT_REFRESH - std::time::Duration::from_secs(1), p));
+    let old = read_at(&s).expect("read");
+    s.sample(&cfg, &[], None);
+    assert!(
+        read_at(&s).expect("read") > old,
+        "older than a minute: read again"
+    );
+}
+
+fn p(pid: u32, parent: u32, name: &str, exe: &str, mib: u64) -> Proc {
+    Proc {
+        pid,
+        parent: (parent != 0).then_some(parent),
+        name: name.into(),
+        exe: (!exe.is_empty()).then(|| exe.into()),
+        arg0: None,
+        bytes: mib << 20,
+    }
+}
+
+#[test]
+fn names_match_whole_words_at_the_start() {
+    assert!(names("Code", "Code Helper (Renderer)"));
+    assert!(names("code", "Code"));
+    assert!(!names("Code", "Codex"));
+    assert!(!names("zoom", "zoom.us"));
+    assert!(names("zoom.us", "zoom.us"));
+    assert!(!names("", "anything"));
+    assert_eq!(
+        bundle_name("/Applications/Visual Studio Code.app/Contents/Frameworks/Code Helper (GPU).app/Contents/MacOS/Code Helper (GPU)"),
+        Some("Visual Studio Code")
+    );
+    assert_eq!(bundle_name("/usr/bin/python3"), None);
+}
+
+#[test]
+fn a_mac_desktop_is_attributed_by_bundle_and_tree() {
+    let cfg = ContentionConfig::default();
+    let procs = [
+        p(1, 0, "launchd", "/sbin/launchd", 20),
+        p(100, 1, "zoom.us", "/Applications/zoom.us.app/Contents/MacOS/zoom.us", 900),
+        p(101, 100, "CptHost", "/Applications/zoom.us.app/Contents/Frameworks/CptHost.app/Contents/MacOS/CptHost", 300),
+        p(200, 1, "Electron", "/Applications/Visual Studio Code.app/Contents/MacOS/Electron", 400),
+        p(201, 200, "Code Helper (Renderer)", "/Applications/Visual Studio Code.app/Contents/Frameworks/Code Helper (Renderer).app/Contents/MacOS/Code Helper (Renderer)", 1200),
+        p(202, 200, "zsh", "/bin/zsh", 5),
+        // A training script started in the IDE's terminal is not the IDE's memory.
+        p(203, 202, "python3.11", "/opt/homebrew/bin/python3.11", 6000),
+        p(204, 203, "python3.11", "/opt/homebrew/bin/python3.11", 700),
+        p(300, 1, "Google Chrome", "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome", 800),
+        p(400, 1, "python3.11", "/opt/homebrew/bin/python3.11", 2000),
+    ];
+    let groups = classify(&procs, &cfg, &[400]);
+    let get = |g: Group| groups.iter().find(|x| x.group == g).expect("group");
+    let conf = get(Group::Conferencing);
+    assert_eq!((conf.bytes, conf.processes), (1200 << 20, 2));
+    assert_eq!(conf.apps[0].name, "zoom.us");
+    let ide = get(Group::Ide);
+    assert_eq!((ide.bytes, ide.processes), ((400 + 1200 + 5) << 20, 3));
+    assert_eq!(ide.apps[0].name, "Visual Studio Code");
+    assert_eq!(get(Group::Browser).bytes, 800 << 20);
+    let training = get(Group::Training);
+    assert_eq!((training.bytes, training.processes), (2000 << 20, 1));
+    // The unknown python in the terminal and its worker are "everything else".
+    assert_eq!(get(Group::Other).bytes, (20 + 6000 + 700) << 20);
+    // Told about it, Headroom counts that run and its data-loader worker as training.
+    let groups = classify(&procs, &cfg, &[203]);
+    let training = groups
+        .iter()
+        .find(|x| x.group == Group::Training)
+        .expect("t");
+    assert_eq!(training.bytes, 6700 << 20);
+}
+
+fn system(total_gib: u64, avail_gib: u64, pressure: Option<Pressure>) -> SystemSide {
+    SystemSide {
+        total_bytes: total_gib << 30,
+        available_bytes: avail_gib << 30,
+        swap_used_bytes: Some(0),
+        pressure,
+        pressure_detail: "test".into(),
+    }
+}
+
+fn held(conf_gib: u64, ide_gib: u64) -> Vec<GroupMemory> {
+    [(Group::Conferencing, conf_gib), (Group::Ide, ide_gib)]
+        .into_iter()
+        .map(|(group, g)| GroupMemory {
+            group,
+            bytes: g << 30,
+            processes: 1,
+            apps: Vec::new(),
+        })
+        .collect()
+}
+
+#[test]
+fn apps_over_their_share_raise_contention_only_when_the_need_no_longer_fits() {
+    let cfg = ContentionConfig::default();
+    let need = Need {
+        bytes: 6 << 30,
+        source: "the last sweep of vit-tiny at batch 64".into(),
+    };
+    // 10 of 32 GiB (31 %) held, 5 GiB available < 6 GiB needed: raised, with the figures.
+    let r = judge(&held(6, 4), &system(32, 5, None), Some(&need), None, &cfg);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert!(
+        r[0].contains("10.0 GiB (31 % of 32.0 GiB RAM; threshold 25 %)"),
+        "{}",
+        r[0]
+    );
+    assert!(
+        r[0].contains("below the 6.0 GiB the last sweep of vit-tiny at batch 64 needs plus a 15 % reserve (4.8 GiB)"),
+        "{}",
+        r[0]
+    );
+    // Need plus reserve is 10.8 GiB: 10 GiB available is short, 11 GiB is not.
+    assert!(!judge(&held(6, 4), &system(32, 10, None), Some(&need), None, &cfg).is_empty());
+    assert!(judge(&held(6, 4), &system(32, 11, None), Some(&need), None, &cfg).is_empty());
+    // Short on memory but the apps hold under their share: not theirs to blame.
+    assert!(judge(&held(2, 2), &system(32, 5, None), Some(&need), None, &cfg).is_empty());
+    // No measured need: the floor is 15 % of RAM.
+    assert!(!judge(&held(6, 4), &system(32, 4, None), None, None, &cfg).is_empty());
+    assert!(judge(&held(6, 4), &system(32, 5, None), None, None, &cfg).is_empty());
+}
+
+/// A local LLM server (Ollama's daemon and its runner, LM Studio's app, llama.cpp's server)
+/// is a group of its own, and its memory counts with conferencing and IDEs, named.
+#[test]
+fn local_llm_servers_are_grouped_and_count_toward_contention() {
+    let cfg = ContentionConfig::default();
+    let procs = [
+        p(1, 0, "launchd", "/sbin/launchd", 20),
+        p(
+            100,
+            1,
+            "ollama",
+            "/Applications/Ollama.app/Contents/Resources/ollama",
+            300,
+        ),
+        p(
+            101,
+            100,
+            "ollama",
+            "/Applications/Ollama.app/Contents/Resources/ollama",
+            4700,
+        ),
+        p(
+            200,
+            1,
+            "LM Studio",
+            "/Applications/LM Studio.app/Contents/MacOS/LM Studio",
+            900,
+        ),
+        p(
+            300,
+            1,
+            "llama-server",
+            "/opt/homebrew/bin/llama-server",
+            2100,
+        ),
+        p(400, 1, "python3.11", "/opt/homebrew/bin/python3.11", 2000),
+    ];
+    let groups = classify(&procs, &cfg, &[400]);
+    let llm = groups
+        .iter()
+        .find(|g| g.group == Group::LocalLlm)
+        .expect("llm group");
+    assert_eq!(
+        (llm.bytes, llm.processes),
+        ((300 + 4700 + 900 + 2100) << 20, 4)
+    );
+    assert_eq!(llm.apps[0].name, "Ollama");
+    assert_eq!(llm.apps[0].bytes, 5000 << 20);
+    let need = Need {
+        bytes: 6 << 30,
+        source: "run 7 at batch 64".into(),
+    };
+    // 2 GiB of conferencing and IDEs alone is under the 25 % share of 32 GiB...
+    assert!(judge(&held(1, 1), &system(32, 5, None), Some(&need), None, &cfg).is_empty());
+    // ...with the LLM servers' 7.8 GiB it is over, and the reason names them.
+    let mut with = held(1, 1);
+    with.push(llm.clone());
+    let r = judge(&with, &system(32, 5, None), Some(&need), None, &cfg);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert!(
+        r[0].starts_with("conferencing, IDEs and local LLM servers (Ollama 4.9 GiB, llama-server 2.1 GiB, LM Studio 900 MiB) hold 9.8 GiB"),
+        "{}",
+        r[0]
+    );
+}
+
+#[test]
+fn swap_growth_and_os_pressure_raise_it_on_their_own() {
+    let cfg = ContentionConfig::default();
+    let calm = system(32, 20, Some(Pressure::Normal));
+    assert!(judge(&[], &calm, None, Some((256 << 20) - 1), &cfg).is_empty());
+    let r = judge(&[], &calm, None, Some(256 << 20), &cfg);
+    assert!(r[0].contains("swap grew by 256 MiB"), "{r:?}");
+    let r = judge(
+        &[],
+        &system(32, 20, Some(Pressure::Critical)),
+        None,
+        None,
+        &cfg,
+    );
+    assert!(r[0].contains("critical memory pressure (test)"), "{r:?}");
+}
+
+fn fixture(name: &str) -> String {
+    let path = format!(
+        "{}/../headroom-core/tests/fixtures/macos/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).expect(&path);
+    // The first line of each fixture names its source.
+    text.lines().skip(1).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn macos_pressure_and_swap_from_real_output() {
+    let levels = fixture("sysctl_memorystatus_vm_pressure_level_light_vs_heavy.txt");
+    let blocks: Vec<&str> = levels.split("\n\n").collect();
+    assert_eq!(
+        parse_vm_pressure_level(blocks[0]),
+        Some((Pressure::Normal, 1))
+    );
+    assert_eq!(
+        parse_vm_pressure_level(blocks[1]),
+        Some((Pressure::Critical, 4))
+    );
+    assert_eq!(parse_vm_pressure_level("2\n"), Some((Pressure::Warn, 2)));
+    assert_eq!(parse_vm_pressure_level("vm.memory_pressure: 0\n"), None);
+    assert_eq!(
+        parse_memory_pressure_free(&fixture("memory_pressure_32gb_86pct.txt")),
+        Some(86)
+    );
+    let used = parse_swapusage_used(&fixture("sysctl_n_vm_swapusage_48gb.txt"));
+    assert_eq!(used, Some((4259.25 * 1_048_576.0_f64) as u64));
+}
+
+#[test]
+fn linux_psi_and_swap() {
+    let psi = parse_psi("some avg10=12.50 avg60=3.00 avg300=1.00 total=123\nfull avg10=6.25 avg60=0.00 avg300=0.00 total=5\n").expect("psi");
+    assert_eq!(
+        psi,
+        Psi {
+            some_avg10: 12.5,
+            full_avg10: 6.25
+        }
+    );
+    let cfg = ContentionConfig::default();
+    assert_eq!(psi_pressure(psi, &cfg), Pressure::Critical);
+    assert_eq!(
+        psi_pressure(
+            Psi {
+                some_avg10: 10.0,
+                full_avg10: 4.99
+            },
+            &cfg
+        ),
+        Pressure::Warn
+    );
+    assert_eq!(
+        psi_pressure(
+            Psi {
+                some_avg10: 9.99,
+                full_avg10: 0.0
+            },
+            &cfg
+        ),
+        Pressure::Normal
+    );
+    assert_eq!(parse_psi("garbage"), None);
+    let meminfo = "MemTotal: 100 kB\nSwapTotal:  2097148 kB\nSwapFree:   1048574 kB\n";
+    assert_eq!(parse_meminfo_swap_used(meminfo), Some(1_048_574 * 1024));
+}
+
+#[test]
+fn this_machine_samples_itself() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let mut s = Sampler::new();
+    let r = s.sample(&ContentionConfig::default(), &[std::process::id()], None);
+    assert!(r.processes > 1);
+    assert!(r.system.total_bytes > 0);
+    assert!(
+        r.bytes(Group::Training) > 0,
+        "this test process is the training run"
+    );
+    let again = s.sample(&ContentionConfig::default(), &[], None);
+    assert!(again.swap_growth_bytes.is_some());
+}
