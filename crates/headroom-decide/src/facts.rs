@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::table::Column;
 
+/// MLX against Headroom's torch figure for one workload at one batch (`sweep --compare mlx`).
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MlxFact {

@@ -88,8 +88,6 @@ pub struct Reason {
     pub text: String,
 }
 
-/// MLX against Headroom's torch figure for one workload at one batch (`sweep --compare mlx`).
-
 /// One column of the table.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
