@@ -672,6 +672,7 @@ mod tests {
                 footprint_bytes: Some(u64::from(400 + 64 * e) << 20),
                 seconds: 0.1,
                 samples_per_s: Some(1000.0),
+                cache_before_bytes: None,
             });
         }
         redraw(&mut s, &EpochThresholds::default());

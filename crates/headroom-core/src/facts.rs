@@ -430,10 +430,18 @@ fn judged_epochs(
     }
 }
 
+/// Memory over epochs, newest first, from `headroom epochs` runs and from the user's own runs
+/// (`headroom run`, three epochs or more): the newest judges, and the newest with a release
+/// (`--release`, or a sweep over `release`) says whether a leak survives it.
 fn epoch_facts(ledger: &Ledger, runs: &[RunRecord], f: &mut Facts) -> Result<(), CoreError> {
     let mut first = true;
-    for run in complete(runs, RunKind::Epochs) {
-        let Some(fact) = epoch_fact(ledger, run)? else {
+    for run in runs {
+        let fact = match run.kind {
+            RunKind::Epochs if run.status == RunStatus::Complete => epoch_fact(ledger, run)?,
+            RunKind::Run => user_epoch_fact(run),
+            _ => None,
+        };
+        let Some(fact) = fact else {
             continue;
         };
         if first {
@@ -446,6 +454,23 @@ fn epoch_facts(ledger: &Ledger, runs: &[RunRecord], f: &mut Facts) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// A user's run with its epochs judged (three or more): the verdict, with the release the
+/// observer applied at each epoch end ("none" without one).
+fn user_epoch_fact(run: &RunRecord) -> Option<EpochFact> {
+    let (_, o) = user_runs(std::slice::from_ref(run)).next()?;
+    if o.verdict.kind == EpochVerdictKind::TooShort {
+        return None;
+    }
+    let release = o
+        .observed
+        .as_ref()
+        .and_then(|x| x.release_forced.clone())
+        .unwrap_or_else(|| "none".to_owned());
+    let source = format!("your run {} (`{}`)", o.run_id, o.command);
+    let epochs = u32::try_from(o.epochs.len()).unwrap_or(u32::MAX);
+    Some(judged_epochs(o.run_id, source, &o.verdict, epochs, release))
 }
 
 /// The newest of the user's wrapped runs (`headroom run`) that finished or failed, with what it

@@ -41,6 +41,14 @@ pub const AMP_ENV: &str = "HEADROOM_AMP";
 /// The values `amp` takes, in a sweep or `run --amp`.
 pub const AMP_VALUES: [&str; 3] = ["off", "bf16", "f16"];
 
+/// The environment variable that releases memory at every epoch end the observer sees
+/// (`gc`: `gc.collect()`, `empty-cache`: the device's `empty_cache()`, `both`, `none`):
+/// `run --release`, `run --sweep release=none,both`.
+pub const RELEASE_ENV: &str = "HEADROOM_RELEASE";
+
+/// The values `release` takes, in a sweep or `run --release`.
+pub const RELEASE_VALUES: [&str; 4] = ["none", "gc", "empty-cache", "both"];
+
 pub use headroom_model::observed::*;
 
 /// A line longer than this ends the connection: the observer never writes one.

@@ -20,6 +20,11 @@ pub struct EpochSample {
     pub footprint_bytes: Option<u64>,
     pub seconds: f64,
     pub samples_per_s: Option<f64>,
+    /// With a release at the epoch's end (`run --release`): the allocator's cache before it,
+    /// so that `cache_bytes` against it is what the release gave back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub cache_before_bytes: Option<u64>,
 }
 
 /// The thresholds, with their defaults from field practice.
@@ -230,6 +235,7 @@ mod tests {
                 footprint_bytes: Some(footprint[i]),
                 seconds: 1.0,
                 samples_per_s: sps.get(i).copied(),
+                cache_before_bytes: None,
             })
             .collect()
     }

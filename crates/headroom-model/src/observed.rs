@@ -169,6 +169,10 @@ pub enum Event {
         start: Option<f64>,
         #[serde(default)]
         mem: Option<DeviceMemory>,
+        /// With a release policy: what the allocator kept beyond live tensors before the
+        /// release (`mem` is read after it).
+        #[serde(default)]
+        cache_before: Option<u64>,
     },
     /// A DataLoader's settings, at its first iteration.
     Loader {
@@ -378,6 +382,10 @@ pub struct Observed {
     /// `f16`), or with the same hooks and no autocast (`off`): a sweep over `amp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amp_forced: Option<String>,
+    /// Headroom released memory at every epoch end with this policy (`gc`, `empty-cache`,
+    /// `both`; `none`: asked for no release): `run --release`, or a sweep over `release`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_forced: Option<String>,
 }
 
 impl Observed {
@@ -444,6 +452,8 @@ pub struct ObservedEpoch {
     pub start: Option<f64>,
     pub steps: u64,
     pub mem: Option<DeviceMemory>,
+    /// The allocator's cache before the epoch's release (a release policy on a device).
+    pub cache_before: Option<u64>,
 }
 
 /// The running sum of a run's events.
@@ -565,6 +575,7 @@ impl Observation {
                 steps,
                 start,
                 mem,
+                cache_before,
             } => {
                 if self.main_pid == Some(pid) && !self.observed.inference {
                     return Some(ObservedEpoch {
@@ -573,6 +584,7 @@ impl Observation {
                         start: start.map(|s| (s - started).max(0.0)),
                         steps,
                         mem,
+                        cache_before,
                     });
                 }
             }
@@ -729,6 +741,7 @@ fn note(o: &mut Observed, ev: Event) {
             "checkpoint" => o.checkpointing = true,
             "seed" => o.seed = o.seed.or(value.as_u64()),
             "amp_forced" => o.amp_forced = value.as_str().map(str::to_owned),
+            "release_forced" => o.release_forced = value.as_str().map(str::to_owned),
             _ => {}
         },
         Event::Warning { message, .. } => {

@@ -55,6 +55,7 @@ pub fn run_epochs(req: &EpochsRequest, emit: &mut dyn FnMut(Event)) -> Result<()
             footprint_bytes: sysmem::process_memory().map(|(rss, _)| rss),
             seconds,
             samples_per_s: (seconds > 0.0).then(|| samples / seconds),
+            cache_before_bytes: None,
         }));
     }
     Ok(())

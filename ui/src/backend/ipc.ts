@@ -436,7 +436,12 @@ cache_bytes: number | null,
 /**
  * The process footprint: `phys_footprint` on macOS (what the OS kills on), RSS on Linux.
  */
-footprint_bytes: number | null, seconds: number, samples_per_s: number | null, };
+footprint_bytes: number | null, seconds: number, samples_per_s: number | null, 
+/**
+ * With a release at the epoch's end (`run --release`): the allocator's cache before it,
+ * so that `cache_bytes` against it is what the release gave back.
+ */
+cache_before_bytes?: number, };
 
 export type EpochVerdict = { kind: EpochVerdictKind, live: Trend | null, cache: Trend | null, footprint: Trend | null, throughput: Trend | null, 
 /**

@@ -133,6 +133,12 @@ pub struct RunArgs {
     /// measures both (a command without `{amp}` gets it this way).
     #[arg(long, value_name = "off|bf16|f16")]
     amp: Option<String>,
+    /// Release memory at every epoch end the observer sees, without changing the script:
+    /// `gc.collect()` (gc), the device's `empty_cache()` (empty-cache), both, or none; the
+    /// epoch's memory is read after it. `--sweep release=none,both` runs with and without: a
+    /// leak that survives the release is a leak, growth the release flattens is the cache.
+    #[arg(long, value_name = "none|gc|empty-cache|both")]
+    release: Option<String>,
     #[command(flatten)]
     record: super::record::RecordArgs,
     /// The command, after `--` (or the project's, with --project).
@@ -220,6 +226,9 @@ fn observed_summary(ob: &headroom_core::instrument::Observed) {
     if ob.checkpointing {
         parts.push("activation checkpointing".into());
     }
+    if let Some(r) = ob.release_forced.as_deref().filter(|r| *r != "none") {
+        parts.push(format!("release {r} at every epoch end (set by Headroom)"));
+    }
     if let Some(l) = &ob.loader {
         parts.push(format!(
             "DataLoader num_workers={} pin_memory={} persistent_workers={}{}",
@@ -262,33 +271,34 @@ fn sweep_command(
     use headroom_model::scriptsweep::{combinations, parse_axes, substitute};
     let axes = parse_axes(&a.sweep)?;
     let combos = combinations(&axes);
-    // `amp` without `{amp}` in the command is the observer's (autocast without a code change).
-    let amp_by_observer = !command.iter().any(|x| x.contains("{amp}"));
-    let split = |combo: &[(String, String)]| {
-        let (amp, rest): (Vec<_>, Vec<_>) = combo
-            .iter()
-            .cloned()
-            .partition(|(n, _)| n == "amp" && amp_by_observer);
-        (amp.into_iter().next().map(|(_, v)| v), rest)
+    // An observer's axis (`amp`, `release`) without `{name}` in the command is set by the
+    // observer, without a code change.
+    let by_observer = |n: &str| {
+        observer_axis(n).is_some() && !command.iter().any(|x| x.contains(&format!("{{{n}}}")))
     };
-    // Check every substitution (and amp value) before running anything.
+    let split = |combo: &[(String, String)]| -> (Vec<(String, String)>, Vec<(String, String)>) {
+        combo.iter().cloned().partition(|(n, _)| by_observer(n))
+    };
+    // Check every substitution (and observer value) before running anything.
     let commands = combos
         .iter()
         .map(|c| {
-            let (amp, rest) = split(c);
-            if let Some(v) = &amp {
-                check_amp(v)?;
+            let (observer, rest) = split(c);
+            for (n, v) in &observer {
+                check_observer(n, v)?;
             }
-            Ok((amp, substitute(command, &rest)?))
+            Ok((observer, substitute(command, &rest)?))
         })
         .collect::<Result<Vec<_>>>()?;
     let mut rows = Vec::new();
-    for (i, (combo, (amp, command))) in combos.iter().zip(&commands).enumerate() {
+    for (i, (combo, (observer, command))) in combos.iter().zip(&commands).enumerate() {
         let label: Vec<String> = combo.iter().map(|(n, v)| format!("{n}={v}")).collect();
         eprintln!("headroom: [{}/{}] {}", i + 1, combos.len(), label.join(" "));
         let mut env = opts.env.clone();
-        if let Some(v) = amp {
-            env.push((headroom_core::instrument::AMP_ENV.into(), v.clone()));
+        for (n, v) in observer {
+            if let Some((_, var, _, _)) = observer_axis(n) {
+                env.push(((*var).to_owned(), v.clone()));
+            }
         }
         let o = WatchOptions {
             batch: a.batch.or_else(|| batch_from_args(command)),
@@ -443,15 +453,43 @@ fn run_budget(spec: Option<&str>, sweep: bool) -> Result<Option<u64>> {
     Ok(Some(spec.resolve(m.total, m.available)))
 }
 
-/// `off`, `bf16` or `f16`, else an error naming them.
-fn check_amp(v: &str) -> Result<()> {
-    if headroom_core::instrument::AMP_VALUES.contains(&v) {
+/// The settings the observer applies without a code change: (axis, its environment variable,
+/// its values, what they are).
+const OBSERVER_AXES: [(&str, &str, &[&str], &str); 2] = [
+    (
+        "amp",
+        headroom_core::instrument::AMP_ENV,
+        &headroom_core::instrument::AMP_VALUES,
+        "autocast's dtype, or off",
+    ),
+    (
+        "release",
+        headroom_core::instrument::RELEASE_ENV,
+        &headroom_core::instrument::RELEASE_VALUES,
+        "what to release at each epoch end",
+    ),
+];
+
+fn observer_axis(
+    name: &str,
+) -> Option<&'static (
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    &'static str,
+)> {
+    OBSERVER_AXES.iter().find(|(n, ..)| *n == name)
+}
+
+/// One of the axis's values, else an error naming them.
+fn check_observer(name: &str, v: &str) -> Result<()> {
+    let Some((_, _, values, what)) = observer_axis(name) else {
+        bail!("{name} is not a setting the observer applies");
+    };
+    if values.contains(&v) {
         Ok(())
     } else {
-        bail!(
-            "amp {v:?}: give one of {} (autocast's dtype, or off)",
-            headroom_core::instrument::AMP_VALUES.join(", ")
-        )
+        bail!("{name} {v:?}: give one of {} ({what})", values.join(", "))
     }
 }
 
@@ -598,12 +636,21 @@ fn observer_env(a: &RunArgs) -> Result<Vec<(String, String)>> {
         headroom_core::instrument::STALL_ENV.to_owned(),
         a.stall_after.to_string(),
     )];
-    if let Some(v) = &a.amp {
-        check_amp(v)?;
-        if a.sweep.iter().any(|s| s.trim_start().starts_with("amp=")) {
-            bail!("--amp sets one dtype; --sweep amp=… sweeps it: give one of the two");
+    for (name, value, what) in [
+        ("amp", &a.amp, "one dtype"),
+        ("release", &a.release, "one release"),
+    ] {
+        let Some(v) = value else { continue };
+        check_observer(name, v)?;
+        if a.sweep
+            .iter()
+            .any(|s| s.trim_start().starts_with(&format!("{name}=")))
+        {
+            bail!("--{name} sets {what}; --sweep {name}=… sweeps it: give one of the two");
         }
-        env.push((headroom_core::instrument::AMP_ENV.to_owned(), v.clone()));
+        if let Some((_, var, _, _)) = observer_axis(name) {
+            env.push(((*var).to_owned(), v.clone()));
+        }
     }
     Ok(env)
 }

@@ -15,6 +15,11 @@
 # torch.autocast with that dtype (`off`: the same hooks, no autocast), so that a sweep can
 # measure mixed precision on a script that does not use it.
 #
+# With HEADROOM_RELEASE set (`gc`, `empty-cache`, `both` or `none`), every epoch end it sees
+# first releases memory — `gc.collect()`, the device's `empty_cache()`, or both — and the epoch's
+# memory is read after the release, with the allocator's cache before it: the runbook's release
+# at each epoch, on the user's own script, without a code change.
+#
 # With HEADROOM_GATE set (a sweep that starts its next run while the current one is measured),
 # the process stops before its first batch-sized work (its first DataLoader batch, its first
 # module call or, at the latest, after its first optimizer step) and waits until Headroom creates
@@ -59,6 +64,7 @@ class _Observer:
         except ValueError:
             self.stall_s = 0.0
         self.amp = os.environ.get("HEADROOM_AMP") or None
+        self.release = os.environ.get("HEADROOM_RELEASE") or None
         self.reset()
 
     def reset(self):
@@ -223,6 +229,24 @@ def _memory(torch, device):
     except Exception:
         return None
     return {"device": str(device)}
+
+
+def _release(torch, device, policy):
+    """The release policy at an epoch's end: garbage collected, the device's cache emptied."""
+    import gc
+
+    if policy in ("gc", "both"):
+        gc.collect()
+    if policy in ("empty-cache", "both") and device is not None:
+        try:
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+                torch.cuda.empty_cache()
+            elif device.type == "mps":
+                torch.mps.synchronize()
+                torch.mps.empty_cache()
+        except Exception:
+            pass
 
 
 def _start_method():
@@ -633,16 +657,17 @@ def _install(torch, ob):
         if state["open"] and ran > 0:
             state["epochs"] += 1
             device = ob.device
-            ob.send(
-                {
-                    "ev": "epoch",
-                    "n": state["epochs"],
-                    "steps": ran,
-                    "start": state["start"],
-                    "mem": _memory(torch, device) if device is not None else None,
-                },
-                now=True,
-            )
+            event = {"ev": "epoch", "n": state["epochs"], "steps": ran, "start": state["start"]}
+            if ob.release and ob.release != "none":
+                # What the allocator kept before the release, then the release itself.
+                before = _memory(torch, device) if device is not None else None
+                if before is not None and before.get("reserved") is not None:
+                    event["cache_before"] = max(0, before["reserved"] - before["allocated"])
+                elif before is not None and before.get("driver") is not None:
+                    event["cache_before"] = max(0, before["driver"] - before["allocated"])
+                _release(torch, device, ob.release)
+            event["mem"] = _memory(torch, device) if device is not None else None
+            ob.send(event, now=True)
         state["open"] = False
         if state in ob.open_loaders:
             ob.open_loaders.remove(state)
@@ -725,6 +750,8 @@ def _install(torch, ob):
 
     if ob.amp:
         _force_amp(torch, ob)
+    if ob.release:
+        ob.flag("release_forced", ob.release)
 
     # Host-to-device copies (`.to(device)`, `.cuda()` of a CPU tensor): their time, so that the
     # pin_memory advice rests on a measure. A blocking copy waits for the device's queued work

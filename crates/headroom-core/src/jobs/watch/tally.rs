@@ -125,6 +125,7 @@ impl Tally {
             seconds,
             samples_per_s: (seconds > 0.0 && samples > self.samples_at_epoch)
                 .then(|| (samples - self.samples_at_epoch) / seconds),
+            cache_before_bytes: e.cache_before,
         };
         self.samples_at_epoch = samples;
         self.last_epoch_at = e.at;
@@ -217,6 +218,7 @@ impl Tally {
             footprint_bytes: reading.as_ref().map(|r| r.tree_bytes),
             seconds: at - since.or(self.obs.observed.began_s).unwrap_or(0.0).min(at),
             samples_per_s: None,
+            cache_before_bytes: None,
         };
         // Held lines wait for the observer's epochs, which time the run's epochs when it has
         // any (they arrive on another channel, a moment before or after the line).
