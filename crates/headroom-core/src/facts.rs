@@ -541,6 +541,10 @@ fn run_fact(out: &WatchOutcome) -> RunFact {
         start_method: loader
             .and_then(|l| l.start_method.clone())
             .or_else(|| o.and_then(|o| o.start_method.clone())),
+        disturbed: out
+            .load
+            .as_ref()
+            .and_then(crate::load::PointLoad::disturbance),
     }
 }
 

@@ -113,6 +113,10 @@ pub struct RunFact {
     pub stall: Option<headroom_model::observed::LoaderStall>,
     #[serde(default)]
     pub start_method: Option<String>,
+    /// What disturbed its timing (other processes' cores, memory pressure, swap, a shared
+    /// accelerator), in a few words; `None` when it ran on a quiet machine or was not read.
+    #[serde(default)]
+    pub disturbed: Option<String>,
 }
 
 impl RunFact {

@@ -107,6 +107,7 @@ pub(crate) fn practices(f: &Facts, t: &DecideThresholds, b: &mut Board) {
                 .map(|p| format!(", peak {}", signed_pct(p)))
                 .unwrap_or_default();
             let both = format!("{} vs {}", with.source(), without.source());
+            let disturbed = disturbance(with, without);
             // The ratio's interval from the two runs' (shares add in quadrature), carried to the
             // gain (with / without − 1): a gain this close to the threshold calls nothing.
             let noise = (1.0 + gain).abs()
@@ -114,7 +115,17 @@ pub(crate) fn practices(f: &Facts, t: &DecideThresholds, b: &mut Board) {
                     .step_ci
                     .unwrap_or(0.0)
                     .hypot(without.step_ci.unwrap_or(0.0));
-            if noise > 0.0 && (gain - t.amp_gain).abs() < noise {
+            if let Some(why) = disturbed {
+                b.say(
+                    Rule::WithinNoise,
+                    with.column(),
+                    format!(
+                        "{} against full precision: {} samples/s{peak} ({both}), but {why}: disturbed, no verdict; measure both again on a quieter machine",
+                        with.precision(),
+                        signed_pct(gain),
+                    ),
+                );
+            } else if noise > 0.0 && (gain - t.amp_gain).abs() < noise {
                 b.say(
                     Rule::WithinNoise,
                     with.column(),
@@ -176,7 +187,7 @@ pub(crate) fn practices(f: &Facts, t: &DecideThresholds, b: &mut Board) {
                 with.source(),
                 without.source(),
                 pct(t.checkpoint_saving)
-            ),
+            ) + &disturbance(with, without).map_or_else(String::new, |why| format!("; its cost per step is not judged: {why} — measure both again on a quieter machine")),
         );
     }
     if let Some((new, old)) = &f.rescale {
@@ -496,4 +507,14 @@ fn batch_list(batches: &[u32]) -> String {
         0..=3 => head.join(", "),
         n => format!("{} and {} more up to {}", head.join(", "), n - 3, b[n - 1]),
     }
+}
+
+/// Why a pair's timing cannot be compared: the first of the two runs timed beside other work,
+/// named with what disturbed it.
+pub(crate) fn disturbance(a: &RunFact, b: &RunFact) -> Option<String> {
+    [a, b].into_iter().find_map(|r| {
+        r.disturbed
+            .as_ref()
+            .map(|d| format!("run {} was timed while {d}", r.run_id))
+    })
 }

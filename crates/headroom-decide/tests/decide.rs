@@ -834,6 +834,65 @@ fn a_mixed_precision_gain_inside_the_runs_noise_is_not_called() {
 }
 
 #[test]
+fn a_pair_timed_beside_other_work_is_disturbed_not_judged() {
+    // The report that started this: +941 % "pays here" because the full-precision run was slowed
+    // by other work. One side disturbed is enough to call nothing about speed.
+    let mut without = practice_run(60, 40.0, 40.0, 80.0, &[]);
+    without.disturbed = Some("other processes used 1.9 cores, python3 1.9 of them".into());
+    let with = practice_run(61, 416.0, 3.8, 72.0, &["mps:bfloat16"]);
+    let d = decide(
+        &Facts {
+            amp: Some((with.clone(), without.clone())),
+            ..mac()
+        },
+        &t(),
+    );
+    assert!(
+        d.fired(Rule::WithinNoise) && !d.fired(Rule::MixedPrecision),
+        "{:?}",
+        d.reasons
+    );
+    let text = texts(&d, Rule::WithinNoise);
+    assert!(
+        text[0].starts_with("autocast mps:bfloat16 against full precision: +940 % samples/s")
+            && text[0].contains("run 60 was timed while other processes used 1.9 cores")
+            && text[0].contains("disturbed, no verdict"),
+        "{}",
+        text[0]
+    );
+    // Both quiet: the same pair is judged.
+    without.disturbed = None;
+    let d = decide(
+        &Facts {
+            amp: Some((with, without.clone())),
+            ..mac()
+        },
+        &t(),
+    );
+    assert!(d.fired(Rule::MixedPrecision), "{:?}", d.reasons);
+    // Checkpointing's memory saving still counts; its time cost is not called.
+    let mut ckpt = practice_run(62, 300.0, 9.0, 100.0, &[]);
+    ckpt.checkpointing = true;
+    ckpt.disturbed = Some("swap grew by 512 MiB".into());
+    let d = decide(
+        &Facts {
+            checkpointing: Some((ckpt, without)),
+            ..mac()
+        },
+        &t(),
+    );
+    let text = texts(&d, Rule::Checkpointing);
+    assert!(
+        text[0].contains("saves ")
+            && text[0].contains(
+                "; its cost per step is not judged: run 62 was timed while swap grew by 512 MiB"
+            ),
+        "{}",
+        text[0]
+    );
+}
+
+#[test]
 fn checkpointing_states_memory_saved_against_time_lost_at_its_threshold() {
     let without = practice_run(30, 400.0, 10.0, 80.0, &[]);
     let mut with = practice_run(31, 300.0, 9.0, 100.0, &[]);

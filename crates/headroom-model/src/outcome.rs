@@ -106,6 +106,11 @@ pub struct WatchOutcome {
     /// value of each.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub metrics: std::collections::BTreeMap<String, f64>,
+    /// What else used the cores, the memory and the accelerator while it ran, from the end of
+    /// its warm-up steps (from its start when it showed none), as a sweep's point records it:
+    /// a figure timed beside other work is less sure, and a pair judged on it says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<crate::pointload::PointLoad>,
 }
 
 impl WatchOutcome {

@@ -62,26 +62,66 @@ pub const ACCEL_WARN_SHARE: f64 = 0.25;
 impl PointLoad {
     /// The warnings for a point timed beside other work, one per cause that mattered.
     pub fn warnings(&self, batch: u32) -> Vec<String> {
+        self.warnings_for(&format!("batch {batch}"))
+    }
+
+    /// What disturbed the timing, in a few words (the first cause that mattered), or `None`
+    /// when it was quiet: what a pair of runs judged on the figures must say instead of a
+    /// verdict.
+    pub fn disturbance(&self) -> Option<String> {
+        if self.other_cores >= LOAD_WARN_CORES {
+            let who = self.busiest.as_ref().map_or_else(String::new, |b| {
+                format!(", {b} {:.1} of them", self.busiest_cores)
+            });
+            return Some(format!(
+                "other processes used {:.1} cores{who}",
+                self.other_cores
+            ));
+        }
+        if let Some(p @ (Pressure::Warn | Pressure::Critical)) = self.pressure {
+            return Some(format!(
+                "the OS was under {} memory pressure",
+                if p == Pressure::Warn {
+                    "warning"
+                } else {
+                    "critical"
+                }
+            ));
+        }
+        if let Some(g) = self.swap_growth_bytes.filter(|g| *g >= SWAP_WARN_BYTES) {
+            return Some(format!(
+                "swap grew by {}",
+                crate::budget::format_bytes(g.unsigned_abs())
+            ));
+        }
+        self.accel_others
+            .iter()
+            .find(|u| u.share.is_none_or(|s| s >= ACCEL_WARN_SHARE))
+            .map(|u| format!("{} shared the accelerator", u.name))
+    }
+
+    /// [`PointLoad::warnings`] for what was timed, named (`batch 64`, `run 12`).
+    pub fn warnings_for(&self, what: &str) -> Vec<String> {
         let mut out = Vec::new();
         if self.other_cores >= LOAD_WARN_CORES {
             let who = self.busiest.as_ref().map_or_else(String::new, |b| {
                 format!("{b} used {:.1} cores, ", self.busiest_cores)
             });
             out.push(format!(
-                "batch {batch} was timed while {who}other processes {:.1} cores in all: its throughput may read low; measure again when the machine is quieter",
+                "{what} was timed while {who}other processes {:.1} cores in all: its throughput may read low; measure again when the machine is quieter",
                 self.other_cores
             ));
         }
         if let Some(p @ (Pressure::Warn | Pressure::Critical)) = self.pressure {
             out.push(format!(
-                "batch {batch} was timed under {} memory pressure ({}): the OS was short of memory, so its throughput and peak may not hold on a quieter machine; close memory-heavy apps and measure again",
+                "{what} was timed under {} memory pressure ({}): the OS was short of memory, so its throughput and peak may not hold on a quieter machine; close memory-heavy apps and measure again",
                 if p == Pressure::Warn { "warning" } else { "critical" },
                 self.pressure_detail.as_deref().unwrap_or("the OS's own level")
             ));
         }
         if let Some(g) = self.swap_growth_bytes.filter(|g| *g >= SWAP_WARN_BYTES) {
             out.push(format!(
-                "batch {batch} was timed while swap grew by {}: the machine was paging; its throughput may read low",
+                "{what} was timed while swap grew by {}: the machine was paging; its throughput may read low",
                 crate::budget::format_bytes(g.unsigned_abs())
             ));
         }
@@ -106,7 +146,7 @@ impl PointLoad {
             .collect();
         if !shared.is_empty() {
             out.push(format!(
-                "batch {batch} ran on an accelerator shared with {}: its throughput and memory head-room may read low",
+                "{what} ran on an accelerator shared with {}: its throughput and memory head-room may read low",
                 shared.join(", ")
             ));
         }

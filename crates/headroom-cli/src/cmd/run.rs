@@ -192,6 +192,13 @@ pub fn summary(o: &WatchOutcome) {
     if let Some(v) = &o.pipeline {
         eprintln!("headroom: {v}");
     }
+    for w in o
+        .load
+        .iter()
+        .flat_map(|l| l.warnings_for(&format!("run {}", o.run_id)))
+    {
+        eprintln!("headroom: warning: {w}");
+    }
     if let Some(b) = o.gpu_busy {
         eprintln!("headroom: GPU busy {:.0} % on average", b * 100.0);
     }

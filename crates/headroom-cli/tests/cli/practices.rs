@@ -545,3 +545,36 @@ fn a_leak_that_survives_the_release_goes_remote_and_garbage_the_release_frees_do
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn an_amp_pair_with_one_side_timed_beside_a_busy_process_is_disturbed_not_judged() {
+    let home = Home::new();
+    let train = script(&home, "train.py", TRAIN);
+    let off = run_json(&home, &["--amp", "off"], &[&train]);
+    // A core's worth of other work for the whole of the bf16 run.
+    let mut busy = std::process::Command::new(python())
+        .args(["-c", "while True: pass"])
+        .spawn()
+        .expect("a busy process");
+    let bf16 = run_json(&home, &["--amp", "bf16"], &[&train]);
+    let _ = busy.kill();
+    let _ = busy.wait();
+    let cores = bf16["load"]["other_cores"].as_f64().unwrap_or(0.0);
+    assert!(cores >= 0.5, "the busy process is the run's load: {bf16}");
+    assert!(
+        off["load"]["seconds"].as_f64().is_some(),
+        "every run records its load: {off}"
+    );
+    // No verdict on speed from a disturbed pair: the reason says which run and why.
+    let amp = reasons(&home, "mixed_precision");
+    assert!(amp.is_empty(), "{amp:?}");
+    let noise = reasons(&home, "within_noise");
+    let said = format!("run {} was timed while other processes used", run_id(&bf16));
+    assert!(
+        noise.len() == 1
+            && noise[0].starts_with("autocast cpu:bfloat16 against full precision: ")
+            && noise[0].contains(&said)
+            && noise[0].contains("disturbed, no verdict"),
+        "{noise:?}"
+    );
+}

@@ -146,6 +146,18 @@ pub fn drive(
     let mut child_done = None;
     let (mut asked_at, mut killed_after_grace) = (None::<Instant>, false);
     let (mut told_at, mut told_epochs) = (Instant::now(), 0usize);
+    // What else used the machine while the run was timed, as a sweep's points record it: read
+    // from its start, then again from the end of its warm-up steps once it has them. A sweep's
+    // start (`settle`) is read by its sweep, which also leaves out the starts at their gates.
+    let mut load = (!opts.settle).then(|| {
+        let mut l = crate::load::OtherLoad::new();
+        if own_group {
+            l.exclude_group(pid);
+        }
+        l.start();
+        l
+    });
+    let mut load_from_steps = false;
     // Lines, events and readings until both pipes close (the child and anything holding them
     // is done).
     while readers.iter().any(|h| !h.is_finished()) {
@@ -226,6 +238,12 @@ pub fn drive(
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
+        if !load_from_steps && t.steps() > super::SETTLE_WARMUP {
+            load_from_steps = true;
+            if let Some(l) = load.as_mut() {
+                l.start();
+            }
+        }
         // A command that exited while something it started holds its pipes open: the run ends
         // with the command (its group is told to stop).
         if child_done.is_none() {
@@ -248,6 +266,7 @@ pub fn drive(
             .wait()
             .map_err(|e| CoreError::Worker(format!("wait for {program}: {e}")))?,
     };
+    t.load = load.as_mut().and_then(|l| l.read(&[]));
     stop.store(true, Ordering::SeqCst);
     let _ = sampler_thread.join();
     if let Some(c) = channel {

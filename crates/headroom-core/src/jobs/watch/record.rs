@@ -214,6 +214,7 @@ pub(super) fn finish(
         first_step_s,
         waited_s: end.waited_s,
         metrics: t.metrics.clone(),
+        load: t.load.clone(),
     };
     let out = WatchOutcome {
         pipeline: out.pipeline_verdict(),

@@ -35,6 +35,9 @@ pub(super) struct Tally {
     pub(super) window: Option<usize>,
     /// The metrics reported so far, the last value of each.
     pub(super) metrics: std::collections::BTreeMap<String, f64>,
+    /// Other processes' load while the run was timed (not for a sweep's start, whose sweep
+    /// reads its own).
+    pub(super) load: Option<crate::load::PointLoad>,
 }
 
 /// What reading the command's lines needs.
@@ -261,6 +264,7 @@ impl Tally {
             interrupted: false,
             window: None,
             metrics: std::collections::BTreeMap::new(),
+            load: None,
         }
     }
 
