@@ -545,6 +545,9 @@ fn run_fact(out: &WatchOutcome) -> RunFact {
             .load
             .as_ref()
             .and_then(crate::load::PointLoad::disturbance),
+        syncs_per_step: o.and_then(|o| o.syncs_per_step),
+        sync_share: o.and_then(|o| o.sync_share),
+        sync_site: o.and_then(|o| o.sync_site.clone()),
     }
 }
 

@@ -295,7 +295,41 @@ mod tests {
             micro: None,
             opt: 1,
             skipped: 0,
+            syncs: 0,
+            sync_ms: 0.0,
         }
+    }
+
+    #[test]
+    fn host_syncs_per_iteration_and_their_share_of_the_step_are_summed() {
+        let mut o = Observation::default();
+        for (i, (syncs, sync_ms)) in [(1, 0.0), (1, 3.0), (2, 5.0), (1, 2.0)].iter().enumerate() {
+            let ev: Event = serde_json::from_value(serde_json::json!({
+                "ev": "step", "pid": 7, "t": 100.0 + i as f64, "n": i + 1, "kind": "train",
+                "backward": 1, "opt": 1, "batch": 32, "syncs": syncs, "sync_ms": sync_ms,
+                "ms": if i == 0 { None } else { Some(50.0) },
+            }))
+            .expect("a step event");
+            o.take(ev, 99.0);
+        }
+        let ev: Event = serde_json::from_value(serde_json::json!({
+            "ev": "flag", "pid": 7, "t": 104.0, "name": "sync_site", "value": "train.py:41 .item()"
+        }))
+        .expect("a flag");
+        o.take(ev, 99.0);
+        let ob = &o.observed;
+        assert_eq!(ob.syncs_per_step, Some(1), "the median iteration's count");
+        // 10 ms of 150 timed ms (the first iteration is untimed).
+        let share = ob.sync_share.expect("a share");
+        assert!((share - 10.0 / 150.0).abs() < 1e-9, "{share}");
+        assert_eq!(ob.sync_site.as_deref(), Some("train.py:41 .item()"));
+        // An older observer sends no syncs: none are reported.
+        let mut old = Observation::default();
+        old.take(step(7, 100.0, Some(20.0), 0.0, 1), 99.0);
+        assert_eq!(
+            (old.observed.syncs_per_step, old.observed.sync_share),
+            (None, None)
+        );
     }
 
     /// Issue 38: a process that only ran forward passes (a DataLoader worker whose transforms
@@ -332,6 +366,8 @@ mod tests {
                 micro,
                 opt: 0,
                 skipped,
+                syncs: 0,
+                sync_ms: 0.0,
             }
         };
         o.take(infer(8, 100.0), 99.0);

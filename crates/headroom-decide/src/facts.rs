@@ -117,6 +117,14 @@ pub struct RunFact {
     /// accelerator), in a few words; `None` when it ran on a quiet machine or was not read.
     #[serde(default)]
     pub disturbed: Option<String>,
+    /// Host syncs the program asks for in a typical iteration, the share of step time they
+    /// blocked, and where the first was called.
+    #[serde(default)]
+    pub syncs_per_step: Option<u32>,
+    #[serde(default)]
+    pub sync_share: Option<f64>,
+    #[serde(default)]
+    pub sync_site: Option<String>,
 }
 
 impl RunFact {

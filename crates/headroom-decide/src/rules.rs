@@ -79,6 +79,16 @@ pub(crate) fn your_run(r: &RunFact, t: &DecideThresholds, b: &mut Board) {
         b.say(Rule::DataPipeline, column, format!("{src}: waiting for the DataLoader takes {} of the step (threshold {}): the data pipeline bounds it, not the device; {advice}", pct(share), pct(t.data_share)));
         b.set(column, Status::Risky);
     }
+    if let (Some(n), Some(share)) = (
+        r.syncs_per_step,
+        r.sync_share.filter(|s| *s >= t.sync_share),
+    ) {
+        let site = r
+            .sync_site
+            .as_ref()
+            .map_or_else(String::new, |s| format!(", the first at {s}"));
+        b.say(Rule::SyncPoints, column, format!("{src} syncs the host {n} time{} every iteration{site}: {} of the step waits on it (threshold {}); keep the loss as a tensor and call `.item()` every N steps or at the epoch's end", if n == 1 { "" } else { "s" }, pct(share), pct(t.sync_share)));
+    }
 }
 
 /// The relative change from `base` to `x` (0.25 = 25 % more).

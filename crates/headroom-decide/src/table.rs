@@ -77,6 +77,9 @@ pub enum Rule {
     Rescale,
     /// A DataLoader gave no batch past the stall threshold (a hang, or a pipeline that stalls).
     LoaderHang,
+    /// The program syncs the host every iteration (`loss.item()`, logging) for a share of the
+    /// step.
+    SyncPoints,
 }
 
 /// One reason: the rule, the column it speaks to, and the sentence with its figures.
@@ -159,5 +162,6 @@ pub const SYMPTOMS: &[Symptom] = &[
     Symptom { rule: Rule::Checkpointing, symptom: "the batch you want does not fit", hypothesis: "activations dominate memory; recomputing them in backward trades time for memory", action: "turn activation checkpointing on where the memory saved lets the batch fit; off where it saves little", observe: "`headroom run --sweep ckpt=0,1 -- python train.py --checkpointing {ckpt}`: peak and step time on and off" },
     Symptom { rule: Rule::Rescale, symptom: "a run with gradient accumulation converges differently", hypothesis: "the effective batch changed, the learning rate and schedule did not", action: "scale the learning rate with the effective batch (linear, or square root for adaptive optimizers) and the schedule's step counts with the steps per epoch", observe: "backward calls per optimizer step in each run (`headroom run`, `headroom ledger compare`)" },
     Symptom { rule: Rule::LoaderHang, symptom: "training stops without an error, the process alive", hypothesis: "a DataLoader hang: a worker deadlocked after fork, a dead worker, or a read that never returns", action: "`multiprocessing_context=\"spawn\"` on the DataLoader (or TOKENIZERS_PARALLELISM=false), a `timeout=` to turn the hang into an error, num_workers=0 to tell the dataset from the workers", observe: "`headroom run --stall-after 60`: the stall, its workers alive and the start method" },
+    Symptom { rule: Rule::SyncPoints, symptom: "the device waits between steps; steps are slower than their kernels", hypothesis: "the program syncs the host every iteration: `loss.item()`, `.tolist()`, `.cpu()`, a tensor logged or printed each step", action: "keep the loss as a tensor (`running += loss.detach()`) and call `.item()` every N steps or at the epoch's end; log every N steps", observe: "`headroom run`: host syncs per iteration, the share of the step they block, and where the first is called" },
     Symptom { rule: Rule::Contention, symptom: "the call, the IDE or a local LLM server eat the memory training needs", hypothesis: "memory contention, not the model", action: "close the call or the IDE, unload the local model (`ollama stop MODEL`, LM Studio's eject) or quit its server, or move the run to the remote host", observe: "`headroom contention`: memory by app group (local LLM servers named), swap growth, pressure" },
 ];

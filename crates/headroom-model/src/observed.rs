@@ -154,6 +154,12 @@ pub enum Event {
         opt: u32,
         #[serde(default)]
         skipped: u32,
+        /// Host syncs the program asked for in it (`.item()`, `.tolist()`, a device tensor's
+        /// `.cpu()`), and the milliseconds they blocked.
+        #[serde(default)]
+        syncs: u32,
+        #[serde(default)]
+        sync_ms: f64,
     },
     /// The loop's first batch-sized work (its first batch asked for, module call, backward or
     /// step): where its first epoch's clock starts when epochs come from output lines.
@@ -345,6 +351,15 @@ pub struct Observed {
     pub began_s: Option<f64>,
     /// The share of step time spent copying CPU tensors to the device (steps after the first).
     pub copy_share: Option<f64>,
+    /// Host syncs the program asks for in a typical iteration (`.item()`, `.tolist()`, a device
+    /// tensor's `.cpu()`: the median count), the share of step time they blocked, and where the
+    /// first was called (`train.py:42 .item()`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syncs_per_step: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_share: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_site: Option<String>,
     /// The DataLoader that fed the steps (the first one the program iterated).
     pub loader: Option<LoaderSettings>,
     /// The multiprocessing start method when torch was imported.
@@ -473,6 +488,9 @@ pub struct Observation {
     /// Copy time and step time of the main process's timed steps, ms.
     copy_ms: f64,
     timed_ms: f64,
+    /// How many iterations had each count of host syncs, and the syncs' ms in timed ones.
+    syncs: BTreeMap<u32, u64>,
+    sync_ms: f64,
 }
 
 impl Observation {
@@ -516,6 +534,8 @@ impl Observation {
                 micro,
                 opt,
                 skipped,
+                syncs,
+                sync_ms,
                 ..
             } => {
                 *self.pids.entry(pid).or_insert(0) += 1;
@@ -553,6 +573,14 @@ impl Observation {
                     }
                 }
                 self.take_iteration(t - started, ms, data_ms, copy_ms, backward, batch, mem);
+                *self.syncs.entry(syncs).or_insert(0) += 1;
+                if ms.is_some() {
+                    self.sync_ms += sync_ms;
+                }
+                let o = &mut self.observed;
+                o.syncs_per_step = median_count(&self.syncs).filter(|n| *n > 0);
+                o.sync_share = (self.timed_ms > 0.0 && self.sync_ms > 0.0)
+                    .then(|| (self.sync_ms / self.timed_ms).min(1.0));
                 let micro = micro.unwrap_or(backward).max(1);
                 if let Some(last) = self.steps.last_mut() {
                     last.micro = micro;
@@ -666,6 +694,10 @@ impl Observation {
         self.micro.clear();
         self.copy_ms = 0.0;
         self.timed_ms = 0.0;
+        o.syncs_per_step = None;
+        o.sync_share = None;
+        self.syncs.clear();
+        self.sync_ms = 0.0;
     }
 
     /// Samples an iteration trained: its batch (or `batch`, the one Headroom put into the
@@ -742,6 +774,7 @@ fn note(o: &mut Observed, ev: Event) {
             "seed" => o.seed = o.seed.or(value.as_u64()),
             "amp_forced" => o.amp_forced = value.as_str().map(str::to_owned),
             "release_forced" => o.release_forced = value.as_str().map(str::to_owned),
+            "sync_site" => o.sync_site = value.as_str().map(str::to_owned),
             _ => {}
         },
         Event::Warning { message, .. } => {

@@ -148,6 +148,9 @@ pub struct DecideThresholds {
     /// Activation checkpointing that saves less than this share of peak memory is not worth its
     /// recomputation (0.10 = 10 %).
     pub checkpoint_saving: f64,
+    /// Host syncs every iteration (`loss.item()` and the like) that block at least this share
+    /// of the step are worth moving out of the loop (0.05 = 5 %).
+    pub sync_share: f64,
 }
 
 impl Default for DecideThresholds {
@@ -165,6 +168,7 @@ impl Default for DecideThresholds {
             cuda_parity_required: false,
             amp_gain: 0.10,
             checkpoint_saving: 0.10,
+            sync_share: 0.05,
         }
     }
 }

@@ -384,6 +384,7 @@ impl Config {
         share("decide.slow_layer_share", self.decide.slow_layer_share)?;
         share("decide.mlx_faster", self.decide.mlx_faster)?;
         share("decide.data_share", self.decide.data_share)?;
+        share("decide.sync_share", self.decide.sync_share)?;
         share("decide.amp_gain", self.decide.amp_gain)?;
         share("decide.checkpoint_saving", self.decide.checkpoint_saving)?;
         // Pressure stall percentages: 0–100, the critical level a number too.

@@ -253,6 +253,17 @@ fn observed_summary(ob: &headroom_core::instrument::Observed) {
             c * 100.0
         ));
     }
+    if let Some(n) = ob.syncs_per_step {
+        parts.push(format!(
+            "{n} host sync{} per iteration{}{}",
+            if n == 1 { "" } else { "s" },
+            ob.sync_site
+                .as_deref()
+                .map_or_else(String::new, |s| format!(" (first: {s})")),
+            ob.sync_share
+                .map_or_else(String::new, |s| format!(", {:.0} % of the step", s * 100.0))
+        ));
+    }
     if let Some(seed) = ob.seed {
         parts.push(format!("seed {seed}"));
     }

@@ -578,3 +578,71 @@ fn an_amp_pair_with_one_side_timed_beside_a_busy_process_is_disturbed_not_judged
         "{noise:?}"
     );
 }
+
+/// A classifier whose loop logs every `--every` iterations: the loss with `.item()` and the
+/// batch's predictions with `.tolist()` (a metric gathered on the host), both host syncs.
+const SYNCS: &str = r#"
+import argparse
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+p = argparse.ArgumentParser()
+p.add_argument("--every", type=int, default=1)
+a = p.parse_args()
+torch.manual_seed(5)
+x = torch.randn(8192, 64)
+y = (x[:, 0] > 0).long()
+loader = DataLoader(TensorDataset(x, y), batch_size=512, shuffle=True)
+model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64))
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+seen = []
+for epoch in range(2):
+    for i, (xb, yb) in enumerate(loader):
+        out = model(xb)
+        loss = nn.functional.cross_entropy(out, yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if i % a.every == 0:
+            running = loss.item()
+            seen.extend(out.detach().tolist())
+print(f"loss {running:.4f}", flush=True)
+"#;
+
+#[test]
+fn host_syncs_every_iteration_are_counted_and_named_with_their_share_of_the_step() {
+    let home = Home::new();
+    let train = script(&home, "train.py", SYNCS);
+    let run = run_json(&home, &[], &[&train]);
+    let ob = &run["observed"];
+    assert_eq!(
+        ob["syncs_per_step"], 2,
+        "loss.item() and out.tolist(): {ob}"
+    );
+    let site = ob["sync_site"].as_str().unwrap_or_default();
+    assert!(
+        site.starts_with("train.py:") && site.ends_with(" .item()"),
+        "{ob}"
+    );
+    // Adam reads its step counts with .item() inside torch: not the program's syncs.
+    let share = ob["sync_share"].as_f64().expect("a share");
+    assert!(share > 0.0 && share < 1.0, "{ob}");
+    // Gathering 512 × 64 predictions on the host each iteration is a real share of a step this
+    // small (about a fifth on this VM), well over the 5 % threshold.
+    assert!(share >= 0.05, "{ob}");
+    let said = reasons(&home, "sync_points");
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains("syncs the host 2 times every iteration, the first at train.py:")
+            && said[0].contains(&format!("run {}", run_id(&run))),
+        "{}",
+        said[0]
+    );
+    // Logging every 8 iterations: the typical iteration syncs nothing, and no rule fires.
+    let home = Home::new();
+    let train = script(&home, "train.py", SYNCS);
+    let run = run_json(&home, &[], &[&train, "--every", "8"]);
+    assert!(run["observed"]["syncs_per_step"].is_null(), "{run}");
+    assert!(reasons(&home, "sync_points").is_empty());
+}

@@ -108,6 +108,11 @@ class _Observer:
         self.last_stepper = None
         self.loader_batches = 0
         self.open_loaders = []
+        # Host syncs the program asked for in the open iteration (`.item()`, `.tolist()`, a
+        # device tensor's `.cpu()`), and the time they took.
+        self.syncs = 0
+        self.sync_s = 0.0
+        self.sync_site = None
         self.outer = {}
         self.main_outer = None
         self.layout_read = False
@@ -326,6 +331,41 @@ def _install(torch, ob):
 
     from torch.utils.data import get_worker_info
 
+    # Host syncs: `.item()`, `.tolist()` and a device tensor's `.cpu()` called from the program
+    # (torch's own calls, an optimizer reading its step count, are not the program's), counted
+    # per iteration with the time they blocked; the first call site is named once.
+    torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+
+    def counted(name, real, device_only):
+        @functools.wraps(real)
+        def call(self, *args, **kwargs):
+            if compiling() or (device_only and self.device.type == "cpu") or (
+                get_worker_info() is not None
+            ):
+                return real(self, *args, **kwargs)
+            code = sys._getframe(1).f_code
+            if code.co_filename.startswith(torch_dir):
+                return real(self, *args, **kwargs)
+            start = ob.clock()
+            try:
+                return real(self, *args, **kwargs)
+            finally:
+                ob.syncs += 1
+                ob.sync_s += ob.clock() - start
+                if ob.sync_site is None:
+                    frame = sys._getframe(1)
+                    ob.sync_site = (
+                        f"{os.path.basename(code.co_filename)}:{frame.f_lineno} .{name}()"
+                    )
+                    ob.flag("sync_site", ob.sync_site)
+
+        return call
+
+    for name, device_only in (("item", False), ("tolist", False), ("cpu", True)):
+        real = getattr(Tensor, name, None)
+        if real is not None:
+            setattr(Tensor, name, counted(name, real, device_only))
+
     def began():
         if not ob.began and get_worker_info() is None:
             ob.began = True
@@ -365,7 +405,10 @@ def _install(torch, ob):
             "skipped": ob.skipped,
             "batch": ob.batch,
             "mem": _memory(torch, device) if device is not None else None,
+            "syncs": ob.syncs,
+            "sync_ms": ob.sync_s * 1e3,
         }
+        ob.syncs, ob.sync_s = 0, 0.0
         if ob.last_close is not None and ob.last_kind == kind:
             event["ms"] = (now - ob.last_close) * 1e3
         ob.last_close, ob.last_kind = now, kind
