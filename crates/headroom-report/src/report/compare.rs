@@ -12,8 +12,13 @@ pub(super) fn within_a_twentieth(a: Option<u64>, b: Option<u64>) -> bool {
     }
 }
 
-/// Facts left out of a comparison: they differ between any two runs and explain nothing.
-pub(super) const NOT_COMPARED: [&str; 8] = [
+/// Facts left out of a comparison: they differ between any two runs and explain nothing, or
+/// the training lines compare them already (precision, seed, accumulation, metrics).
+pub(super) const NOT_COMPARED: [&str; 12] = [
+    "dtype policy",
+    "seed",
+    "accumulation",
+    "metrics",
     "arm64 proof",
     "status",
     "started",
@@ -83,30 +88,7 @@ impl Tolerance {
 /// before their results may be compared, and whether their metrics agree within `tol`.
 pub fn training_lines(a: &WatchOutcome, b: &WatchOutcome, tol: Tolerance) -> Vec<String> {
     let (oa, ob) = (a.observed.as_ref(), b.observed.as_ref());
-    let precision = |o: Option<&headroom_model::observed::Observed>| match o {
-        None => "not observed".to_owned(),
-        Some(o) if o.autocast.is_empty() => "full precision (no autocast)".to_owned(),
-        Some(o) => format!(
-            "autocast {}{}",
-            o.autocast.join(", "),
-            if o.amp_forced.is_some() {
-                " (set by Headroom)"
-            } else {
-                ""
-            }
-        ),
-    };
-    let seed = |o: Option<&headroom_model::observed::Observed>| {
-        let s = o
-            .and_then(|o| o.seed)
-            .map_or_else(|| "not seen".to_owned(), |s| s.to_string());
-        let init = match o.and_then(|o| o.loader.as_ref()) {
-            Some(l) if l.worker_init_fn => ", worker_init_fn set",
-            Some(l) if l.num_workers > 0 => ", no worker_init_fn",
-            _ => "",
-        };
-        format!("{s}{init}")
-    };
+    let (precision, seed) = (precision_text, seed_text);
     let mut out = vec![
         format!("  dtype policy: {} vs {}", precision(oa), precision(ob)),
         format!("  seed: {} vs {}", seed(oa), seed(ob)),

@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::datasum::DataRecord;
 use crate::plot::{epochs_svg, png_from_svg, readings_svg, sweep_svg, ChartSpec};
 use headroom_model::epochs::{EpochSample, EpochThresholds};
+use headroom_model::observed::Observed;
 use headroom_model::outcome::WatchOutcome;
 use headroom_model::protocol::Hello;
 use headroom_model::protocol::Point;
@@ -18,7 +19,7 @@ use headroom_model::samples::ArtifactRtt;
 use headroom_model::samples::MemoryReading;
 use headroom_probe::mounts::MountClass;
 use headroom_probe::readiness::{Conditions, PowerSource};
-use headroom_store::ledger::{Ledger, RunContext, RunRecord};
+use headroom_store::ledger::{Ledger, RunContext, RunKind, RunRecord};
 use headroom_store::CoreError;
 
 // One part each: what was recorded and its proof, the fact rows, rendering, export, overlays,

@@ -188,6 +188,15 @@ pub fn facts(r: &RunRecord, rec: &Recorded) -> Vec<(&'static str, String)> {
                 .map_or_else(|| "not named".into(), ArtifactRtt::describe),
         ),
     ]);
+    if r.kind == RunKind::Run {
+        if let Some(o) = r
+            .report
+            .clone()
+            .and_then(|v| serde_json::from_value::<WatchOutcome>(v).ok())
+        {
+            rows.extend(strategy_facts(&o));
+        }
+    }
     rows.extend(context_facts(rec.context.as_ref()));
     if let Some(p) = &rec.proof {
         rows.extend(p.rows());
@@ -208,4 +217,86 @@ pub(super) fn data_fact(data: Option<&DataRecord>) -> String {
             &crate::datasum::digest(s)[..16]
         ),
     }
+}
+
+/// A user's run's dtype policy: full precision, or autocast with its dtypes (set by Headroom
+/// when `--amp` or a sweep over `amp` forced it).
+pub(super) fn precision_text(o: Option<&Observed>) -> String {
+    match o {
+        None => "not observed".to_owned(),
+        Some(o) if o.autocast.is_empty() => "full precision (no autocast)".to_owned(),
+        Some(o) => format!(
+            "autocast {}{}",
+            o.autocast.join(", "),
+            if o.amp_forced.is_some() {
+                " (set by Headroom)"
+            } else {
+                ""
+            }
+        ),
+    }
+}
+
+/// The seed the program set and whether its DataLoader workers are seeded too.
+pub(super) fn seed_text(o: Option<&Observed>) -> String {
+    let s = o
+        .and_then(|o| o.seed)
+        .map_or_else(|| "not seen".to_owned(), |s| s.to_string());
+    let init = match o.and_then(|o| o.loader.as_ref()) {
+        Some(l) if l.worker_init_fn => ", worker_init_fn set",
+        Some(l) if l.num_workers > 0 => ", no worker_init_fn",
+        _ => "",
+    };
+    format!("{s}{init}")
+}
+
+/// The strategy that produced a user's run's figures, as the runbook asks a published figure
+/// to name: precision, accumulation and the effective batch, checkpointing, the release at
+/// epoch ends, the seed, the metrics, and what else used the machine while it was timed.
+pub(super) fn strategy_facts(out: &WatchOutcome) -> Vec<(&'static str, String)> {
+    let o = out.observed.as_ref();
+    let seen = |f: &dyn Fn(&Observed) -> String| o.map_or_else(|| "not observed".to_owned(), f);
+    let accumulation = seen(&|x| {
+        let k = x.accumulation.unwrap_or(1).max(1);
+        match out.batch {
+            Some(b) => format!(
+                "{k} batch{} per optimizer step (effective batch {})",
+                if k == 1 { "" } else { "es" },
+                u64::from(b) * u64::from(k)
+            ),
+            None => format!(
+                "{k} batch{} per optimizer step",
+                if k == 1 { "" } else { "es" }
+            ),
+        }
+    });
+    let checkpointing = seen(&|x| if x.checkpointing { "on" } else { "off" }.to_owned());
+    let release = seen(&|x| match x.release_forced.as_deref() {
+        None | Some("none") => "none".to_owned(),
+        Some(r) => format!("{r} (set by Headroom)"),
+    });
+    let metrics = if out.metrics.is_empty() {
+        "none reported".to_owned()
+    } else {
+        out.metrics
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let beside = match &out.load {
+        None => "not read".to_owned(),
+        Some(l) => l
+            .disturbance()
+            .unwrap_or_else(|| "a quiet machine".to_owned()),
+    };
+    vec![
+        ("dtype policy", precision_text(o)),
+        ("accumulation", accumulation),
+        ("activation checkpointing", checkpointing),
+        ("release at epoch ends", release),
+        ("seed", seed_text(o)),
+        ("metrics", metrics),
+        ("timed beside", beside),
+    ]
 }
