@@ -695,6 +695,7 @@ mod tests {
             tree_bytes: 100 << 20,
             tree_pss_bytes: None,
             processes: 1,
+            children_bytes: None,
         });
         redraw(&mut w, &EpochThresholds::default());
         assert!(w.chart_svg.contains("seconds") && w.chart_svg.contains("process tree"));

@@ -105,6 +105,9 @@ pub fn gather(
         ..Facts::default()
     };
     readiness_facts(&runs, &mut f);
+    if let Some(m) = crate::sysmem::system_memory() {
+        (f.ram_total, f.ram_available) = (Some(m.total), Some(m.available));
+    }
     sweep_facts(ledger, &runs, &mut f)?;
     epoch_facts(ledger, &runs, &mut f)?;
     user_run_facts(&runs, &mut f);
@@ -548,6 +551,9 @@ fn run_fact(out: &WatchOutcome) -> RunFact {
         syncs_per_step: o.and_then(|o| o.syncs_per_step),
         sync_share: o.and_then(|o| o.sync_share),
         sync_site: o.and_then(|o| o.sync_site.clone()),
+        worker_bytes: out
+            .worker_bytes
+            .filter(|_| loader.is_some_and(|l| l.num_workers > 0)),
     }
 }
 

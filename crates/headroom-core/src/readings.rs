@@ -235,7 +235,7 @@ pub use headroom_model::samples::MemoryReading;
 pub fn read_memory(pid: u32, t: f64) -> Option<MemoryReading> {
     let own = crate::sysmem::pid_rss(pid)?;
     let tree = process_tree(pid);
-    let tree_bytes = tree
+    let tree_bytes: u64 = tree
         .iter()
         .filter_map(|p| {
             if *p == pid {
@@ -245,16 +245,25 @@ pub fn read_memory(pid: u32, t: f64) -> Option<MemoryReading> {
             }
         })
         .sum();
-    let pss: Vec<u64> = tree
+    let pss: Vec<(u32, u64)> = tree
         .iter()
-        .filter_map(|p| crate::sysmem::pid_pss(*p))
+        .filter_map(|p| crate::sysmem::pid_pss(*p).map(|v| (*p, v)))
         .collect();
+    let all_pss = pss.len() == tree.len();
+    let children_bytes = (tree.len() > 1).then(|| {
+        if all_pss {
+            pss.iter().filter(|(p, _)| *p != pid).map(|(_, v)| v).sum()
+        } else {
+            tree_bytes.saturating_sub(own)
+        }
+    });
     Some(MemoryReading {
         t,
         process_bytes: own,
         tree_bytes,
-        tree_pss_bytes: (pss.len() == tree.len()).then(|| pss.iter().sum()),
+        tree_pss_bytes: all_pss.then(|| pss.iter().map(|(_, v)| v).sum()),
         processes: u32::try_from(tree.len()).unwrap_or(u32::MAX),
+        children_bytes,
     })
 }
 

@@ -125,6 +125,9 @@ pub struct RunFact {
     pub sync_share: Option<f64>,
     #[serde(default)]
     pub sync_site: Option<String>,
+    /// The most one of its DataLoader workers held (its own pages): what one more costs.
+    #[serde(default)]
+    pub worker_bytes: Option<u64>,
 }
 
 impl RunFact {
@@ -251,5 +254,11 @@ pub struct Facts {
     pub contention: Vec<String>,
     pub remotes: Vec<RemoteFact>,
     pub workload_kind: WorkloadKind,
+    /// This machine's RAM and what is available now (bytes): what more DataLoader workers may
+    /// take.
+    #[serde(default)]
+    pub ram_total: Option<u64>,
+    #[serde(default)]
+    pub ram_available: Option<u64>,
     pub cuda_parity_required: bool,
 }

@@ -11,7 +11,7 @@ use crate::table::{Column, Rule, Status};
 
 /// The reasons the user's newest run gives: what it measured, running out of memory, and a
 /// data pipeline that bounds it (with `pin_memory` only where the copies were measured to matter).
-pub(crate) fn your_run(r: &RunFact, t: &DecideThresholds, b: &mut Board) {
+pub(crate) fn your_run(r: &RunFact, ram: Option<(u64, u64)>, t: &DecideThresholds, b: &mut Board) {
     let column = r.column();
     let src = r.source();
     let mut measured = Vec::new();
@@ -75,6 +75,13 @@ pub(crate) fn your_run(r: &RunFact, t: &DecideThresholds, b: &mut Board) {
                     pct(copy)
                 ));
             }
+        }
+        if let (Some(w), Some(n), Some((total, available))) = (
+            r.worker_bytes.filter(|w| *w > 0),
+            r.num_workers.filter(|n| *n > 0),
+            ram,
+        ) {
+            advice.push_str(&workers_that_fit(w, n, r.peak_bytes, total, available));
         }
         b.say(Rule::DataPipeline, column, format!("{src}: waiting for the DataLoader takes {} of the step (threshold {}): the data pipeline bounds it, not the device; {advice}", pct(share), pct(t.data_share)));
         b.set(column, Status::Risky);
@@ -527,4 +534,28 @@ pub(crate) fn disturbance(a: &RunFact, b: &RunFact) -> Option<String> {
             .as_ref()
             .map(|d| format!("run {} was timed while {d}", r.run_id))
     })
+}
+
+/// How many more DataLoader workers fit in what RAM is left once the run itself is back at its
+/// peak and a tenth of RAM stays free for the OS, each holding `worker` bytes as measured.
+fn workers_that_fit(worker: u64, workers: u32, peak: u64, total: u64, available: u64) -> String {
+    // Available now excludes nothing of the run (it is not running): its peak comes back.
+    let left = available.saturating_sub(peak).saturating_sub(total / 10);
+    let more = left / worker;
+    if more == 0 {
+        format!(
+            "; but each of its {workers} workers holds about {} and only {} is available beside the run's {} peak (a tenth of RAM kept free): more workers would push this machine toward swap — make each lighter first (no copy of the dataset per worker, a smaller prefetch_factor)",
+            format_bytes(worker),
+            format_bytes(available),
+            format_bytes(peak)
+        )
+    } else {
+        format!(
+            "; each worker holds about {}: up to {more} more fit in the {} available beside the run's {} peak (a tenth of RAM kept free), {} workers in all",
+            format_bytes(worker),
+            format_bytes(available),
+            format_bytes(peak),
+            u64::from(workers) + more
+        )
+    }
 }

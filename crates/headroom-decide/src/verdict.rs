@@ -90,7 +90,7 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
     let (accel_wins, too_close) = speed(f, t, &mut b);
     // The user's own run, and what pairs of its runs measured.
     if let Some(r) = &f.run {
-        your_run(r, t, &mut b);
+        your_run(r, f.ram_total.zip(f.ram_available), t, &mut b);
     }
     practices(f, t, &mut b);
     let leak_persists = memory_and_signs(f, t, &mut b);

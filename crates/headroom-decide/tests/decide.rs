@@ -1008,3 +1008,60 @@ fn a_run_on_cuda_is_named_and_never_put_below_the_cpu() {
     };
     assert_eq!(decide(&cpu, &t()).verdict, Some(Column::Cpu));
 }
+
+#[test]
+fn more_workers_are_advised_only_as_far_as_the_ram_left_holds_them() {
+    const GIB: u64 = 1 << 30;
+    let run = RunFact {
+        run_id: 70,
+        command: "python train.py".into(),
+        batch: Some(64),
+        device: Some("mps".into()),
+        steps: 200,
+        samples_per_s: Some(900.0),
+        step_ms: Some(71.0),
+        data_share: Some(0.7),
+        num_workers: Some(2),
+        worker_bytes: Some(GIB),
+        peak_bytes: 4 * GIB,
+        ..RunFact::default()
+    };
+    let said = |available: u64| {
+        let f = Facts {
+            run: Some(run.clone()),
+            ram_total: Some(16 * GIB),
+            ram_available: Some(available),
+            ..mac()
+        };
+        texts(&decide(&f, &t()), Rule::DataPipeline).join(" | ")
+    };
+    // 8 GiB available: 4 GiB go back to the run, 1.6 GiB stay free: two more 1 GiB workers fit.
+    let roomy = said(8 * GIB);
+    assert!(
+        roomy.contains("raise num_workers above 2; each worker holds about 1.0 GiB: up to 2 more fit in the 8.0 GiB available beside the run's 4.0 GiB peak (a tenth of RAM kept free), 4 workers in all"),
+        "{roomy}"
+    );
+    // 5 GiB available: nothing is left beside the run's peak and the tenth kept free.
+    let tight = said(5 * GIB);
+    assert!(
+        tight.contains(
+            "but each of its 2 workers holds about 1.0 GiB and only 5.0 GiB is available"
+        ) && tight.contains("more workers would push this machine toward swap"),
+        "{tight}"
+    );
+    // Without a measured worker, the advice stays as it was.
+    let f = Facts {
+        run: Some(RunFact {
+            worker_bytes: None,
+            ..run.clone()
+        }),
+        ram_total: Some(16 * GIB),
+        ram_available: Some(5 * GIB),
+        ..mac()
+    };
+    let plain = texts(&decide(&f, &t()), Rule::DataPipeline).join(" | ");
+    assert!(
+        plain.contains("raise num_workers above 2") && !plain.contains("holds about"),
+        "{plain}"
+    );
+}

@@ -111,6 +111,10 @@ pub struct WatchOutcome {
     /// a figure timed beside other work is less sure, and a pair judged on it says so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<crate::pointload::PointLoad>,
+    /// The most one of its child processes (DataLoader workers, mostly) held in any reading:
+    /// its own pages (PSS where the OS gives it), what one more worker would cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_bytes: Option<u64>,
 }
 
 impl WatchOutcome {

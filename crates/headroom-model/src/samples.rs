@@ -48,6 +48,11 @@ pub struct MemoryReading {
     /// The tree's proportional set size (shared pages split, Linux), when readable.
     pub tree_pss_bytes: Option<u64>,
     pub processes: u32,
+    /// The descendants' own memory (PSS where the OS gives it, so pages shared with the
+    /// parent after a fork count once; else resident bytes): DataLoader workers, mostly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub children_bytes: Option<u64>,
 }
 
 /// Round trips to an artifact store.

@@ -486,7 +486,12 @@ tree_bytes: number,
 /**
  * The tree's proportional set size (shared pages split, Linux), when readable.
  */
-tree_pss_bytes: number | null, processes: number, };
+tree_pss_bytes: number | null, processes: number, 
+/**
+ * The descendants' own memory (PSS where the OS gives it, so pages shared with the
+ * parent after a fork count once; else resident bytes): DataLoader workers, mostly.
+ */
+children_bytes?: number, };
 
 export type OverviewSnapshot = { 
 /**

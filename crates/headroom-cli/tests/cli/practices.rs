@@ -669,3 +669,56 @@ fn host_syncs_every_iteration_are_counted_and_named_with_their_share_of_the_step
     assert!(run["observed"]["syncs_per_step"].is_null(), "{run}");
     assert!(reasons(&home, "sync_points").is_empty());
 }
+
+/// A loop bound by its DataLoader: two workers whose samples take 2 ms each to make, and a
+/// 32 MiB table each worker builds for itself (a per-worker copy, as a decoded cache would be).
+const DATA_BOUND: &str = r#"
+import time
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset, get_worker_info
+
+class Slow(Dataset):
+    def __init__(self):
+        self.table = None
+    def __len__(self):
+        return 2048
+    def __getitem__(self, i):
+        if self.table is None and get_worker_info() is not None:
+            self.table = torch.ones(8 << 20)
+        time.sleep(0.002)
+        return torch.randn(32), i % 2
+
+if __name__ == "__main__":
+    torch.manual_seed(1)
+    loader = DataLoader(Slow(), batch_size=64, num_workers=2)
+    model = nn.Linear(32, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for xb, yb in loader:
+        loss = nn.functional.cross_entropy(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    print("done", flush=True)
+"#;
+
+#[test]
+fn a_data_bound_loop_is_told_how_many_more_workers_its_ram_holds() {
+    let home = Home::new();
+    let train = script(&home, "train.py", DATA_BOUND);
+    let run = run_json(&home, &["--interval-ms", "100"], &[&train]);
+    let each = run["worker_bytes"]
+        .as_u64()
+        .expect("each worker's memory measured");
+    // Each worker built its own 32 MiB table (PSS: pages shared with the parent count once).
+    assert!(each >= 32 << 20 && each < 2 << 30, "{each}: {run}");
+    let said = reasons(&home, "data_pipeline");
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains("raise num_workers above 2")
+            && said[0].contains("each worker holds about")
+            && said[0].contains("(a tenth of RAM kept free)"),
+        "{}",
+        said[0]
+    );
+}

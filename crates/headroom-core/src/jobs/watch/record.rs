@@ -215,6 +215,7 @@ pub(super) fn finish(
         waited_s: end.waited_s,
         metrics: t.metrics.clone(),
         load: t.load.clone(),
+        worker_bytes: t.worker_bytes,
     };
     let out = WatchOutcome {
         pipeline: out.pipeline_verdict(),

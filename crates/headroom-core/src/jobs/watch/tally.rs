@@ -38,6 +38,8 @@ pub(super) struct Tally {
     /// Other processes' load while the run was timed (not for a sweep's start, whose sweep
     /// reads its own).
     pub(super) load: Option<crate::load::PointLoad>,
+    /// The most one child process (a DataLoader worker, mostly) held in any reading.
+    pub(super) worker_bytes: Option<u64>,
 }
 
 /// What reading the command's lines needs.
@@ -265,6 +267,7 @@ impl Tally {
             window: None,
             metrics: std::collections::BTreeMap::new(),
             load: None,
+            worker_bytes: None,
         }
     }
 
@@ -305,6 +308,10 @@ impl Tally {
 
     pub(super) fn reading(&mut self, ledger: &Ledger, r: MemoryReading) -> Result<(), CoreError> {
         self.peak = self.peak.max(r.tree_bytes);
+        if let Some(c) = r.children_bytes.filter(|_| r.processes > 1) {
+            let each = c / u64::from(r.processes - 1);
+            self.worker_bytes = Some(self.worker_bytes.map_or(each, |w| w.max(each)));
+        }
         self.seq += 1;
         self.readings += 1;
         ledger.add_sample(self.run_id, self.seq, "memory", &r)?;
