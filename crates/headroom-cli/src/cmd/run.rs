@@ -294,7 +294,8 @@ fn sweep_command(
     let by_observer = |n: &str| {
         observer_axis(n).is_some() && !command.iter().any(|x| x.contains(&format!("{{{n}}}")))
     };
-    let split = |combo: &[(String, String)]| -> (Vec<(String, String)>, Vec<(String, String)>) {
+    type Setting = (String, String);
+    let split = |combo: &[Setting]| -> (Vec<Setting>, Vec<Setting>) {
         combo.iter().cloned().partition(|(n, _)| by_observer(n))
     };
     // Check every substitution (and observer value) before running anything.
@@ -471,9 +472,17 @@ fn run_budget(spec: Option<&str>, sweep: bool) -> Result<Option<u64>> {
     Ok(Some(spec.resolve(m.total, m.available)))
 }
 
-/// The settings the observer applies without a code change: (axis, its environment variable,
-/// its values, what they are).
-const OBSERVER_AXES: [(&str, &str, &[&str], &str); 2] = [
+/// A setting the observer applies without a code change: (axis, its environment variable, its
+/// values, what they are).
+type ObserverAxis = (
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    &'static str,
+);
+
+/// The settings the observer applies without a code change.
+const OBSERVER_AXES: [ObserverAxis; 2] = [
     (
         "amp",
         headroom_core::instrument::AMP_ENV,
@@ -488,14 +497,7 @@ const OBSERVER_AXES: [(&str, &str, &[&str], &str); 2] = [
     ),
 ];
 
-fn observer_axis(
-    name: &str,
-) -> Option<&'static (
-    &'static str,
-    &'static str,
-    &'static [&'static str],
-    &'static str,
-)> {
+fn observer_axis(name: &str) -> Option<&'static ObserverAxis> {
     OBSERVER_AXES.iter().find(|(n, ..)| *n == name)
 }
 

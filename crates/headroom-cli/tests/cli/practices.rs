@@ -711,7 +711,7 @@ fn a_data_bound_loop_is_told_how_many_more_workers_its_ram_holds() {
         .as_u64()
         .expect("each worker's memory measured");
     // Each worker built its own 32 MiB table (PSS: pages shared with the parent count once).
-    assert!(each >= 32 << 20 && each < 2 << 30, "{each}: {run}");
+    assert!((32 << 20..2 << 30).contains(&each), "{each}: {run}");
     let said = reasons(&home, "data_pipeline");
     assert_eq!(said.len(), 1, "{said:?}");
     assert!(
