@@ -185,7 +185,7 @@ pub async fn last_wrapped_run() -> Result<Option<MemorySnapshot>, AppError> {
     blocking(|| {
         let ledger = jobs::open_ledger()?;
         let t = configured_thresholds();
-        Ok(headroom_core::facts::newest_user_run(&ledger)?.map(|o| wrapped_snapshot(&o, &t)))
+        Ok(headroom_core::evidence::newest_user_run(&ledger)?.map(|o| wrapped_snapshot(&o, &t)))
     })
     .await
 }
@@ -332,7 +332,7 @@ pub async fn watch_project(
                 Some(b) => Some(b),
                 None if p.has("batch") => {
                     let ledger = jobs::open_ledger()?;
-                    headroom_core::facts::project_batch(&ledger, &n)?.map(|(b, _)| b)
+                    headroom_core::evidence::project_batch(&ledger, &n)?.map(|(b, _)| b)
                 }
                 None => None,
             };

@@ -1,11 +1,12 @@
 //! What runs things, free of libtorch and Tauri: the jobs (the worker's supervisor, sweeps, the
 //! user's sweep, epochs, profile, doctor, `headroom run`, the decision now, the migration to a
 //! remote host), the observer put inside the user's training (`instrument`), memory readings
-//! (`readings`), remote hosts (`remote`), MLX, git state, and the facts `decide` weighs. It stands
-//! on headroom-model (values), headroom-probe (this machine), headroom-store (Headroom's files)
-//! and headroom-report (pictures and papers); the CLI and the app call into all of them.
+//! (`readings`), remote hosts (`remote`), MLX, git state, and the evidence the decision weighs
+//! (`evidence`). It stands on headroom-model (values), headroom-decide (the rules),
+//! headroom-probe (this machine), headroom-store (Headroom's files) and headroom-report
+//! (pictures and papers); the CLI and the app call into all of them.
 
-pub mod facts;
+pub mod evidence;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gitinfo;

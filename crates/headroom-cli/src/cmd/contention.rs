@@ -36,11 +36,11 @@ pub fn run(a: &ContentionArgs) -> anyhow::Result<ExitCode> {
     }
     let interval = Duration::from_secs(a.interval.unwrap_or(cfg.interval_s));
     let ledger = super::open_ledger()?;
-    let need = headroom_core::facts::measured_need(&ledger)?;
+    let need = headroom_core::evidence::measured_need(&ledger)?;
     let mut sampler = Sampler::new();
     let mut n = 0u64;
     loop {
-        let training = headroom_core::facts::training_pids(&ledger)?;
+        let training = headroom_core::evidence::training_pids(&ledger)?;
         let report = sampler.sample(cfg, &training, need.clone());
         n += 1;
         if a.json {

@@ -33,14 +33,14 @@ pub fn now(sampler: &mut Sampler, project: Option<&str>) -> (DecisionNow, Option
     let ledger = super::open_ledger();
     let (need, training) = match &ledger {
         Ok(l) => (
-            crate::facts::measured_need(l).ok().flatten(),
-            crate::facts::training_pids(l).unwrap_or_default(),
+            crate::evidence::measured_need(l).ok().flatten(),
+            crate::evidence::training_pids(l).unwrap_or_default(),
         ),
         Err(_) => (None, Vec::new()),
     };
     let contention = sampler.sample(&config.contention, &training, need);
     let facts = ledger
-        .and_then(|l| crate::facts::gather(&l, &config, Some(&contention), project))
+        .and_then(|l| crate::evidence::gather(&l, &config, Some(&contention), project))
         .unwrap_or_else(|e| {
             problem.get_or_insert(e);
             Facts {

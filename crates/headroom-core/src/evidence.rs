@@ -1,5 +1,6 @@
-//! Facts gathered from the ledger for the live judgements (contention, the decision): what the
-//! training run was measured to need, and which processes are Headroom's runs right now.
+//! The evidence the live judgements stand on, gathered from the ledger and the machine: the
+//! decision's [`Facts`] (`headroom_decide`), what the training run was measured to need for
+//! contention, and which processes are Headroom's runs right now.
 
 use crate::contention::Need;
 use crate::decide::{
