@@ -289,7 +289,9 @@ pub(super) fn search_here(
     project: &str,
 ) -> (u32, u32, Option<(u32, i64)>) {
     let (mut start, mut max) = (16, 65536);
-    let chosen = crate::evidence::project_batch(ledger, project).ok().flatten();
+    let chosen = crate::evidence::project_batch(ledger, project)
+        .ok()
+        .flatten();
     if let Some((_, id)) = chosen {
         let req = request_of(ledger, id);
         let field = |k: &str| {
