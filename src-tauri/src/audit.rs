@@ -167,6 +167,17 @@ fn every_command_with_arguments_refuses_bad_values_as_the_cli_does() {
         eprintln!("add_host: {what}");
         same_refusal(&home, app, "invalid_input", &args);
     }
+    // "Watch my training"'s release at each epoch end, as `headroom run --release`.
+    same_refusal(
+        &home,
+        crate::memory::release_of(Some("sometimes".into())),
+        "invalid_input",
+        &["run", "--release", "sometimes", "--", "true"],
+    );
+    assert_eq!(
+        crate::memory::release_of(Some(String::new())).expect("empty is none"),
+        None
+    );
     let bad_name = format!("box;touch {s}");
     same_refusal(
         &home,

@@ -309,11 +309,28 @@ pub async fn start_epochs(
     Ok(first)
 }
 
+/// The release at each epoch end the form asked for (empty: none), checked as `headroom run
+/// --release` checks it.
+pub fn release_of(release: Option<String>) -> Result<Option<String>, AppError> {
+    let values = headroom_core::instrument::RELEASE_VALUES;
+    match release.filter(|r| !r.trim().is_empty()) {
+        Some(r) if !values.contains(&r.as_str()) => Err(AppError::new(
+            ErrorCode::InvalidInput,
+            format!(
+                "release {r:?}: give one of {} (what to release at each epoch end)",
+                values.join(", ")
+            ),
+        )),
+        r => Ok(r),
+    }
+}
+
 /// "Watch my training": runs the project's command in its folder with its Python, observed
 /// from inside, and shows memory per epoch live with the leak verdict; [`stop_memory`] stops
 /// the command (its process group) and keeps what was measured. `{batch}` is `batch`, else the
 /// batch the project's newest sweep chose; `{device}` is `device`, else this machine's
-/// accelerator (the CPU where there is none).
+/// accelerator (the CPU where there is none). `release` (`gc`, `empty-cache`, `both`) releases
+/// memory at every epoch end, as `headroom run --release` does.
 #[tauri::command]
 pub async fn watch_project(
     app: AppHandle,
@@ -321,8 +338,10 @@ pub async fn watch_project(
     name: String,
     batch: Option<u32>,
     device: Option<String>,
+    release: Option<String>,
     on_update: Channel<MemorySnapshot>,
 ) -> Result<MemorySnapshot, AppError> {
+    let release = release_of(release)?;
     let (project, batch) = {
         let n = name.clone();
         blocking(move || {
@@ -361,6 +380,10 @@ pub async fn watch_project(
     opts.interrupt = Arc::clone(&interrupt);
     opts.dir = Some(project.dir.clone());
     opts.tag = Some(serde_json::json!({ "project": project.name }));
+    if let Some(r) = release {
+        opts.env
+            .push((headroom_core::instrument::RELEASE_ENV.to_owned(), r));
+    }
     let snapshot = Arc::new(Mutex::new(MemorySnapshot {
         running: true,
         kind: RunKind::Run,

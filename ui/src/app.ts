@@ -36,9 +36,9 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
       show("sweep");
       sweep.runProject(name, devices);
     },
-    watch(name, batch, device) {
+    watch(name, batch, device, release) {
       show("memory");
-      memory.watchProject(name, batch, device);
+      memory.watchProject(name, batch, device, release);
     },
   });
   const runs = runsPanel(backend);

@@ -152,7 +152,7 @@ describe("memory panel", () => {
     const panel = memoryPanel(b);
     document.body.append(panel.root);
     const restoring = panel.restore();
-    panel.watchProject("train", 300, null);
+    panel.watchProject("train", 300, null, null);
     await flush();
     b.pushMemory(snap({ kind: "run", title: "train: python train.py", message: "3 epochs · 60 steps", samples: [sample(1, 400), sample(2, 401), sample(3, 402)] }));
     await restoring;

@@ -122,7 +122,7 @@ describe("the project bar", () => {
     get<HTMLButtonElement>(root, "watch-my-training").click();
     await flush();
     expect(visible(root)).toEqual(["panel memory"]);
-    expect(b.calls).toContain("watchProject:mlp:32:");
+    expect(b.calls).toContain("watchProject:mlp:32::");
     expect(get<HTMLButtonElement>(root, "watch-my-training").disabled).toBe(true);
     const live: MemorySnapshot = {
       running: true, kind: "run", title: "mlp: python train.py", run_id: 9, readings: [], verdict: null, growth: null,
@@ -136,6 +136,11 @@ describe("the project bar", () => {
     expect(b.calls).toContain("stopMemory");
     b.pushMemory({ ...live, running: false, status: "interrupted", verdict: { kind: "too_short", reason: "2 epochs", growth: null, trend: null } as unknown as MemorySnapshot["verdict"] });
     expect(get<HTMLButtonElement>(root, "watch-my-training").disabled).toBe(false);
+    // With the release at each epoch end: the runbook's step 4 on the user's own script.
+    get<HTMLSelectElement>(root, "project-watch-release").value = "both";
+    get<HTMLButtonElement>(root, "watch-my-training").click();
+    await flush();
+    expect(b.calls).toContain("watchProject:mlp:32::both");
     root.remove();
   });
 

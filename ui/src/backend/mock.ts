@@ -166,8 +166,8 @@ export function mockBackend(opts: {
       m.calls.push(`selectProject:${name ?? ""}`);
       return true;
     },
-    async watchProject(name, batch, device, onUpdate) {
-      m.calls.push(`watchProject:${name}:${batch ?? ""}:${device ?? ""}`);
+    async watchProject(name, batch, device, release, onUpdate) {
+      m.calls.push(`watchProject:${name}:${batch ?? ""}:${device ?? ""}:${release ?? ""}`);
       const p = projects.find((x) => x.name === name);
       if (!p) throw { code: "bad_request", message: `no project named "${name}"` };
       memoryListener = onUpdate;

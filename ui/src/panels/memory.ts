@@ -27,7 +27,7 @@ export function verdictText(s: MemorySnapshot): string {
 export function memoryPanel(
   backend: Backend,
   onRunning: (running: boolean) => void = () => {},
-): { root: HTMLElement; restore(): Promise<void>; watchProject(name: string, batch: number | null, device: string | null): void } {
+): { root: HTMLElement; restore(): Promise<void>; watchProject(name: string, batch: number | null, device: string | null, release: string | null): void } {
   const root = el("div", "panel memory");
   // Epochs form.
   const form = el("form", "sweep-form");
@@ -160,12 +160,12 @@ export function memoryPanel(
   }
 
   /** "Watch my training" (from the project bar): the project's run, its epochs live. */
-  function watchProject(name: string, batch: number | null, device: string | null): void {
+  function watchProject(name: string, batch: number | null, device: string | null, release: string | null): void {
     generation++;
     status.textContent = `starting ${name}`;
     status.dataset.state = "running";
     onRunning(true);
-    backend.watchProject(name, batch, device, show).then(show).catch(fail);
+    backend.watchProject(name, batch, device, release, show).then(show).catch(fail);
   }
 
   form.addEventListener("submit", (ev) => {

@@ -4,7 +4,7 @@
 // Compare with the CPU (the sweep over {device}). The jobs show in the Sweep and Memory panels.
 import type { Backend, Project, PythonReport, Report } from "../backend";
 import { asAppError } from "../backend";
-import { field } from "../controls";
+import { field, select } from "../controls";
 import { el } from "../format";
 
 /** Splits a command line into arguments: spaces separate, quotes ('…' or "…") group. */
@@ -64,8 +64,9 @@ function button(testid: string, text: string, title: string, primary = false): H
 export interface ProjectActions {
   /** Sweep the project (devices: null for batch=auto alone, "" for this machine's CPU and accelerator). */
   sweep(name: string, devices: string | null): void;
-  /** Run it and watch its memory per epoch (batch: null for the one its last sweep chose). */
-  watch(name: string, batch: number | null, device: string | null): void;
+  /** Run it and watch its memory per epoch (batch: null for the one its last sweep chose;
+   * release: gc, empty-cache or both at every epoch end, null for none). */
+  watch(name: string, batch: number | null, device: string | null, release: string | null): void;
 }
 
 export function projectBar(
@@ -88,8 +89,17 @@ export function projectBar(
   batch.inputMode = "numeric";
   const device = input("project-watch-device", "this machine's accelerator");
   const devices = input("project-compare-devices", "cpu and the accelerator, e.g. cpu,mps");
+  // The runbook's release at each epoch end: a leak that survives it is a leak.
+  const release = select("project-watch-release", ["none", "gc", "empty-cache", "both"], "none", (o) =>
+    o === "none" ? "none" : o === "gc" ? "gc.collect()" : o === "empty-cache" ? "empty_cache()" : "gc.collect() and empty_cache()",
+  );
   const optGrid = el("div", "form-grid");
-  optGrid.append(field("Watch at batch", batch), field("Watch on device", device), field("Compare devices", devices));
+  optGrid.append(
+    field("Watch at batch", batch),
+    field("Watch on device", device),
+    field("Release at each epoch end", release),
+    field("Compare devices", devices),
+  );
   options.append(el("summary", undefined, "Options"), optGrid);
 
   // The add form.
@@ -238,7 +248,7 @@ export function projectBar(
       return;
     }
     say(`Watching ${picker.value}: memory per epoch in the Memory panel.`, "running");
-    actions.watch(picker.value, text ? n : null, device.value.trim() || null);
+    actions.watch(picker.value, text ? n : null, device.value.trim() || null, release.value === "none" ? null : release.value);
   });
   return {
     root,
