@@ -267,6 +267,23 @@ pub fn read_memory(pid: u32, t: f64) -> Option<MemoryReading> {
     })
 }
 
+/// The memory of `pid`'s descendants (PSS where the OS gives it, else resident bytes) and how
+/// many they are; `None` when it has none (or is gone). For a trainer that is not the process
+/// Headroom started (a notebook's kernel under Jupyter, a script under a shell), so that its
+/// DataLoader workers are weighed, not the kernel beside them.
+pub fn children_memory(pid: u32) -> Option<(u64, u32)> {
+    let tree = process_tree(pid);
+    let children = &tree[1..];
+    if children.is_empty() {
+        return None;
+    }
+    let bytes = children
+        .iter()
+        .filter_map(|p| crate::sysmem::pid_pss(*p).or_else(|| crate::sysmem::pid_rss(*p)))
+        .sum();
+    Some((bytes, u32::try_from(children.len()).unwrap_or(u32::MAX)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -478,6 +478,9 @@ pub struct Observation {
     /// Iterations of the main process.
     pub steps: Vec<StepTime>,
     pub main_pid: Option<u32>,
+    /// The first process that imported torch: the trainer until one steps (its DataLoader
+    /// workers are forked after it).
+    pub first_pid: Option<u32>,
     pids: BTreeMap<u32, u64>,
     /// How many iterations had each batch, each count of different batches, of optimizer
     /// steps and of backward calls.
@@ -507,6 +510,7 @@ impl Observation {
                 ..
             } => {
                 let o = &mut self.observed;
+                self.first_pid.get_or_insert(pid);
                 self.pids.entry(pid).or_insert(0);
                 o.processes = u32::try_from(self.pids.len()).unwrap_or(u32::MAX);
                 if o.torch_version.is_none() {

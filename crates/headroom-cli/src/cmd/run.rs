@@ -139,6 +139,12 @@ pub struct RunArgs {
     /// leak that survives the release is a leak, growth the release flattens is the cache.
     #[arg(long, value_name = "none|gc|empty-cache|both")]
     release: Option<String>,
+    /// A Jupyter notebook to run top to bottom in a fresh kernel (`jupyter execute`, from
+    /// nbclient), observed as a script is: its DataLoaders' passes are its epochs, and every
+    /// option above applies (`--release both`, `--sweep release=none,both`). A notebook you
+    /// work in is observed with `headroom run -- jupyter lab`: every kernel it starts reports.
+    #[arg(long, value_name = "NB.ipynb")]
+    notebook: Option<std::path::PathBuf>,
     #[command(flatten)]
     record: super::record::RecordArgs,
     /// The command, after `--` (or the project's, with --project).
@@ -515,6 +521,14 @@ fn check_observer(name: &str, v: &str) -> Result<()> {
 
 /// The command to run, its folder and its project: the project's, or the one after `--`.
 fn resolve_command(a: &RunArgs) -> Result<(Vec<String>, Option<headroom_core::project::Project>)> {
+    if let Some(nb) = &a.notebook {
+        if a.project.is_some() || !a.command.is_empty() {
+            bail!(
+                "--notebook runs the notebook itself; leave out --project and the command after --"
+            );
+        }
+        return Ok((notebook_command(nb)?, None));
+    }
     let Some(name) = &a.project else {
         if a.command.is_empty() {
             bail!("give the command to run after --, e.g. headroom run -- python train.py, or --project NAME");
@@ -527,6 +541,41 @@ fn resolve_command(a: &RunArgs) -> Result<(Vec<String>, Option<headroom_core::pr
     let p = headroom_core::project::get(name)?;
     headroom_core::project::check_usable(&p)?;
     Ok((p.argv(), Some(p)))
+}
+
+/// `jupyter execute NB.ipynb` with the `jupyter` found on `PATH` (the one of the environment
+/// that has torch, as `python` is for a script): refused, before anything runs, when the file
+/// is not a notebook or nbclient's `jupyter-execute` is not beside it.
+fn notebook_command(nb: &Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(nb)
+        .with_context(|| format!("--notebook {}: cannot read it", nb.display()))?;
+    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "--notebook {}: not a Jupyter notebook (not JSON: {e})",
+            nb.display()
+        )
+    })?;
+    if !json.get("cells").is_some_and(serde_json::Value::is_array) {
+        bail!(
+            "--notebook {}: not a Jupyter notebook (it has no \"cells\")",
+            nb.display()
+        );
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path)
+        .map(|d| d.join("jupyter-execute"))
+        .find(|p| p.is_file());
+    let Some(execute) = found else {
+        bail!("--notebook needs Jupyter's `jupyter execute` on PATH: install it where torch is (`python -m pip install nbclient ipykernel`) and activate that environment");
+    };
+    let jupyter = execute.with_file_name("jupyter");
+    let jupyter = if jupyter.is_file() { jupyter } else { execute };
+    let mut argv = vec![jupyter.display().to_string()];
+    if argv[0].ends_with("/jupyter") {
+        argv.push("execute".into());
+    }
+    argv.push(nb.display().to_string());
+    Ok(argv)
 }
 
 /// `{batch}` and `{device}` of a single run, from --batch and --device.

@@ -19,6 +19,7 @@ mod keep;
 mod kill;
 mod migrate;
 mod mlx;
+mod notebook;
 mod observe;
 mod practices;
 mod profile;

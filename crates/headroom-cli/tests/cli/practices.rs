@@ -603,7 +603,8 @@ fn an_amp_pair_with_one_side_timed_beside_a_busy_process_is_disturbed_not_judged
 }
 
 /// A classifier whose loop logs every `--every` iterations: the loss with `.item()` and the
-/// batch's predictions with `.tolist()` (a metric gathered on the host), both host syncs.
+/// batch's predictions with `.tolist()` (a metric gathered on the host), both host syncs — or,
+/// with `--show`, the loss tensor printed and formatted (`print(loss)`, `f"{loss:.4f}"`).
 const SYNCS: &str = r#"
 import argparse
 import torch
@@ -612,6 +613,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 p = argparse.ArgumentParser()
 p.add_argument("--every", type=int, default=1)
+p.add_argument("--show", action="store_true")
 a = p.parse_args()
 torch.manual_seed(5)
 x = torch.randn(8192, 64)
@@ -627,7 +629,11 @@ for epoch in range(2):
         opt.zero_grad()
         loss.backward()
         opt.step()
-        if i % a.every == 0:
+        if i % a.every == 0 and a.show:
+            print(loss.detach())
+            print(f"loss {loss:.4f}")
+            running = 0.0
+        elif i % a.every == 0:
             running = loss.item()
             seen.extend(out.detach().tolist())
 print(f"loss {running:.4f}", flush=True)
@@ -661,6 +667,15 @@ fn host_syncs_every_iteration_are_counted_and_named_with_their_share_of_the_step
             && said[0].contains(&format!("run {}", run_id(&run))),
         "{}",
         said[0]
+    );
+    // A loss printed and formatted each iteration: two syncs, named as such (torch's own
+    // `.item()` inside the formatting is not counted again).
+    let shown = run_json(&home, &[], &[&train, "--show"]);
+    assert_eq!(shown["observed"]["syncs_per_step"], 2, "{shown}");
+    let site = shown["observed"]["sync_site"].as_str().unwrap_or_default();
+    assert!(
+        site.starts_with("train.py:") && site.ends_with(" print()"),
+        "{site}"
     );
     // Logging every 8 iterations: the typical iteration syncs nothing, and no rule fires.
     let home = Home::new();

@@ -331,20 +331,34 @@ def _install(torch, ob):
 
     from torch.utils.data import get_worker_info
 
-    # Host syncs: `.item()`, `.tolist()` and a device tensor's `.cpu()` called from the program
+    # Host syncs: `.item()`, `.tolist()`, a device tensor's `.cpu()` and a tensor printed or
+    # formatted (`print(loss)`, `f"{loss:.3f}"`, which read it back) called from the program
     # (torch's own calls, an optimizer reading its step count, are not the program's), counted
     # per iteration with the time they blocked; the first call site is named once.
     torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 
+    def site_of(frame):
+        """`file.py:LINE`, or `In[N] line L` for a notebook cell (IPython's own cell names)."""
+        path = frame.f_code.co_filename
+        if "ipykernel_" in path or path.startswith("<ipython-input"):
+            ipython = sys.modules.get("IPython")
+            shell = getattr(ipython, "get_ipython", lambda: None)()
+            cells = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
+            if path in cells:
+                return f"In[{cells[path]}] line {frame.f_lineno}"
+        return f"{os.path.basename(path)}:{frame.f_lineno}"
+
     def counted(name, real, device_only):
+        label = {"__repr__": "print()", "__format__": "format()"}.get(name, f".{name}()")
+
         @functools.wraps(real)
         def call(self, *args, **kwargs):
             if compiling() or (device_only and self.device.type == "cpu") or (
                 get_worker_info() is not None
             ):
                 return real(self, *args, **kwargs)
-            code = sys._getframe(1).f_code
-            if code.co_filename.startswith(torch_dir):
+            frame = sys._getframe(1)
+            if frame.f_code.co_filename.startswith(torch_dir):
                 return real(self, *args, **kwargs)
             start = ob.clock()
             try:
@@ -353,15 +367,18 @@ def _install(torch, ob):
                 ob.syncs += 1
                 ob.sync_s += ob.clock() - start
                 if ob.sync_site is None:
-                    frame = sys._getframe(1)
-                    ob.sync_site = (
-                        f"{os.path.basename(code.co_filename)}:{frame.f_lineno} .{name}()"
-                    )
+                    ob.sync_site = f"{site_of(frame)} {label}"
                     ob.flag("sync_site", ob.sync_site)
 
         return call
 
-    for name, device_only in (("item", False), ("tolist", False), ("cpu", True)):
+    for name, device_only in (
+        ("item", False),
+        ("tolist", False),
+        ("cpu", True),
+        ("__repr__", False),
+        ("__format__", False),
+    ):
         real = getattr(Tensor, name, None)
         if real is not None:
             setattr(Tensor, name, counted(name, real, device_only))

@@ -298,7 +298,7 @@ pub fn drive(
             ledger.add_sample(run_id, 100_000 + s.epoch, "epoch", &s)?;
             t.epochs.push(s);
             if let Some(r) = reading {
-                t.reading(ledger, r)?;
+                t.reading(ledger, r, pid)?;
             }
         }
     }
@@ -344,13 +344,13 @@ pub fn watch_pid(
     let run_id = begin(ledger, RunKind::Watch, &cmdline, opts)?;
     let mut t = Tally::new(run_id);
     on(&first);
-    t.reading(ledger, first)?;
+    t.reading(ledger, first, pid)?;
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(opts.interval);
         match read_memory(pid, started.elapsed().as_secs_f64()) {
             Some(r) => {
                 on(&r);
-                t.reading(ledger, r)?;
+                t.reading(ledger, r, pid)?;
             }
             None => break,
         }

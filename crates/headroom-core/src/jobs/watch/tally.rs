@@ -40,6 +40,8 @@ pub(super) struct Tally {
     pub(super) load: Option<crate::load::PointLoad>,
     /// The most one child process (a DataLoader worker, mostly) held in any reading.
     pub(super) worker_bytes: Option<u64>,
+    /// The trainer [`Tally::worker_bytes`] was measured under.
+    pub(super) workers_of: Option<u32>,
 }
 
 /// What reading the command's lines needs.
@@ -65,7 +67,7 @@ impl Tally {
         cx: &LineContext<'_>,
     ) -> Result<(), CoreError> {
         match msg {
-            Msg::Reading(r) => self.reading(ledger, r),
+            Msg::Reading(r) => self.reading(ledger, r, cx.pid),
             Msg::Line { line, at } => self.line(&line, at, ledger, cx),
             Msg::Event(ev) => self.event(ev, ledger, cx),
         }
@@ -137,7 +139,7 @@ impl Tally {
         ledger.add_sample(cx.run_id, 100_000 + s.epoch, "epoch", &s)?;
         self.epochs.push(s);
         if let Some(r) = reading {
-            self.reading(ledger, r)?;
+            self.reading(ledger, r, cx.pid)?;
         }
         Ok(())
     }
@@ -236,7 +238,7 @@ impl Tally {
         self.line_epochs = true;
         self.epochs.push(s);
         if let Some(r) = reading {
-            self.reading(ledger, r)?;
+            self.reading(ledger, r, cx.pid)?;
         }
         Ok(())
     }
@@ -268,6 +270,7 @@ impl Tally {
             metrics: std::collections::BTreeMap::new(),
             load: None,
             worker_bytes: None,
+            workers_of: None,
         }
     }
 
@@ -306,10 +309,33 @@ impl Tally {
         }
     }
 
-    pub(super) fn reading(&mut self, ledger: &Ledger, r: MemoryReading) -> Result<(), CoreError> {
+    /// A memory reading of the tree under `root`. Its workers are the trainer's children:
+    /// those of the process Headroom started, or — when the observer's trainer is another
+    /// (a notebook's kernel under Jupyter) — that one's.
+    pub(super) fn reading(
+        &mut self,
+        ledger: &Ledger,
+        r: MemoryReading,
+        root: u32,
+    ) -> Result<(), CoreError> {
         self.peak = self.peak.max(r.tree_bytes);
-        if let Some(c) = r.children_bytes.filter(|_| r.processes > 1) {
-            let each = c / u64::from(r.processes - 1);
+        // Until the observer hears from the trainer, it is taken to be the root; an estimate
+        // made for another process than the trainer (Jupyter's kernel, before it imported
+        // torch) is dropped.
+        let trainer = self.obs.main_pid.or(self.obs.first_pid).unwrap_or(root);
+        if self.workers_of != Some(trainer) {
+            self.workers_of = Some(trainer);
+            self.worker_bytes = None;
+        }
+        let each = if trainer == root {
+            r.children_bytes
+                .filter(|_| r.processes > 1)
+                .map(|c| c / u64::from(r.processes - 1))
+        } else {
+            crate::readings::children_memory(trainer).map(|(b, n)| b / u64::from(n.max(1)))
+        };
+
+        if let Some(each) = each {
             self.worker_bytes = Some(self.worker_bytes.map_or(each, |w| w.max(each)));
         }
         self.seq += 1;
