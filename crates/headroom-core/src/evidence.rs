@@ -7,6 +7,7 @@ use crate::decide::{
     EpochFact, Facts, FallbackFact, MlxFact, RemoteFact, RunFact, SlowLayerFact, SweepFact,
 };
 use crate::epochs::{EpochVerdict, EpochVerdictKind};
+use crate::instrument::{ProfileWindow, WaitKind};
 use crate::ledger::{Ledger, RunKind, RunRecord, RunStatus};
 use crate::outcome::WatchOutcome;
 use crate::protocol::{EpochsRequest, PointStatus};
@@ -241,10 +242,22 @@ fn slow_layer_fact(runs: &[RunRecord]) -> Option<SlowLayerFact> {
                 share: top.time_share,
             })
         });
+    // `run --profile-window` on an accelerator: the operator with the most kernel time; else
+    // `run --profile-ops`'s logged GPU times.
     let logged = runs
         .iter()
         .filter(|r| r.kind == RunKind::Run)
         .find_map(|r| {
+            if let Some(top) = profile_window(r)
+                .filter(ProfileWindow::on_accelerator)
+                .and_then(|w| w.top(1).into_iter().next())
+            {
+                return Some(SlowLayerFact {
+                    run_id: r.id,
+                    name: top.name,
+                    share: top.share,
+                });
+            }
             let ops = r.report.as_ref()?.get("op_times")?.as_array()?.clone();
             let ms = |v: &serde_json::Value| v.get("gpu_ms").and_then(serde_json::Value::as_f64);
             let total: f64 = ops.iter().filter_map(ms).sum();
@@ -658,10 +671,35 @@ fn user_run_facts(runs: &[RunRecord], f: &mut Facts) {
 }
 
 /// CPU-fallback operators in wrapped runs: which, in how many runs, over how many days.
+/// A run's profiler window (`run --profile-window`), from its report.
+fn profile_window(r: &RunRecord) -> Option<ProfileWindow> {
+    let v = r.report.as_ref()?.get("observed")?.get("profile")?;
+    serde_json::from_value::<ProfileWindow>(v.clone())
+        .ok()
+        .filter(|w| w.error.is_none())
+}
+
+/// On MPS, the host-only operators of a run's profiler window: run on the CPU beside a model
+/// on the device, as PyTorch's fallback warnings name them.
+fn profiled_host_ops(r: &RunRecord) -> Vec<String> {
+    profile_window(r)
+        .filter(|w| w.device == "mps")
+        .map(|w| {
+            w.waits()
+                .into_iter()
+                .filter(|o| o.wait == Some(WaitKind::Host))
+                .map(|o| o.name)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn fallback_fact(runs: &[RunRecord]) -> Option<FallbackFact> {
     let with: Vec<&RunRecord> = runs
         .iter()
-        .filter(|r| r.kind == RunKind::Run && r.fallback == Some(true))
+        .filter(|r| {
+            r.kind == RunKind::Run && (r.fallback == Some(true) || !profiled_host_ops(r).is_empty())
+        })
         .collect();
     let newest = with.first()?;
     let oldest = with.last()?;
@@ -670,6 +708,7 @@ fn fallback_fact(runs: &[RunRecord]) -> Option<FallbackFact> {
         .filter_map(|r| r.report.as_ref()?.get("fallback_ops")?.as_array().cloned())
         .flatten()
         .filter_map(|v| v.as_str().map(str::to_owned))
+        .chain(with.iter().flat_map(|r| profiled_host_ops(r)))
         .collect();
     ops.sort();
     ops.dedup();

@@ -49,6 +49,12 @@ pub const RELEASE_ENV: &str = "HEADROOM_RELEASE";
 /// The values `release` takes, in a sweep or `run --release`.
 pub const RELEASE_VALUES: [&str; 4] = ["none", "gc", "empty-cache", "both"];
 
+/// The environment variables of `run --profile-window N`: the window's iterations, the
+/// iterations before it, and the folder its Chrome trace is written to.
+pub const PROFILE_WINDOW_ENV: &str = "HEADROOM_PROFILE_WINDOW";
+pub const PROFILE_WARMUP_ENV: &str = "HEADROOM_PROFILE_WARMUP";
+pub const PROFILE_DIR_ENV: &str = "HEADROOM_PROFILE_DIR";
+
 pub use headroom_model::observed::*;
 
 /// A line longer than this ends the connection: the observer never writes one.

@@ -280,6 +280,264 @@ pub struct LoaderSettings {
     pub batch_size: Option<u64>,
 }
 
+/// One operator's times over a profiler window (torch.profiler's averages by name):
+/// microseconds, summed over its calls.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfiledOp {
+    pub name: String,
+    pub calls: u64,
+    /// Host time in the operator itself, and with what it called.
+    pub self_cpu_us: f64,
+    pub cpu_us: f64,
+    /// Device time of the kernels it launched itself, and with what it called.
+    #[serde(default)]
+    pub self_device_us: f64,
+    #[serde(default)]
+    pub device_us: f64,
+    /// A device kernel or copy, not a host operator.
+    #[serde(default)]
+    pub on_device: bool,
+}
+
+/// What kind of wait a profiled operator is (see [`ProfileWindow::waits`]).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitKind {
+    /// The host waited for the device's queue (`.item()`, a synchronize).
+    Sync,
+    /// The driver's launch and copy calls: the host feeding the device.
+    Launch,
+    /// An operator that ran on the host only while the model is on the device: unsupported
+    /// there (a CPU fallback on MPS) or host work in the loop.
+    Host,
+}
+
+/// One operator of a window in a role: its share and, for a wait, its kind.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpShare {
+    pub name: String,
+    pub calls: u64,
+    /// Milliseconds over the window: device time for a device run's top operators, host time
+    /// otherwise.
+    pub ms: f64,
+    /// Of the device's busy time (a device run's top), else of the window's wall time.
+    pub share: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub wait: Option<WaitKind>,
+}
+
+/// `run --profile-window N`: torch.profiler over N training iterations after a warm-up, in
+/// the process that trains (CPU activity, and the device's on CUDA).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProfileWindow {
+    /// Iterations profiled, and asked for (fewer: the program ended inside the window).
+    #[serde(default)]
+    pub iterations: u32,
+    #[serde(default)]
+    pub asked: u32,
+    /// The iteration it began after.
+    #[serde(default)]
+    pub warmup: u32,
+    /// Its wall time, and the time writing the trace and the summary took after it.
+    #[serde(default)]
+    pub window_s: f64,
+    #[serde(default)]
+    pub write_s: f64,
+    /// A typical iteration before the window, ms (what the window's iterations would have
+    /// taken unprofiled).
+    #[serde(default)]
+    pub before_ms: Option<f64>,
+    #[serde(default)]
+    pub device: String,
+    /// The Chrome-trace file (open in Perfetto or chrome://tracing).
+    #[serde(default)]
+    pub trace: Option<String>,
+    /// The program ended inside the window.
+    #[serde(default)]
+    pub cut: bool,
+    /// The operators the observer kept (the heaviest by either clock, and every wait).
+    #[serde(default)]
+    pub ops: Vec<ProfiledOp>,
+    /// Why there is no profile (the profiler could not start or stop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub error: Option<String>,
+}
+
+/// Host calls that wait for the device.
+const SYNC_OPS: [&str; 3] = ["aten::_local_scalar_dense", "aten::item", "cudaMemcpy"];
+
+/// The least share of the window a host operator takes to be named a wait.
+pub const WAIT_SHARE: f64 = 0.02;
+
+impl ProfileWindow {
+    /// On an accelerator (the model's parameters there), not the CPU.
+    pub fn on_accelerator(&self) -> bool {
+        !self.device.is_empty() && self.device != "cpu"
+    }
+
+    fn window_us(&self) -> f64 {
+        (self.window_s * 1e6).max(1.0)
+    }
+
+    /// The heaviest host operators: by the device time of the kernels they launched on an
+    /// accelerator (the share of all kernel time), by their own host time on the CPU (the
+    /// share of the window).
+    pub fn top(&self, n: usize) -> Vec<OpShare> {
+        let host = self
+            .ops
+            .iter()
+            .filter(|o| !o.on_device && !runtime(&o.name));
+        let mut rows: Vec<OpShare> = if self.on_accelerator() {
+            let kernels: f64 = self
+                .ops
+                .iter()
+                .filter(|o| o.on_device)
+                .map(|o| o.self_device_us)
+                .sum();
+            let ops: Vec<&ProfiledOp> = host.filter(|o| o.self_device_us > 0.0).collect();
+            let total = if kernels > 0.0 {
+                kernels
+            } else {
+                ops.iter().map(|o| o.self_device_us).sum()
+            };
+            ops.into_iter()
+                .map(|o| OpShare {
+                    name: o.name.clone(),
+                    calls: o.calls,
+                    ms: o.self_device_us / 1e3,
+                    share: (o.self_device_us / total.max(1.0)).min(1.0),
+                    wait: None,
+                })
+                .collect()
+        } else {
+            host.map(|o| OpShare {
+                name: o.name.clone(),
+                calls: o.calls,
+                ms: o.self_cpu_us / 1e3,
+                share: (o.self_cpu_us / self.window_us()).min(1.0),
+                wait: None,
+            })
+            .collect()
+        };
+        rows.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+        rows.truncate(n);
+        rows
+    }
+
+    /// On an accelerator: the host operators whose own host time is long (at least
+    /// [`WAIT_SHARE`] of the window) against the device time they caused (under a tenth of
+    /// it) — a sync, the driver feeding the device, or an operator the device did not run.
+    pub fn waits(&self) -> Vec<OpShare> {
+        if !self.on_accelerator() {
+            return Vec::new();
+        }
+        let window = self.window_us();
+        let mut rows: Vec<OpShare> = self
+            .ops
+            .iter()
+            .filter(|o| !o.on_device)
+            .filter(|o| o.self_cpu_us >= WAIT_SHARE * window)
+            .filter(|o| o.device_us < 0.1 * o.self_cpu_us)
+            .map(|o| {
+                let kind = if SYNC_OPS.contains(&o.name.as_str()) || o.name.contains("Synchronize")
+                {
+                    WaitKind::Sync
+                } else if runtime(&o.name) {
+                    WaitKind::Launch
+                } else {
+                    WaitKind::Host
+                };
+                OpShare {
+                    name: o.name.clone(),
+                    calls: o.calls,
+                    ms: o.self_cpu_us / 1e3,
+                    share: (o.self_cpu_us / window).min(1.0),
+                    wait: Some(kind),
+                }
+            })
+            .collect();
+        rows.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+        rows
+    }
+
+    /// What the window cost the run: its time and the trace's writing, less what its
+    /// iterations would have taken unprofiled.
+    pub fn cost_s(&self) -> Option<f64> {
+        let before = self.before_ms?;
+        Some((self.window_s + self.write_s - f64::from(self.iterations) * before / 1e3).max(0.0))
+    }
+
+    /// One paragraph for people: the window, its top operators and waits, the trace.
+    pub fn describe(&self) -> String {
+        if let Some(e) = &self.error {
+            return format!("profiler window: none ({e})");
+        }
+        let pct = |s: f64| format!("{:.0} %", s * 100.0);
+        let mut out = format!(
+            "profiler window: {} iteration(s) after {} on {} ({:.2} s{}{})",
+            self.iterations,
+            self.warmup,
+            self.device,
+            self.window_s,
+            self.cost_s().map_or_else(String::new, |c| format!(
+                ", cost the run {c:.2} s with the trace"
+            )),
+            if self.cut {
+                format!("; the program ended inside the window of {}", self.asked)
+            } else {
+                String::new()
+            }
+        );
+        let of = if self.on_accelerator() {
+            "of the device time"
+        } else {
+            "of the window"
+        };
+        let top: Vec<String> = self
+            .top(5)
+            .iter()
+            .map(|o| format!("{} {} ({} calls)", o.name, pct(o.share), o.calls))
+            .collect();
+        if !top.is_empty() {
+            out.push_str(&format!("; top operators {of}: {}", top.join(", ")));
+        }
+        let waits: Vec<String> = self
+            .waits()
+            .iter()
+            .map(|o| {
+                let what = match o.wait {
+                    Some(WaitKind::Sync) => "a sync",
+                    Some(WaitKind::Launch) => "the host feeding the device",
+                    _ => "host-only: unsupported on the device or host work",
+                };
+                format!("{} {} of the window ({what})", o.name, pct(o.share))
+            })
+            .collect();
+        if !waits.is_empty() {
+            out.push_str(&format!(
+                "; long on the host, short on the device: {}",
+                waits.join(", ")
+            ));
+        }
+        if let Some(t) = &self.trace {
+            out.push_str(&format!("; trace {t} (open it in https://ui.perfetto.dev)"));
+        }
+        out
+    }
+}
+
+/// A driver call of the device's runtime (`cudaLaunchKernel`, `cudaMemcpyAsync`), not an
+/// operator.
+fn runtime(name: &str) -> bool {
+    name.starts_with("cuda") || name.starts_with("cu") && !name.contains("::")
+}
+
 /// A DataLoader wait past the stall threshold (`headroom run --stall-after`).
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -401,6 +659,10 @@ pub struct Observed {
     /// `both`; `none`: asked for no release): `run --release`, or a sweep over `release`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release_forced: Option<String>,
+    /// `run --profile-window N`: the operators over N iterations after the warm-up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub profile: Option<ProfileWindow>,
 }
 
 impl Observed {
@@ -779,6 +1041,14 @@ fn note(o: &mut Observed, ev: Event) {
             "amp_forced" => o.amp_forced = value.as_str().map(str::to_owned),
             "release_forced" => o.release_forced = value.as_str().map(str::to_owned),
             "sync_site" => o.sync_site = value.as_str().map(str::to_owned),
+            "profile" => {
+                o.profile = Some(
+                    serde_json::from_value(value).unwrap_or_else(|e| ProfileWindow {
+                        error: Some(format!("the observer's summary did not parse: {e}")),
+                        ..ProfileWindow::default()
+                    }),
+                );
+            }
             _ => {}
         },
         Event::Warning { message, .. } => {

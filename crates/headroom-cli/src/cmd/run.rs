@@ -139,6 +139,21 @@ pub struct RunArgs {
     /// leak that survives the release is a leak, growth the release flattens is the cache.
     #[arg(long, value_name = "none|gc|empty-cache|both")]
     release: Option<String>,
+    /// Profile N training iterations after the warm-up with torch.profiler (host and, on
+    /// CUDA, device activity), without changing the script: the top operators, the ones long
+    /// on the host and short on the device (a sync, an unsupported operator), and a Chrome
+    /// trace for Perfetto kept in Headroom's data folder. The profiled iterations are not
+    /// timed.
+    #[arg(long, value_name = "N")]
+    profile_window: Option<u32>,
+    /// The iterations before the profiler window.
+    #[arg(
+        long,
+        default_value_t = 10,
+        value_name = "N",
+        requires = "profile_window"
+    )]
+    profile_warmup: u32,
     /// A Jupyter notebook to run top to bottom in a fresh kernel (`jupyter execute`, from
     /// nbclient), observed as a script is: its DataLoaders' passes are its epochs, and every
     /// option above applies (`--release both`, `--sweep release=none,both`). A notebook you
@@ -281,6 +296,9 @@ fn observed_summary(ob: &headroom_core::instrument::Observed) {
     }
     if !parts.is_empty() {
         eprintln!("headroom: seen inside: {}", parts.join(" · "));
+    }
+    if let Some(p) = &ob.profile {
+        eprintln!("headroom: {}", p.describe());
     }
 }
 
@@ -720,6 +738,27 @@ fn observer_env(a: &RunArgs) -> Result<Vec<(String, String)>> {
         if let Some((_, var, _, _)) = observer_axis(name) {
             env.push(((*var).to_owned(), v.clone()));
         }
+    }
+    if let Some(n) = a.profile_window {
+        if n == 0 || a.profile_warmup == 0 {
+            bail!("--profile-window and --profile-warmup must be 1 or more");
+        }
+        let traces = headroom_store::paths::data_dir()?.join("traces");
+        headroom_store::paths::ensure_dir(&traces)?;
+        env.extend([
+            (
+                headroom_core::instrument::PROFILE_WINDOW_ENV.to_owned(),
+                n.to_string(),
+            ),
+            (
+                headroom_core::instrument::PROFILE_WARMUP_ENV.to_owned(),
+                a.profile_warmup.to_string(),
+            ),
+            (
+                headroom_core::instrument::PROFILE_DIR_ENV.to_owned(),
+                traces.display().to_string(),
+            ),
+        ]);
     }
     Ok(env)
 }

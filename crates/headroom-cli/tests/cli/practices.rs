@@ -737,3 +737,105 @@ fn a_data_bound_loop_is_told_how_many_more_workers_its_ram_holds() {
         said[0]
     );
 }
+
+/// A small classifier whose forward pass also takes a cumulative sum over a 2-Mi-element
+/// scratch tensor: a deliberately slow operator, most of each iteration. It counts and times
+/// its own iterations.
+const SLOW_OP: &str = r#"
+import argparse
+import time
+import torch
+from torch import nn
+
+p = argparse.ArgumentParser()
+p.add_argument("--iterations", type=int, default=60)
+a = p.parse_args()
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(64, 64)
+        self.b = nn.Linear(64, 2)
+
+    def forward(self, x):
+        h = self.a(x).relu()
+        h = h + torch.cumsum(torch.ones(1 << 21), 0)[-1] * 0
+        return self.b(h)
+
+torch.manual_seed(0)
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(64, 64)
+y = torch.randint(0, 2, (64,))
+n = 0
+for i in range(a.iterations):
+    loss = nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    n += 1
+print("iterations", n, flush=True)
+"#;
+
+#[test]
+fn a_profiler_window_names_the_slow_operator_first_and_writes_a_trace() {
+    let home = Home::new();
+    let train = script(&home, "train.py", SLOW_OP);
+    let run = run_json(&home, &["--profile-window", "20"], &[&train]);
+    let ob = &run["observed"];
+    // Every iteration counts; the profiled ones are not timed.
+    assert_eq!(ob["steps"], 60, "{ob}");
+    let w: headroom_core::instrument::ProfileWindow =
+        serde_json::from_value(ob["profile"].clone()).expect("a profile window");
+    assert!(w.error.is_none(), "{w:?}");
+    assert_eq!(
+        (w.iterations, w.asked, w.warmup, w.cut),
+        (20, 20, 10, false)
+    );
+    assert_eq!(w.device, "cpu");
+    let top = w.top(3);
+    assert_eq!(top[0].name, "aten::cumsum", "{top:?}");
+    assert_eq!(top[0].calls, 20, "one per profiled iteration: {top:?}");
+    assert!(top[0].share > 0.2 && top[0].share <= 1.0, "{top:?}");
+    // The CPU has no device queue to wait on.
+    assert!(w.waits().is_empty());
+    assert!(w.cost_s().is_some_and(|c| c >= 0.0), "{w:?}");
+    // The Chrome trace: in Headroom's data folder, JSON with the operator's events.
+    let trace = w.trace.as_deref().expect("a trace file");
+    assert!(
+        std::path::Path::new(trace).starts_with(home.path().join("traces")),
+        "{trace}"
+    );
+    let t: Value = serde_json::from_slice(&std::fs::read(trace).expect("the trace")).expect("JSON");
+    let events = t["traceEvents"].as_array().expect("traceEvents");
+    let cumsum = events
+        .iter()
+        .filter(|e| e["name"] == "aten::cumsum" && e["ph"] == "X")
+        .count();
+    assert_eq!(cumsum, 20, "one complete event per call");
+
+    // A window longer than the run: reported as far as it went, cut short.
+    let run = run_json(
+        &home,
+        &["--profile-window", "50", "--profile-warmup", "5"],
+        &[&train, "--iterations", "30"],
+    );
+    let w: headroom_core::instrument::ProfileWindow =
+        serde_json::from_value(run["observed"]["profile"].clone()).expect("a profile window");
+    assert!(w.cut && w.iterations < 50 && w.iterations >= 20, "{w:?}");
+    assert_eq!(w.top(1)[0].name, "aten::cumsum");
+
+    // Zero is refused before anything runs.
+    let py = python();
+    let out = home.run(&[
+        "run",
+        "--profile-window",
+        "0",
+        "--",
+        py.to_str().expect("utf-8"),
+        &train,
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("--profile-window and --profile-warmup must be 1 or more"));
+}

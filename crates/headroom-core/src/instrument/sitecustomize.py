@@ -20,6 +20,11 @@
 # memory is read after the release, with the allocator's cache before it: the runbook's release
 # at each epoch, on the user's own script, without a code change.
 #
+# With HEADROOM_PROFILE_WINDOW=N set, torch.profiler records N training iterations (CPU and,
+# on CUDA, the device's activity) after HEADROOM_PROFILE_WARMUP iterations (10): the
+# operators' times are reported as a flag, and the Chrome trace is written into the folder
+# HEADROOM_PROFILE_DIR names. The profiled iterations count, untimed.
+#
 # With HEADROOM_GATE set (a sweep that starts its next run while the current one is measured),
 # the process stops before its first batch-sized work (its first DataLoader batch, its first
 # module call or, at the latest, after its first optimizer step) and waits until Headroom creates
@@ -391,6 +396,8 @@ def _install(torch, ob):
     def training():
         return ob.ever_backward or ob.ever_stepped
 
+    window = _ProfileWindow(torch, ob)
+
     def close(kind):
         # A DataLoader worker (its transforms may be modules) runs no iteration of the loop.
         if get_worker_info() is not None:
@@ -426,7 +433,7 @@ def _install(torch, ob):
             "sync_ms": ob.sync_s * 1e3,
         }
         ob.syncs, ob.sync_s = 0, 0.0
-        if ob.last_close is not None and ob.last_kind == kind:
+        if ob.last_close is not None and ob.last_kind == kind and not window.busy():
             event["ms"] = (now - ob.last_close) * 1e3
         ob.last_close, ob.last_kind = now, kind
         ob.data_s = ob.copy_s = 0.0
@@ -436,6 +443,9 @@ def _install(torch, ob):
             ob.fresh = {}
             ob.inputs = []
         ob.send(event)
+        if window.tick(kind, n, event.get("ms")):
+            # The profiler's start or its trace's writing is no iteration's time.
+            ob.last_close = ob.clock()
         if kind == "train":
             for state in ob.drawn_states.values():
                 state["consumed"] = min(state["drawn"], state["consumed"] + micro)
@@ -921,10 +931,150 @@ def _install(torch, ob):
         for state in list(ob.open_loaders):
             if state["due"]:
                 loader_done(state)
+        # A window the program ended in is reported as far as it went.
+        window.finish(cut=True)
         ob.send({"ev": "end", "steps": ob.iters, "checkpoints": ob.checkpoints}, now=True)
         ob.flush()
 
     atexit.register(at_exit)
+
+
+class _ProfileWindow:
+    """torch.profiler over a window of the loop's iterations (see the file's head), in the
+    process that trains; reported once, as the flag `profile`."""
+
+    # Host calls that wait for the device: the syncs a profile shows.
+    WAITS = (
+        "aten::_local_scalar_dense",
+        "aten::item",
+        "cudaStreamSynchronize",
+        "cudaDeviceSynchronize",
+        "cudaEventSynchronize",
+        "cudaMemcpy",
+    )
+
+    def __init__(self, torch, ob):
+        self.torch = torch
+        self.ob = ob
+        try:
+            self.size = max(0, int(os.environ.get("HEADROOM_PROFILE_WINDOW", "0")))
+            self.warmup = max(1, int(os.environ.get("HEADROOM_PROFILE_WARMUP", "10")))
+        except ValueError:
+            self.size, self.warmup = 0, 10
+        self.folder = os.environ.get("HEADROOM_PROFILE_DIR")
+        self.prof = None
+        self.done = self.size == 0
+        self.kind = None
+        self.first = 0
+        self.last = 0
+        self.started = 0.0
+        self.before = []
+
+    def busy(self):
+        return self.prof is not None
+
+    def tick(self, kind, n, ms):
+        """After iteration `n` of `kind` closed: starts or ends the window. True when it did
+        (the time that took is no iteration's)."""
+        if self.done:
+            return False
+        if self.prof is None:
+            if ms is not None:
+                self.before = (self.before + [ms])[-10:]
+            if n < self.warmup or (kind != "train" and self.ob.ever_backward):
+                return False
+            return self.start(kind, n)
+        if kind != self.kind:
+            return False
+        self.last = n
+        if n - self.first >= self.size:
+            self.finish(cut=False)
+            return True
+        return False
+
+    def start(self, kind, n):
+        try:
+            from torch.profiler import ProfilerActivity, profile
+
+            device = self.ob.device
+            acts = [ProfilerActivity.CPU]
+            if device is not None and device.type == "cuda":
+                acts.append(ProfilerActivity.CUDA)
+            self.prof = profile(activities=acts)
+            self.prof.__enter__()
+        except Exception as e:
+            self.done = True
+            self.prof = None
+            self.report({"error": f"{type(e).__name__}: {e}"[:500]})
+            return True
+        self.kind, self.first, self.last = kind, n, n
+        self.started = self.ob.clock()
+        return True
+
+    def finish(self, cut):
+        if self.prof is None or self.done:
+            return
+        import warnings
+
+        self.done = True
+        prof, self.prof = self.prof, None
+        ob = self.ob
+        device = ob.device.type if ob.device is not None else "cpu"
+        try:
+            if device == "cuda":
+                self.torch.cuda.synchronize()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                prof.__exit__(None, None, None)
+                ended = ob.clock()
+                rows = []
+                for e in prof.key_averages():
+                    on_device = str(getattr(e, "device_type", "")).split(".")[-1] not in ("CPU", "")
+                    rows.append({
+                        "name": e.key,
+                        "calls": int(e.count),
+                        "self_cpu_us": float(e.self_cpu_time_total),
+                        "cpu_us": float(e.cpu_time_total),
+                        "self_device_us": float(getattr(e, "self_device_time_total", 0.0) or 0.0),
+                        "device_us": float(getattr(e, "device_time_total", 0.0) or 0.0),
+                        "on_device": on_device,
+                    })
+                # The heaviest rows by either clock, and every wait: the trace has the rest.
+                keep = set()
+                for key in ("self_cpu_us", "self_device_us"):
+                    for r in sorted(rows, key=lambda r: -r[key])[:40]:
+                        keep.add(r["name"])
+                rows = [r for r in rows if r["name"] in keep or r["name"] in self.WAITS]
+                trace = None
+                if self.folder:
+                    os.makedirs(self.folder, exist_ok=True)
+                    stamp = time_stamp()
+                    trace = os.path.join(self.folder, f"trace-{stamp}-{os.getpid()}.json")
+                    prof.export_chrome_trace(trace)
+            value = {
+                "iterations": max(0, self.last - self.first),
+                "asked": self.size,
+                "warmup": self.first,
+                "window_s": ended - self.started,
+                "write_s": ob.clock() - ended,
+                "before_ms": sorted(self.before)[len(self.before) // 2] if self.before else None,
+                "device": device,
+                "trace": trace,
+                "cut": bool(cut),
+                "ops": rows,
+            }
+        except Exception as e:
+            value = {"error": f"{type(e).__name__}: {e}"[:500]}
+        self.report(value)
+
+    def report(self, value):
+        self.ob.send({"ev": "flag", "name": "profile", "value": value}, now=True)
+
+
+def time_stamp():
+    import time
+
+    return time.strftime("%Y%m%d-%H%M%S")
 
 
 def _watch_stalls(ob):
