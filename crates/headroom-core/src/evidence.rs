@@ -7,7 +7,7 @@ use crate::decide::{
     EpochFact, Facts, FallbackFact, MlxFact, RemoteFact, RunFact, SlowLayerFact, SweepFact,
 };
 use crate::epochs::{EpochVerdict, EpochVerdictKind};
-use crate::instrument::{ProfileWindow, WaitKind};
+use crate::instrument::ProfileWindow;
 use crate::ledger::{Ledger, RunKind, RunRecord, RunStatus};
 use crate::outcome::WatchOutcome;
 use crate::protocol::{EpochsRequest, PointStatus};
@@ -242,14 +242,15 @@ fn slow_layer_fact(runs: &[RunRecord]) -> Option<SlowLayerFact> {
                 share: top.time_share,
             })
         });
-    // `run --profile-window` on an accelerator: the operator with the most kernel time; else
+    // `run --profile-window` where the profiler recorded the device's time (CUDA's kernels;
+    // on MPS it records the host's only): the operator with the most of it; else
     // `run --profile-ops`'s logged GPU times.
     let logged = runs
         .iter()
         .filter(|r| r.kind == RunKind::Run)
         .find_map(|r| {
             if let Some(top) = profile_window(r)
-                .filter(ProfileWindow::on_accelerator)
+                .filter(ProfileWindow::has_device_time)
                 .and_then(|w| w.top(1).into_iter().next())
             {
                 return Some(SlowLayerFact {
@@ -679,27 +680,10 @@ fn profile_window(r: &RunRecord) -> Option<ProfileWindow> {
         .filter(|w| w.error.is_none())
 }
 
-/// On MPS, the host-only operators of a run's profiler window: run on the CPU beside a model
-/// on the device, as PyTorch's fallback warnings name them.
-fn profiled_host_ops(r: &RunRecord) -> Vec<String> {
-    profile_window(r)
-        .filter(|w| w.device == "mps")
-        .map(|w| {
-            w.waits()
-                .into_iter()
-                .filter(|o| o.wait == Some(WaitKind::Host))
-                .map(|o| o.name)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn fallback_fact(runs: &[RunRecord]) -> Option<FallbackFact> {
     let with: Vec<&RunRecord> = runs
         .iter()
-        .filter(|r| {
-            r.kind == RunKind::Run && (r.fallback == Some(true) || !profiled_host_ops(r).is_empty())
-        })
+        .filter(|r| r.kind == RunKind::Run && r.fallback == Some(true))
         .collect();
     let newest = with.first()?;
     let oldest = with.last()?;
@@ -708,7 +692,6 @@ fn fallback_fact(runs: &[RunRecord]) -> Option<FallbackFact> {
         .filter_map(|r| r.report.as_ref()?.get("fallback_ops")?.as_array().cloned())
         .flatten()
         .filter_map(|v| v.as_str().map(str::to_owned))
-        .chain(with.iter().flat_map(|r| profiled_host_ops(r)))
         .collect();
     ops.sort();
     ops.dedup();

@@ -424,4 +424,107 @@ mod tests {
         // Copies (a tenth of the data waits here) over the timed steps' time.
         assert!((o.observed.copy_share.unwrap() - 0.05).abs() < 1e-9);
     }
+
+    /// A profiler window of a model on an accelerator, shaped as the observer sends it
+    /// (torch.profiler's averages by name; the CUDA path is not run on this machine): a
+    /// convolution with most of the kernel time, a `.item()` that waited, the driver's launch
+    /// calls, an operator that ran on the host only, and the kernels themselves.
+    fn device_window(device: &str) -> serde_json::Value {
+        let op = |name: &str, calls: u64, self_cpu: f64, self_dev: f64, dev: f64, on: bool| {
+            serde_json::json!({"name": name, "calls": calls, "self_cpu_us": self_cpu,
+                "cpu_us": self_cpu, "self_device_us": self_dev, "device_us": dev, "on_device": on})
+        };
+        serde_json::json!({
+            "iterations": 20, "asked": 20, "warmup": 10, "window_s": 2.0, "write_s": 0.5,
+            "before_ms": 90.0, "device": device, "trace": "/tmp/t.json", "cut": false,
+            "ops": [
+                op("aten::convolution", 1060, 30_000.0, 900_000.0, 900_000.0, false),
+                op("aten::batch_norm", 1060, 20_000.0, 300_000.0, 300_000.0, false),
+                op("aten::_local_scalar_dense", 20, 400_000.0, 40.0, 40.0, false),
+                op("cudaLaunchKernel", 9000, 60_000.0, 0.0, 0.0, false),
+                op("aten::cumsum", 20, 100_000.0, 0.0, 0.0, false),
+                op("aten::add_", 4000, 1_000.0, 200_000.0, 200_000.0, false),
+                op("void implicit_gemm_kernel<...>", 1060, 0.0, 880_000.0, 880_000.0, true),
+                op("void bn_fw_kernel<...>", 1060, 0.0, 300_000.0, 300_000.0, true),
+                op("void elementwise_kernel<...>", 4000, 0.0, 220_000.0, 220_000.0, true),
+            ]
+        })
+    }
+
+    #[test]
+    fn a_profile_window_is_kept_and_read_for_its_top_operators_and_waits() {
+        let mut o = Observation::default();
+        o.take(
+            Event::Flag {
+                pid: 7,
+                t: 100.0,
+                name: "profile".into(),
+                value: device_window("cuda"),
+            },
+            99.0,
+        );
+        let w = o.observed.profile.clone().expect("the window is kept");
+        assert!(w.on_accelerator());
+        // By kernel time, of all kernels (1.4 s): the convolution first; kernels and driver
+        // calls are not operators.
+        let top = w.top(3);
+        let names: Vec<&str> = top.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["aten::convolution", "aten::batch_norm", "aten::add_"]
+        );
+        assert!((top[0].share - 0.9 / 1.4).abs() < 1e-9, "{top:?}");
+        // Long on the host against the device: the .item() (a sync, 20 % of the window), the
+        // host-only cumsum, the launches; the convolution (short on the host) is not one.
+        let waits: Vec<(String, Option<WaitKind>)> =
+            w.waits().into_iter().map(|o| (o.name, o.wait)).collect();
+        assert_eq!(
+            waits,
+            [
+                ("aten::_local_scalar_dense".to_owned(), Some(WaitKind::Sync)),
+                ("aten::cumsum".to_owned(), Some(WaitKind::Host)),
+                ("cudaLaunchKernel".to_owned(), Some(WaitKind::Launch)),
+            ]
+        );
+        // 2.0 s + 0.5 s writing, less 20 × 90 ms unprofiled.
+        assert!((w.cost_s().unwrap() - 0.7).abs() < 1e-9);
+        let said = w.describe();
+        assert!(
+            said.contains("top operators of the device time: aten::convolution 64 % (1060 calls)")
+                && said.contains("aten::_local_scalar_dense 20 % of the window (a sync)")
+                && said.contains("trace /tmp/t.json"),
+            "{said}"
+        );
+        // On MPS the profiler records the host only: operators rank by their host time (of the
+        // window), and only a sync can be told from the host work the device queued.
+        let mut mps = device_window("mps");
+        for op in mps["ops"].as_array_mut().expect("ops") {
+            op["self_device_us"] = 0.0.into();
+            op["device_us"] = 0.0.into();
+        }
+        let w: ProfileWindow = serde_json::from_value(mps).expect("window");
+        assert!(w.on_accelerator() && !w.has_device_time());
+        let top: Vec<String> = w.top(2).into_iter().map(|o| o.name).collect();
+        assert_eq!(top, ["aten::_local_scalar_dense", "aten::cumsum"]);
+        let waits: Vec<String> = w.waits().into_iter().map(|o| o.name).collect();
+        assert_eq!(waits, ["aten::_local_scalar_dense"]);
+        assert!(w.describe().contains("top operators of the window: "));
+        // A summary that does not parse is kept as the reason there is none.
+        let mut o = Observation::default();
+        o.take(
+            Event::Flag {
+                pid: 7,
+                t: 100.0,
+                name: "profile".into(),
+                value: serde_json::json!({"ops": "none"}),
+            },
+            99.0,
+        );
+        let w = o.observed.profile.expect("kept");
+        assert!(w
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("did not parse")));
+        assert!(w.describe().starts_with("profiler window: none ("));
+    }
 }

@@ -385,15 +385,21 @@ impl ProfileWindow {
         (self.window_s * 1e6).max(1.0)
     }
 
-    /// The heaviest host operators: by the device time of the kernels they launched on an
-    /// accelerator (the share of all kernel time), by their own host time on the CPU (the
+    /// The profiler recorded the device's own activity (CUDA's kernels): on MPS it records
+    /// the host's only, where the device's work is queued and a long host time is a wait.
+    pub fn has_device_time(&self) -> bool {
+        self.ops.iter().any(|o| o.self_device_us > 0.0)
+    }
+
+    /// The heaviest host operators: by the device time of the kernels they launched where the
+    /// profiler recorded it (the share of all kernel time), else by their own host time (the
     /// share of the window).
     pub fn top(&self, n: usize) -> Vec<OpShare> {
         let host = self
             .ops
             .iter()
             .filter(|o| !o.on_device && !runtime(&o.name));
-        let mut rows: Vec<OpShare> = if self.on_accelerator() {
+        let mut rows: Vec<OpShare> = if self.has_device_time() {
             let kernels: f64 = self
                 .ops
                 .iter()
@@ -433,10 +439,12 @@ impl ProfileWindow {
     /// On an accelerator: the host operators whose own host time is long (at least
     /// [`WAIT_SHARE`] of the window) against the device time they caused (under a tenth of
     /// it) — a sync, the driver feeding the device, or an operator the device did not run.
+    /// Where the profiler recorded no device time (MPS), only the syncs can be told apart.
     pub fn waits(&self) -> Vec<OpShare> {
         if !self.on_accelerator() {
             return Vec::new();
         }
+        let device_time = self.has_device_time();
         let window = self.window_us();
         let mut rows: Vec<OpShare> = self
             .ops
@@ -444,22 +452,24 @@ impl ProfileWindow {
             .filter(|o| !o.on_device)
             .filter(|o| o.self_cpu_us >= WAIT_SHARE * window)
             .filter(|o| o.device_us < 0.1 * o.self_cpu_us)
-            .map(|o| {
+            .filter_map(|o| {
                 let kind = if SYNC_OPS.contains(&o.name.as_str()) || o.name.contains("Synchronize")
                 {
                     WaitKind::Sync
+                } else if !device_time {
+                    return None;
                 } else if runtime(&o.name) {
                     WaitKind::Launch
                 } else {
                     WaitKind::Host
                 };
-                OpShare {
+                Some(OpShare {
                     name: o.name.clone(),
                     calls: o.calls,
                     ms: o.self_cpu_us / 1e3,
                     share: (o.self_cpu_us / window).min(1.0),
                     wait: Some(kind),
-                }
+                })
             })
             .collect();
         rows.sort_by(|a, b| b.ms.total_cmp(&a.ms));
@@ -494,7 +504,7 @@ impl ProfileWindow {
                 String::new()
             }
         );
-        let of = if self.on_accelerator() {
+        let of = if self.has_device_time() {
             "of the device time"
         } else {
             "of the window"

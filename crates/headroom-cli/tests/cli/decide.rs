@@ -170,3 +170,56 @@ fn config_set_moves_the_verdict_and_refuses_a_value_out_of_range() {
     let after = std::fs::read_to_string(home.path().join("config.toml")).expect("config");
     assert_eq!(before, after);
 }
+
+/// Stands in for a training script on CUDA run with `--profile-window` (no GPU here): it
+/// speaks the observer's protocol on Headroom's socket, as the observer does after its window,
+/// with a window whose convolution launched most of the kernel time.
+#[test]
+fn a_profiler_window_with_device_time_feeds_the_slow_layer_fact() {
+    let home = Home::new();
+    let script = r#"import json, os, socket, time
+op = lambda name, calls, cpu, dev, on: {"name": name, "calls": calls, "self_cpu_us": cpu, "cpu_us": cpu, "self_device_us": dev, "device_us": dev, "on_device": on}
+window = {"iterations": 20, "asked": 20, "warmup": 10, "window_s": 2.0, "write_s": 0.2, "before_ms": 95.0,
+          "device": "cuda", "trace": None, "cut": False,
+          "ops": [op("aten::convolution", 1060, 30000.0, 700000.0, False),
+                  op("aten::add_", 400, 1000.0, 300000.0, False),
+                  op("void conv_kernel", 1060, 0.0, 700000.0, True),
+                  op("void add_kernel", 400, 0.0, 300000.0, True)]}
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(os.environ["HEADROOM_EVENTS"])
+for ev in ({"ev": "hello", "torch": "2.11.0", "mps_built": False, "mps_available": False, "start_method": None, "argv": []},
+           {"ev": "flag", "name": "profile", "value": window}):
+    ev.update(pid=os.getpid(), t=time.time())
+    s.sendall((json.dumps(ev) + "\n").encode())
+s.close()
+"#;
+    let py = crate::common::python();
+    let (out, run) = home.json(&[
+        "run",
+        "--json",
+        "--",
+        py.to_str().expect("utf-8"),
+        "-c",
+        script,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(run["observed"]["profile"]["device"], "cuda", "{run}");
+    let v = decide(&home);
+    let slow = &v["facts"]["slow_layer"];
+    assert_eq!(slow["name"], "aten::convolution", "{slow}");
+    // 700 of 1000 ms of kernel time.
+    assert!(
+        (slow["share"].as_f64().unwrap_or(0.0) - 0.7).abs() < 1e-9,
+        "{slow}"
+    );
+    assert_eq!(slow["run_id"], run["run_id"]);
+    assert!(
+        rules(&v).contains(&"slow_layer".to_owned()),
+        "{:?}",
+        rules(&v)
+    );
+}
