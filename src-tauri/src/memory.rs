@@ -43,6 +43,47 @@ pub struct MemorySnapshot {
     pub status: JobStatus,
     pub error: Option<JobError>,
     pub chart_svg: String,
+    /// A wrapped run's profiler window (`Profile N iterations`), read for people.
+    #[serde(default)]
+    pub profile: Option<ProfileView>,
+}
+
+/// A profiler window as the panel shows it: one line, its top operators and its waits, and
+/// the trace to open.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct ProfileView {
+    pub headline: String,
+    /// What the shares are of: "of the device time" or "of the window".
+    pub of: String,
+    pub top: Vec<headroom_model::observed::OpShare>,
+    pub waits: Vec<headroom_model::observed::OpShare>,
+    pub trace: Option<String>,
+    pub error: Option<String>,
+}
+
+impl ProfileView {
+    pub fn of(w: &headroom_model::observed::ProfileWindow) -> Self {
+        Self {
+            headline: format!(
+                "{} iterations profiled after {} on {} ({:.2} s{})",
+                w.iterations,
+                w.warmup,
+                w.device,
+                w.window_s,
+                w.cost_s()
+                    .map_or_else(String::new, |c| format!("; it cost the run {c:.2} s"))
+            ),
+            of: if w.has_device_time() {
+                "of the device time".into()
+            } else {
+                "of the window".into()
+            },
+            top: w.top(8),
+            waits: w.waits(),
+            trace: w.trace.clone(),
+            error: w.error.clone(),
+        }
+    }
 }
 
 /// The Memory panel's slot: the running (or last) epochs run or watch.
@@ -160,6 +201,24 @@ pub fn wrapped_snapshot(o: &WatchOutcome, t: &EpochThresholds) -> MemorySnapshot
             headroom_model::budget::format_bytes(peak)
         ));
     }
+    if let Some(n) = seen.and_then(|s| s.syncs_per_step) {
+        let share = seen
+            .and_then(|s| s.sync_share)
+            .map_or_else(String::new, |s| format!(", {:.0} % of the step", s * 100.0));
+        let site = seen
+            .and_then(|s| s.sync_site.as_deref())
+            .map_or_else(String::new, |s| format!(" (first: {s})"));
+        facts.push(format!("{n} host sync(s) per iteration{share}{site}"));
+    }
+    let workers = seen
+        .and_then(|s| s.loader.as_ref())
+        .map_or(0, |l| l.num_workers);
+    if let Some(w) = o.worker_bytes.filter(|_| workers > 0) {
+        facts.push(format!(
+            "each of {workers} DataLoader workers holds about {}",
+            headroom_model::budget::format_bytes(w)
+        ));
+    }
     let mut s = MemorySnapshot {
         running: false,
         kind: RunKind::Run,
@@ -168,6 +227,7 @@ pub fn wrapped_snapshot(o: &WatchOutcome, t: &EpochThresholds) -> MemorySnapshot
         samples: o.epochs.clone(),
         verdict: Some(o.verdict.clone()),
         message: facts.join(", "),
+        profile: seen.and_then(|s| s.profile.as_ref()).map(ProfileView::of),
         status: if o.finished() {
             JobStatus::Complete
         } else {
@@ -330,8 +390,10 @@ pub fn release_of(release: Option<String>) -> Result<Option<String>, AppError> {
 /// the command (its process group) and keeps what was measured. `{batch}` is `batch`, else the
 /// batch the project's newest sweep chose; `{device}` is `device`, else this machine's
 /// accelerator (the CPU where there is none). `release` (`gc`, `empty-cache`, `both`) releases
-/// memory at every epoch end, as `headroom run --release` does.
+/// memory at every epoch end, as `headroom run --release` does; `profile_window` profiles that
+/// many iterations after the warm-up, as `headroom run --profile-window` does.
 #[tauri::command]
+#[allow(clippy::too_many_arguments)]
 pub async fn watch_project(
     app: AppHandle,
     state: State<'_, MemorySlot>,
@@ -339,9 +401,23 @@ pub async fn watch_project(
     batch: Option<u32>,
     device: Option<String>,
     release: Option<String>,
+    profile_window: Option<u32>,
     on_update: Channel<MemorySnapshot>,
 ) -> Result<MemorySnapshot, AppError> {
     let release = release_of(release)?;
+    let profile = match profile_window {
+        Some(n) => {
+            blocking(move || {
+                headroom_core::instrument::profile_env(
+                    n,
+                    headroom_core::instrument::DEFAULT_PROFILE_WARMUP,
+                )
+                .map_err(AppError::from)
+            })
+            .await?
+        }
+        None => Vec::new(),
+    };
     let (project, batch) = {
         let n = name.clone();
         blocking(move || {
@@ -384,6 +460,7 @@ pub async fn watch_project(
         opts.env
             .push((headroom_core::instrument::RELEASE_ENV.to_owned(), r));
     }
+    opts.env.extend(profile);
     let snapshot = Arc::new(Mutex::new(MemorySnapshot {
         running: true,
         kind: RunKind::Run,
@@ -667,6 +744,62 @@ mod tests {
             Some(EpochVerdictKind::TooShort)
         );
         assert!(s.chart_svg.starts_with("<svg"), "{}", s.message);
+        assert!(s.profile.is_none(), "no window was asked for");
+        // The same run had it synced each step, its workers weighed and a window profiled:
+        // the panel says so.
+        let mut seen = o.observed.clone().expect("observed");
+        seen.syncs_per_step = Some(1);
+        seen.sync_share = Some(0.11);
+        seen.sync_site = Some("train.py:41 .item()".into());
+        seen.profile = Some(headroom_model::observed::ProfileWindow {
+            iterations: 20,
+            asked: 20,
+            warmup: 10,
+            window_s: 1.5,
+            device: "cuda".into(),
+            ops: vec![headroom_model::observed::ProfiledOp {
+                name: "aten::convolution".into(),
+                calls: 1060,
+                self_cpu_us: 30_000.0,
+                cpu_us: 30_000.0,
+                self_device_us: 900_000.0,
+                device_us: 900_000.0,
+                on_device: false,
+            }],
+            ..Default::default()
+        });
+        let with = WatchOutcome {
+            observed: Some(seen),
+            worker_bytes: Some(300 << 20),
+            ..o.clone()
+        };
+        let s = wrapped_snapshot(&with, &EpochThresholds::default());
+        assert!(
+            s.message.contains(
+                "1 host sync(s) per iteration, 11 % of the step (first: train.py:41 .item())"
+            ),
+            "{}",
+            s.message
+        );
+        let workers = o
+            .observed
+            .as_ref()
+            .and_then(|ob| ob.loader.as_ref())
+            .map_or(0, |l| l.num_workers);
+        assert!(workers > 0);
+        assert!(
+            s.message.contains(&format!(
+                "each of {workers} DataLoader workers holds about 300 MiB"
+            )),
+            "{}",
+            s.message
+        );
+        let p = s.profile.expect("the window");
+        assert_eq!(p.of, "of the device time");
+        assert_eq!(p.top[0].name, "aten::convolution");
+        assert!(p
+            .headline
+            .starts_with("20 iterations profiled after 10 on cuda"));
         let failed = WatchOutcome {
             exit_code: Some(1),
             ..o

@@ -36,9 +36,9 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
       show("sweep");
       sweep.runProject(name, devices);
     },
-    watch(name, batch, device, release) {
+    watch(name, batch, device, release, profileWindow) {
       show("memory");
-      memory.watchProject(name, batch, device, release);
+      memory.watchProject(name, batch, device, release, profileWindow);
     },
   });
   const runs = runsPanel(backend);

@@ -16,7 +16,7 @@ function snap(over: Partial<MemorySnapshot>): MemorySnapshot {
   return {
     running: true, kind: "epochs", title: "mlp batch 16 on cpu", run_id: 4, samples: [], readings: [], verdict: null,
     growth: null, crossed: false, message: "epoch 1 of 6", status: "running", error: null,
-    chart_svg: "<svg xmlns='http://www.w3.org/2000/svg'></svg>", ...over,
+    chart_svg: "<svg xmlns='http://www.w3.org/2000/svg'></svg>", profile: null, ...over,
   };
 }
 
@@ -161,6 +161,41 @@ describe("memory panel", () => {
     expect(status.dataset.state).toBe("running");
     expect(status.textContent).toContain("train: python train.py");
     expect(status.textContent).not.toContain("run 14");
+    panel.root.remove();
+  });
+
+  it("shows a wrapped run's profiler window: its top operators, its waits and the trace", async () => {
+    const b = mockBackend({ projects: [{ name: "train", dir: "/tmp/train", python: null, command: ["python", "train.py"] }] });
+    const panel = memoryPanel(b);
+    document.body.append(panel.root);
+    panel.watchProject("train", 64, null, null, 20);
+    await flush();
+    expect(b.calls).toContain("watchProject:train:64:::profile 20");
+    expect(get(panel.root, "memory-profile").hidden).toBe(true);
+    const profile: MemorySnapshot["profile"] = {
+      headline: "20 iterations profiled after 10 on cuda (2.00 s; it cost the run 0.70 s)",
+      of: "of the device time",
+      top: [
+        { name: "aten::convolution", calls: 1060, ms: 900, share: 0.64 },
+        { name: "aten::batch_norm", calls: 1060, ms: 300, share: 0.21 },
+      ],
+      waits: [{ name: "aten::_local_scalar_dense", calls: 20, ms: 400, share: 0.2, wait: "sync" }],
+      trace: "/home/you/.headroom/traces/trace-1.json",
+      error: null,
+    };
+    b.pushMemory(snap({ running: false, kind: "run", status: "complete", title: "train: python train.py", message: "60 steps", profile }));
+    const section = get(panel.root, "memory-profile");
+    expect(section.hidden).toBe(false);
+    expect(get(section, "memory-profile-headline").textContent).toContain("20 iterations profiled after 10 on cuda");
+    const ops = section.querySelectorAll('[data-testid="memory-profile-op"]');
+    expect(ops).toHaveLength(2);
+    expect(ops[0].textContent).toBe("aten::convolution1060900.064 %");
+    expect(section.querySelector("th:last-child")?.textContent).toBe("of the device time");
+    expect(get(section, "memory-profile-waits").textContent).toBe("aten::_local_scalar_dense: 20 % of the window — a sync: the host waited for the device");
+    expect(get(section, "memory-profile-trace").textContent).toContain("trace-1.json");
+    // A run without a window hides the section again.
+    b.pushMemory(snap({ running: false, kind: "run", status: "complete", profile: null }));
+    expect(section.hidden).toBe(true);
     panel.root.remove();
   });
 });

@@ -126,7 +126,7 @@ describe("the project bar", () => {
     expect(get<HTMLButtonElement>(root, "watch-my-training").disabled).toBe(true);
     const live: MemorySnapshot = {
       running: true, kind: "run", title: "mlp: python train.py", run_id: 9, readings: [], verdict: null, growth: null,
-      crossed: false, message: "12 s · 80 steps · 2 epochs", status: "running", error: null, chart_svg: "",
+      crossed: false, message: "12 s · 80 steps · 2 epochs", status: "running", error: null, chart_svg: "", profile: null,
       samples: [1, 2].map((epoch) => ({ epoch, live_bytes: null, cache_bytes: null, footprint_bytes: epoch * 2 ** 28, seconds: 5, samples_per_s: 600 })),
     };
     b.pushMemory(live);
@@ -141,6 +141,16 @@ describe("the project bar", () => {
     get<HTMLButtonElement>(root, "watch-my-training").click();
     await flush();
     expect(b.calls).toContain("watchProject:mlp:32::both");
+    // With a profiler window: a count, checked before anything runs.
+    b.pushMemory({ ...live, running: false, status: "complete" });
+    get<HTMLInputElement>(root, "project-watch-profile").value = "0";
+    get<HTMLButtonElement>(root, "watch-my-training").click();
+    expect(get(root, "project-status").dataset.state).toBe("error");
+    expect(get(root, "project-status").textContent).toContain("iterations to profile");
+    get<HTMLInputElement>(root, "project-watch-profile").value = "20";
+    get<HTMLButtonElement>(root, "watch-my-training").click();
+    await flush();
+    expect(b.calls).toContain("watchProject:mlp:32::both:profile 20");
     root.remove();
   });
 

@@ -55,6 +55,26 @@ pub const PROFILE_WINDOW_ENV: &str = "HEADROOM_PROFILE_WINDOW";
 pub const PROFILE_WARMUP_ENV: &str = "HEADROOM_PROFILE_WARMUP";
 pub const PROFILE_DIR_ENV: &str = "HEADROOM_PROFILE_DIR";
 
+/// The iterations before a profiler window when none is given.
+pub const DEFAULT_PROFILE_WARMUP: u32 = 10;
+
+/// The observer's environment for a profiler window of `window` iterations after `warmup`,
+/// its trace written to the data folder's `traces/` (created here).
+pub fn profile_env(window: u32, warmup: u32) -> Result<Vec<(String, String)>, CoreError> {
+    if window == 0 || warmup == 0 {
+        return Err(CoreError::InvalidInput(
+            "--profile-window and --profile-warmup must be 1 or more".into(),
+        ));
+    }
+    let traces = crate::paths::data_dir()?.join("traces");
+    crate::paths::ensure_dir(&traces)?;
+    Ok(vec![
+        (PROFILE_WINDOW_ENV.to_owned(), window.to_string()),
+        (PROFILE_WARMUP_ENV.to_owned(), warmup.to_string()),
+        (PROFILE_DIR_ENV.to_owned(), traces.display().to_string()),
+    ])
+}
+
 pub use headroom_model::observed::*;
 
 /// A line longer than this ends the connection: the observer never writes one.

@@ -101,7 +101,14 @@ export interface Backend {
   sweepProject(name: string, devices: string | null, onUpdate: (s: SweepSnapshot) => void): Promise<SweepSnapshot>;
   /** "Watch my training": runs the project and shows its memory per epoch live (batch null:
    * the one its last sweep chose; device null: this machine's accelerator). */
-  watchProject(name: string, batch: number | null, device: string | null, release: string | null, onUpdate: (s: MemorySnapshot) => void): Promise<MemorySnapshot>;
+  watchProject(
+    name: string,
+    batch: number | null,
+    device: string | null,
+    release: string | null,
+    profileWindow: number | null,
+    onUpdate: (s: MemorySnapshot) => void,
+  ): Promise<MemorySnapshot>;
   /** Calls `f` with a panel name when the tray asks for one. */
   onNavigate(f: (panel: string) => void): void;
 }

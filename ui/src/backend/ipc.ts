@@ -409,7 +409,30 @@ crossed: boolean, message: string,
 /**
  * `running`, then how the job ended (`error` when it could not start).
  */
-status: JobStatus, error: JobError | null, chart_svg: string, };
+status: JobStatus, error: JobError | null, chart_svg: string, 
+/**
+ * A wrapped run's profiler window (`Profile N iterations`), read for people.
+ */
+profile: ProfileView | null, };
+
+export type ProfileView = { headline: string, 
+/**
+ * What the shares are of: "of the device time" or "of the window".
+ */
+of: string, top: Array<OpShare>, waits: Array<OpShare>, trace: string | null, error: string | null, };
+
+export type OpShare = { name: string, calls: number, 
+/**
+ * Milliseconds over the window: device time for a device run's top operators, host time
+ * otherwise.
+ */
+ms: number, 
+/**
+ * Of the device's busy time (a device run's top), else of the window's wall time.
+ */
+share: number, wait?: WaitKind, };
+
+export type WaitKind = "sync" | "launch" | "host";
 
 export type EpochsForm = { workload: string, device: string, batch: number, epochs: number, steps_per_epoch: number, 
 /**

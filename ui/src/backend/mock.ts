@@ -75,7 +75,7 @@ export function mockBackend(opts: {
   let memoryListener: ((s: MemorySnapshot) => void) | null = null;
   const memoryStart = (kind: RunKind, title: string): MemorySnapshot => ({
     running: true, kind, title, run_id: null, samples: [], readings: [], verdict: null, growth: null,
-    crossed: false, message: "starting", status: "running", error: null, chart_svg: "",
+    crossed: false, message: "starting", status: "running", error: null, chart_svg: "", profile: null,
   });
   let listener: ((s: SweepSnapshot) => void) | null = null;
   let navigate: ((p: string) => void) | null = null;
@@ -166,8 +166,8 @@ export function mockBackend(opts: {
       m.calls.push(`selectProject:${name ?? ""}`);
       return true;
     },
-    async watchProject(name, batch, device, release, onUpdate) {
-      m.calls.push(`watchProject:${name}:${batch ?? ""}:${device ?? ""}:${release ?? ""}`);
+    async watchProject(name, batch, device, release, profileWindow, onUpdate) {
+      m.calls.push(`watchProject:${name}:${batch ?? ""}:${device ?? ""}:${release ?? ""}${profileWindow ? `:profile ${profileWindow}` : ""}`);
       const p = projects.find((x) => x.name === name);
       if (!p) throw { code: "bad_request", message: `no project named "${name}"` };
       memoryListener = onUpdate;

@@ -27,7 +27,11 @@ export function verdictText(s: MemorySnapshot): string {
 export function memoryPanel(
   backend: Backend,
   onRunning: (running: boolean) => void = () => {},
-): { root: HTMLElement; restore(): Promise<void>; watchProject(name: string, batch: number | null, device: string | null, release: string | null): void } {
+): {
+  root: HTMLElement;
+  restore(): Promise<void>;
+  watchProject(name: string, batch: number | null, device: string | null, release: string | null, profileWindow?: number | null): void;
+} {
   const root = el("div", "panel memory");
   // Epochs form.
   const form = el("form", "sweep-form");
@@ -99,8 +103,12 @@ export function memoryPanel(
   const tbody = el("tbody");
   tbody.dataset.testid = "memory-table";
   table.append(tbody);
+  // A wrapped run's profiler window: its top operators and its waits.
+  const profile = el("section", "profile-window");
+  profile.dataset.testid = "memory-profile";
+  profile.hidden = true;
   // What runs (or ran) first, then the ways to start one.
-  root.append(status, verdict, chart, table, form, watchHead, list, mineHead);
+  root.append(status, verdict, chart, table, profile, form, watchHead, list, mineHead);
 
   // Bumped whenever a job of this panel shows itself or starts: a restore that was waiting on
   // the backend meanwhile must not draw an older run over it (the e2e's Watch after a sweep).
@@ -150,6 +158,51 @@ export function memoryPanel(
       }
     }
     tbody.replaceChildren(head, ...rows);
+    showProfile(s.profile);
+  }
+
+  const WAITS: Record<string, string> = {
+    sync: "a sync: the host waited for the device",
+    launch: "the host feeding the device (launches)",
+    host: "host only: unsupported on the device, or host work",
+  };
+
+  function showProfile(p: MemorySnapshot["profile"]): void {
+    profile.hidden = !p;
+    if (!p) {
+      profile.replaceChildren();
+      return;
+    }
+    const title = el("h3", undefined, "Profiler window");
+    const head = el("div", "status", p.error ? `no profile: ${p.error}` : p.headline);
+    head.dataset.testid = "memory-profile-headline";
+    const t = el("table", "points");
+    const body = el("tbody");
+    const hr = el("tr");
+    for (const h of ["operator", "calls", "ms", p.of]) hr.append(el("th", undefined, h));
+    body.append(hr);
+    for (const o of p.top) {
+      const tr = el("tr");
+      tr.dataset.testid = "memory-profile-op";
+      tr.append(el("td", undefined, o.name), el("td", "num", String(o.calls)), el("td", "num", o.ms.toFixed(1)), el("td", "num", `${(o.share * 100).toFixed(0)} %`));
+      body.append(tr);
+    }
+    t.append(body);
+    const parts: HTMLElement[] = [title, head, t];
+    if (p.waits.length > 0) {
+      const w = el("ul", "profile-waits");
+      w.dataset.testid = "memory-profile-waits";
+      for (const o of p.waits) {
+        w.append(el("li", undefined, `${o.name}: ${(o.share * 100).toFixed(0)} % of the window — ${WAITS[o.wait ?? "host"] ?? o.wait}`));
+      }
+      parts.push(el("div", undefined, "Long on the host, short on the device:"), w);
+    }
+    if (p.trace) {
+      const tr = el("div", "status", `Chrome trace: ${p.trace} (open it in ui.perfetto.dev)`);
+      tr.dataset.testid = "memory-profile-trace";
+      parts.push(tr);
+    }
+    profile.replaceChildren(...parts);
   }
 
   function fail(e: unknown): void {
@@ -160,12 +213,12 @@ export function memoryPanel(
   }
 
   /** "Watch my training" (from the project bar): the project's run, its epochs live. */
-  function watchProject(name: string, batch: number | null, device: string | null, release: string | null): void {
+  function watchProject(name: string, batch: number | null, device: string | null, release: string | null, profileWindow: number | null = null): void {
     generation++;
     status.textContent = `starting ${name}`;
     status.dataset.state = "running";
     onRunning(true);
-    backend.watchProject(name, batch, device, release, show).then(show).catch(fail);
+    backend.watchProject(name, batch, device, release, profileWindow, show).then(show).catch(fail);
   }
 
   form.addEventListener("submit", (ev) => {

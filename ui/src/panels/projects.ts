@@ -65,8 +65,9 @@ export interface ProjectActions {
   /** Sweep the project (devices: null for batch=auto alone, "" for this machine's CPU and accelerator). */
   sweep(name: string, devices: string | null): void;
   /** Run it and watch its memory per epoch (batch: null for the one its last sweep chose;
-   * release: gc, empty-cache or both at every epoch end, null for none). */
-  watch(name: string, batch: number | null, device: string | null, release: string | null): void;
+   * release: gc, empty-cache or both at every epoch end, null for none; profileWindow: the
+   * iterations torch.profiler records after the warm-up, null for none). */
+  watch(name: string, batch: number | null, device: string | null, release: string | null, profileWindow: number | null): void;
 }
 
 export function projectBar(
@@ -93,11 +94,16 @@ export function projectBar(
   const release = select("project-watch-release", ["none", "gc", "empty-cache", "both"], "none", (o) =>
     o === "none" ? "none" : o === "gc" ? "gc.collect()" : o === "empty-cache" ? "empty_cache()" : "gc.collect() and empty_cache()",
   );
+  // The runbook's profiler window: N iterations after the warm-up, its top operators.
+  const profileN = input("project-watch-profile", "none (e.g. 20)");
+  profileN.inputMode = "numeric";
+  profileN.title = "torch.profiler over this many training iterations after 10 of warm-up: the top operators, the syncs, a Chrome trace";
   const optGrid = el("div", "form-grid");
   optGrid.append(
     field("Watch at batch", batch),
     field("Watch on device", device),
     field("Release at each epoch end", release),
+    field("Profile iterations", profileN),
     field("Compare devices", devices),
   );
   options.append(el("summary", undefined, "Options"), optGrid);
@@ -247,8 +253,14 @@ export function projectBar(
       say("the batch to watch at must be a whole number of 1 or more (or empty: the last sweep's)", "error");
       return;
     }
+    const ptext = profileN.value.trim();
+    const pn = Number(ptext);
+    if (ptext && (!Number.isInteger(pn) || pn < 1)) {
+      say("the iterations to profile must be a whole number of 1 or more (or empty: none)", "error");
+      return;
+    }
     say(`Watching ${picker.value}: memory per epoch in the Memory panel.`, "running");
-    actions.watch(picker.value, text ? n : null, device.value.trim() || null, release.value === "none" ? null : release.value);
+    actions.watch(picker.value, text ? n : null, device.value.trim() || null, release.value === "none" ? null : release.value, ptext ? pn : null);
   });
   return {
     root,

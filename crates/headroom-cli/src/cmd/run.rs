@@ -740,25 +740,7 @@ fn observer_env(a: &RunArgs) -> Result<Vec<(String, String)>> {
         }
     }
     if let Some(n) = a.profile_window {
-        if n == 0 || a.profile_warmup == 0 {
-            bail!("--profile-window and --profile-warmup must be 1 or more");
-        }
-        let traces = headroom_store::paths::data_dir()?.join("traces");
-        headroom_store::paths::ensure_dir(&traces)?;
-        env.extend([
-            (
-                headroom_core::instrument::PROFILE_WINDOW_ENV.to_owned(),
-                n.to_string(),
-            ),
-            (
-                headroom_core::instrument::PROFILE_WARMUP_ENV.to_owned(),
-                a.profile_warmup.to_string(),
-            ),
-            (
-                headroom_core::instrument::PROFILE_DIR_ENV.to_owned(),
-                traces.display().to_string(),
-            ),
-        ]);
+        env.extend(headroom_core::instrument::profile_env(n, a.profile_warmup)?);
     }
     Ok(env)
 }
