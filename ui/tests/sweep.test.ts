@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import { mockBackend } from "../src/backend/mock";
-import { readForm, sweepPanel } from "../src/panels/sweep";
+import { readForm, samplesPerJoule, sweepPanel } from "../src/panels/sweep";
 import { point, snapshot } from "./fixtures";
 
 const get = <T extends HTMLElement>(root: HTMLElement, id: string) =>
@@ -28,6 +28,31 @@ describe("sweep form", () => {
     expect(readForm({ ...base, maxBatch: "0" })).toMatchObject({ form: { max_batch: 0 } });
     expect(readForm({ ...base, maxBatch: "2.5" })).toEqual({ error: "the largest batch must be a whole number" });
     expect(readForm({ ...base, maxBatch: "-1" })).toHaveProperty("error");
+  });
+});
+
+describe("energy per sample", () => {
+  it("shows samples/J only where a point has its energy, from its mean power", async () => {
+    const b = mockBackend({});
+    const panel = sweepPanel(b);
+    document.body.append(panel.root);
+    get<HTMLButtonElement>(panel.root, "run-sweep").click();
+    await flush();
+    // 3000 J over 10 s timed: 300 W; 1500 samples/s → 5 samples/J.
+    const measured = {
+      ...point(64, 1500, 2 ** 30),
+      conditions: { samples: 10, seconds: 10, energy_j: 3000, energy_source: "NVML energy counter" },
+    } as unknown as ReturnType<typeof point>;
+    expect(samplesPerJoule(measured)).toBeCloseTo(5, 9);
+    expect(samplesPerJoule(point(32, 900, 2 ** 29))).toBeNull();
+    b.push(snapshot({ points: [point(32, 900, 2 ** 29)] }));
+    expect(get(panel.root, "sweep-energy-head").hidden).toBe(true);
+    expect(panel.root.querySelectorAll('[data-testid="sweep-point-energy"]')).toHaveLength(0);
+    b.push(snapshot({ points: [point(32, 900, 2 ** 29), measured] }));
+    expect(get(panel.root, "sweep-energy-head").hidden).toBe(false);
+    const cells = [...panel.root.querySelectorAll('[data-testid="sweep-point-energy"]')].map((c) => c.textContent);
+    expect(cells).toEqual(["–", "5.0"]);
+    panel.root.remove();
   });
 });
 

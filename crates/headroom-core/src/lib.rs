@@ -30,4 +30,6 @@ use headroom_store::{config, error, ledger, paths};
 // Charts, reports and a dataset's checksums.
 use headroom_report::report;
 // The machine's readers.
-use headroom_probe::{child, contention, gpu_busy, load, machine, mounts, readiness, sysmem};
+use headroom_probe::{
+    child, conditions, contention, gpu_busy, load, machine, mounts, readiness, sysmem,
+};

@@ -8,6 +8,7 @@
 //! which the worker does not link: a rule changed rebuilds no worker.
 
 pub mod budget;
+pub mod conditions;
 pub mod epochs;
 pub mod error;
 pub mod failure;

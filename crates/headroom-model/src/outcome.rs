@@ -115,9 +115,20 @@ pub struct WatchOutcome {
     /// its own pages (PSS where the OS gives it), what one more worker would cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_bytes: Option<u64>,
+    /// The machine's state while it was timed (from the end of its warm-up): thermal state,
+    /// power source, power and energy where the platform gives them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<crate::conditions::TimedConditions>,
 }
 
 impl WatchOutcome {
+    /// Joules per sample: the run's mean power while timed over its throughput.
+    pub fn joules_per_sample(&self) -> Option<f64> {
+        self.conditions
+            .as_ref()?
+            .joules_per_sample_at(self.samples_per_s?)
+    }
+
     /// The data stage takes at least [`DATA_BOUND_SHARE`] of the step time.
     pub fn data_bound(&self) -> Option<bool> {
         self.data_share.map(|s| s >= DATA_BOUND_SHARE)

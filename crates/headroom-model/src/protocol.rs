@@ -265,6 +265,11 @@ pub struct Point {
     /// What the rest of the machine did while the point was timed (local sweeps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<crate::pointload::PointLoad>,
+    /// The machine's state while its steps were timed: thermal, power source, power, energy
+    /// (local sweeps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub conditions: Option<crate::conditions::TimedConditions>,
     /// Seconds of its timed steps, and why timing stopped there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timed_s: Option<f64>,
@@ -336,6 +341,7 @@ impl Point {
             first_step_s: None,
             step_cv: None,
             load: None,
+            conditions: None,
             timed_s: None,
             timed_until: None,
             remeasured_from: None,
@@ -373,6 +379,12 @@ impl Point {
     /// Why its figure should be read with care, one line per cause: measured beside other work
     /// (CPU, memory pressure, the accelerator shared) or still noisy at its cap. Empty for a
     /// point to trust, and for one that was not measured.
+    /// Joules per sample: the mean power while its steps were timed over its throughput.
+    pub fn joules_per_sample(&self) -> Option<f64> {
+        let c = self.conditions.as_ref()?;
+        c.joules_per_sample_at(self.samples_per_s?)
+    }
+
     pub fn cautions(&self) -> Vec<String> {
         if self.status != PointStatus::Ok {
             return Vec::new();
@@ -382,6 +394,9 @@ impl Point {
             .as_ref()
             .map(|l| l.warnings(self.batch))
             .unwrap_or_default();
+        if let Some(c) = &self.conditions {
+            out.extend(c.warnings_for(&format!("batch {}", self.batch)));
+        }
         if let Some(ci) = self.ci_share().filter(|c| *c > crate::stats::KNOWN_WITHIN) {
             out.push(format!(
                 "batch {}'s throughput is known only within ±{:.1} % (its {} timed steps varied by {:.0} %, p95/p50 {:.2}): read it as a rough figure",

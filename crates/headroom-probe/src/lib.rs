@@ -6,6 +6,9 @@
 //! Headroom's own files.
 
 pub mod child;
+pub mod conditions;
+#[cfg(target_os = "macos")]
+pub mod conditions_macos;
 pub mod contention;
 pub mod gpu_busy;
 pub mod load;

@@ -228,6 +228,11 @@ step_cv?: number | null,
  */
 load?: PointLoad | null, 
 /**
+ * The machine's state while its steps were timed: thermal, power source, power, energy
+ * (local sweeps).
+ */
+conditions?: TimedConditions, 
+/**
  * Seconds of its timed steps, and why timing stopped there.
  */
 timed_s?: number | null, timed_until?: TimedUntil | null, 
@@ -420,6 +425,41 @@ export type ProfileView = { headline: string,
  * What the shares are of: "of the device time" or "of the window".
  */
 of: string, top: Array<OpShare>, waits: Array<OpShare>, trace: string | null, error: string | null, };
+
+export type TimedConditions = { 
+/**
+ * Readings in the span and the seconds it lasted.
+ */
+samples: number, seconds: number, 
+/**
+ * The worst thermal state read.
+ */
+thermal_worst?: ThermalState | null, 
+/**
+ * The share of readings that found the machine throttled.
+ */
+throttled_share?: number | null, 
+/**
+ * On battery at any reading; Low Power Mode at any reading.
+ */
+on_battery?: boolean | null, low_power?: boolean | null, battery_percent?: Span | null, cpu_watts?: Span | null, gpu_watts?: Span | null, gpu_util?: Span | null, temp_c?: Span | null, 
+/**
+ * Joules used over the span: the counter's difference where there is one, else the
+ * sampled power integrated over time.
+ */
+energy_j?: number | null, 
+/**
+ * Where the energy came from ("NVML energy counter", "power × time").
+ */
+energy_source?: string | null, 
+/**
+ * What this machine could not read (said once per job).
+ */
+unavailable?: Array<string>, };
+
+export type Span = { min: number, mean: number, max: number, };
+
+export type ThermalState = "nominal" | "fair" | "serious" | "critical";
 
 export type OpShare = { name: string, calls: number, 
 /**

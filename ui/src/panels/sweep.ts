@@ -56,7 +56,15 @@ export function readForm(f: {
   };
 }
 
-function pointRow(p: Point, recommended: number | null): HTMLTableRowElement {
+/** Samples per joule: the throughput over the mean power while the point was timed, where the
+ * machine gave its energy (the most efficient batch is not always the fastest). */
+export function samplesPerJoule(p: Point): number | null {
+  const c = p.conditions;
+  if (!c || !c.energy_j || c.energy_j <= 0 || c.seconds <= 0 || !p.samples_per_s) return null;
+  return p.samples_per_s / (c.energy_j / c.seconds);
+}
+
+function pointRow(p: Point, recommended: number | null, energy: boolean): HTMLTableRowElement {
   const tr = el("tr");
   tr.dataset.testid = "sweep-point";
   if (p.batch === recommended) tr.className = "recommended";
@@ -68,6 +76,12 @@ function pointRow(p: Point, recommended: number | null): HTMLTableRowElement {
     el("td", "num", formatMs(p.step_ms_p50)),
     el("td", "num", formatBytes(p.peak_bytes ?? p.predicted_peak_bytes)),
   );
+  if (energy) {
+    const j = samplesPerJoule(p);
+    const td = el("td", "num", j === null ? "–" : j.toFixed(1));
+    td.dataset.testid = "sweep-point-energy";
+    tr.append(td);
+  }
   return tr;
 }
 
@@ -98,7 +112,11 @@ export function renderSnapshot(
     parts.hover?.update(s.chart_svg);
   }
   const rec = s.summary?.recommended_batch ?? null;
-  parts.table.replaceChildren(...s.points.map((p) => pointRow(p, rec)));
+  // The samples/J column only where some point has its energy.
+  const energy = s.points.some((p) => samplesPerJoule(p) !== null);
+  const energyHead = parts.table.parentElement?.querySelector<HTMLElement>('[data-testid="sweep-energy-head"]');
+  if (energyHead) energyHead.hidden = !energy;
+  parts.table.replaceChildren(...s.points.map((p) => pointRow(p, rec, energy)));
   if (!s.running && s.error) {
     // Stopped early: why first, then what the finished points already say.
     const partial = rec !== null ? ` — from the points measured, batch ${rec} is the best choice so far` : "";
@@ -181,6 +199,10 @@ export function sweepPanel(
   const thead = el("thead");
   const hr = el("tr");
   for (const h of ["batch", "status", "samples/s", "p50", "peak"]) hr.append(el("th", undefined, h));
+  const energyHead = el("th", undefined, "samples/J");
+  energyHead.dataset.testid = "sweep-energy-head";
+  energyHead.hidden = true;
+  hr.append(energyHead);
   thead.append(hr);
   const tbody = el("tbody");
   tbody.dataset.testid = "sweep-table";

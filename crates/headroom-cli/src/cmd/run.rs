@@ -213,10 +213,26 @@ pub fn summary(o: &WatchOutcome) {
     if let Some(v) = &o.pipeline {
         eprintln!("headroom: {v}");
     }
+    if let Some(c) = &o.conditions {
+        if let Some(line) = conditions_line(c, o.joules_per_sample()) {
+            eprintln!("headroom: {line}");
+        }
+        if !c.unavailable.is_empty() {
+            eprintln!(
+                "headroom: not read on this machine: {}",
+                c.unavailable.join("; ")
+            );
+        }
+    }
     for w in o
         .load
         .iter()
         .flat_map(|l| l.warnings_for(&format!("run {}", o.run_id)))
+        .chain(
+            o.conditions
+                .iter()
+                .flat_map(|c| c.warnings_for(&format!("run {}", o.run_id))),
+        )
     {
         eprintln!("headroom: warning: {w}");
     }
@@ -236,6 +252,43 @@ pub fn summary(o: &WatchOutcome) {
 }
 
 /// What the observer saw inside the program, for people.
+/// The machine's state while a run was timed, in a line: power, energy per sample, heat.
+fn conditions_line(
+    c: &headroom_model::conditions::TimedConditions,
+    joules_per_sample: Option<f64>,
+) -> Option<String> {
+    let mut parts = Vec::new();
+    let w = |s: &headroom_model::conditions::Span| format!("{:.0} W (max {:.0})", s.mean, s.max);
+    if let Some(g) = &c.gpu_watts {
+        parts.push(format!("GPU {}", w(g)));
+    }
+    if let Some(p) = &c.cpu_watts {
+        parts.push(format!("CPU {}", w(p)));
+    }
+    if let Some(u) = &c.gpu_util {
+        parts.push(format!("GPU busy {:.0} %", u.mean * 100.0));
+    }
+    if let Some(j) = c.energy_j {
+        parts.push(format!(
+            "{j:.0} J ({})",
+            c.energy_source.as_deref().unwrap_or("energy")
+        ));
+    }
+    if let Some(j) = joules_per_sample {
+        parts.push(format!("{:.3} J per sample ({:.1} samples/J)", j, 1.0 / j));
+    }
+    if let Some(t) = &c.temp_c {
+        parts.push(format!("up to {:.0} °C", t.max));
+    }
+    if let Some(s) = c.throttled_share {
+        parts.push(format!("throttled {:.0} % of the time", s * 100.0));
+    }
+    if c.on_battery == Some(true) {
+        parts.push("on battery".into());
+    }
+    (!parts.is_empty()).then(|| format!("while timed: {}", parts.join(" · ")))
+}
+
 fn observed_summary(ob: &headroom_core::instrument::Observed) {
     eprintln!("headroom: {}", ob.loop_shape());
     let mut parts = Vec::new();

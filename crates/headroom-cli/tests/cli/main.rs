@@ -4,6 +4,7 @@
 
 mod cancel;
 mod common;
+mod conditions;
 mod conformance;
 mod contention;
 mod decide;

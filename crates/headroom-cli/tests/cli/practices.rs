@@ -615,6 +615,9 @@ p = argparse.ArgumentParser()
 p.add_argument("--every", type=int, default=1)
 p.add_argument("--show", action="store_true")
 a = p.parse_args()
+# One thread: the step's share is the same on a busy machine (intra-op threads on contended
+# cores slow the compute, not the host-side list).
+torch.set_num_threads(1)
 torch.manual_seed(5)
 x = torch.randn(8192, 64)
 y = (x[:, 0] > 0).long()
@@ -738,9 +741,9 @@ fn a_data_bound_loop_is_told_how_many_more_workers_its_ram_holds() {
     );
 }
 
-/// A small classifier whose forward pass also takes a cumulative sum over a 2-Mi-element
-/// scratch tensor: a deliberately slow operator, most of each iteration. It counts and times
-/// its own iterations.
+/// A small classifier whose forward pass also takes a cumulative sum over an 8-Mi-element
+/// scratch tensor: a deliberately slow operator, most of each iteration (one intra-op thread,
+/// so that a busy machine slows every operator alike). It counts its own iterations.
 const SLOW_OP: &str = r#"
 import argparse
 import time
@@ -759,9 +762,10 @@ class Net(nn.Module):
 
     def forward(self, x):
         h = self.a(x).relu()
-        h = h + torch.cumsum(torch.ones(1 << 21), 0)[-1] * 0
+        h = h + torch.cumsum(torch.ones(1 << 23), 0)[-1] * 0
         return self.b(h)
 
+torch.set_num_threads(1)
 torch.manual_seed(0)
 model = Net()
 opt = torch.optim.SGD(model.parameters(), lr=0.01)

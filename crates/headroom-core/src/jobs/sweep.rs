@@ -240,6 +240,11 @@ impl Session<'_> {
             .remote()
             .is_none()
             .then(crate::load::OtherLoad::new);
+        // The machine's state read through the sweep (thermal, power, energy); each point keeps
+        // the span of its timed steps.
+        let mut conditions: Option<crate::conditions::ConditionLog> = None;
+        let mut timed_from = 0.0;
+        let mut told_unavailable = false;
         let mut last_phase = None;
         let mut current = None;
         let mut garbage = Vec::new();
@@ -261,6 +266,12 @@ impl Session<'_> {
                     busy = crate::gpu_busy::BusySampler::for_device(&h.device);
                     if let Some(l) = load.as_mut() {
                         l.watch_device(&h.device);
+                    }
+                    if self.launcher.remote().is_none() {
+                        conditions = Some(crate::conditions::ConditionLog::start(
+                            Some(&h.device),
+                            crate::conditions::INTERVAL,
+                        ));
                     }
                     self.on_hello(h)?;
                 }
@@ -284,6 +295,7 @@ impl Session<'_> {
                         if let Some(b) = &busy {
                             b.reset();
                         }
+                        timed_from = conditions.as_ref().map_or(0.0, |c| c.now());
                     }
                     last_phase = Some(phase);
                     (self.on)(&Update::Progress {
@@ -305,6 +317,15 @@ impl Session<'_> {
                             .map(crate::gpu_busy::BusySampler::submitters)
                             .unwrap_or_default();
                         p.load = load.as_mut().and_then(|l| l.read(&submitters));
+                        p.conditions = conditions.as_ref().map(|c| {
+                            let mut span = c.span(timed_from, c.now());
+                            // What this machine cannot read is said once, on the first point.
+                            if told_unavailable {
+                                span.unavailable.clear();
+                            }
+                            told_unavailable = true;
+                            span
+                        });
                     }
                     let warnings = p.cautions();
                     self.add_point(p)?;

@@ -218,7 +218,7 @@ pub fn compare_within(
     }
     let fa = facts(&ra, &xa);
     let fb = facts(&rb, &xb);
-    let differ: Vec<String> = fa
+    let mut differ: Vec<String> = fa
         .iter()
         .zip(&fb)
         .filter(|((k, x), (k2, y))| k == k2 && x != y && !NOT_COMPARED.contains(k))
@@ -227,6 +227,27 @@ pub fn compare_within(
         })
         .map(|((k, x), (_, y))| format!("  {k}: {x} vs {y}"))
         .collect();
+    // The machine's state while each was timed: heat, throttling, power source.
+    let timed = |r: &RunRecord| outcome(r).and_then(|o| o.conditions);
+    if let (Some(x), Some(y)) = (timed(&ra), timed(&rb)) {
+        differ.extend(
+            x.differences(&y)
+                .into_iter()
+                .map(|d| format!("  while timed, {d}")),
+        );
+    }
+    for p in &pa {
+        let Some(q) = pb.iter().find(|q| q.batch == p.batch) else {
+            continue;
+        };
+        if let (Some(x), Some(y)) = (&p.conditions, &q.conditions) {
+            differ.extend(
+                x.differences(y)
+                    .into_iter()
+                    .map(|d| format!("  batch {} while timed, {d}", p.batch)),
+            );
+        }
+    }
     if differ.is_empty() {
         out.push("facts that could explain a difference: none differ among those recorded".into());
     } else {

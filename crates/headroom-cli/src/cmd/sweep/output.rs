@@ -38,7 +38,7 @@ fn timed_cell(p: &Point) -> String {
 pub(crate) fn point_line(p: &Point) -> String {
     match p.status {
         PointStatus::Ok => format!(
-            "  batch {:>6}  {:>12.1} samples/s {:>5}  p50 {:>9} ms  p95 {:>9} ms  peak {}{}{}",
+            "  batch {:>6}  {:>12.1} samples/s {:>5}  p50 {:>9} ms  p95 {:>9} ms  peak {}{}{}{}",
             p.batch,
             p.samples_per_s.unwrap_or(0.0),
             opt_ci(p),
@@ -47,6 +47,9 @@ pub(crate) fn point_line(p: &Point) -> String {
             p.peak_bytes.map_or_else(|| "-".into(), format_bytes),
             p.gpu_busy
                 .map(|b| format!("  GPU busy {:.0} %", b * 100.0))
+                .unwrap_or_default(),
+            p.joules_per_sample()
+                .map(|j| format!("  {:.1} samples/J", 1.0 / j))
                 .unwrap_or_default(),
             p.timing_note()
                 .map(|n| format!("  (timed {n})"))
@@ -65,8 +68,21 @@ pub(crate) fn print_human(r: &Report) {
     if r.points.is_empty() {
         return;
     }
+    // Samples per joule where the machine gives its energy (the most efficient batch is not
+    // always the fastest).
+    let energy = r.points.iter().any(|p| p.joules_per_sample().is_some());
+    let per_joule = |p: &Point| {
+        if !energy {
+            return String::new();
+        }
+        format!(
+            " {:>10}",
+            p.joules_per_sample()
+                .map_or_else(|| "-".into(), |j| format!("{:.1}", 1.0 / j))
+        )
+    };
     println!(
-        "{:>7} {:>11} {:>12} {:>5} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10} {:>12}",
+        "{:>7} {:>11} {:>12} {:>5} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10} {:>12}{}",
         "batch",
         "status",
         "samples/s",
@@ -77,11 +93,16 @@ pub(crate) fn print_human(r: &Report) {
         "fwd ms",
         "bwd ms",
         "peak",
-        "timed"
+        "timed",
+        if energy {
+            format!(" {:>10}", "samples/J")
+        } else {
+            String::new()
+        }
     );
     for p in &r.points {
         println!(
-            "{:>7} {:>11} {:>12} {:>5} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10} {:>12}",
+            "{:>7} {:>11} {:>12} {:>5} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10} {:>12}{}",
             p.batch,
             p.status.as_str(),
             p.samples_per_s
@@ -96,6 +117,7 @@ pub(crate) fn print_human(r: &Report) {
                 .or(p.predicted_peak_bytes)
                 .map_or_else(|| "-".into(), format_bytes),
             timed_cell(p),
+            per_joule(p),
         );
     }
     if let Some(s) = &r.summary {

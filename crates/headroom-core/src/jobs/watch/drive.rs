@@ -158,6 +158,11 @@ pub fn drive(
         l
     });
     let mut load_from_steps = false;
+    // The machine's state through the run (thermal, power, energy), from the end of its
+    // warm-up as the load is.
+    let conditions = (!opts.settle)
+        .then(|| crate::conditions::ConditionLog::start(None, crate::conditions::INTERVAL));
+    let mut conditions_from = 0.0;
     // Lines, events and readings until both pipes close (the child and anything holding them
     // is done).
     while readers.iter().any(|h| !h.is_finished()) {
@@ -243,6 +248,7 @@ pub fn drive(
             if let Some(l) = load.as_mut() {
                 l.start();
             }
+            conditions_from = conditions.as_ref().map_or(0.0, |c| c.now());
         }
         // A command that exited while something it started holds its pipes open: the run ends
         // with the command (its group is told to stop).
@@ -267,6 +273,11 @@ pub fn drive(
             .map_err(|e| CoreError::Worker(format!("wait for {program}: {e}")))?,
     };
     t.load = load.as_mut().and_then(|l| l.read(&[]));
+    t.conditions = conditions.map(|c| {
+        let span = c.span(conditions_from, c.now());
+        drop(c.finish());
+        span
+    });
     stop.store(true, Ordering::SeqCst);
     let _ = sampler_thread.join();
     if let Some(c) = channel {

@@ -216,6 +216,7 @@ pub(super) fn finish(
         metrics: t.metrics.clone(),
         load: t.load.clone(),
         worker_bytes: t.worker_bytes,
+        conditions: t.conditions.clone(),
     };
     let out = WatchOutcome {
         pipeline: out.pipeline_verdict(),

@@ -38,6 +38,8 @@ pub(super) struct Tally {
     /// Other processes' load while the run was timed (not for a sweep's start, whose sweep
     /// reads its own).
     pub(super) load: Option<crate::load::PointLoad>,
+    /// The machine's state while the run was timed.
+    pub(super) conditions: Option<crate::conditions::TimedConditions>,
     /// The most one child process (a DataLoader worker, mostly) held in any reading.
     pub(super) worker_bytes: Option<u64>,
     /// The trainer [`Tally::worker_bytes`] was measured under.
@@ -269,6 +271,7 @@ impl Tally {
             window: None,
             metrics: std::collections::BTreeMap::new(),
             load: None,
+            conditions: None,
             worker_bytes: None,
             workers_of: None,
         }

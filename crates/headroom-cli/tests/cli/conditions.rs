@@ -1,0 +1,88 @@
+//! The machine's state read through real jobs on this machine: a CPU sweep's points and a
+//! `headroom run` each carry what was read while they were timed, and what this machine could
+//! not read is said once. On a VM without RAPL or a GPU there is no energy, and the test says
+//! which case it checked.
+
+use serde_json::Value;
+
+use crate::common::{points, python, Home};
+
+/// The energy is either measured (joules over the span, a source named) or named as not
+/// readable here, never silently absent.
+fn energy_or_reason(c: &Value, first: bool) {
+    match c["energy_j"].as_f64() {
+        Some(j) => {
+            assert!(j >= 0.0, "{c}");
+            assert!(c["energy_source"].is_string(), "{c}");
+        }
+        None if first => {
+            let why = c["unavailable"].to_string();
+            assert!(why.contains("RAPL") || why.contains("power"), "{c}");
+        }
+        None => assert!(c.get("unavailable").is_none(), "said once: {c}"),
+    }
+}
+
+#[test]
+fn a_sweeps_points_and_a_run_carry_the_conditions_they_were_timed_in() {
+    let home = Home::new();
+    let v = home.cpu_sweep(&[
+        "--workload",
+        "mlp",
+        "--batches",
+        "8,64",
+        "--steps",
+        "30",
+        "--threads",
+        "1",
+    ]);
+    let pts = points(&v);
+    assert_eq!(pts.len(), 2);
+    for (i, p) in pts.iter().enumerate() {
+        let c = &p["conditions"];
+        assert!(c.is_object(), "point {i} has its conditions: {p}");
+        assert!(c["seconds"].as_f64().unwrap_or(-1.0) >= 0.0, "{c}");
+        energy_or_reason(c, i == 0);
+    }
+    // A user's run: read from the end of its warm-up to its end.
+    let script = home.path().join("train.py");
+    std::fs::write(
+        &script,
+        "import time\nfor i in range(30):\n    time.sleep(0.1)\n    print('headroom-step', flush=True)\n",
+    )
+    .expect("script");
+    let py = python();
+    let (out, run) = home.json(&[
+        "run",
+        "--json",
+        "--no-instrument",
+        "--",
+        py.to_str().expect("utf-8"),
+        script.to_str().expect("utf-8"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c = &run["conditions"];
+    assert!(c["samples"].as_u64().unwrap_or(0) >= 1, "{run}");
+    energy_or_reason(c, true);
+    // Read for people (without --json): the line says what was not read here.
+    let out = home.run(&[
+        "run",
+        "--no-instrument",
+        "--",
+        py.to_str().expect("utf-8"),
+        script.to_str().expect("utf-8"),
+    ]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    if c["energy_j"].is_null() {
+        assert!(
+            said.contains("headroom: not read on this machine: "),
+            "{said}"
+        );
+    } else {
+        assert!(said.contains("headroom: while timed: "), "{said}");
+    }
+}

@@ -1,0 +1,520 @@
+//! The machine's state read through a job ([`ConditionLog`]): thermal state and throttling,
+//! power source, Low Power Mode, CPU and GPU power, GPU utilisation and temperature, and an
+//! energy counter where the platform has one. From the field's libraries where they exist:
+//! NVML through `nvml-wrapper` (an NVIDIA GPU: its energy counter, power, utilisation,
+//! temperature and clock slowdowns), `macmon` on Apple Silicon (CPU and GPU power from IOReport's
+//! energy counters, GPU residency, temperatures, without sudo), `NSProcessInfo` for the thermal
+//! state and Low Power Mode, IOKit's power-source estimate; on Linux the kernel's own files
+//! (RAPL's powercap energy counters, CPU thermal-throttle counts, thermal zones, the power
+//! supply). The arithmetic over the readings is `headroom_model::conditions`.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use headroom_model::conditions::{
+    wrapped_rise, ConditionSample, ThermalState, TimedConditions,
+};
+
+/// How often a job's conditions are read.
+pub const INTERVAL: Duration = Duration::from_secs(1);
+
+/// One RAPL domain (a CPU package): its counter file and where it wraps.
+#[derive(Debug, Clone)]
+struct Rapl {
+    energy: PathBuf,
+    range: u64,
+    last: Option<u64>,
+    /// Microjoules counted since the first reading.
+    total: u64,
+}
+
+/// The top-level RAPL domains under `root/sys/class/powercap` whose counter can be read
+/// (`intel-rapl:N`, not their sub-domains `intel-rapl:N:M`, which the package already counts).
+fn rapl_domains(root: &Path) -> Vec<Rapl> {
+    let Ok(dir) = std::fs::read_dir(root.join("sys/class/powercap")) else {
+        return Vec::new();
+    };
+    let mut out: Vec<Rapl> = dir
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.split(':').count() == 2 && name.contains("rapl")
+        })
+        .filter_map(|e| {
+            let energy = e.path().join("energy_uj");
+            std::fs::read_to_string(&energy)
+                .ok()?
+                .trim()
+                .parse::<u64>()
+                .ok()?;
+            let range = std::fs::read_to_string(e.path().join("max_energy_range_uj"))
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+                .unwrap_or(u64::MAX);
+            Some(Rapl {
+                energy,
+                range,
+                last: None,
+                total: 0,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.energy.cmp(&b.energy));
+    out
+}
+
+/// The sum of the CPUs' thermal-throttle counts (`thermal_throttle/*_throttle_count`), where
+/// the kernel keeps them (x86).
+fn cpu_throttle_count(root: &Path) -> Option<u64> {
+    let dir = std::fs::read_dir(root.join("sys/devices/system/cpu")).ok()?;
+    let mut found = false;
+    let mut sum = 0u64;
+    for cpu in dir.flatten() {
+        let name = cpu.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("cpu") || !name[3..].chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        for f in ["core_throttle_count", "package_throttle_count"] {
+            if let Some(n) = std::fs::read_to_string(cpu.path().join("thermal_throttle").join(f))
+                .ok()
+                .and_then(|t| t.trim().parse::<u64>().ok())
+            {
+                found = true;
+                sum += n;
+            }
+        }
+    }
+    found.then_some(sum)
+}
+
+/// An NVIDIA GPU through NVML.
+#[cfg(not(target_os = "macos"))]
+struct Nvidia {
+    nvml: nvml_wrapper::Nvml,
+    index: u32,
+}
+
+#[cfg(not(target_os = "macos"))]
+impl Nvidia {
+    fn open(index: u32) -> Result<Self, String> {
+        let nvml = nvml_wrapper::Nvml::init().map_err(|e| format!("NVML: {e}"))?;
+        nvml.device_by_index(index)
+            .map_err(|e| format!("NVML GPU {index}: {e}"))?;
+        Ok(Self { nvml, index })
+    }
+
+    fn read(&self, s: &mut ConditionSample) -> Option<f64> {
+        use nvml_wrapper::bitmasks::device::ThrottleReasons;
+        use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
+        let d = self.nvml.device_by_index(self.index).ok()?;
+        s.gpu_watts = d.power_usage().ok().map(|mw| f64::from(mw) / 1e3);
+        s.gpu_util = d.utilization_rates().ok().map(|u| f64::from(u.gpu) / 100.0);
+        let gpu = d.temperature(TemperatureSensor::Gpu).ok().map(f64::from);
+        s.temp_c = match (gpu, s.temp_c) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        if let Ok(r) = d.current_throttle_reasons() {
+            // Heat and hardware slowdowns; the power cap a GPU under full load sits at is its
+            // normal state, not a throttle.
+            let slow = r.intersects(
+                ThrottleReasons::HW_SLOWDOWN
+                    | ThrottleReasons::HW_THERMAL_SLOWDOWN
+                    | ThrottleReasons::SW_THERMAL_SLOWDOWN
+                    | ThrottleReasons::HW_POWER_BRAKE_SLOWDOWN,
+            );
+            s.throttled = Some(slow || s.throttled == Some(true));
+            if slow {
+                s.thermal = Some(ThermalState::Serious);
+            }
+        }
+        #[allow(clippy::cast_precision_loss)]
+        d.total_energy_consumption().ok().map(|mj| mj as f64 / 1e3)
+    }
+}
+
+/// Reads the machine's state now.
+pub struct Reader {
+    root: PathBuf,
+    #[cfg(not(target_os = "macos"))]
+    nvidia: Option<Nvidia>,
+    #[cfg(target_os = "macos")]
+    mac: Option<crate::conditions_macos::Apple>,
+    rapl: Vec<Rapl>,
+    throttles: Option<u64>,
+    /// What could not be read, once.
+    pub unavailable: Vec<String>,
+}
+
+impl std::fmt::Debug for Reader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader")
+            .field("rapl", &self.rapl.len())
+            .field("unavailable", &self.unavailable)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Reader {
+    /// For the job's device (`cuda:1` reads that NVIDIA GPU through NVML), reading the
+    /// kernel's files under `root` ("/" but in tests).
+    pub fn new(device: Option<&str>, root: &Path) -> Self {
+        let mut unavailable = Vec::new();
+        // A job on a CUDA device reads that GPU; a run whose device is not known yet (the
+        // user's script) reads the first visible one if NVML is there, and says nothing if not.
+        #[cfg(not(target_os = "macos"))]
+        let nvidia = {
+            let asked = device.is_some_and(|d| d.starts_with("cuda"));
+            device
+                .map_or(Some("cuda:0"), |d| d.starts_with("cuda").then_some(d))
+                .and_then(|d| {
+                    let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+                    crate::gpu_busy::nvidia_index(d, visible.as_deref())
+                })
+                .and_then(|i| {
+                    Nvidia::open(i)
+                        .map_err(|e| {
+                            if asked {
+                                unavailable.push(format!("the GPU's power and energy ({e})"));
+                            }
+                        })
+                        .ok()
+                })
+        };
+        #[cfg(target_os = "macos")]
+        let mac = {
+            let _ = device;
+            crate::conditions_macos::Apple::open()
+                .map_err(|e| unavailable.push(format!("CPU and GPU power ({e})")))
+                .ok()
+        };
+        let rapl = rapl_domains(root);
+        if cfg!(target_os = "linux") && rapl.is_empty() {
+            unavailable.push(
+                "the CPU's energy (no readable RAPL counter under /sys/class/powercap: a VM, or it is root-only)"
+                    .into(),
+            );
+        }
+        Self {
+            root: root.to_owned(),
+            #[cfg(not(target_os = "macos"))]
+            nvidia,
+            #[cfg(target_os = "macos")]
+            mac,
+            rapl,
+            throttles: cpu_throttle_count(root),
+            unavailable,
+        }
+    }
+
+    /// Where this reader's energy comes from, if anywhere.
+    pub fn energy_source(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        #[cfg(not(target_os = "macos"))]
+        if self.nvidia.is_some() {
+            parts.push("NVML energy counter");
+        }
+        if !self.rapl.is_empty() {
+            parts.push("RAPL package counters");
+        }
+        #[cfg(target_os = "macos")]
+        if self.mac.is_some() {
+            return Some("IOReport power (macmon) × time".into());
+        }
+        (!parts.is_empty()).then(|| parts.join(" + "))
+    }
+
+    /// One reading, `t` seconds into the job. On macOS it takes `interval` (macmon measures
+    /// power over it); elsewhere it returns at once.
+    pub fn read(&mut self, t: f64, interval: Duration) -> ConditionSample {
+        let mut s = ConditionSample {
+            t,
+            ..ConditionSample::default()
+        };
+        if cfg!(target_os = "linux") {
+            self.read_linux(&mut s);
+        }
+        let mut energy: Option<f64> = None;
+        #[cfg(not(target_os = "macos"))]
+        if let Some(n) = &self.nvidia {
+            energy = n.read(&mut s);
+            let _ = interval;
+        }
+        #[cfg(target_os = "macos")]
+        if let Some(m) = &mut self.mac {
+            m.read(&mut s, interval);
+        }
+        if !self.rapl.is_empty() {
+            let mut uj = 0u64;
+            for d in &mut self.rapl {
+                if let Some(now) = std::fs::read_to_string(&d.energy)
+                    .ok()
+                    .and_then(|t| t.trim().parse::<u64>().ok())
+                {
+                    if let Some(last) = d.last {
+                        d.total += wrapped_rise(last, now, d.range);
+                    }
+                    d.last = Some(now);
+                }
+                uj += d.total;
+            }
+            #[allow(clippy::cast_precision_loss)]
+            let j = uj as f64 / 1e6;
+            energy = Some(energy.unwrap_or(0.0) + j);
+        }
+        s.energy_j = energy;
+        s
+    }
+
+    fn read_linux(&mut self, s: &mut ConditionSample) {
+        if let Some((source, battery)) = crate::readiness::linux::read_power_supply(&self.root) {
+            match source {
+                crate::readiness::PowerSource::Battery => s.on_battery = Some(true),
+                crate::readiness::PowerSource::Ac | crate::readiness::PowerSource::Ups => {
+                    s.on_battery = Some(false);
+                }
+                crate::readiness::PowerSource::Unknown => {}
+            }
+            s.battery_percent = battery.and_then(|b| b.percent).map(f64::from);
+        }
+        let zones = crate::readiness::linux::read_thermal_zones(&self.root);
+        if !zones.is_empty() {
+            let hot = zones
+                .iter()
+                .any(|z| z.trip_celsius.is_some_and(|trip| z.celsius >= trip));
+            s.thermal = Some(if hot {
+                ThermalState::Serious
+            } else {
+                ThermalState::Nominal
+            });
+            s.temp_c = zones.iter().map(|z| z.celsius).reduce(f64::max);
+        }
+        if let Some(now) = cpu_throttle_count(&self.root) {
+            s.throttled = Some(self.throttles.is_some_and(|last| now > last));
+            self.throttles = Some(now);
+        }
+    }
+}
+
+/// The machine's state read every [`INTERVAL`] on a thread of its own through a job; spans of
+/// it ([`ConditionLog::span`]) are what each point or epoch ran under.
+#[derive(Debug)]
+pub struct ConditionLog {
+    samples: Arc<Mutex<Vec<ConditionSample>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    started: Instant,
+    source: Arc<Mutex<Option<String>>>,
+    unavailable: Arc<Mutex<Vec<String>>>,
+}
+
+impl ConditionLog {
+    /// Starts reading for a job on `device` (none: the CPU).
+    pub fn start(device: Option<&str>, interval: Duration) -> Self {
+        let samples = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let source = Arc::new(Mutex::new(None));
+        let unavailable = Arc::new(Mutex::new(Vec::new()));
+        let started = Instant::now();
+        let thread = {
+            let (samples, stop, source, unavailable) = (
+                Arc::clone(&samples),
+                Arc::clone(&stop),
+                Arc::clone(&source),
+                Arc::clone(&unavailable),
+            );
+            let device = device.map(str::to_owned);
+            std::thread::Builder::new()
+                .name("headroom-conditions".into())
+                .spawn(move || {
+                    // The reader lives on this thread (macmon's sampler is not Send).
+                    let mut reader = Reader::new(device.as_deref(), Path::new("/"));
+                    *lock(&source) = reader.energy_source();
+                    *lock(&unavailable) = std::mem::take(&mut reader.unavailable);
+                    while !stop.load(Ordering::SeqCst) {
+                        let t = started.elapsed().as_secs_f64();
+                        let s = reader.read(t, interval);
+                        lock(&samples).push(s);
+                        // Sleep in short steps so that a stop is taken at once.
+                        let until = Instant::now() + interval;
+                        while Instant::now() < until && !stop.load(Ordering::SeqCst) {
+                            std::thread::sleep(Duration::from_millis(20).min(interval));
+                        }
+                    }
+                })
+                .ok()
+        };
+        Self {
+            samples,
+            stop,
+            thread,
+            started,
+            source,
+            unavailable,
+        }
+    }
+
+    /// Seconds since the log started (to mark a span's ends).
+    pub fn now(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    /// The conditions from `from` to `to` seconds, with what could not be read.
+    pub fn span(&self, from: f64, to: f64) -> TimedConditions {
+        let source = lock(&self.source).clone();
+        let mut c = TimedConditions::over(&lock(&self.samples), from, to, source.as_deref());
+        c.unavailable = lock(&self.unavailable).clone();
+        c
+    }
+
+    /// Stops reading; the readings taken.
+    pub fn finish(mut self) -> Vec<ConditionSample> {
+        self.halt();
+        std::mem::take(&mut *lock(&self.samples))
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for ConditionLog {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    }
+
+    /// A sysfs tree as a laptop's kernel lays it out: two RAPL packages (one near its wrap),
+    /// a sub-domain that must not be counted twice, the CPUs' throttle counts, a thermal zone
+    /// and a battery that discharges.
+    #[test]
+    fn the_kernels_files_give_energy_throttling_and_power_source() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let root = dir.path();
+        write(
+            root,
+            "sys/class/powercap/intel-rapl:0/energy_uj",
+            "1000000\n",
+        );
+        write(
+            root,
+            "sys/class/powercap/intel-rapl:0/max_energy_range_uj",
+            "262143328850\n",
+        );
+        write(
+            root,
+            "sys/class/powercap/intel-rapl:1/energy_uj",
+            "262143000000\n",
+        );
+        write(
+            root,
+            "sys/class/powercap/intel-rapl:1/max_energy_range_uj",
+            "262143328850\n",
+        );
+        write(
+            root,
+            "sys/class/powercap/intel-rapl:0:0/energy_uj",
+            "500000\n",
+        );
+        write(
+            root,
+            "sys/devices/system/cpu/cpu0/thermal_throttle/core_throttle_count",
+            "3\n",
+        );
+        write(
+            root,
+            "sys/devices/system/cpu/cpu0/thermal_throttle/package_throttle_count",
+            "1\n",
+        );
+        write(
+            root,
+            "sys/class/thermal/thermal_zone0/type",
+            "x86_pkg_temp\n",
+        );
+        write(root, "sys/class/thermal/thermal_zone0/temp", "61000\n");
+        write(
+            root,
+            "sys/class/thermal/thermal_zone0/trip_point_0_temp",
+            "95000\n",
+        );
+        write(
+            root,
+            "sys/class/thermal/thermal_zone0/trip_point_0_type",
+            "passive\n",
+        );
+        write(root, "sys/class/power_supply/BAT0/type", "Battery\n");
+        write(root, "sys/class/power_supply/BAT0/status", "Discharging\n");
+        write(root, "sys/class/power_supply/BAT0/capacity", "76\n");
+        let mut r = Reader::new(None, root);
+        assert_eq!(r.rapl.len(), 2, "the sub-domain is left out");
+        assert_eq!(r.energy_source().as_deref(), Some("RAPL package counters"));
+        let a = r.read(0.0, INTERVAL);
+        assert_eq!(a.energy_j, Some(0.0), "counted from the first reading");
+        assert_eq!(a.throttled, Some(false));
+        assert_eq!(a.thermal, Some(ThermalState::Nominal));
+        assert_eq!(a.temp_c, Some(61.0));
+        assert_eq!(a.on_battery, Some(true));
+        assert_eq!(a.battery_percent, Some(76.0));
+        // A second later: package 0 used 12 J, package 1 wrapped after 5 J; the CPU throttled.
+        write(
+            root,
+            "sys/class/powercap/intel-rapl:0/energy_uj",
+            "13000000\n",
+        );
+        write(
+            root,
+            "sys/class/powercap/intel-rapl:1/energy_uj",
+            "4671150\n",
+        );
+        write(
+            root,
+            "sys/devices/system/cpu/cpu0/thermal_throttle/core_throttle_count",
+            "9\n",
+        );
+        write(root, "sys/class/thermal/thermal_zone0/temp", "97000\n");
+        let b = r.read(1.0, INTERVAL);
+        assert!((b.energy_j.unwrap() - 17.0).abs() < 1e-6, "{b:?}");
+        assert_eq!(b.throttled, Some(true));
+        assert_eq!(b.thermal, Some(ThermalState::Serious));
+        let c = TimedConditions::over(&[a, b], 0.0, 1.0, r.energy_source().as_deref());
+        assert!((c.energy_j.unwrap() - 17.0).abs() < 1e-6);
+        assert_eq!(c.throttled_share, Some(0.5));
+    }
+
+    #[test]
+    fn a_machine_without_the_files_reads_nothing_and_says_so() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let mut r = Reader::new(None, dir.path());
+        let s = r.read(0.0, INTERVAL);
+        assert_eq!(s, ConditionSample::default());
+        if cfg!(target_os = "linux") {
+            assert!(r.unavailable[0].starts_with("the CPU's energy (no readable RAPL counter"));
+        }
+        // The log runs on this machine for real, a reading every 50 ms, and stops at once.
+        let log = ConditionLog::start(None, Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(220));
+        let span = log.span(0.0, log.now());
+        assert!(span.samples >= 2, "{span:?}");
+        let samples = log.finish();
+        assert!(samples.windows(2).all(|w| w[0].t < w[1].t));
+    }
+}
