@@ -20,6 +20,10 @@ pub use headroom_model::conditions::{
 /// How often a job's conditions are read.
 pub const INTERVAL: Duration = Duration::from_secs(1);
 
+/// Set to `off`, no conditions are read (to measure what reading them costs, or on a machine
+/// where a reader misbehaves).
+pub const OFF_ENV: &str = "HEADROOM_CONDITIONS";
+
 /// One RAPL domain (a CPU package): its counter file and where it wraps.
 #[derive(Debug, Clone)]
 struct Rapl {
@@ -304,6 +308,8 @@ impl Reader {
 pub struct ConditionLog {
     samples: Arc<Mutex<Vec<ConditionSample>>>,
     stop: Arc<AtomicBool>,
+    /// A reading asked for now (a span's end), and the sampler's wake-up.
+    wake: Arc<(Mutex<bool>, std::sync::Condvar)>,
     thread: Option<std::thread::JoinHandle<()>>,
     started: Instant,
     source: Arc<Mutex<Option<String>>>,
@@ -318,37 +324,63 @@ impl ConditionLog {
         let source = Arc::new(Mutex::new(None));
         let unavailable = Arc::new(Mutex::new(Vec::new()));
         let started = Instant::now();
-        let thread = {
-            let (samples, stop, source, unavailable) = (
-                Arc::clone(&samples),
-                Arc::clone(&stop),
-                Arc::clone(&source),
-                Arc::clone(&unavailable),
-            );
-            let device = device.map(str::to_owned);
-            std::thread::Builder::new()
-                .name("headroom-conditions".into())
-                .spawn(move || {
-                    // The reader lives on this thread (macmon's sampler is not Send).
-                    let mut reader = Reader::new(device.as_deref(), Path::new("/"));
-                    *lock(&source) = reader.energy_source();
-                    *lock(&unavailable) = std::mem::take(&mut reader.unavailable);
-                    while !stop.load(Ordering::SeqCst) {
-                        let t = started.elapsed().as_secs_f64();
-                        let s = reader.read(t, interval);
-                        lock(&samples).push(s);
-                        // Sleep in short steps so that a stop is taken at once.
-                        let until = Instant::now() + interval;
-                        while Instant::now() < until && !stop.load(Ordering::SeqCst) {
-                            std::thread::sleep(Duration::from_millis(20).min(interval));
+        let wake = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+        let off = std::env::var(OFF_ENV).is_ok_and(|v| v == "off");
+        let thread = (!off)
+            .then(|| {
+                let (samples, stop, source, unavailable, wake) = (
+                    Arc::clone(&samples),
+                    Arc::clone(&stop),
+                    Arc::clone(&source),
+                    Arc::clone(&unavailable),
+                    Arc::clone(&wake),
+                );
+                let device = device.map(str::to_owned);
+                std::thread::Builder::new()
+                    .name("headroom-conditions".into())
+                    .spawn(move || {
+                        // The reader lives on this thread (macmon's sampler is not Send).
+                        let mut reader = Reader::new(device.as_deref(), Path::new("/"));
+                        *lock(&source) = reader.energy_source();
+                        *lock(&unavailable) = std::mem::take(&mut reader.unavailable);
+                        let mut asked = false;
+                        while !stop.load(Ordering::SeqCst) {
+                            let t = started.elapsed().as_secs_f64();
+                            // A reading asked for is quick (macmon's power over a tenth of a second).
+                            let over = if asked {
+                                interval.min(Duration::from_millis(100))
+                            } else {
+                                interval
+                            };
+                            let s = reader.read(t, over);
+                            lock(&samples).push(s);
+                            wake.1.notify_all();
+                            // Until the next reading, a stop or a reading asked for.
+                            let until = Instant::now() + interval;
+                            let mut flag = lock(&wake.0);
+                            loop {
+                                let left = until.saturating_duration_since(Instant::now());
+                                if *flag || left.is_zero() || stop.load(Ordering::SeqCst) {
+                                    break;
+                                }
+                                flag = wake
+                                    .1
+                                    .wait_timeout(flag, left)
+                                    .map_or_else(|e| e.into_inner().0, |(g, _)| g);
+                            }
+                            asked = std::mem::take(&mut *flag);
                         }
-                    }
-                })
-                .ok()
-        };
+                    })
+                    .ok()
+            })
+            .flatten();
+        if off {
+            lock(&unavailable).push(format!("conditions ({OFF_ENV}=off)"));
+        }
         Self {
             samples,
             stop,
+            wake,
             thread,
             started,
             source,
@@ -359,6 +391,36 @@ impl ConditionLog {
     /// Seconds since the log started (to mark a span's ends).
     pub fn now(&self) -> f64 {
         self.started.elapsed().as_secs_f64()
+    }
+
+    /// A reading now (a span's start or end), waited for: its time, to give [`Self::span`].
+    /// Without a sampler (turned off), the time now.
+    pub fn mark(&self) -> f64 {
+        if self.thread.is_none() {
+            return self.now();
+        }
+        let before = lock(&self.samples).len();
+        {
+            let mut flag = lock(&self.wake.0);
+            *flag = true;
+            self.wake.1.notify_all();
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let mut flag = lock(&self.wake.0);
+        loop {
+            if let Some(s) = lock(&self.samples).get(before) {
+                return s.t;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return self.now();
+            }
+            flag = self
+                .wake
+                .1
+                .wait_timeout(flag, left.min(Duration::from_millis(50)))
+                .map_or_else(|e| e.into_inner().0, |(g, _)| g);
+        }
     }
 
     /// The conditions from `from` to `to` seconds, with what could not be read.
@@ -377,6 +439,7 @@ impl ConditionLog {
 
     fn halt(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
+        self.wake.1.notify_all();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -514,6 +577,19 @@ mod tests {
         std::thread::sleep(Duration::from_millis(220));
         let span = log.span(0.0, log.now());
         assert!(span.samples >= 2, "{span:?}");
+        // A span's ends are read when asked: a span shorter than the cadence has its readings.
+        let slow = ConditionLog::start(None, Duration::from_secs(30));
+        std::thread::sleep(Duration::from_millis(50));
+        let from = slow.mark();
+        let to = slow.mark();
+        assert!(to > from, "{from} {to}");
+        assert_eq!(slow.span(from, to).samples, 2);
+        let begun = Instant::now();
+        drop(slow);
+        assert!(
+            begun.elapsed() < Duration::from_secs(2),
+            "a stop is taken at once"
+        );
         let samples = log.finish();
         assert!(samples.windows(2).all(|w| w[0].t < w[1].t));
     }

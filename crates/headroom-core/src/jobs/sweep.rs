@@ -295,7 +295,7 @@ impl Session<'_> {
                         if let Some(b) = &busy {
                             b.reset();
                         }
-                        timed_from = conditions.as_ref().map_or(0.0, |c| c.now());
+                        timed_from = conditions.as_ref().map_or(0.0, |c| c.mark());
                     }
                     last_phase = Some(phase);
                     (self.on)(&Update::Progress {
@@ -318,7 +318,7 @@ impl Session<'_> {
                             .unwrap_or_default();
                         p.load = load.as_mut().and_then(|l| l.read(&submitters));
                         p.conditions = conditions.as_ref().map(|c| {
-                            let mut span = c.span(timed_from, c.now());
+                            let mut span = c.span(timed_from, c.mark());
                             // What this machine cannot read is said once, on the first point.
                             if told_unavailable {
                                 span.unavailable.clear();

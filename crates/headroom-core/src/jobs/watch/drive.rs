@@ -248,7 +248,7 @@ pub fn drive(
             if let Some(l) = load.as_mut() {
                 l.start();
             }
-            conditions_from = conditions.as_ref().map_or(0.0, |c| c.now());
+            conditions_from = conditions.as_ref().map_or(0.0, |c| c.mark());
         }
         // A command that exited while something it started holds its pipes open: the run ends
         // with the command (its group is told to stop).
@@ -274,7 +274,7 @@ pub fn drive(
     };
     t.load = load.as_mut().and_then(|l| l.read(&[]));
     t.conditions = conditions.map(|c| {
-        let span = c.span(conditions_from, c.now());
+        let span = c.span(conditions_from, c.mark());
         drop(c.finish());
         span
     });
