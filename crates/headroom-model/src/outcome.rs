@@ -119,9 +119,28 @@ pub struct WatchOutcome {
     /// power source, power and energy where the platform gives them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<crate::conditions::TimedConditions>,
+    /// Each epoch's conditions, in the order of `epochs` (empty where none were read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub epoch_conditions: Vec<crate::conditions::TimedConditions>,
 }
 
 impl WatchOutcome {
+    /// What may have skewed its figures: the run's conditions, then each epoch's that the
+    /// run's did not already name (an epoch that throttled in a run that mostly did not).
+    pub fn condition_warnings(&self) -> Vec<String> {
+        let mut out = self
+            .conditions
+            .as_ref()
+            .map(|c| c.warnings_for(&format!("run {}", self.run_id)))
+            .unwrap_or_default();
+        if out.is_empty() {
+            for (e, c) in self.epochs.iter().zip(&self.epoch_conditions) {
+                out.extend(c.warnings_for(&format!("epoch {}", e.epoch)));
+            }
+        }
+        out
+    }
+
     /// Joules per sample: the run's mean power while timed over its throughput.
     pub fn joules_per_sample(&self) -> Option<f64> {
         self.conditions

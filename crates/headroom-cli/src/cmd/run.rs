@@ -228,11 +228,7 @@ pub fn summary(o: &WatchOutcome) {
         .load
         .iter()
         .flat_map(|l| l.warnings_for(&format!("run {}", o.run_id)))
-        .chain(
-            o.conditions
-                .iter()
-                .flat_map(|c| c.warnings_for(&format!("run {}", o.run_id))),
-        )
+        .chain(o.condition_warnings())
     {
         eprintln!("headroom: warning: {w}");
     }

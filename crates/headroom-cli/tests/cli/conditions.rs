@@ -50,7 +50,7 @@ fn a_sweeps_points_and_a_run_carry_the_conditions_they_were_timed_in() {
     let script = home.path().join("train.py");
     std::fs::write(
         &script,
-        "import time\nfor i in range(30):\n    time.sleep(0.1)\n    print('headroom-step', flush=True)\n",
+        "import time\nfor i in range(30):\n    time.sleep(0.1)\n    print('headroom-step', flush=True)\n    if i % 10 == 0:\n        print(f'epoch {i // 10 + 1}', flush=True)\n",
     )
     .expect("script");
     let py = python();
@@ -70,6 +70,20 @@ fn a_sweeps_points_and_a_run_carry_the_conditions_they_were_timed_in() {
     let c = &run["conditions"];
     assert!(c["samples"].as_u64().unwrap_or(0) >= 2, "{run}");
     energy_or_reason(c, true);
+    // Each of its three epochs (a line at each one's start) has its own span, one after the
+    // other, the last to the command's end.
+    let epochs = run["epoch_conditions"]
+        .as_array()
+        .expect("epoch conditions");
+    assert_eq!(epochs.len(), 3, "{run}");
+    let secs: Vec<f64> = epochs
+        .iter()
+        .map(|e| e["seconds"].as_f64().unwrap_or(-1.0))
+        .collect();
+    assert!(
+        secs.iter().all(|s| *s > 0.5 && *s < 3.0),
+        "about a second each: {secs:?}"
+    );
     // Read for people (without --json): the line says what was not read here.
     let out = home.run(&[
         "run",

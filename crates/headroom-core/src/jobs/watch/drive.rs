@@ -160,9 +160,11 @@ pub fn drive(
     let mut load_from_steps = false;
     // The machine's state through the run (thermal, power, energy), from the end of its
     // warm-up as the load is.
-    let conditions = (!opts.settle)
+    let mut conditions = (!opts.settle)
         .then(|| crate::conditions::ConditionLog::start(None, crate::conditions::INTERVAL));
     let mut conditions_from = 0.0;
+    // When each epoch ended, in the conditions' time: each epoch's span.
+    let mut epoch_ends: Vec<f64> = Vec::new();
     // Lines, events and readings until both pipes close (the child and anything holding them
     // is done).
     while readers.iter().any(|h| !h.is_finished()) {
@@ -243,6 +245,11 @@ pub fn drive(
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
+        if let Some(c) = &conditions {
+            while epoch_ends.len() < t.epochs.len() {
+                epoch_ends.push(c.now());
+            }
+        }
         if !load_from_steps && t.steps() > super::SETTLE_WARMUP {
             load_from_steps = true;
             if let Some(l) = load.as_mut() {
@@ -273,11 +280,13 @@ pub fn drive(
             .map_err(|e| CoreError::Worker(format!("wait for {program}: {e}")))?,
     };
     t.load = load.as_mut().and_then(|l| l.read(&[]));
-    t.conditions = conditions.map(|c| {
-        let span = c.span(conditions_from, c.mark());
-        drop(c.finish());
-        span
-    });
+    // The run's conditions to its end; its epochs' once the last of them are in.
+    let conditions_end = conditions
+        .as_ref()
+        .map(crate::conditions::ConditionLog::mark);
+    if let (Some(c), Some(end)) = (&conditions, conditions_end) {
+        t.conditions = Some(c.span(conditions_from, end));
+    }
     stop.store(true, Ordering::SeqCst);
     let _ = sampler_thread.join();
     if let Some(c) = channel {
@@ -312,6 +321,19 @@ pub fn drive(
                 t.reading(ledger, r, pid)?;
             }
         }
+    }
+    if let (Some(c), Some(end)) = (conditions.take(), conditions_end) {
+        // Each epoch from the end of the one before (the first from the start); epochs only
+        // known at the end (held for the observer, or ended with the command) end there.
+        let mut from = 0.0;
+        for i in 0..t.epochs.len() {
+            let to = epoch_ends.get(i).copied().unwrap_or(end);
+            let mut e = c.span(from, to);
+            e.unavailable.clear();
+            t.epoch_conditions.push(e);
+            from = to;
+        }
+        drop(c.finish());
     }
     let signal = {
         use std::os::unix::process::ExitStatusExt;

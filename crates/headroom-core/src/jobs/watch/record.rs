@@ -217,6 +217,7 @@ pub(super) fn finish(
         load: t.load.clone(),
         worker_bytes: t.worker_bytes,
         conditions: t.conditions.clone(),
+        epoch_conditions: t.epoch_conditions.clone(),
     };
     let out = WatchOutcome {
         pipeline: out.pipeline_verdict(),

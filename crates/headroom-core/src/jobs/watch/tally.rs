@@ -40,6 +40,8 @@ pub(super) struct Tally {
     pub(super) load: Option<crate::load::PointLoad>,
     /// The machine's state while the run was timed.
     pub(super) conditions: Option<crate::conditions::TimedConditions>,
+    /// Each epoch's, in the order of `epochs`.
+    pub(super) epoch_conditions: Vec<crate::conditions::TimedConditions>,
     /// The most one child process (a DataLoader worker, mostly) held in any reading.
     pub(super) worker_bytes: Option<u64>,
     /// The trainer [`Tally::worker_bytes`] was measured under.
@@ -272,6 +274,7 @@ impl Tally {
             metrics: std::collections::BTreeMap::new(),
             load: None,
             conditions: None,
+            epoch_conditions: Vec::new(),
             worker_bytes: None,
             workers_of: None,
         }
