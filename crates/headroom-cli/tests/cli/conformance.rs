@@ -358,6 +358,11 @@ fn swept_as(lead: &[&str], flag: &str, max: &str) -> Value {
     for p in &points {
         assert_eq!(p["status"], "ok", "{script}: {p}");
         assert!(p["samples_per_s"].as_f64().is_some_and(|s| s > 0.0), "{p}");
+        // The machine's state while the start was measured, read at both ends of it.
+        assert!(
+            p["conditions"]["samples"].as_u64().unwrap_or(0) >= 2,
+            "{script}: {p}"
+        );
     }
     let s = &v["sweep"]["summary"];
     assert!(

@@ -395,6 +395,7 @@ pub fn run_script_sweep(
         }
         if p.status == PointStatus::Ok {
             p.load = load;
+            p.conditions = w.conditions.clone();
         }
         // A start that ran out of memory (or crashed) says nothing of the peak its batch needs:
         // what its processes held before the failure is not on the memory line.
@@ -446,6 +447,7 @@ pub fn run_script_sweep(
         failed_start(ledger, &w, &p)?;
         if p.status == PointStatus::Ok {
             p.load = load;
+            p.conditions = w.conditions.clone();
         }
         ledger.add_point(base_id, 0, &p)?;
         let base_points = [p];

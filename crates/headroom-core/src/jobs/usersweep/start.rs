@@ -105,6 +105,13 @@ pub(super) fn measure(
     if let Some(d) = device {
         load.watch_device(&d.device);
     }
+    // The machine's state while the start is timed (a start is `settle`d: its own run reads
+    // none).
+    let conditions = crate::conditions::ConditionLog::start(
+        device.map(|d| d.device.as_str()),
+        crate::conditions::INTERVAL,
+    );
+    let mut timed_from = None;
     let mut timing = false;
     let batch = b.batch;
     // Each step as it comes: warming up, then timed until the step time settles.
@@ -127,6 +134,7 @@ pub(super) fn measure(
                 crate::jobs::watch::signal_group(*g, libc::SIGSTOP);
             }
             load.start();
+            timed_from = Some(conditions.mark());
         }
         on(&Update::Progress {
             batch,
@@ -135,8 +143,11 @@ pub(super) fn measure(
             of: 0,
         });
     })
-    .map(|w| {
+    .map(|mut w| {
         let l = timing.then(|| load.read(&[])).flatten();
+        // From its first timed step where the start was told of one; a start that settled
+        // before its progress was told (a fast script) from when it was let through.
+        w.conditions = Some(conditions.span(timed_from.unwrap_or(0.0), conditions.mark()));
         (w, l)
     });
     for g in waiting {
