@@ -138,3 +138,20 @@ pub fn export_torchscript(home: &Home, name: &str, source: &str) -> PathBuf {
     assert!(st.success(), "python failed to export the model");
     model
 }
+
+/// The reasons `decide --json` gives under `rule`.
+pub fn reasons(home: &Home, rule: &str) -> Vec<String> {
+    let (out, d) = home.json(&["decide", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    d["decision"]["reasons"]
+        .as_array()
+        .expect("reasons")
+        .iter()
+        .filter(|r| r["rule"] == rule)
+        .map(|r| r["text"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}

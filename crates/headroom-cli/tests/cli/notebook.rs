@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::common::{python, Home};
+use crate::common::{python, reasons, Home};
 
 /// A classifier trained for six passes of its DataLoader, one cell per stage; after each pass
 /// 96 MiB of tensor is kept in a list (`KEEP = "list"`: a reference leak no release frees) or
@@ -67,17 +67,6 @@ fn ok(out: &std::process::Output, v: Value) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     v
-}
-
-fn reasons(home: &Home, rule: &str) -> Vec<String> {
-    let (_, d) = home.json(&["decide", "--json"]);
-    d["decision"]["reasons"]
-        .as_array()
-        .expect("reasons")
-        .iter()
-        .filter(|r| r["rule"] == rule)
-        .map(|r| r["text"].as_str().unwrap_or_default().to_owned())
-        .collect()
 }
 
 fn s(p: &Path) -> &str {

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::common::{python, run_python, Home};
+use crate::common::{python, reasons, run_python, Home};
 
 /// A small classifier trained for `--steps` (40) optimizer steps through a DataLoader, then validated:
 /// prints `headroom-metric val_loss …` and `val acc …` (the second for a `--metric` regex).
@@ -128,23 +128,6 @@ fn run_json(home: &Home, pre: &[&str], args: &[&str]) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     v
-}
-
-/// The reasons `decide --json` gives under `rule`.
-fn reasons(home: &Home, rule: &str) -> Vec<String> {
-    let (out, d) = home.json(&["decide", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    d["decision"]["reasons"]
-        .as_array()
-        .expect("reasons")
-        .iter()
-        .filter(|r| r["rule"] == rule)
-        .map(|r| r["text"].as_str().unwrap_or_default().to_owned())
-        .collect()
 }
 
 fn compare(home: &Home, a: i64, b: i64, tolerance: &str) -> String {
