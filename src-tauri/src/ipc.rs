@@ -35,6 +35,7 @@ pub fn typescript() -> String {
         Point::decl(),
         PointStatus::decl(),
         SweepSummary::decl(),
+        headroom_model::summary::EnergyTradeoff::decl(),
         Hello::decl(),
         Phase::decl(),
         Update::decl(),

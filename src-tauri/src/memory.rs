@@ -32,6 +32,9 @@ pub struct MemorySnapshot {
     pub title: String,
     pub run_id: Option<i64>,
     pub samples: Vec<EpochSample>,
+    /// Joules per sample of each epoch in `samples`, where the machine gives its power.
+    #[serde(default)]
+    pub joules_per_sample: Vec<Option<f64>>,
     pub readings: Vec<MemoryReading>,
     pub verdict: Option<EpochVerdict>,
     /// Growth of the watched tree since watching began (watch only).
@@ -192,6 +195,9 @@ pub fn wrapped_snapshot(o: &WatchOutcome, t: &EpochThresholds) -> MemorySnapshot
     if let Some(sps) = o.samples_per_s {
         facts.push(format!("{sps:.1} samples/s"));
     }
+    if let Some(j) = o.joules_per_sample() {
+        facts.push(format!("{} J/sample", headroom_model::stats::sig3(j)));
+    }
     if let Some(share) = o.data_share {
         facts.push(format!("data {:.0} % of the step", share * 100.0));
     }
@@ -225,6 +231,12 @@ pub fn wrapped_snapshot(o: &WatchOutcome, t: &EpochThresholds) -> MemorySnapshot
         title: format!("run {}: {}", o.run_id, o.command),
         run_id: Some(o.run_id),
         samples: o.epochs.clone(),
+        joules_per_sample: o
+            .epochs
+            .iter()
+            .zip(&o.epoch_conditions)
+            .map(|(e, c)| jobs::epoch_job::epoch_joules_per_sample(e, c))
+            .collect(),
         verdict: Some(o.verdict.clone()),
         message: facts.join(", "),
         profile: seen.and_then(|s| s.profile.as_ref()).map(ProfileView::of),
@@ -318,9 +330,11 @@ pub async fn start_epochs(
     let handle = app.clone();
     std::thread::spawn(move || {
         let outcome = jobs::open_ledger_for_job().and_then(|ledger| {
-            jobs::epoch_job::run_epochs(&exe, &req, &t, &ledger, &token, &mut |e| {
+            jobs::epoch_job::run_epochs(&exe, &req, &t, &ledger, &token, &mut |e, c| {
                 let copy = {
                     let mut s = lock(&snapshot);
+                    s.joules_per_sample
+                        .push(c.and_then(|c| jobs::epoch_job::epoch_joules_per_sample(e, c)));
                     s.samples.push(e.clone());
                     s.message = format!("epoch {} of {}", e.epoch, req.epochs);
                     redraw(&mut s, &t);

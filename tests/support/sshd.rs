@@ -126,6 +126,13 @@ impl Sshd {
         self.launch();
     }
 
+    /// Starts again on the same port with the same host key (after [`Self::stop`]: a host
+    /// that was away comes back).
+    pub fn restart(&mut self) {
+        self.stop();
+        self.launch();
+    }
+
     pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();

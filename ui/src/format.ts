@@ -19,6 +19,12 @@ export function formatRate(samplesPerS: number | null | undefined): string {
   return samplesPerS.toFixed(1);
 }
 
+/** Joules per sample, three significant digits ("0.0330 J"). */
+export function formatJoules(j: number | null | undefined): string {
+  if (j === null || j === undefined || !Number.isFinite(j) || j <= 0) return "–";
+  return `${j.toPrecision(3)} J`;
+}
+
 export function formatMs(ms: number | null | undefined): string {
   return ms === null || ms === undefined ? "–" : `${ms.toFixed(2)} ms`;
 }

@@ -14,7 +14,7 @@ function sample(epoch: number, mib: number): EpochSample {
 
 function snap(over: Partial<MemorySnapshot>): MemorySnapshot {
   return {
-    running: true, kind: "epochs", title: "mlp batch 16 on cpu", run_id: 4, samples: [], readings: [], verdict: null,
+    running: true, kind: "epochs", title: "mlp batch 16 on cpu", run_id: 4, samples: [], joules_per_sample: [], readings: [], verdict: null,
     growth: null, crossed: false, message: "epoch 1 of 6", status: "running", error: null,
     chart_svg: "<svg xmlns='http://www.w3.org/2000/svg'></svg>", profile: null, ...over,
   };
@@ -136,12 +136,30 @@ describe("memory panel", () => {
     const v = get(panel.root, "memory-verdict");
     expect(v.hidden).toBe(false);
     expect(v.textContent).toBe("Leak suspected: process footprint grew +33 % from epoch 1 to 3");
+    // No energy read: no J/sample column.
+    expect(get(panel.root, "memory-table").textContent).not.toContain("J/sample");
     const none = mockBackend({});
     const empty = memoryPanel(none);
     get<HTMLButtonElement>(empty.root, "last-wrapped-run").click();
     await flush();
     expect(none.calls).toContain("lastWrappedRun");
     expect(get(empty.root, "memory-status").textContent).toContain("no `headroom run` recorded yet");
+  });
+
+  it("adds a J/sample column where the machine gave each epoch's energy", async () => {
+    const wrapped = snap({
+      running: false, kind: "run", title: "run 9: python train.py", run_id: 9, status: "complete",
+      samples: [sample(1, 600), sample(2, 600)], joules_per_sample: [0.0412, null],
+      verdict: { kind: "stable", live: null, cache: null, footprint: null, throughput: null, slowing: false, reason: "flat" },
+      message: "10 steps",
+    });
+    const panel = memoryPanel(mockBackend({ wrapped }));
+    await panel.restore();
+    const table = get(panel.root, "memory-table");
+    expect(table.querySelector("tr")?.textContent).toContain("J/sample");
+    const rows = table.querySelectorAll('[data-testid="memory-row"]');
+    expect(rows[0].lastElementChild?.textContent).toBe("0.0412 J");
+    expect(rows[1].lastElementChild?.textContent).toBe("–");
   });
 
   it("a restore still waiting on the backend never draws an older run over a watch that started", async () => {

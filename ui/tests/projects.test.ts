@@ -125,7 +125,7 @@ describe("the project bar", () => {
     expect(b.calls).toContain("watchProject:mlp:32::");
     expect(get<HTMLButtonElement>(root, "watch-my-training").disabled).toBe(true);
     const live: MemorySnapshot = {
-      running: true, kind: "run", title: "mlp: python train.py", run_id: 9, readings: [], verdict: null, growth: null,
+      running: true, kind: "run", title: "mlp: python train.py", run_id: 9, joules_per_sample: [], readings: [], verdict: null, growth: null,
       crossed: false, message: "12 s · 80 steps · 2 epochs", status: "running", error: null, chart_svg: "", profile: null,
       samples: [1, 2].map((epoch) => ({ epoch, live_bytes: null, cache_bytes: null, footprint_bytes: epoch * 2 ** 28, seconds: 5, samples_per_s: 600 })),
     };

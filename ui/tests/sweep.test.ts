@@ -281,6 +281,16 @@ describe("warnings", () => {
     expect(rec.textContent).toBe("Recommended batch 64: batch 64 gives the highest throughput measured");
     b.push(done("the answer rests on batch 32 and 64 (the recommended 64 among them), timed beside other work"));
     expect(rec.textContent).toContain("Uncertain: the answer rests on batch 32 and 64 (the recommended 64 among them)");
+    // Where the machine gave its power, the energy trade is said with the answer.
+    const text = "on battery, batch 32 gives 91 % of batch 64's speed for 70 % of its energy per sample (30.3 samples/J against 21.3)";
+    b.push(
+      snapshot({
+        running: false,
+        status: "complete",
+        summary: { recommended_batch: 64, reason: "batch 64 gives the highest throughput measured", uncertain: null, energy: { text } } as never,
+      }),
+    );
+    expect(rec.textContent).toBe(`Recommended batch 64: batch 64 gives the highest throughput measured. Energy: ${text}`);
     panel.root.remove();
   });
 });

@@ -30,6 +30,9 @@ enum Command {
     Run(cmd::run::RunArgs),
     /// Watch the memory of a process already running, until it exits or Ctrl-C.
     Watch(cmd::watch::WatchArgs),
+    /// Your detached runs (`headroom run --detach`), which outlive the terminal that started
+    /// them: list them, follow one live, stop one.
+    Runs(cmd::runs::RunsArgs),
     /// Show the runs recorded in the ledger.
     Ledger {
         #[command(subcommand)]
@@ -123,6 +126,7 @@ fn main() -> ExitCode {
         Command::Profile(args) => cmd::profile::run(&args),
         Command::Run(args) => cmd::run::run(&args),
         Command::Watch(args) => cmd::watch::watch(&args),
+        Command::Runs(args) => cmd::runs::run(&args),
         Command::Worker { doctor } => return cmd::worker::exec(doctor),
     };
     match result {

@@ -292,6 +292,7 @@ fn readiness_facts(runs: &[RunRecord], f: &mut Facts) {
         return;
     };
     f.apple_silicon = report.machine.apple_silicon;
+    f.on_battery = report.conditions.power_source == Some(crate::readiness::PowerSource::Battery);
     f.rosetta = report
         .primary_python()
         .is_some_and(|p| under_rosetta(&report, p));
@@ -322,6 +323,7 @@ fn sweep_fact(
         .map(|p| p.batch)
         .max()
         .filter(|b| *b > batch);
+    let energy = crate::summary::energy_tradeoff(&points, Some(batch));
     Ok(points
         .iter()
         .find(|p| p.batch == batch && p.status == PointStatus::Ok)
@@ -338,6 +340,7 @@ fn sweep_fact(
                 oom_batches,
                 largest_fit,
                 ci: p.ci_share(),
+                energy,
             })
         }))
 }
@@ -740,6 +743,7 @@ mod tests {
             peak_bytes_at_recommended: Some(1 << 20),
             still_rising: false,
             uncertain: None,
+            energy: None,
         };
         ledger
             .finish_run(id, RunStatus::Complete, Some(&summary), None)

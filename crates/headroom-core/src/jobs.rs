@@ -4,6 +4,7 @@
 //! table now ([`decide_now`]). Nothing here links libtorch; the worker binary does.
 
 pub mod decide_now;
+pub mod detached;
 pub mod doctor;
 pub mod epoch_job;
 pub mod migrate;

@@ -5,6 +5,7 @@
 
 pub mod check;
 pub mod rtt;
+pub mod runs;
 pub mod sshconfig;
 pub mod vnc;
 

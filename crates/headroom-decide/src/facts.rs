@@ -45,6 +45,10 @@ pub struct SweepFact {
     /// of its timed steps), when known.
     #[serde(default)]
     pub ci: Option<f64>,
+    /// The sweep's most energy-efficient batch against this one, where its points carry their
+    /// energy.
+    #[serde(default)]
+    pub energy: Option<headroom_model::summary::EnergyTradeoff>,
 }
 
 /// What the newest `epochs` run (or wrapped `run`) found.
@@ -261,4 +265,7 @@ pub struct Facts {
     #[serde(default)]
     pub ram_available: Option<u64>,
     pub cuda_parity_required: bool,
+    /// On battery power at the newest readiness check.
+    #[serde(default)]
+    pub on_battery: bool,
 }

@@ -501,6 +501,35 @@ pub(crate) fn mlx_against_torch(f: &Facts, t: &DecideThresholds, b: &mut Board) 
 }
 
 /// Memory contention: every column on this machine becomes risky.
+/// On battery (now, or when the sweep was timed), the sweep's most energy-efficient batch where
+/// it saves a tenth or more of the energy per sample against the batch chosen for speed.
+pub(crate) fn energy(f: &Facts, b: &mut Board) {
+    let swept = [(f.mps.as_ref(), Column::Mps), (f.cpu.as_ref(), Column::Cpu)];
+    for (fact, column) in swept {
+        let Some((s, e)) = fact.and_then(|s| Some((s, s.energy.as_ref()?))) else {
+            continue;
+        };
+        if e.saves() && (f.on_battery || e.on_battery) {
+            let lead = if f.on_battery && !e.on_battery {
+                "on battery now: "
+            } else {
+                ""
+            };
+            b.say(
+                Rule::Energy,
+                column,
+                format!(
+                    "{lead}{} (sweep {}): where the charge matters more than the minutes, train at batch {}",
+                    e.sentence(),
+                    s.run_id,
+                    e.efficient_batch
+                ),
+            );
+            return;
+        }
+    }
+}
+
 pub(crate) fn contention(f: &Facts, b: &mut Board) {
     for c in &f.contention {
         b.say(

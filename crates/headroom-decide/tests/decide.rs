@@ -18,6 +18,7 @@ fn sweep(device_ms: f64, busy: Option<f64>) -> SweepFact {
         oom_batches: Vec::new(),
         largest_fit: None,
         ci: None,
+        energy: None,
     }
 }
 
@@ -1064,4 +1065,49 @@ fn more_workers_are_advised_only_as_far_as_the_ram_left_holds_them() {
         plain.contains("raise num_workers above 2") && !plain.contains("holds about"),
         "{plain}"
     );
+}
+
+#[test]
+fn on_battery_the_sweeps_most_efficient_batch_is_named_with_what_it_saves() {
+    use headroom_model::summary::EnergyTradeoff;
+    let trade = |on_battery: bool, energy_share: f64| EnergyTradeoff {
+        efficient_batch: 32,
+        efficient_samples_per_joule: 30.0,
+        chosen_batch: 64,
+        chosen_samples_per_joule: 21.0,
+        speed_share: 0.91,
+        energy_share,
+        on_battery,
+        text: String::new(),
+    };
+    let with = |on_battery_now: bool, t: EnergyTradeoff| {
+        let mut f = compared(20.0, Some(0.9));
+        f.on_battery = on_battery_now;
+        if let Some(m) = f.mps.as_mut() {
+            m.energy = Some(t);
+        }
+        decide(&f, &DecideThresholds::default())
+    };
+    // Timed on battery: the sentence with its figures, in the accelerator's column.
+    let d = with(false, trade(true, 0.70));
+    let r = d
+        .reasons
+        .iter()
+        .find(|r| r.rule == Rule::Energy)
+        .expect("energy rule");
+    assert_eq!(r.column, Column::Mps);
+    assert_eq!(
+        r.text,
+        "on battery, batch 32 gives 91 % of batch 64's speed for 70 % of its energy per sample (30.0 samples/J against 21.0) (sweep 7): where the charge matters more than the minutes, train at batch 32"
+    );
+    assert!(d.symptoms.iter().any(|s| s.rule == Rule::Energy));
+    // On battery now, though plugged in when it was swept.
+    let d = with(true, trade(false, 0.70));
+    assert!(d
+        .reasons
+        .iter()
+        .any(|r| r.rule == Rule::Energy && r.text.starts_with("on battery now: batch 32")));
+    // On mains throughout, or a saving under a tenth: nothing said.
+    assert!(!with(false, trade(false, 0.70)).fired(Rule::Energy));
+    assert!(!with(true, trade(true, 0.91)).fired(Rule::Energy));
 }

@@ -376,15 +376,15 @@ impl Point {
         Some(note)
     }
 
-    /// Why its figure should be read with care, one line per cause: measured beside other work
-    /// (CPU, memory pressure, the accelerator shared) or still noisy at its cap. Empty for a
-    /// point to trust, and for one that was not measured.
     /// Joules per sample: the mean power while its steps were timed over its throughput.
     pub fn joules_per_sample(&self) -> Option<f64> {
         let c = self.conditions.as_ref()?;
         c.joules_per_sample_at(self.samples_per_s?)
     }
 
+    /// Why its figure should be read with care, one line per cause: measured beside other work
+    /// (CPU, memory pressure, the accelerator shared) or still noisy at its cap. Empty for a
+    /// point to trust, and for one that was not measured.
     pub fn cautions(&self) -> Vec<String> {
         if self.status != PointStatus::Ok {
             return Vec::new();
@@ -466,6 +466,11 @@ pub struct SweepSummary {
     /// stayed noisy (their warnings name the cause).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncertain: Option<String>,
+    /// The most energy-efficient batch against the recommended one, where the points carry
+    /// their energy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub energy: Option<crate::summary::EnergyTradeoff>,
 }
 
 /// Progress within one point.

@@ -3,6 +3,8 @@
 
 use crate::budget::format_bytes;
 use crate::planner::Limit;
+use serde::{Deserialize, Serialize};
+
 use crate::protocol::{Point, PointStatus, SweepSummary};
 
 pub use crate::planner::KNEE_SHARE;
@@ -127,6 +129,7 @@ pub fn summarize(points: &[Point], limit: Limit, budget: u64) -> SweepSummary {
         peak_bytes_at_recommended: peak_at,
         still_rising,
         uncertain: uncertainty(points, recommended),
+        energy: energy_tradeoff(points, recommended),
     }
 }
 
@@ -178,6 +181,99 @@ pub fn uncertainty(points: &[Point], recommended: Option<u32>) -> Option<String>
     Some(format!(
         "the answer rests on batch {list}{own}, timed beside other work or still noisy (see the warnings): measure again on a quieter machine before relying on it"
     ))
+}
+
+/// The most energy-efficient batch measured against the one chosen: what it keeps of the chosen
+/// batch's speed and what it costs of its energy per sample (both from the points' conditions).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnergyTradeoff {
+    /// The batch with the fewest joules per sample.
+    pub efficient_batch: u32,
+    pub efficient_samples_per_joule: f64,
+    /// The batch chosen for speed, and its samples per joule.
+    pub chosen_batch: u32,
+    pub chosen_samples_per_joule: f64,
+    /// The efficient batch's throughput over the chosen one's (1: the same batch).
+    pub speed_share: f64,
+    /// The efficient batch's joules per sample over the chosen one's.
+    pub energy_share: f64,
+    /// A point was timed on battery power.
+    #[serde(default)]
+    pub on_battery: bool,
+    /// [`EnergyTradeoff::sentence`], for the app and other readers of the JSON.
+    #[serde(default)]
+    pub text: String,
+}
+
+/// An efficient batch must save at least this share of the energy per sample to be named
+/// beside the chosen one (smaller differences are within what power sampling tells apart).
+pub const ENERGY_SAVING_SHARE: f64 = 0.1;
+
+impl EnergyTradeoff {
+    /// The efficient batch is another one, and it saves [`ENERGY_SAVING_SHARE`] or more.
+    pub fn saves(&self) -> bool {
+        self.efficient_batch != self.chosen_batch && self.energy_share <= 1.0 - ENERGY_SAVING_SHARE
+    }
+
+    /// One sentence: "batch 64 gives 91 % of batch 256's speed for 70 % of its energy per
+    /// sample (41.2 samples/J against 28.9)", or that the chosen batch is also the most
+    /// efficient; "on battery, " first when a point was timed so.
+    pub fn sentence(&self) -> String {
+        let lead = if self.on_battery { "on battery, " } else { "" };
+        if self.saves() {
+            format!(
+                "{lead}batch {} gives {:.0} % of batch {}'s speed for {:.0} % of its energy per sample ({} samples/J against {})",
+                self.efficient_batch,
+                self.speed_share * 100.0,
+                self.chosen_batch,
+                self.energy_share * 100.0,
+                crate::stats::sig3(self.efficient_samples_per_joule),
+                crate::stats::sig3(self.chosen_samples_per_joule)
+            )
+        } else {
+            format!(
+                "{lead}batch {} is also about the most energy-efficient measured ({} samples/J)",
+                self.chosen_batch,
+                crate::stats::sig3(self.chosen_samples_per_joule)
+            )
+        }
+    }
+}
+
+/// The energy trade-off of `points` around `chosen`, where the chosen batch and at least one
+/// other point have joules per sample; `None` otherwise.
+pub fn energy_tradeoff(points: &[Point], chosen: Option<u32>) -> Option<EnergyTradeoff> {
+    let chosen = chosen?;
+    let measured: Vec<(&Point, f64, f64)> = points
+        .iter()
+        .filter(|p| p.status == PointStatus::Ok)
+        .filter_map(|p| Some((p, p.samples_per_s?, p.joules_per_sample()?)))
+        .filter(|(_, sps, j)| *sps > 0.0 && *j > 0.0)
+        .collect();
+    if measured.len() < 2 {
+        return None;
+    }
+    let &(c, c_sps, c_j) = measured.iter().find(|(p, _, _)| p.batch == chosen)?;
+    let &(e, e_sps, e_j) = measured
+        .iter()
+        .min_by(|a, b| a.2.total_cmp(&b.2).then(b.1.total_cmp(&a.1)))?;
+    let mut t = EnergyTradeoff {
+        efficient_batch: e.batch,
+        efficient_samples_per_joule: 1.0 / e_j,
+        chosen_batch: c.batch,
+        chosen_samples_per_joule: 1.0 / c_j,
+        speed_share: e_sps / c_sps,
+        energy_share: e_j / c_j,
+        on_battery: measured.iter().any(|(p, _, _)| {
+            p.conditions
+                .as_ref()
+                .is_some_and(|k| k.on_battery == Some(true))
+        }),
+        text: String::new(),
+    };
+    t.text = t.sentence();
+    Some(t)
 }
 
 /// A drop below both neighbours larger than this share (or than the points' own spread, when
@@ -262,6 +358,73 @@ fn no_fit_reason(points: &[Point], limit: Limit, budget: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conditions::TimedConditions;
+
+    /// A point timed for 10 s at `watts` mean power.
+    fn powered(batch: u32, sps: f64, watts: f64, battery: bool) -> Point {
+        let mut p = ok(batch, sps, u64::from(batch) << 20);
+        p.conditions = Some(TimedConditions {
+            samples: 10,
+            seconds: 10.0,
+            energy_j: Some(watts * 10.0),
+            energy_source: Some("power × time".into()),
+            on_battery: Some(battery),
+            ..TimedConditions::default()
+        });
+        p
+    }
+
+    #[test]
+    fn the_most_efficient_batch_is_named_beside_the_fastest_with_what_it_keeps_and_saves() {
+        // 64: 910 samples/s at 30 W (0.0330 J/sample); 256: 1000 at 47 W (0.047): 64 keeps
+        // 91 % of the speed for 70 % of the energy per sample.
+        let pts = [
+            powered(16, 400.0, 20.0, false),
+            powered(64, 910.0, 30.0, true),
+            powered(256, 1000.0, 47.0, false),
+        ];
+        let s = summarize(&pts, Limit::MaxBatch, 1 << 40);
+        assert_eq!(s.recommended_batch, Some(256));
+        let e = s.energy.expect("every point has its energy");
+        assert_eq!((e.efficient_batch, e.chosen_batch), (64, 256));
+        assert!((e.speed_share - 0.91).abs() < 1e-9, "{e:?}");
+        assert!(
+            (e.energy_share - (30.0 / 910.0) / (47.0 / 1000.0)).abs() < 1e-9,
+            "{e:?}"
+        );
+        assert!(e.saves() && e.on_battery);
+        assert_eq!(e.text, e.sentence());
+        assert_eq!(
+            e.sentence(),
+            "on battery, batch 64 gives 91 % of batch 256's speed for 70 % of its energy per sample (30.3 samples/J against 21.3)"
+        );
+        // The fastest is also the most efficient: said so, no trade.
+        let flat = [
+            powered(16, 400.0, 40.0, false),
+            powered(64, 1000.0, 40.0, false),
+        ];
+        let e = energy_tradeoff(&flat, Some(64)).expect("energy");
+        assert!(!e.saves());
+        assert_eq!(
+            e.sentence(),
+            "batch 64 is also about the most energy-efficient measured (25.0 samples/J)"
+        );
+        // A saving under 10 % is not a trade worth naming.
+        let close = [
+            powered(32, 950.0, 39.0, false),
+            powered(64, 1000.0, 40.0, false),
+        ];
+        assert!(!energy_tradeoff(&close, Some(64)).expect("energy").saves());
+        // Without energy on the chosen point, or on only one point: nothing.
+        let mut bare = flat.clone();
+        bare[1].conditions = None;
+        assert_eq!(energy_tradeoff(&bare, Some(64)), None);
+        assert_eq!(energy_tradeoff(&flat[..1], Some(16)), None);
+        assert_eq!(
+            summarize(&[ok(8, 1.0, 1), ok(16, 2.0, 2)], Limit::MaxBatch, 1 << 30).energy,
+            None
+        );
+    }
 
     #[test]
     fn compare_uses_the_median_step_at_the_same_batch() {

@@ -201,6 +201,10 @@ pub const DATA_SEQ: u32 = CONDITIONS_SEQ + 4;
 /// The sample seq of the round trip to the artifact store (kind `artifact_rtt`).
 pub const ARTIFACT_RTT_SEQ: u32 = CONDITIONS_SEQ + 5;
 
+/// The first sample seq of an `epochs` run's per-epoch conditions (kind `epoch_conditions`,
+/// seq this plus the epoch): a run's samples share one sequence, whatever their kind.
+pub const EPOCH_CONDITIONS_SEQ: u32 = 800_000_000;
+
 /// The sample kind under which a script sweep keeps its comparison with the CPU baseline.
 pub const COMPARISON_SAMPLE: &str = "comparison";
 

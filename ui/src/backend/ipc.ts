@@ -283,7 +283,38 @@ still_rising: boolean,
  * Why the answer is uncertain, when points it rests on were measured beside other work or
  * stayed noisy (their warnings name the cause).
  */
-uncertain?: string | null, };
+uncertain?: string | null, 
+/**
+ * The most energy-efficient batch against the recommended one, where the points carry
+ * their energy.
+ */
+energy?: EnergyTradeoff, };
+
+export type EnergyTradeoff = { 
+/**
+ * The batch with the fewest joules per sample.
+ */
+efficient_batch: number, efficient_samples_per_joule: number, 
+/**
+ * The batch chosen for speed, and its samples per joule.
+ */
+chosen_batch: number, chosen_samples_per_joule: number, 
+/**
+ * The efficient batch's throughput over the chosen one's (1: the same batch).
+ */
+speed_share: number, 
+/**
+ * The efficient batch's joules per sample over the chosen one's.
+ */
+energy_share: number, 
+/**
+ * A point was timed on battery power.
+ */
+on_battery: boolean, 
+/**
+ * [`EnergyTradeoff::sentence`], for the app and other readers of the JSON.
+ */
+text: string, };
 
 export type Hello = { protocol: number, headroom_version: string, libtorch: string, 
 /**
@@ -402,7 +433,11 @@ export type MemorySnapshot = { running: boolean,
 /**
  * `epochs` or `watch` (what it records in the ledger).
  */
-kind: RunKind, title: string, run_id: number | null, samples: Array<EpochSample>, readings: Array<MemoryReading>, verdict: EpochVerdict | null, 
+kind: RunKind, title: string, run_id: number | null, samples: Array<EpochSample>, 
+/**
+ * Joules per sample of each epoch in `samples`, where the machine gives its power.
+ */
+joules_per_sample: Array<number | null>, readings: Array<MemoryReading>, verdict: EpochVerdict | null, 
 /**
  * Growth of the watched tree since watching began (watch only).
  */
@@ -589,7 +624,7 @@ export type Column = "cpu" | "mps" | "mlx" | "remote";
 
 export type Status = "recommended" | "viable" | "risky" | "blocked";
 
-export type Rule = "rosetta" | "not_available" | "data_pipeline" | "near_one" | "faster" | "leak" | "leak_persists" | "oom" | "fast_then_slow" | "slow_layer" | "fallback" | "llm_inference" | "cuda_parity" | "contention" | "no_remote" | "remote_down" | "unmeasured" | "mlx_faster" | "within_noise" | "your_run" | "cache_growth" | "mixed_precision" | "checkpointing" | "rescale" | "loader_hang" | "sync_points";
+export type Rule = "rosetta" | "not_available" | "data_pipeline" | "near_one" | "faster" | "leak" | "leak_persists" | "oom" | "fast_then_slow" | "slow_layer" | "fallback" | "llm_inference" | "cuda_parity" | "contention" | "no_remote" | "remote_down" | "unmeasured" | "mlx_faster" | "within_noise" | "your_run" | "cache_growth" | "mixed_precision" | "checkpointing" | "rescale" | "loader_hang" | "sync_points" | "energy";
 
 export type Reason = { rule: Rule, column: Column, text: string, };
 

@@ -74,7 +74,7 @@ export function mockBackend(opts: {
   const settings: Setting[] = (opts.settings ?? []).map((x) => ({ ...x }));
   let memoryListener: ((s: MemorySnapshot) => void) | null = null;
   const memoryStart = (kind: RunKind, title: string): MemorySnapshot => ({
-    running: true, kind, title, run_id: null, samples: [], readings: [], verdict: null, growth: null,
+    running: true, kind, title, run_id: null, samples: [], joules_per_sample: [], readings: [], verdict: null, growth: null,
     crossed: false, message: "starting", status: "running", error: null, chart_svg: "", profile: null,
   });
   let listener: ((s: SweepSnapshot) => void) | null = null;

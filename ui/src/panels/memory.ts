@@ -3,7 +3,7 @@
 import type { Backend, EpochsForm, MemorySnapshot, ProcessInfo, Release } from "../backend";
 import { asAppError, RELEASES } from "../backend";
 import { field, select } from "../controls";
-import { el, formatBytes, formatRate, svgDataUrl } from "../format";
+import { el, formatBytes, formatJoules, formatRate, svgDataUrl } from "../format";
 import { DEVICES, WORKLOADS } from "./sweep";
 
 const VERDICTS: Record<string, string> = {
@@ -135,8 +135,11 @@ export function memoryPanel(
     const head = el("tr");
     const rows: HTMLTableRowElement[] = [];
     if (s.kind === "epochs" || s.kind === "run") {
-      for (const h of ["epoch", "live", "cache", "footprint", "samples/s"]) head.append(el("th", undefined, h));
-      for (const e of s.samples) {
+      // Energy per sample where the machine gives its power (a column only then).
+      const energy = s.joules_per_sample.some((j) => j !== null);
+      const headers = ["epoch", "live", "cache", "footprint", "samples/s", ...(energy ? ["J/sample"] : [])];
+      for (const h of headers) head.append(el("th", undefined, h));
+      s.samples.forEach((e, i) => {
         const tr = el("tr");
         tr.dataset.testid = "memory-row";
         tr.append(
@@ -146,8 +149,9 @@ export function memoryPanel(
           el("td", "num", formatBytes(e.footprint_bytes)),
           el("td", "num", formatRate(e.samples_per_s)),
         );
+        if (energy) tr.append(el("td", "num", formatJoules(s.joules_per_sample[i] ?? null)));
         rows.push(tr);
-      }
+      });
     } else {
       for (const h of ["seconds", "process", "tree"]) head.append(el("th", undefined, h));
       for (const r of s.readings.slice(-10)) {

@@ -127,7 +127,12 @@ export function renderSnapshot(
     const answer =
       rec !== null ? `Recommended batch ${rec}: ${s.summary.reason}` : `No recommendation: ${s.summary.reason}`;
     // An answer resting on points measured beside other work says so with it.
-    parts.recommendation.textContent = s.summary.uncertain ? `${answer}. Uncertain: ${s.summary.uncertain}` : answer;
+    // The energy trade where the machine gave its power ("batch 64 gives 91 % of the speed for
+    // 70 % of the energy per sample").
+    const energy = s.summary.energy?.text ? `. Energy: ${s.summary.energy.text}` : "";
+    parts.recommendation.textContent = s.summary.uncertain
+      ? `${answer}${energy}. Uncertain: ${s.summary.uncertain}`
+      : `${answer}${energy}`;
     parts.recommendation.dataset.state = "done";
     parts.recommendation.hidden = false;
   } else {

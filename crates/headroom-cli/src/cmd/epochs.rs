@@ -79,11 +79,17 @@ pub fn run(a: &EpochsArgs) -> Result<ExitCode> {
     let exe = jobs::worker_binary()?;
     let cancel = CancelToken::new("interrupted");
     let quiet = a.json;
-    let out = jobs::epoch_job::run_epochs(&exe, &req, &thresholds, &ledger, &cancel, &mut |s| {
-        if !quiet {
-            println!("{}", line(s));
-        }
-    })?;
+    let out =
+        jobs::epoch_job::run_epochs(&exe, &req, &thresholds, &ledger, &cancel, &mut |s, c| {
+            if !quiet {
+                let energy = c
+                    .and_then(|c| jobs::epoch_job::epoch_joules_per_sample(s, c))
+                    .map_or_else(String::new, |j| {
+                        format!("  {} J/sample", headroom_model::stats::sig3(j))
+                    });
+                println!("{}{energy}", line(s));
+            }
+        })?;
     super::settle_ledger(&ledger)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);

@@ -64,6 +64,67 @@ pub enum RemoteCommand {
         #[command(flatten)]
         sweep: Box<super::sweep::SweepArgs>,
     },
+    /// Start a project's training on this host detached from this machine: it goes on when the
+    /// laptop sleeps, the Wi-Fi drops or the app quits (under `caffeinate -i` on a Mac), under
+    /// `headroom run` there. Returns at once with the run's id. Needs the migration's steps up
+    /// to the project to have passed (`headroom remote migrate NAME --project P`).
+    Run {
+        name: String,
+        #[arg(long)]
+        project: String,
+        /// The batch, for a command with `{batch}`.
+        #[arg(long)]
+        batch: Option<u32>,
+        /// Release memory at each epoch end there (none, gc, empty-cache, both).
+        #[arg(long, value_name = "none|gc|empty-cache|both")]
+        release: Option<String>,
+        #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        timeout: u64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The detached runs on this host: state, epoch, steps, samples/s, memory, the last output
+    /// line. Each is mirrored into this ledger under the host's name (once; a run that ended
+    /// while this machine was away is caught up).
+    Runs {
+        name: String,
+        #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        timeout: u64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Follow a run on this host live; Ctrl-C stops following and leaves it running.
+    Attach {
+        name: String,
+        run: String,
+        /// Start this many bytes before the end of its output instead of at its beginning.
+        #[arg(long, value_name = "BYTES")]
+        tail: Option<u64>,
+        #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        timeout: u64,
+    },
+    /// End a run on this host and its whole process group there (kept as interrupted).
+    Stop {
+        name: String,
+        run: String,
+        #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        timeout: u64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forward a port of this host to this machine through ssh (TensorBoard's 6006, a
+    /// notebook's 8888) until Ctrl-C or --for seconds.
+    Tunnel {
+        name: String,
+        port: u16,
+        /// The local port [default: the same, else a free one].
+        #[arg(long)]
+        local: Option<u16>,
+        #[arg(long = "for")]
+        for_secs: Option<u64>,
+        #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        timeout: u64,
+    },
     /// Open the remote's screen: an SSH tunnel to its VNC port and `vnc://localhost:PORT`
     /// handed to the OS; the tunnel closes when the viewer is done, after --for seconds, or on
     /// Ctrl-C.
@@ -162,7 +223,7 @@ fn edit_hosts<T>(f: impl FnOnce(&mut Hosts) -> Result<T, headroom_store::CoreErr
 }
 
 /// Makes the managed ssh config match the profiles (ssh must know a name before it is used).
-fn sync(_: &Hosts) -> Result<()> {
+pub(crate) fn sync(_: &Hosts) -> Result<()> {
     edit_hosts(|_| Ok(()))
 }
 
@@ -305,6 +366,55 @@ pub fn run(c: &RemoteCommand) -> Result<ExitCode> {
                     timeout: Duration::from_secs((*connect_timeout).max(1)),
                 }),
             );
+        }
+        RemoteCommand::Run {
+            name,
+            project,
+            batch,
+            release,
+            timeout,
+            json,
+        } => {
+            return super::remote_runs::start(
+                name,
+                project,
+                *batch,
+                release.as_deref(),
+                Duration::from_secs(*timeout),
+                *json,
+            )
+        }
+        RemoteCommand::Runs {
+            name,
+            timeout,
+            json,
+        } => return super::remote_runs::list(name, Duration::from_secs(*timeout), *json),
+        RemoteCommand::Attach {
+            name,
+            run,
+            tail,
+            timeout,
+        } => return super::remote_runs::attach(name, run, *tail, Duration::from_secs(*timeout)),
+        RemoteCommand::Stop {
+            name,
+            run,
+            timeout,
+            json,
+        } => return super::remote_runs::stop(name, run, Duration::from_secs(*timeout), *json),
+        RemoteCommand::Tunnel {
+            name,
+            port,
+            local,
+            for_secs,
+            timeout,
+        } => {
+            return super::remote_runs::tunnel(
+                name,
+                *port,
+                *local,
+                *for_secs,
+                Duration::from_secs(*timeout),
+            )
         }
         RemoteCommand::Vnc {
             name,

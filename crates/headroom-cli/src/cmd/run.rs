@@ -160,6 +160,15 @@ pub struct RunArgs {
     /// work in is observed with `headroom run -- jupyter lab`: every kernel it starts reports.
     #[arg(long, value_name = "NB.ipynb")]
     notebook: Option<std::path::PathBuf>,
+    /// Start the run in a session of its own and return at once: it goes on when the terminal
+    /// or the ssh connection closes (on macOS, under `caffeinate -i`, the Mac stays awake).
+    /// Follow it with `headroom runs follow ID`, end it with `headroom runs stop ID`.
+    #[arg(long)]
+    detach: bool,
+    /// Rewrite this JSON file with the run's progress as it goes (steps, epochs, memory); a
+    /// detached run keeps it in its folder.
+    #[arg(long, value_name = "FILE", hide = true)]
+    status_file: Option<std::path::PathBuf>,
     #[command(flatten)]
     record: super::record::RecordArgs,
     /// The command, after `--` (or the project's, with --project).
@@ -866,6 +875,9 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     if a.max_seconds == Some(0) || a.steps == Some(0) {
         bail!("--max-seconds and --steps must be 1 or more");
     }
+    if a.detach {
+        return detach(a, &command, project.as_ref());
+    }
     let ledger = super::open_ledger_for_training()?;
     a.record.attach(&ledger, None, a.json)?;
     if auto {
@@ -874,7 +886,39 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     if !a.sweep.is_empty() {
         return sweep_command(a, &command, &matcher, &opts, &ledger);
     }
-    let out = run_command(&command, &matcher, &opts, &ledger)?;
+    let out = match &a.status_file {
+        None => run_command(&command, &matcher, &opts, &ledger)?,
+        Some(path) => {
+            let mut last = std::time::Instant::now() - Duration::from_secs(10);
+            let mut told = 0;
+            headroom_core::jobs::watch::run_command_with(
+                &command,
+                &matcher,
+                &opts,
+                &ledger,
+                &mut |p| {
+                    // At most once a second, and at every new epoch.
+                    if last.elapsed() < Duration::from_secs(1) && p.epochs.len() == told {
+                        return;
+                    }
+                    (last, told) = (std::time::Instant::now(), p.epochs.len());
+                    let status = headroom_core::jobs::detached::DetachedStatus {
+                        run_id: p.run_id,
+                        seconds: p.seconds,
+                        steps: p.steps,
+                        epochs: p.epochs.to_vec(),
+                        tree_bytes: p.reading.map(|r| r.tree_bytes),
+                        device_peak_bytes: p.device_peak_bytes,
+                        command_pid: Some(p.pid),
+                        updated_at: headroom_model::time::now_rfc3339(),
+                    };
+                    // Headroom's problem, never the run's: a status that cannot be written
+                    // is skipped.
+                    let _ = headroom_core::jobs::detached::write_status(path, &status);
+                },
+            )?
+        }
+    };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
@@ -883,6 +927,49 @@ pub fn run(a: &RunArgs) -> Result<ExitCode> {
     // Whatever became of the records, the command's own status.
     let _ = super::settle_ledger(&ledger).map_err(|e| eprintln!("headroom: {e}"));
     Ok(exit_code(&out))
+}
+
+/// `run --detach`: the same `headroom run` started in a session of its own, with this
+/// invocation's arguments but `--detach`; returns once it started.
+fn detach(
+    a: &RunArgs,
+    command: &[String],
+    project: Option<&headroom_core::project::Project>,
+) -> Result<ExitCode> {
+    if !a.sweep.is_empty() {
+        bail!("--detach runs one training; a sweep runs attached (leave out --sweep or --detach)");
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let from = args.iter().position(|x| x == "run").map_or(0, |i| i + 1);
+    let split = args.iter().position(|x| x == "--").unwrap_or(args.len());
+    let rest: Vec<String> = args
+        .iter()
+        .enumerate()
+        .filter(|(i, x)| *i >= from && !(*i < split && *x == "--detach"))
+        .map(|(_, x)| x.clone())
+        .collect();
+    let exe = std::env::current_exe().context("cannot find headroom's own binary")?;
+    let here = std::env::current_dir().context("cannot read the current folder")?;
+    let meta = headroom_core::jobs::detached::start(
+        &exe,
+        &rest,
+        command,
+        &here,
+        project.map(|p| p.name.as_str()),
+    )?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&meta)?);
+    } else {
+        println!(
+            "started detached run {} (process group {}): `{}`\nfollow it: headroom runs follow {}\nend it:    headroom runs stop {}",
+            meta.id,
+            meta.pid,
+            command.join(" "),
+            meta.id,
+            meta.id
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The child's exit code, or 128 + N for a death by signal N as shells say it; stopped at its

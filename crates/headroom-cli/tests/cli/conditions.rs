@@ -102,3 +102,65 @@ fn a_sweeps_points_and_a_run_carry_the_conditions_they_were_timed_in() {
         assert!(said.contains("headroom: while timed: "), "{said}");
     }
 }
+
+#[test]
+fn each_epoch_of_a_built_in_epochs_run_keeps_its_conditions() {
+    let home = Home::new();
+    let args = [
+        "epochs",
+        "--device",
+        "cpu",
+        "--workload",
+        "mlp",
+        "--batch",
+        "16",
+        "--epochs",
+        "3",
+        "--steps-per-epoch",
+        "40",
+        "--threads",
+        "1",
+    ];
+    let (out, v) = home.json(&[&args[..], &["--json"]].concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let epochs = v["epoch_conditions"].as_array().expect("per epoch");
+    assert_eq!(epochs.len(), 3, "{v}");
+    // Each from the end of the one before: they follow one another and sum to the run's span.
+    let secs: Vec<f64> = epochs
+        .iter()
+        .map(|e| e["seconds"].as_f64().unwrap_or(-1.0))
+        .collect();
+    assert!(secs.iter().all(|s| *s >= 0.0), "{secs:?}");
+    let whole = v["conditions"]["seconds"].as_f64().expect("the run's span");
+    let sum: f64 = secs.iter().sum();
+    assert!(
+        (whole - sum).abs() < 0.05,
+        "{whole} against {sum} ({secs:?})"
+    );
+    energy_or_reason(&v["conditions"], true);
+    for e in epochs {
+        // What this machine cannot read is said once, for the run.
+        energy_or_reason(e, false);
+        assert!(
+            e["samples"].as_u64().unwrap_or(0) >= 2,
+            "read at both ends: {e}"
+        );
+    }
+    // Read for people: with energy, each epoch's line ends with its joules per sample.
+    let out = home.run(&args);
+    let said = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = said
+        .lines()
+        .filter(|l| l.trim_start().starts_with("epoch "))
+        .collect();
+    assert_eq!(lines.len(), 3, "{said}");
+    let energy = !v["conditions"]["energy_j"].is_null();
+    assert!(
+        lines.iter().all(|l| l.ends_with("J/sample") == energy),
+        "{said}"
+    );
+}

@@ -26,6 +26,7 @@ mod practices;
 mod profile;
 mod project;
 mod remote;
+mod remote_runs;
 mod report;
 mod run;
 #[path = "../../../../tests/support/sshd.rs"]

@@ -43,16 +43,20 @@ fn notebook(home: &Home, name: &str, keep: &str) -> PathBuf {
     path
 }
 
-/// `headroom run --json ARGS` with the venv's `bin` first on `PATH` (where `jupyter` is).
-fn run(home: &Home, args: &[&str]) -> (std::process::Output, Value) {
+/// `PATH` with the venv's `bin` first (where `jupyter` is).
+fn venv_path() -> std::ffi::OsString {
     let bin = python().parent().expect("bin").to_path_buf();
-    let path = std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(
+    std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(
         &std::env::var_os("PATH").unwrap_or_default(),
     )))
-    .expect("PATH");
+    .expect("PATH")
+}
+
+/// `headroom run --json ARGS` with the venv's `bin` first on `PATH`.
+fn run(home: &Home, args: &[&str]) -> (std::process::Output, Value) {
     let out = home
         .cmd(&[&["run", "--json"][..], args].concat())
-        .env("PATH", path)
+        .env("PATH", venv_path())
         .output()
         .expect("run headroom");
     let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
@@ -162,4 +166,136 @@ fn a_file_that_is_not_a_notebook_is_refused_before_anything_runs() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("leave out --project and the command after --"));
+}
+
+/// The user at a Jupyter server (what JupyterLab runs on): waits for it, opens a kernel through
+/// its REST API as the Lab does, runs the cells in it one at a time as a user does — the kernel
+/// stays up between them —, prints the kernel's output, then shuts the server down.
+const AT_THE_SERVER: &str = r#"
+import glob, json, os, sys, time, urllib.request
+from jupyter_client import BlockingKernelClient
+
+base, token, runtime, cells = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+
+def call(method, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(base + path, method=method, data=data,
+                                 headers={"Authorization": "token " + token,
+                                          "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=20) as r:
+        text = r.read()
+    return json.loads(text) if text else None
+
+for _ in range(1200):
+    try:
+        call("GET", "/api/status")
+        break
+    except Exception:
+        time.sleep(0.1)
+else:
+    sys.exit("the server never answered")
+kernel = call("POST", "/api/kernels", {"name": "python3"})
+for _ in range(600):
+    found = glob.glob(os.path.join(runtime, "*" + kernel["id"] + "*.json"))
+    if found:
+        break
+    time.sleep(0.1)
+else:
+    sys.exit("no connection file for kernel " + kernel["id"])
+client = BlockingKernelClient(connection_file=found[0])
+client.load_connection_file()
+client.start_channels()
+client.wait_for_ready(timeout=120)
+out = []
+def hook(msg):
+    if msg["msg_type"] == "stream":
+        out.append(msg["content"]["text"])
+    elif msg["msg_type"] == "error":
+        out.append("\n".join(msg["content"]["traceback"]))
+for code in cells:
+    reply = client.execute_interactive(code, timeout=300, output_hook=hook)
+    if reply["content"]["status"] != "ok":
+        sys.exit("a cell failed: " + "".join(out))
+    time.sleep(0.3)
+client.stop_channels()
+print("".join(out), flush=True)
+call("POST", "/api/shutdown")
+"#;
+
+#[test]
+fn a_jupyter_server_is_observed_through_the_kernel_a_user_opens_in_it() {
+    // `headroom run -- jupyter server` (JupyterLab's server, without the Lab's web files): a
+    // kernel opened through its REST API and fed cells one by one is the training observed.
+    let home = Home::new();
+    let runtime = home.path().join("jupyter-runtime");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let token = "headroom-test-token";
+    let root = s(home.path()).to_owned();
+    let port_arg = format!("--port={port}");
+    let token_arg = format!("--IdentityProvider.token={token}");
+    let root_arg = format!("--ServerApp.root_dir={root}");
+    let server = home
+        .cmd(&[
+            "run",
+            "--json",
+            "--",
+            "jupyter",
+            "server",
+            "--no-browser",
+            "--allow-root",
+            "--ip=127.0.0.1",
+            &port_arg,
+            "--port-retries=0",
+            &token_arg,
+            &root_arg,
+        ])
+        .env("PATH", venv_path())
+        .env("JUPYTER_RUNTIME_DIR", &runtime)
+        .env("JUPYTER_CONFIG_DIR", home.path().join("jupyter-config"))
+        .env("JUPYTER_DATA_DIR", home.path().join("jupyter-data"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start headroom run -- jupyter server");
+    let cells = serde_json::to_string(&cells("list")).expect("json");
+    let user = std::process::Command::new(python())
+        .args([
+            "-c",
+            AT_THE_SERVER,
+            &format!("http://127.0.0.1:{port}"),
+            token,
+            s(&runtime),
+            &cells,
+        ])
+        .env("JUPYTER_RUNTIME_DIR", &runtime)
+        .output()
+        .expect("run the user's side");
+    let out = server.wait_with_output().expect("headroom run ends");
+    let said = String::from_utf8_lossy(&user.stdout);
+    assert!(
+        user.status.success() && said.contains("iterations 48"),
+        "{said}\n{}\nheadroom: {}",
+        String::from_utf8_lossy(&user.stderr),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = ok(
+        &out,
+        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
+    );
+    assert!(
+        r["command"]
+            .as_str()
+            .is_some_and(|c| c.contains("jupyter server")),
+        "{r}"
+    );
+    // The kernel trained: its 6 passes of 8 batches of 64, each pass an epoch, and the
+    // server (which never imports torch) is not the trainer.
+    assert_eq!(r["observed"]["steps"], 48, "{r}");
+    assert_eq!(r["observed"]["batch"], 64, "{r}");
+    assert_eq!(r["epochs"].as_array().map(Vec::len), Some(6), "{r}");
+    assert_eq!(r["verdict"]["kind"], "leak_suspected", "{r}");
+    assert!(r["worker_bytes"].is_null(), "{r}");
 }

@@ -23,19 +23,42 @@ pub struct EpochsOutcome {
     pub samples: Vec<EpochSample>,
     pub verdict: Option<EpochVerdict>,
     pub error: Option<JobError>,
-    /// What the worker warned of (the thread count it fitted to the free cores).
+    /// What the worker warned of (the thread count it fitted to the free cores), and what the
+    /// conditions say may have skewed an epoch (throttling, battery, Low Power Mode).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The machine's state from the worker's start to its last epoch: thermal state, power
+    /// source, power and energy where the platform gives them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub conditions: Option<crate::conditions::TimedConditions>,
+    /// Each epoch's, in the order of `samples` (each also kept in the ledger as the run's
+    /// `epoch_conditions` sample).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub epoch_conditions: Vec<crate::conditions::TimedConditions>,
 }
 
-/// Runs `req` with a worker from `exe`, recording it in `ledger`; `on` sees each epoch.
+/// The kind of ledger sample an epoch's conditions are kept as (its sequence:
+/// [`crate::ledger::EPOCH_CONDITIONS_SEQ`] plus the epoch).
+pub const EPOCH_CONDITIONS: &str = "epoch_conditions";
+
+/// Joules per sample over an epoch: its energy over the samples it trained.
+pub fn epoch_joules_per_sample(
+    s: &EpochSample,
+    c: &crate::conditions::TimedConditions,
+) -> Option<f64> {
+    c.joules_per_sample(s.samples_per_s? * s.seconds)
+}
+
+/// Runs `req` with a worker from `exe`, recording it in `ledger`; `on` sees each epoch with the
+/// machine's state while it ran (where it was read).
 pub fn run_epochs(
     exe: &Path,
     req: &EpochsRequest,
     thresholds: &EpochThresholds,
     ledger: &Ledger,
     cancel: &CancelToken,
-    on: &mut dyn FnMut(&EpochSample),
+    on: &mut dyn FnMut(&EpochSample, Option<&crate::conditions::TimedConditions>),
 ) -> Result<EpochsOutcome, CoreError> {
     let mut out = EpochsOutcome {
         status: super::JobStatus::Running,
@@ -45,7 +68,13 @@ pub fn run_epochs(
         verdict: None,
         error: None,
         warnings: Vec::new(),
+        conditions: None,
+        epoch_conditions: Vec::new(),
     };
+    // Read from the worker's hello (its device known) to its last epoch; each epoch from the
+    // end of the one before.
+    let mut conditions: Option<crate::conditions::ConditionLog> = None;
+    let (mut began, mut from) = (0.0, 0.0);
     let mut worker = Worker::start(exe, &Job::Epochs(req.clone()))?;
     cancel.set_pid(Some(worker.pid()));
     if cancel.is_cancelled() {
@@ -70,13 +99,38 @@ pub fn run_epochs(
                         thresholds,
                     )?;
                 }
+                let log = crate::conditions::ConditionLog::start(
+                    Some(&h.device),
+                    crate::conditions::INTERVAL,
+                );
+                began = log.mark();
+                from = began;
+                conditions = Some(log);
                 out.hello = Some(h);
             }
             Event::Epoch(s) => {
+                let span = conditions.as_ref().map(|c| {
+                    let to = c.mark();
+                    let mut span = c.span(from, to);
+                    span.unavailable.clear();
+                    from = to;
+                    span
+                });
                 if let Some(id) = out.run_id {
                     ledger.add_sample(id, s.epoch, "epoch", &s)?;
+                    if let Some(c) = &span {
+                        ledger.add_sample(
+                            id,
+                            crate::ledger::EPOCH_CONDITIONS_SEQ + s.epoch,
+                            EPOCH_CONDITIONS,
+                            c,
+                        )?;
+                    }
                 }
-                on(&s);
+                on(&s, span.as_ref());
+                if let Some(c) = span {
+                    out.epoch_conditions.push(c);
+                }
                 out.samples.push(s);
             }
             Event::Error { code, message } => out.error = Some(JobError { code, message }),
@@ -85,6 +139,24 @@ pub fn run_epochs(
         }
     }
     cancel.set_pid(None);
+    if let Some(c) = conditions.take() {
+        out.conditions = Some(c.span(began, from));
+        drop(c.finish());
+    }
+    // A run that throttled names it once; else each epoch that did.
+    let run_warnings = out
+        .conditions
+        .as_ref()
+        .map(|c| c.warnings_for("this run"))
+        .unwrap_or_default();
+    if run_warnings.is_empty() {
+        for (s, c) in out.samples.iter().zip(&out.epoch_conditions) {
+            out.warnings
+                .extend(c.warnings_for(&format!("epoch {}", s.epoch)));
+        }
+    } else {
+        out.warnings.extend(run_warnings);
+    }
     let (status, tail) = worker.wait()?;
     // No epoch measured (the device is not there, the worker died at its start): no verdict,
     // not even "too short to judge", for a run that never ran.

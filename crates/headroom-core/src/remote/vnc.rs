@@ -52,13 +52,24 @@ pub fn open_tunnel(
     local_port: Option<u16>,
     timeout: Duration,
 ) -> Result<Result<Tunnel, Failure>, CoreError> {
+    open_tunnel_to(p, p.vnc_port, local_port, timeout)
+}
+
+/// Opens `ssh -N -L 127.0.0.1:LOCAL:localhost:REMOTE NAME` (any port there: TensorBoard's,
+/// a notebook's) and waits until the local end accepts.
+pub fn open_tunnel_to(
+    p: &HostProfile,
+    remote_port: u16,
+    local_port: Option<u16>,
+    timeout: Duration,
+) -> Result<Result<Tunnel, Failure>, CoreError> {
     let port = match local_port {
         Some(p) => p,
         None => free_port()?,
     };
     let mut cmd = ssh_command(p, timeout)?;
     cmd.args(["-N", "-o", "ExitOnForwardFailure=yes", "-L"])
-        .arg(format!("127.0.0.1:{port}:localhost:{}", p.vnc_port))
+        .arg(format!("127.0.0.1:{port}:localhost:{remote_port}"))
         .arg(&p.name)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

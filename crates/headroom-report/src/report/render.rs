@@ -3,7 +3,7 @@
 use super::*;
 
 /// The columns of a point in CSV, in order.
-pub const CSV_COLUMNS: [&str; 12] = [
+pub const CSV_COLUMNS: [&str; 13] = [
     "batch",
     "status",
     "samples_per_s",
@@ -15,6 +15,7 @@ pub const CSV_COLUMNS: [&str; 12] = [
     "peak_bytes",
     "peak_process_bytes",
     "gpu_busy",
+    "samples_per_joule",
     "message",
 ];
 
@@ -48,6 +49,7 @@ pub fn points_csv(points: &[Point]) -> String {
             opt(p.peak_bytes),
             opt(p.peak_process_bytes),
             opt(p.gpu_busy),
+            opt(p.joules_per_sample().map(|j| 1.0 / j)),
             p.message.clone().unwrap_or_default(),
         ];
         let fields: Vec<String> = row.iter().map(|f| csv_field(f)).collect();
@@ -150,12 +152,14 @@ pub(super) fn title(r: &RunRecord) -> String {
     )
 }
 
-pub(super) fn points_rows(points: &[Point]) -> Vec<[String; 6]> {
+/// The points as table rows; a samples/J column where some point has its energy.
+pub(super) fn points_rows(points: &[Point]) -> Vec<Vec<String>> {
     let f = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |x| format!("{x:.2}"));
+    let energy = points.iter().any(|p| p.joules_per_sample().is_some());
     points
         .iter()
         .map(|p| {
-            [
+            let mut row = vec![
                 p.batch.to_string(),
                 p.status.as_str().to_owned(),
                 f(p.samples_per_s),
@@ -163,9 +167,22 @@ pub(super) fn points_rows(points: &[Point]) -> Vec<[String; 6]> {
                 f(p.step_ms_p95),
                 p.peak_bytes
                     .map_or_else(|| "-".to_owned(), headroom_model::budget::format_bytes),
-            ]
+            ];
+            if energy {
+                row.push(f(p.joules_per_sample().map(|j| 1.0 / j)));
+            }
+            row
         })
         .collect()
+}
+
+/// [`POINT_HEADER`], with samples/J where some point has its energy.
+pub(super) fn point_header(points: &[Point]) -> Vec<&'static str> {
+    let mut h = POINT_HEADER.to_vec();
+    if points.iter().any(|p| p.joules_per_sample().is_some()) {
+        h.push("samples/J");
+    }
+    h
 }
 
 pub(super) const POINT_HEADER: [&str; 6] = [
@@ -191,6 +208,9 @@ pub fn markdown(
     }
     if let Some(sum) = &r.summary {
         let _ = writeln!(s, "\n**Recommendation**: {}", sum.reason);
+        if let Some(e) = &sum.energy {
+            let _ = writeln!(s, "\n**Energy**: {}", e.sentence());
+        }
     }
     for (base, alt) in images {
         let _ = writeln!(s, "\n![{alt}]({base}.svg) ([PNG]({base}.png))");
@@ -212,10 +232,7 @@ pub(super) fn tables(
 ) -> Vec<(Vec<&'static str>, Vec<Vec<String>>)> {
     let mut out = Vec::new();
     if !points.is_empty() {
-        out.push((
-            POINT_HEADER.to_vec(),
-            points_rows(points).into_iter().map(Vec::from).collect(),
-        ));
+        out.push((point_header(points), points_rows(points)));
     }
     if let Some(data) = rec
         .data
@@ -259,6 +276,13 @@ pub fn html(r: &RunRecord, rec: &Recorded, points: &[Point], svgs: &[&str]) -> S
             "<p><strong>Recommendation</strong>: {}</p>",
             escape(&sum.reason)
         );
+        if let Some(e) = &sum.energy {
+            let _ = writeln!(
+                s,
+                "<p><strong>Energy</strong>: {}</p>",
+                escape(&e.sentence())
+            );
+        }
     }
     for svg in svgs {
         let _ = writeln!(s, "<figure>{svg}</figure>");

@@ -74,7 +74,7 @@ fn csv_quotes_what_needs_it() {
     assert_eq!(lines.next(), Some(CSV_COLUMNS.join(",").as_str()));
     assert_eq!(
         lines.next(),
-        Some("8,oom,,,,,,,1073741824,,,\"MPS backend out of memory, \"\"8 GiB\"\"\"")
+        Some("8,oom,,,,,,,1073741824,,,,\"MPS backend out of memory, \"\"8 GiB\"\"\"")
     );
     assert_eq!(
         escape("<a href=\"x\">&"),

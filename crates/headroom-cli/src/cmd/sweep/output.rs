@@ -138,6 +138,9 @@ pub(crate) fn print_human(r: &Report) {
             Some(rb) => println!("recommended: batch {rb} — {}", s.reason),
             None => println!("no recommendation: {}", s.reason),
         }
+        if let Some(e) = &s.energy {
+            println!("energy: {}", e.sentence());
+        }
         if let Some(u) = &s.uncertain {
             println!("uncertain: {u}");
         }

@@ -170,7 +170,7 @@ pub fn drive(
     while readers.iter().any(|h| !h.is_finished()) {
         if t.epochs.len() != told_epochs || told_at.elapsed() >= opts.interval {
             (told_at, told_epochs) = (Instant::now(), t.epochs.len());
-            on(&t.progress(started));
+            on(&t.progress(started, pid));
         }
         let sig = opts.interrupt.swap(0, Ordering::SeqCst);
         if sig != 0 {

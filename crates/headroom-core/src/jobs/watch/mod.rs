@@ -121,6 +121,8 @@ fn now_unix() -> f64 {
 #[derive(Debug, Clone, Copy)]
 pub struct RunProgress<'a> {
     pub run_id: i64,
+    /// The command's process (its process group's leader when it has a group of its own).
+    pub pid: u32,
     /// Seconds since the command started.
     pub seconds: f64,
     /// Optimizer steps (or `headroom-step` lines) so far.

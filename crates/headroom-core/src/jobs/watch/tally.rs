@@ -280,9 +280,10 @@ impl Tally {
         }
     }
 
-    pub(super) fn progress(&self, started: Instant) -> RunProgress<'_> {
+    pub(super) fn progress(&self, started: Instant, pid: u32) -> RunProgress<'_> {
         RunProgress {
             run_id: self.run_id,
+            pid,
             seconds: started.elapsed().as_secs_f64(),
             steps: u32::try_from(self.steps()).unwrap_or(u32::MAX),
             epochs: &self.epochs,

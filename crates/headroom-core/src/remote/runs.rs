@@ -1,0 +1,277 @@
+//! Training on a remote host that outlives this machine's connection: `headroom remote run`
+//! starts the project's command there detached (`headroom run --detach`, in its own session,
+//! under `caffeinate -i` on a Mac), `remote runs` lists them, `remote attach` follows one,
+//! `remote stop` ends one with its process group. What the runs there did is mirrored into this
+//! ledger under the host's name as it is read — each run once, each epoch once — so a run that
+//! ended while this laptop slept appears complete at the next look.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::jobs::detached::{DetachedMeta, DetachedRun, DetachedState};
+use crate::ledger::{Ledger, NewRun, RunKind, RunStatus};
+use crate::remote::check::{self, sh_quote};
+use crate::remote::HostProfile;
+use crate::CoreError;
+
+/// What `script` (a command line there) prints on host `p`, over ssh; a failure in words with
+/// what to do (ssh's own failures as `remote check` words them).
+fn there(p: &HostProfile, script: &str, timeout: Duration) -> Result<String, CoreError> {
+    let mut c = check::ssh_command(p, timeout)?;
+    c.arg(&p.name).arg(script);
+    let f = crate::child::run_within(&mut c, timeout + Duration::from_secs(30)).map_err(|e| {
+        CoreError::InvalidInput(format!("cannot run ssh: {e}; install OpenSSH's client"))
+    })?;
+    if f.success() {
+        return Ok(f.stdout);
+    }
+    // ssh exits 255 on its own errors (unreachable, refused, keys); anything else is the
+    // command's there.
+    let ssh_failed = f.timed_out() || f.status.and_then(|s| s.code()) == Some(255);
+    let message = if ssh_failed {
+        let c = check::classify(p, &f.stderr, f.timed_out(), timeout);
+        format!("{}: {}", c.message, c.fix)
+    } else {
+        explain(p, &f.stderr)
+    };
+    Err(CoreError::InvalidInput(message))
+}
+
+/// A failure of Headroom's command there, in words, with what to do.
+fn explain(p: &HostProfile, stderr: &str) -> String {
+    let last = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let lower = stderr.to_lowercase();
+    if lower.contains("command not found")
+        || (lower.contains("no such file or directory") && lower.contains("headroom"))
+    {
+        format!(
+            "Headroom is missing on {} ({last}): install it there with `headroom remote migrate {} --project P --step headroom`",
+            p.name, p.name
+        )
+    } else if lower.contains("no space left") {
+        format!(
+            "the disk on {} is full ({last}): free space there, then start it again",
+            p.name
+        )
+    } else if lower.contains("can't cd") || lower.contains("cannot cd") || lower.contains("cd: ") {
+        format!(
+            "the project's folder is gone on {} ({last}): run `headroom remote migrate {} --project P --step project`",
+            p.name, p.name
+        )
+    } else if lower.contains("no detached run") {
+        format!(
+            "{last} (on {}: `headroom remote runs {}` lists them)",
+            p.name, p.name
+        )
+    } else {
+        format!("on {}: {last}", p.name)
+    }
+}
+
+/// The device a project trains on there: MPS on Apple Silicon, else the CPU (`uname` asked).
+pub fn device_there(p: &HostProfile, timeout: Duration) -> Result<&'static str, CoreError> {
+    let text = there(p, "uname -s; uname -m", timeout)?;
+    let mut lines = text.lines();
+    let (os, arch) = crate::jobs::migrate::rust_platform(
+        lines.next().unwrap_or("").trim(),
+        lines.next().unwrap_or("").trim(),
+    );
+    Ok(crate::jobs::migrate::remote_device(&os, &arch))
+}
+
+/// Starts `argv` detached in `dir` on host `p` under `headroom run` with `run_args` (`--batch
+/// 64`, `--release both`); returns at once with the run's meta there.
+pub fn start(
+    p: &HostProfile,
+    dir: &str,
+    run_args: &[String],
+    argv: &[String],
+    timeout: Duration,
+) -> Result<DetachedMeta, CoreError> {
+    let quoted = |v: &[String]| v.iter().map(|a| sh_quote(a)).collect::<Vec<_>>().join(" ");
+    let script = format!(
+        "cd {} && {} run --detach --json {} -- {}",
+        sh_quote(dir),
+        sh_quote(&check::remote_headroom(p)),
+        quoted(run_args),
+        quoted(argv)
+    );
+    let text = there(p, &script, timeout)?;
+    serde_json::from_str(&text).map_err(|_| {
+        CoreError::InvalidInput(format!(
+            "{} gave no run id back (`{}`): is its Headroom this version? update it with `headroom remote migrate {} --project P --step headroom`",
+            p.name,
+            text.lines().last().unwrap_or("").trim(),
+            p.name
+        ))
+    })
+}
+
+/// The detached runs on host `p`, newest first.
+pub fn list(p: &HostProfile, timeout: Duration) -> Result<Vec<DetachedRun>, CoreError> {
+    let script = format!("{} runs --json", sh_quote(&check::remote_headroom(p)));
+    let text = there(p, &script, timeout)?;
+    serde_json::from_str(&text).map_err(|e| {
+        CoreError::InvalidInput(format!(
+            "{} listed its runs in a form this Headroom cannot read ({e}): update Headroom there",
+            p.name
+        ))
+    })
+}
+
+/// Ends run `id` on host `p` and its whole process group there.
+pub fn stop(p: &HostProfile, id: &str, timeout: Duration) -> Result<DetachedRun, CoreError> {
+    let script = format!(
+        "{} runs stop {} --json",
+        sh_quote(&check::remote_headroom(p)),
+        sh_quote(id)
+    );
+    let text = there(p, &script, timeout + Duration::from_secs(30))?;
+    serde_json::from_str(&text).map_err(CoreError::from)
+}
+
+/// The ssh command that follows run `id` there live (its output on this one's stdout).
+pub fn follow_command(
+    p: &HostProfile,
+    id: &str,
+    tail: Option<u64>,
+    timeout: Duration,
+) -> Result<std::process::Command, CoreError> {
+    let mut c = check::ssh_command(p, timeout)?;
+    let tail = tail.map_or_else(String::new, |n| format!(" --tail {n}"));
+    c.arg(&p.name).arg(format!(
+        "{} runs follow {}{tail}",
+        sh_quote(&check::remote_headroom(p)),
+        sh_quote(id)
+    ));
+    Ok(c)
+}
+
+/// The tag a mirrored run carries in its request: which run there it is.
+const DETACHED_TAG: &str = "detached";
+
+/// The local rows that mirror runs of host `host`: id there → (row here, its status).
+fn mirrored(ledger: &Ledger, host: &str) -> Result<BTreeMap<String, (i64, RunStatus)>, CoreError> {
+    let mut out = BTreeMap::new();
+    for r in ledger.list_runs(100_000)? {
+        if r.host != host || r.kind != RunKind::Run {
+            continue;
+        }
+        let Some(req) = ledger.request_json(r.id)? else {
+            continue;
+        };
+        let id = serde_json::from_str::<serde_json::Value>(&req)
+            .ok()
+            .and_then(|v| v["tag"][DETACHED_TAG].as_str().map(str::to_owned));
+        if let Some(id) = id {
+            out.entry(id).or_insert((r.id, r.status));
+        }
+    }
+    Ok(out)
+}
+
+/// Copies what `runs` on host `host` did into `ledger`: a row per run (made at the first look),
+/// each epoch once (as it comes), and the outcome once it ended. Returns each run's row here,
+/// in the order of `runs`. Looking again adds nothing twice.
+pub fn mirror(ledger: &Ledger, host: &str, runs: &[DetachedRun]) -> Result<Vec<i64>, CoreError> {
+    let known = mirrored(ledger, host)?;
+    let mut rows = Vec::with_capacity(runs.len());
+    for r in runs {
+        let (id, status) = match known.get(&r.meta.id) {
+            Some(k) => *k,
+            None => (begin(ledger, host, r)?, RunStatus::Running),
+        };
+        for e in r.epochs() {
+            ledger.add_sample(id, 100_000 + e.epoch, "epoch", e)?;
+        }
+        if status == RunStatus::Running && r.state != DetachedState::Running {
+            finish(ledger, host, id, r)?;
+        }
+        rows.push(id);
+    }
+    Ok(rows)
+}
+
+fn begin(ledger: &Ledger, host: &str, r: &DetachedRun) -> Result<i64, CoreError> {
+    let command = r.meta.command.join(" ");
+    let device = r
+        .result
+        .as_ref()
+        .and_then(|o| o.observed.as_ref())
+        .and_then(|o| o.device.clone())
+        .unwrap_or_else(|| "unknown".into());
+    ledger.begin_run(&NewRun {
+        kind: RunKind::Run,
+        host: host.to_owned(),
+        device,
+        device_name: command.chars().take(120).collect(),
+        workload: command.chars().take(200).collect(),
+        dtype: None,
+        mode: None,
+        libtorch: r
+            .result
+            .as_ref()
+            .and_then(|o| o.torch_version.clone())
+            .unwrap_or_else(|| "unknown".into()),
+        git_commit: None,
+        git_dirty: None,
+        budget_bytes: None,
+        fallback: None,
+        request_json: serde_json::json!({
+            "command": command,
+            "tag": {
+                DETACHED_TAG: r.meta.id,
+                "project": r.meta.project,
+                "dir": r.meta.dir,
+                "started_there": r.meta.started_at,
+            },
+        })
+        .to_string(),
+        // Not this machine's process: never closed as an orphan here.
+        owner_pid: None,
+    })
+}
+
+fn finish(ledger: &Ledger, host: &str, id: i64, r: &DetachedRun) -> Result<(), CoreError> {
+    let status = match r.state {
+        DetachedState::Complete => RunStatus::Complete,
+        DetachedState::Failed => RunStatus::Failed,
+        _ => RunStatus::Interrupted,
+    };
+    match &r.result {
+        Some(o) => {
+            if let Some(d) = o.observed.as_ref().and_then(|s| s.device.as_deref()) {
+                ledger.set_device(id, d)?;
+            }
+            if let Some(v) = &o.torch_version {
+                ledger.set_libtorch(id, v)?;
+            }
+            ledger.finish_watch(
+                id,
+                status,
+                o,
+                o.batch,
+                o.peak_tree_bytes,
+                o.fallback,
+                &format!(
+                    "detached run {} on {host} (run {} there): {}",
+                    r.meta.id, o.run_id, o.verdict.reason
+                ),
+            )
+        }
+        None => ledger.set_status(
+            id,
+            status,
+            &format!(
+                "detached run {} on {host}: {}",
+                r.meta.id,
+                r.note.as_deref().unwrap_or("ended without a result")
+            ),
+        ),
+    }
+}
