@@ -72,6 +72,9 @@ contract! {
     remote::run_migration_step(name: arg String, project: arg String, step: arg Step, password: arg Option<String>, remote_dir: arg Option<String>, also_copy: arg Option<Vec<String>>, on_update: channel String) -> Migration;
     remote::open_vnc(name: arg String) -> String;
     remote::close_vnc() -> bool;
+    remote::remote_runs(name: arg String) -> Vec<RemoteRun>;
+    remote::start_remote_run(name: arg String, project: arg String, batch: arg Option<u32>) -> RemoteRun;
+    remote::stop_remote_run(name: arg String, id: arg String) -> RemoteRun;
     about::about() -> About;
     projects::list_projects() -> Vec<Project>;
     projects::add_project(project: arg Project, replace: arg bool) -> Project;
@@ -96,7 +99,7 @@ use {
     ledger::{Comparison, RunReport},
     memory::{EpochsForm, MemorySnapshot, ProcessInfo},
     overview::OverviewSnapshot,
-    remote::KeyInfo,
+    remote::{KeyInfo, RemoteRun},
     settings::Setting,
 };
 

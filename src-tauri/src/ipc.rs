@@ -36,6 +36,8 @@ pub fn typescript() -> String {
         PointStatus::decl(),
         SweepSummary::decl(),
         headroom_model::summary::EnergyTradeoff::decl(),
+        headroom_core::jobs::detached::DetachedState::decl(),
+        crate::remote::RemoteRun::decl(),
         Hello::decl(),
         Phase::decl(),
         Update::decl(),

@@ -26,6 +26,88 @@ fn edit_hosts<T>(
     Ok(Hosts::edit(&ssh_dir()?, f)?.0)
 }
 
+/// A detached run on a host, as the Remote panel lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct RemoteRun {
+    pub id: String,
+    pub state: headroom_core::jobs::detached::DetachedState,
+    /// Its epoch, steps, samples/s, memory and start, in one line.
+    pub summary: String,
+    pub last_line: Option<String>,
+    pub command: String,
+    /// Its row in this ledger (mirrored under the host's name).
+    pub ledger_run_id: Option<i64>,
+}
+
+impl RemoteRun {
+    fn of(r: &headroom_core::jobs::detached::DetachedRun, row: Option<i64>) -> Self {
+        Self {
+            id: r.meta.id.clone(),
+            state: r.state,
+            summary: r.summary(),
+            last_line: r.note.clone().or_else(|| r.last_line.clone()),
+            command: r.meta.command.join(" "),
+            ledger_run_id: row,
+        }
+    }
+}
+
+/// How long a call about runs there may wait for the connection.
+const RUNS_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Mirrors `found` into the ledger (each run once, each epoch once) and returns the panel's rows.
+fn mirrored(name: &str, found: &[headroom_core::jobs::detached::DetachedRun]) -> Vec<RemoteRun> {
+    let rows = headroom_core::jobs::open_ledger()
+        .ok()
+        .and_then(|l| headroom_core::remote::runs::mirror(&l, name, found).ok());
+    found
+        .iter()
+        .enumerate()
+        .map(|(i, r)| RemoteRun::of(r, rows.as_ref().and_then(|v| v.get(i).copied())))
+        .collect()
+}
+
+/// The detached runs on host `name` (state, progress, last line), mirrored into the ledger.
+#[tauri::command]
+pub async fn remote_runs(name: String) -> Result<Vec<RemoteRun>, AppError> {
+    blocking(move || {
+        let p = edit_hosts(|hosts| Ok(hosts.get(&name)?.clone()))?;
+        let found = headroom_core::remote::runs::list(&p, RUNS_TIMEOUT)?;
+        Ok(mirrored(&name, &found))
+    })
+    .await
+}
+
+/// Starts project `project`'s training on host `name`, detached: it goes on when this Mac
+/// sleeps or the app quits. Needs the migration's steps up to the project to have passed.
+#[tauri::command]
+pub async fn start_remote_run(
+    name: String,
+    project: String,
+    batch: Option<u32>,
+) -> Result<RemoteRun, AppError> {
+    blocking(move || {
+        let p = edit_hosts(|hosts| Ok(hosts.get(&name)?.clone()))?;
+        let started =
+            headroom_core::remote::runs::start_project(&p, &project, batch, None, RUNS_TIMEOUT)?;
+        let run = headroom_core::remote::runs::just_started(&started.meta);
+        Ok(mirrored(&name, std::slice::from_ref(&run)).remove(0))
+    })
+    .await
+}
+
+/// Ends run `id` on host `name` and its whole process group there.
+#[tauri::command]
+pub async fn stop_remote_run(name: String, id: String) -> Result<RemoteRun, AppError> {
+    blocking(move || {
+        headroom_core::jobs::detached::check_id(&id)?;
+        let p = edit_hosts(|hosts| Ok(hosts.get(&name)?.clone()))?;
+        let r = headroom_core::remote::runs::stop(&p, &id, RUNS_TIMEOUT)?;
+        Ok(mirrored(&name, std::slice::from_ref(&r)).remove(0))
+    })
+    .await
+}
+
 /// The profiles.
 #[tauri::command]
 pub async fn list_hosts() -> Result<Vec<HostProfile>, AppError> {

@@ -296,4 +296,68 @@ describe("migration wizard", () => {
     expect(q(p.root, "wizard")?.textContent).toContain("Add a project in the bar at the top first");
     expect(q(p.root, "wizard-run")?.closest(".wizard-card")?.hasAttribute("hidden")).toBe(true);
   });
+
+  it("starts a project's training there detached, lists the host's runs and stops a running one", async () => {
+    const host: HostProfile = { name: "box", host: "127.0.0.1", port: 2222, user: "ada", identity: null, jump: null, vnc_port: 5900, headroom_path: null, notes: "" };
+    const done = {
+      id: "20261205013932-cf4a48", state: "complete" as const, summary: "epoch 4 · 20 steps · 41.2 samples/s · 11.7 MiB · started 2026-12-05T01:39:32Z",
+      last_line: "trained", command: ".venv/bin/python train.py", ledger_run_id: 7,
+    };
+    const b = mockBackend({
+      hosts: [host],
+      projects: [{ name: "mlp", dir: "/p", python: null, command: ["python", "train.py"] } as never],
+      remoteRuns: { box: [done] },
+    });
+    const p = remotePanel(b, () => {});
+    await p.load();
+    await flush();
+    // The host's runs, as the backend lists (and mirrors) them: a finished one has no Stop.
+    const rows = () => [...p.root.querySelectorAll<HTMLElement>('[data-testid="remote-run"]')];
+    expect(b.calls).toContain("remoteRuns box");
+    expect(rows()).toHaveLength(1);
+    expect(rows()[0].dataset.state).toBe("complete");
+    expect(rows()[0].textContent).toContain("epoch 4 · 20 steps");
+    expect(q(rows()[0], "remote-run-last")?.textContent).toBe("trained");
+    expect(q(rows()[0], "stop-remote-run")).toBeNull();
+    // A batch that is no batch is refused here.
+    set(p.root, "remote-run-batch", "0");
+    click(p.root, "start-remote-run");
+    await flush();
+    expect(q(p.root, "remote-runs-status")?.dataset.state).toBe("error");
+    expect(b.calls.some((c) => c.startsWith("startRemoteRun"))).toBe(false);
+    // Started: listed first, running, with Stop; the status names its row in the ledger.
+    set(p.root, "remote-run-batch", "64");
+    click(p.root, "start-remote-run");
+    await flush();
+    await flush();
+    expect(b.calls).toContain("startRemoteRun box mlp 64");
+    expect(rows()).toHaveLength(2);
+    expect(rows()[0].dataset.state).toBe("running");
+    expect(q(p.root, "remote-runs-status")?.textContent).toContain("recorded here as run");
+    q(rows()[0], "stop-remote-run")?.click();
+    await flush();
+    await flush();
+    expect(b.calls.some((c) => c.startsWith("stopRemoteRun box 20261205-"))).toBe(true);
+    expect(rows()[0].dataset.state).toBe("interrupted");
+    expect(q(p.root, "remote-runs-status")?.textContent).toContain("interrupted");
+  });
+
+  it("says why a run there could not start, in the backend's words", async () => {
+    const host: HostProfile = { name: "box", host: "127.0.0.1", port: 2222, user: "ada", identity: null, jump: null, vnc_port: 5900, headroom_path: null, notes: "" };
+    const message = "step training needs step headroom (Headroom there) to pass first: run `headroom remote migrate box --project mlp --step headroom`";
+    const b = mockBackend({
+      hosts: [host],
+      projects: [{ name: "mlp", dir: "/p", python: null, command: ["python", "train.py"] } as never],
+      remoteRunError: { code: "invalid_input", message },
+    });
+    const p = remotePanel(b, () => {});
+    await p.load();
+    await flush();
+    click(p.root, "start-remote-run");
+    await flush();
+    await flush();
+    const status = q(p.root, "remote-runs-status");
+    expect(status?.dataset.state).toBe("error");
+    expect(status?.textContent).toBe(message);
+  });
 });

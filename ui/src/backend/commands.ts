@@ -2,7 +2,7 @@
 // run `HEADROOM_BLESS=1 cargo test -p headroom-app` after changing the contract.
 import { Channel, invoke } from "@tauri-apps/api/core";
 
-import type { About, CheckReport, Comparison, EpochsForm, HostProfile, KeyInfo, MemorySnapshot, Migration, OverviewSnapshot, ProcessInfo, Project, Report, RunRecord, RunReport, Setting, Step, SweepForm, SweepSnapshot } from "./ipc";
+import type { About, CheckReport, Comparison, EpochsForm, HostProfile, KeyInfo, MemorySnapshot, Migration, OverviewSnapshot, ProcessInfo, Project, RemoteRun, Report, RunRecord, RunReport, Setting, Step, SweepForm, SweepSnapshot } from "./ipc";
 
 /** The events the app emits. */
 export const EVENTS = { overview: "headroom://overview", navigate: "headroom://navigate" } as const;
@@ -65,6 +65,12 @@ export const commands = {
   openVnc: (name: string): Promise<string> => invoke<string>("open_vnc", { name }),
   /** `remote::close_vnc` */
   closeVnc: (): Promise<boolean> => invoke<boolean>("close_vnc"),
+  /** `remote::remote_runs` */
+  remoteRuns: (name: string): Promise<Array<RemoteRun>> => invoke<Array<RemoteRun>>("remote_runs", { name }),
+  /** `remote::start_remote_run` */
+  startRemoteRun: (name: string, project: string, batch: number | null): Promise<RemoteRun> => invoke<RemoteRun>("start_remote_run", { name, project, batch }),
+  /** `remote::stop_remote_run` */
+  stopRemoteRun: (name: string, id: string): Promise<RemoteRun> => invoke<RemoteRun>("stop_remote_run", { name, id }),
   /** `about::about` */
   about: (): Promise<About> => invoke<About>("about"),
   /** `projects::list_projects` */

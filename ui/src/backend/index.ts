@@ -12,6 +12,7 @@ import type {
   KeyInfo,
   MemorySnapshot,
   Migration, Step,
+  RemoteRun,
   OverviewSnapshot,
   ProcessInfo,
   Project,
@@ -82,6 +83,12 @@ export interface Backend {
   /** Opens the SSH tunnel to the host's screen and the OS viewer; returns the vnc:// URL. */
   openVnc(name: string): Promise<string>;
   closeVnc(): Promise<boolean>;
+  /** The detached runs on a host (each mirrored into the ledger under the host's name). */
+  remoteRuns(name: string): Promise<RemoteRun[]>;
+  /** Starts a project's training on a host, detached: it goes on when this Mac sleeps. */
+  startRemoteRun(name: string, project: string, batch: number | null): Promise<RemoteRun>;
+  /** Ends a run on a host and its whole process group there. */
+  stopRemoteRun(name: string, id: string): Promise<RemoteRun>;
   /** The app's version and commit, and the `headroom` it runs (its version and libtorch). */
   about(): Promise<About>;
   /** The configuration's settable keys ([app], [epochs], [contention], [decide]) with their

@@ -316,6 +316,18 @@ on_battery: boolean,
  */
 text: string, };
 
+export type DetachedState = "running" | "complete" | "failed" | "interrupted";
+
+export type RemoteRun = { id: string, state: DetachedState, 
+/**
+ * Its epoch, steps, samples/s, memory and start, in one line.
+ */
+summary: string, last_line: string | null, command: string, 
+/**
+ * Its row in this ledger (mirrored under the host's name).
+ */
+ledger_run_id: number | null, };
+
 export type Hello = { protocol: number, headroom_version: string, libtorch: string, 
 /**
  * The resolved device, e.g. `cuda:0`.

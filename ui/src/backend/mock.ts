@@ -4,6 +4,7 @@ import type { Backend } from "./index";
 import type {
   About,
   Project,
+  RemoteRun,
   CheckReport,
   Comparison,
   EpochsForm,
@@ -66,7 +67,12 @@ export function mockBackend(opts: {
   progress?: Partial<Record<Step, string[]>>;
   /** Awaited after a step sent its progress and before it ends (a step still running). */
   stepGate?: () => Promise<void>;
+  /** The detached runs on each host. */
+  remoteRuns?: Record<string, RemoteRun[]>;
+  /** What starting a run there answers instead of starting one. */
+  remoteRunError?: { code: string; message: string };
 }): MockBackend {
+  const remote: Record<string, RemoteRun[]> = structuredClone(opts.remoteRuns ?? {});
   const projects: Project[] = [...(opts.projects ?? [])];
   const hosts: HostProfile[] = [...(opts.hosts ?? [])];
   const migrations: Record<string, Migration> = {};
@@ -290,6 +296,27 @@ export function mockBackend(opts: {
     async closeVnc() {
       m.calls.push("closeVnc");
       return true;
+    },
+    async remoteRuns(name) {
+      m.calls.push(`remoteRuns ${name}`);
+      return structuredClone(remote[name] ?? []);
+    },
+    async startRemoteRun(name, project, batch) {
+      m.calls.push(`startRemoteRun ${name} ${project} ${batch ?? ""}`);
+      if (opts.remoteRunError) throw opts.remoteRunError;
+      const run: RemoteRun = {
+        id: `20261205-${(remote[name]?.length ?? 0) + 1}`, state: "running", summary: "0 steps · started now",
+        last_line: null, command: `.venv/bin/python train.py (${project})`, ledger_run_id: 40 + (remote[name]?.length ?? 0),
+      };
+      remote[name] = [run, ...(remote[name] ?? [])];
+      return structuredClone(run);
+    },
+    async stopRemoteRun(name, id) {
+      m.calls.push(`stopRemoteRun ${name} ${id}`);
+      const run = (remote[name] ?? []).find((r) => r.id === id);
+      if (!run) throw { code: "invalid_input", message: `no detached run ${id} here` };
+      run.state = "interrupted";
+      return structuredClone(run);
     },
     async settings() {
       m.calls.push("settings");

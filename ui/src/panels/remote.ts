@@ -9,6 +9,7 @@ import { asAppError } from "../backend";
 import { field } from "../controls";
 import { el, formatBytes } from "../format";
 import { migrationWizard } from "./migrate";
+import { remoteRunsSection } from "./remoteRuns";
 
 function input(testid: string, placeholder = ""): HTMLInputElement {
   const i = el("input");
@@ -103,6 +104,11 @@ export function remotePanel(
   const wizard = migrationWizard(backend);
   s2.body.append(wizard.root);
 
+  // 3 · training there that outlives this Mac's connection.
+  const s3 = step(3, "Train there, detached: it keeps going when this Mac sleeps");
+  const runs = remoteRunsSection(backend);
+  s3.body.append(runs.root);
+
   // Tools for the selected host outside the wizard: a check without a project, the built-in
   // sweep there, the decision table, the screen.
   const tools = el("details", "step host-tools");
@@ -130,7 +136,7 @@ export function remotePanel(
     el("div", "machine", "The built-in sweep is mlp with its worker on the host over ssh; its points land in this machine's ledger under the host's name. Your own training there is the wizard's step 6."),
     vncUrl,
   );
-  const later: HTMLElement[] = [s2.box, tools];
+  const later: HTMLElement[] = [s2.box, s3.box, tools];
   root.append(status, s1.box, ...later);
 
   function fail(e: unknown): void {
@@ -164,6 +170,7 @@ export function remotePanel(
     status.dataset.state = "";
     result.textContent = "";
     await wizard.show(h).catch(fail);
+    await runs.show(h).catch(fail);
   }
 
   function drawHosts(hs: HostProfile[]): void {

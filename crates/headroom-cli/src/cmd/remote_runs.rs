@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use headroom_core::jobs::detached::{DetachedRun, DetachedState};
-use headroom_core::jobs::migrate::{Migration, Step};
 use headroom_core::remote::{runs, HostProfile, Hosts};
 
 fn profile(name: &str) -> Result<HostProfile> {
@@ -44,63 +43,45 @@ pub fn start(
     timeout: Duration,
     json: bool,
 ) -> Result<ExitCode> {
-    if batch == Some(0) {
-        bail!("--batch 0: give a batch of 1 or more");
-    }
-    if let Some(r) = release {
-        headroom_model::protocol::Release::parse(r)?;
-    }
+    let release = release
+        .map(headroom_model::protocol::Release::parse)
+        .transpose()?;
     let p = profile(name)?;
-    let proj = headroom_core::project::get(project)?;
-    let m = Migration::load_or_new(name, project, None)?;
-    m.gate(Step::Training)?;
-    if proj.has("batch") && batch.is_none() {
-        let hint = super::open_ledger()
-            .ok()
-            .and_then(|l| {
-                headroom_core::evidence::project_batch(&l, project)
-                    .ok()
-                    .flatten()
-            })
-            .map_or_else(String::new, |(b, run)| {
-                format!(" (sweep {run} here chose {b})")
-            });
-        bail!("the project's command takes {{batch}}: give --batch N{hint}");
-    }
-    let device = runs::device_there(&p, timeout)?;
-    let argv = headroom_core::jobs::migrate::remote_argv(&proj, batch, device);
-    let mut run_args = Vec::new();
-    if let Some(b) = batch {
-        run_args.extend(["--batch".to_owned(), b.to_string()]);
-    }
-    if let Some(r) = release {
-        run_args.extend(["--release".to_owned(), r.to_owned()]);
-    }
-    let meta = runs::start(&p, &m.remote_dir, &run_args, &argv, timeout)?;
-    let started = DetachedRun {
-        meta: meta.clone(),
-        state: DetachedState::Running,
-        status: None,
-        last_line: None,
-        result: None,
-        note: None,
+    let started = match runs::start_project(&p, project, batch, release, timeout) {
+        Err(e) if e.to_string().contains("takes {batch}") => {
+            let hint = super::open_ledger()
+                .ok()
+                .and_then(|l| {
+                    headroom_core::evidence::project_batch(&l, project)
+                        .ok()
+                        .flatten()
+                })
+                .map_or_else(String::new, |(b, run)| {
+                    format!(" (sweep {run} here chose {b})")
+                });
+            bail!("the project's command takes {{batch}}: give --batch N{hint}");
+        }
+        other => other?,
     };
-    let row = mirror(name, std::slice::from_ref(&started))[0];
+    let meta = &started.meta;
+    let row = mirror(name, &[runs::just_started(meta)])[0];
     if json {
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "host": name,
                 "run": meta,
+                "device": started.device,
                 "ledger_run_id": row,
             }))?
         );
     } else {
         println!(
-            "started run {} on {name} on {device}: `{}` in {} (process group {} there){}",
+            "started run {} on {name} on {}: `{}` in {} (process group {} there){}",
             meta.id,
-            argv.join(" "),
-            m.remote_dir,
+            started.device,
+            started.argv.join(" "),
+            started.dir,
             meta.pid,
             row.map_or_else(String::new, |r| format!("; recorded here as run {r}"))
         );

@@ -10,7 +10,6 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::Subcommand;
 use headroom_core::jobs::detached::{self, DetachedRun, DetachedState};
-use headroom_model::budget::format_bytes;
 
 #[derive(Debug, clap::Args)]
 pub struct RunsArgs {
@@ -43,32 +42,10 @@ pub enum RunsCommand {
     Show { id: String },
 }
 
-/// One line for people: id, state, epoch, steps, samples/s, memory, the last output line.
+/// One run for people: id, state and [`DetachedRun::summary`], then why it reads so and its
+/// last output line.
 pub fn line(r: &DetachedRun) -> String {
-    let mut parts = vec![format!("{}  {:<11}", r.meta.id, r.state.as_str())];
-    let epochs = r.epochs();
-    if let Some(e) = epochs.last() {
-        parts.push(format!("epoch {}", e.epoch));
-    }
-    parts.push(format!("{} steps", r.steps()));
-    let sps = r
-        .result
-        .as_ref()
-        .and_then(|o| o.samples_per_s)
-        .or_else(|| epochs.last().and_then(|e| e.samples_per_s));
-    if let Some(s) = sps {
-        parts.push(format!("{} samples/s", headroom_model::stats::sig3(s)));
-    }
-    let memory = r
-        .result
-        .as_ref()
-        .map(|o| o.peak_tree_bytes)
-        .or_else(|| r.status.as_ref().and_then(|s| s.tree_bytes));
-    if let Some(b) = memory.filter(|b| *b > 0) {
-        parts.push(format_bytes(b));
-    }
-    parts.push(format!("started {}", r.meta.started_at));
-    let mut s = parts.join(" · ");
+    let mut s = format!("{}  {:<11} {}", r.meta.id, r.state.as_str(), r.summary());
     if let Some(n) = &r.note {
         s.push_str(&format!("\n    {n}"));
     }

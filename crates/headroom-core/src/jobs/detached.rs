@@ -126,6 +126,35 @@ impl DetachedRun {
             _ => 0,
         }
     }
+
+    /// Where it stands in one line: its epoch, steps, samples/s and memory, when it started
+    /// ("epoch 3 · 120 steps · 41.2 samples/s · 1.2 GiB · started 2026-12-05T01:39:32Z").
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        let epochs = self.epochs();
+        if let Some(e) = epochs.last() {
+            parts.push(format!("epoch {}", e.epoch));
+        }
+        parts.push(format!("{} steps", self.steps()));
+        let sps = self
+            .result
+            .as_ref()
+            .and_then(|o| o.samples_per_s)
+            .or_else(|| epochs.last().and_then(|e| e.samples_per_s));
+        if let Some(s) = sps {
+            parts.push(format!("{} samples/s", crate::stats::sig3(s)));
+        }
+        let memory = self
+            .result
+            .as_ref()
+            .map(|o| o.peak_tree_bytes)
+            .or_else(|| self.status.as_ref().and_then(|s| s.tree_bytes));
+        if let Some(b) = memory.filter(|b| *b > 0) {
+            parts.push(crate::budget::format_bytes(b));
+        }
+        parts.push(format!("started {}", self.meta.started_at));
+        parts.join(" · ")
+    }
 }
 
 /// Where detached runs keep their folders.

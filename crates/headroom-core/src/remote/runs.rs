@@ -73,6 +73,68 @@ fn explain(p: &HostProfile, stderr: &str) -> String {
     }
 }
 
+/// A project's training started there: the run, the device, the command and its folder.
+#[derive(Debug, Clone)]
+pub struct Started {
+    pub meta: DetachedMeta,
+    pub device: &'static str,
+    pub argv: Vec<String>,
+    pub dir: String,
+}
+
+/// Starts project `project`'s training on host `p` detached (the migration's steps up to the
+/// project must have passed; a command with `{batch}` needs `batch`), `release` its release
+/// policy at epoch ends.
+pub fn start_project(
+    p: &HostProfile,
+    project: &str,
+    batch: Option<u32>,
+    release: Option<crate::protocol::Release>,
+    timeout: Duration,
+) -> Result<Started, CoreError> {
+    if batch == Some(0) {
+        return Err(CoreError::InvalidInput(
+            "batch 0: give a batch of 1 or more".into(),
+        ));
+    }
+    let proj = crate::project::get(project)?;
+    let m = crate::jobs::migrate::Migration::load_or_new(&p.name, project, None)?;
+    m.gate(crate::jobs::migrate::Step::Training)?;
+    if proj.has("batch") && batch.is_none() {
+        return Err(CoreError::InvalidInput(
+            "the project's command takes {batch}: give the batch to train at".into(),
+        ));
+    }
+    let device = device_there(p, timeout)?;
+    let argv = crate::jobs::migrate::remote_argv(&proj, batch, device);
+    let mut run_args = Vec::new();
+    if let Some(b) = batch {
+        run_args.extend(["--batch".to_owned(), b.to_string()]);
+    }
+    if let Some(r) = release {
+        run_args.extend(["--release".to_owned(), r.name().to_owned()]);
+    }
+    let meta = start(p, &m.remote_dir, &run_args, &argv, timeout)?;
+    Ok(Started {
+        meta,
+        device,
+        argv,
+        dir: m.remote_dir,
+    })
+}
+
+/// A run just started, as [`mirror`] takes it.
+pub fn just_started(meta: &DetachedMeta) -> DetachedRun {
+    DetachedRun {
+        meta: meta.clone(),
+        state: DetachedState::Running,
+        status: None,
+        last_line: None,
+        result: None,
+        note: None,
+    }
+}
+
 /// The device a project trains on there: MPS on Apple Silicon, else the CPU (`uname` asked).
 pub fn device_there(p: &HostProfile, timeout: Duration) -> Result<&'static str, CoreError> {
     let text = there(p, "uname -s; uname -m", timeout)?;
