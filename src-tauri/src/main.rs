@@ -82,6 +82,7 @@ fn main() {
             tray::build(app.handle())?;
             notify::init(app.handle());
             overview::start(app.handle());
+            remote::follow_remote_runs(app.handle());
             desktop::apply_config(app.handle());
             if open {
                 show_popover(app.handle());

@@ -108,6 +108,55 @@ pub async fn stop_remote_run(name: String, id: String) -> Result<RemoteRun, AppE
     .await
 }
 
+/// How often the runs in flight on remote hosts are asked how they stand.
+const FOLLOW_EVERY: Duration = Duration::from_secs(60);
+
+/// Follows the runs training on remote hosts in the background, without a webview: every
+/// minute each host with runs in flight (as the ledger last saw them) is asked over ssh, what
+/// they did is mirrored into the ledger, the tray counts those still running, and a run that
+/// ended since the last look is said in a notification.
+pub fn follow_remote_runs<R: tauri::Runtime>(app: &tauri::AppHandle<R>) {
+    let app = app.clone();
+    std::thread::spawn(move || loop {
+        let looked = headroom_core::jobs::open_ledger().and_then(|ledger| {
+            let hosts = Hosts::load()?;
+            headroom_core::remote::runs::follow_up(
+                &ledger,
+                &|name| hosts.get(name).ok().cloned(),
+                RUNS_TIMEOUT,
+            )
+        });
+        match looked {
+            Ok(f) => {
+                for (host, r) in &f.ended {
+                    crate::notify::send(
+                        &app,
+                        crate::notify::Kind::Verdict,
+                        &format!("Headroom: the run on {host} ended {}", r.state.as_str()),
+                        &format!(
+                            "{}: {}{}",
+                            r.meta.command.join(" "),
+                            r.summary(),
+                            r.last_line
+                                .as_deref()
+                                .map_or_else(String::new, |l| format!(" · {l}"))
+                        ),
+                    );
+                }
+                let line = crate::tray::RemoteLine {
+                    running: f.running.into_iter().collect(),
+                };
+                crate::tray::tell(&app, crate::tray::TrayPart::Remote(Some(line)));
+                for (host, why) in &f.unreachable {
+                    eprintln!("headroom-app: the runs on {host} could not be asked: {why}");
+                }
+            }
+            Err(e) => eprintln!("headroom-app: the runs on remote hosts were not followed: {e}"),
+        }
+        std::thread::sleep(FOLLOW_EVERY);
+    });
+}
+
 /// The profiles.
 #[tauri::command]
 pub async fn list_hosts() -> Result<Vec<HostProfile>, AppError> {

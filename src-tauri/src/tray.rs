@@ -58,6 +58,30 @@ impl DecisionLine {
     }
 }
 
+/// The runs training on remote hosts, as the tray says them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteLine {
+    /// Running runs on each host that has any.
+    pub running: Vec<(String, u32)>,
+}
+
+impl RemoteLine {
+    /// "2 runs training on rented-m4" / "3 runs training on 2 hosts"; `None` when none runs.
+    pub fn text(&self) -> Option<String> {
+        let busy: Vec<&(String, u32)> = self.running.iter().filter(|(_, n)| *n > 0).collect();
+        let total: u32 = busy.iter().map(|(_, n)| n).sum();
+        let runs = match total {
+            0 => return None,
+            1 => "1 run".to_owned(),
+            n => format!("{n} runs"),
+        };
+        Some(match &busy[..] {
+            [(host, _)] => format!("{runs} training on {host}"),
+            many => format!("{runs} training on {} hosts", many.len()),
+        })
+    }
+}
+
 /// What one panel tells the tray: the newest of its facts (`None`: it has none now).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum TrayPart {
@@ -65,6 +89,7 @@ pub enum TrayPart {
     Sweep(Option<SweepLine>),
     Memory(Option<MemoryLine>),
     Decision(Option<DecisionLine>),
+    Remote(Option<RemoteLine>),
 }
 
 /// The latest of each part the tray was told.
@@ -74,6 +99,7 @@ pub struct TrayFacts {
     pub sweep: Option<SweepLine>,
     pub memory: Option<MemoryLine>,
     pub decision: Option<DecisionLine>,
+    pub remote: Option<RemoteLine>,
 }
 
 impl TrayFacts {
@@ -84,6 +110,7 @@ impl TrayFacts {
             TrayPart::Sweep(s) => self.sweep = s,
             TrayPart::Memory(m) => self.memory = m,
             TrayPart::Decision(d) => self.decision = d,
+            TrayPart::Remote(r) => self.remote = r,
         }
     }
 }
@@ -191,6 +218,9 @@ pub fn look(facts: &TrayFacts) -> TrayLook {
             m.title,
             m.growth.unwrap_or(0.0) * 100.0
         );
+    }
+    if let Some(r) = facts.remote.as_ref().and_then(RemoteLine::text) {
+        tooltip = format!("{r} — {tooltip}");
     }
     if let Some(d) = &facts.decision {
         if d.contention {
@@ -367,6 +397,36 @@ mod tests {
             })
             .collect();
         r
+    }
+
+    #[test]
+    fn runs_training_there_are_counted_in_the_tooltip() {
+        let mut f = TrayFacts::default();
+        let line = RemoteLine {
+            running: vec![("rented-m4".into(), 2)],
+        };
+        let p = TrayPart::Remote(Some(line));
+        let back: TrayPart =
+            serde_json::from_str(&serde_json::to_string(&p).expect("json")).expect("back");
+        assert_eq!(back, p);
+        f.take(back);
+        assert!(
+            look(&f)
+                .tooltip
+                .starts_with("2 runs training on rented-m4 — "),
+            "{}",
+            look(&f).tooltip
+        );
+        let one = RemoteLine {
+            running: vec![("a".into(), 1), ("b".into(), 0)],
+        };
+        assert_eq!(one.text().as_deref(), Some("1 run training on a"));
+        let two = RemoteLine {
+            running: vec![("a".into(), 1), ("b".into(), 2)],
+        };
+        assert_eq!(two.text().as_deref(), Some("3 runs training on 2 hosts"));
+        f.take(TrayPart::Remote(Some(RemoteLine::default())));
+        assert!(!look(&f).tooltip.contains("training on"));
     }
 
     #[test]

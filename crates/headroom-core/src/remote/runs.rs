@@ -259,6 +259,73 @@ pub fn mirror(ledger: &Ledger, host: &str, runs: &[DetachedRun]) -> Result<Vec<i
     Ok(rows)
 }
 
+/// The hosts with runs still running as this ledger last saw them: what a follow-up asks.
+pub fn hosts_in_flight(ledger: &Ledger) -> Result<Vec<String>, CoreError> {
+    let here = crate::machine::hostname();
+    let mut hosts = Vec::new();
+    for r in ledger.list_runs(100_000)? {
+        if r.status != RunStatus::Running || r.kind != RunKind::Run || r.host == here {
+            continue;
+        }
+        let detached = ledger
+            .request_json(r.id)?
+            .and_then(|q| serde_json::from_str::<serde_json::Value>(&q).ok())
+            .is_some_and(|v| v["tag"][DETACHED_TAG].is_string());
+        if detached && !hosts.contains(&r.host) {
+            hosts.push(r.host);
+        }
+    }
+    hosts.sort();
+    Ok(hosts)
+}
+
+/// What a follow-up of the runs in flight found: those still running on each host, those
+/// that ended since the last look (each said once), and the hosts it could not ask.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FollowUp {
+    pub running: BTreeMap<String, u32>,
+    pub ended: Vec<(String, DetachedRun)>,
+    pub unreachable: Vec<(String, String)>,
+}
+
+/// Asks every host with runs in flight ([`hosts_in_flight`]) how they stand, mirrors what
+/// they did into `ledger`, and says which ended since the last look. `profile` finds a host's
+/// profile (a host removed since is skipped).
+pub fn follow_up(
+    ledger: &Ledger,
+    profile: &dyn Fn(&str) -> Option<HostProfile>,
+    timeout: Duration,
+) -> Result<FollowUp, CoreError> {
+    let mut out = FollowUp::default();
+    for host in hosts_in_flight(ledger)? {
+        let Some(p) = profile(&host) else { continue };
+        let found = match list(&p, timeout) {
+            Ok(f) => f,
+            Err(e) => {
+                out.unreachable.push((host, e.to_string()));
+                continue;
+            }
+        };
+        let before = mirrored(ledger, &host)?;
+        mirror(ledger, &host, &found)?;
+        for r in &found {
+            let was_running = before
+                .get(&r.meta.id)
+                .is_some_and(|(_, s)| *s == RunStatus::Running);
+            if was_running && r.state != DetachedState::Running {
+                out.ended.push((host.clone(), r.clone()));
+            }
+        }
+        let running = found
+            .iter()
+            .filter(|r| r.state == DetachedState::Running)
+            .count();
+        out.running
+            .insert(host, u32::try_from(running).unwrap_or(u32::MAX));
+    }
+    Ok(out)
+}
+
 fn begin(ledger: &Ledger, host: &str, r: &DetachedRun) -> Result<i64, CoreError> {
     let command = r.meta.command.join(" ");
     let device = r
@@ -335,5 +402,72 @@ fn finish(ledger: &Ledger, host: &str, id: i64, r: &DetachedRun) -> Result<(), C
                 r.note.as_deref().unwrap_or("ended without a result")
             ),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::detached::{DetachedMeta, DetachedStatus};
+
+    fn run(id: &str, state: DetachedState, epochs: u32) -> DetachedRun {
+        let sample = |epoch| crate::epochs::EpochSample {
+            epoch,
+            live_bytes: None,
+            cache_bytes: None,
+            footprint_bytes: Some(1 << 20),
+            seconds: 1.0,
+            samples_per_s: Some(100.0),
+            cache_before_bytes: None,
+        };
+        DetachedRun {
+            meta: DetachedMeta {
+                id: id.into(),
+                command: vec![".venv/bin/python".into(), "train.py".into()],
+                dir: "/home/u/p".into(),
+                project: Some("p".into()),
+                started_at: "2026-12-05T01:00:00Z".into(),
+                pid: 4242,
+                host: "there".into(),
+            },
+            state,
+            status: Some(DetachedStatus {
+                run_id: 1,
+                seconds: 3.0,
+                steps: 30,
+                epochs: (1..=epochs).map(sample).collect(),
+                tree_bytes: Some(1 << 20),
+                device_peak_bytes: None,
+                command_pid: Some(4243),
+                updated_at: "2026-12-05T01:00:03Z".into(),
+            }),
+            last_line: Some("epoch 2".into()),
+            result: None,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn mirrored_runs_land_once_with_each_epoch_once_and_are_in_flight_until_they_end() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let ledger = Ledger::open(&dir.path().join("l.sqlite3")).expect("ledger");
+        // Seen running with two epochs, then again with three: one row, three epochs.
+        let rows = mirror(&ledger, "box", &[run("a-1", DetachedState::Running, 2)]).expect("m");
+        let again = mirror(&ledger, "box", &[run("a-1", DetachedState::Running, 3)]).expect("m");
+        assert_eq!(rows, again);
+        let epochs: Vec<serde_json::Value> = ledger.samples(rows[0], "epoch").expect("s");
+        assert_eq!(epochs.len(), 3);
+        assert_eq!(hosts_in_flight(&ledger).expect("f"), ["box"]);
+        // Ended without a result (killed there): interrupted, with why; no longer in flight,
+        // and a later look changes nothing.
+        let mut gone = run("a-1", DetachedState::Interrupted, 3);
+        gone.note = Some("it ended without a result".into());
+        mirror(&ledger, "box", &[gone.clone()]).expect("m");
+        mirror(&ledger, "box", &[gone]).expect("m");
+        let (rec, _) = ledger.get_run(rows[0]).expect("run");
+        assert_eq!(rec.status, RunStatus::Interrupted);
+        assert!(rec.note.unwrap_or_default().contains("without a result"));
+        assert!(hosts_in_flight(&ledger).expect("f").is_empty());
+        assert_eq!(ledger.list_runs(10).expect("l").len(), 1);
     }
 }
