@@ -20,6 +20,8 @@ pub enum Kind {
 const CONTENTION_ACTIONS: &str = "headroom-contention";
 /// The button that opens the Remote panel.
 pub const OPEN_REMOTE: &str = "open-remote";
+/// The button that starts the current project's training on the remote host, detached.
+pub const CONTINUE_REMOTE: &str = "continue-remote";
 
 impl Kind {
     /// The notification id: one per kind, so a click can be traced back to what it was about.
@@ -58,7 +60,8 @@ pub fn init<R: Runtime>(app: &AppHandle<R>) {
     let n = app.notification();
     let types = vec![ActionType::builder(CONTENTION_ACTIONS)
         .actions(vec![
-            Action::builder(OPEN_REMOTE, "Open the Remote panel").build()
+            Action::builder(CONTINUE_REMOTE, "Continue on the remote host").build(),
+            Action::builder(OPEN_REMOTE, "Open the Remote panel").build(),
         ])
         .build()];
     if let Err(e) = n.register_action_types(types) {
@@ -66,6 +69,10 @@ pub fn init<R: Runtime>(app: &AppHandle<R>) {
     }
     let handle = app.clone();
     let _ = n.on_action(move |performed| {
+        if performed.action_id() == CONTINUE_REMOTE {
+            crate::remote::continue_on_remote(&handle);
+            return;
+        }
         let id = performed.notification().map(|n| n.id());
         let panel = panel_for(performed.action_id(), id);
         eprintln!(

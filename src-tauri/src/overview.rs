@@ -49,7 +49,7 @@ impl OverviewSlot {
         crate::tray::tell(app, TrayPart::Decision(None));
     }
 
-    fn project(&self) -> Option<String> {
+    pub(crate) fn project(&self) -> Option<String> {
         lock(&self.project).clone()
     }
 }

@@ -108,6 +108,61 @@ pub async fn stop_remote_run(name: String, id: String) -> Result<RemoteRun, AppE
     .await
 }
 
+/// "Continue on the remote host" (the contention notification's button): the chosen project's
+/// training started, detached, on the first host its migration reached; where none did, the
+/// popover opens on the Remote panel, whose wizard shows the first step missing.
+pub fn continue_on_remote<R: tauri::Runtime>(app: &tauri::AppHandle<R>) {
+    use headroom_core::remote::runs::ContinueOn;
+    use tauri::{Emitter, Manager};
+    let app = app.clone();
+    std::thread::spawn(move || {
+        let project = app.state::<crate::overview::OverviewSlot>().project();
+        let open_wizard = |why: &str| {
+            eprintln!("headroom-app: continue on the remote host: {why}");
+            crate::show_popover(&app);
+            let _ = app.emit(crate::NAVIGATE_EVENT, "remote");
+        };
+        let Some(project) = project else {
+            return open_wizard("no project chosen");
+        };
+        let hosts = match Hosts::load() {
+            Ok(h) => h.list().cloned().collect::<Vec<_>>(),
+            Err(e) => return open_wizard(&e.to_string()),
+        };
+        let found = headroom_core::remote::runs::host_to_continue_on(&hosts, &|name| {
+            Migration::load_or_new(name, &project, None).ok()
+        });
+        let p = match found {
+            ContinueOn::Ready(p) => *p,
+            ContinueOn::NotYet { host, why } => return open_wizard(&format!("{host}: {why}")),
+            ContinueOn::Nowhere => return open_wizard("no host has the project yet"),
+        };
+        let started =
+            headroom_core::remote::runs::start_project(&p, &project, None, None, RUNS_TIMEOUT);
+        match started {
+            Ok(s) => {
+                let run = headroom_core::remote::runs::just_started(&s.meta);
+                let row = mirrored(&p.name, std::slice::from_ref(&run))
+                    .first()
+                    .and_then(|r| r.ledger_run_id);
+                crate::notify::send(
+                    &app,
+                    crate::notify::Kind::Verdict,
+                    &format!("Headroom: {project} continues on {}", p.name),
+                    &format!(
+                        "`{}` runs there on {}, detached: it goes on if this Mac sleeps (run {}{})",
+                        s.argv.join(" "),
+                        s.device,
+                        s.meta.id,
+                        row.map_or_else(String::new, |r| format!(", run {r} here"))
+                    ),
+                );
+            }
+            Err(e) => open_wizard(&format!("{}: {e}", p.name)),
+        }
+    });
+}
+
 /// How often the runs in flight on remote hosts are asked how they stand.
 const FOLLOW_EVERY: Duration = Duration::from_secs(60);
 

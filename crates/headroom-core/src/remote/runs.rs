@@ -135,6 +135,50 @@ pub fn just_started(meta: &DetachedMeta) -> DetachedRun {
     }
 }
 
+/// Where "Continue on the remote host" goes for a project: the first host (in `hosts`' order)
+/// whose migration of it (`migration` finds it) passed every step a detached run needs, else
+/// the host whose migration got furthest with why it is not ready (the wizard opens there at
+/// the first step missing), else none.
+pub fn host_to_continue_on(
+    hosts: &[HostProfile],
+    migration: &dyn Fn(&str) -> Option<crate::jobs::migrate::Migration>,
+) -> ContinueOn {
+    use crate::jobs::migrate::Step;
+    let mut furthest: Option<(usize, String, String)> = None;
+    for h in hosts {
+        let Some(m) = migration(&h.name) else {
+            continue;
+        };
+        match m.gate(Step::Training) {
+            Ok(()) => return ContinueOn::Ready(Box::new(h.clone())),
+            Err(why) => {
+                let passed = Step::ALL
+                    .iter()
+                    .take_while(|s| m.steps.get(s).is_some_and(|r| r.passed))
+                    .count();
+                if furthest.as_ref().is_none_or(|(n, _, _)| passed > *n) {
+                    furthest = Some((passed, h.name.clone(), why.to_string()));
+                }
+            }
+        }
+    }
+    match furthest {
+        Some((_, host, why)) => ContinueOn::NotYet { host, why },
+        None => ContinueOn::Nowhere,
+    }
+}
+
+/// Where a project's training can continue ([`host_to_continue_on`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ContinueOn {
+    /// This host has the project, Headroom and the environment: start it there.
+    Ready(Box<HostProfile>),
+    /// The migration to this host got furthest, and why it is not ready.
+    NotYet { host: String, why: String },
+    /// No host has begun a migration of it.
+    Nowhere,
+}
+
 /// The device a project trains on there: MPS on Apple Silicon, else the CPU (`uname` asked).
 pub fn device_there(p: &HostProfile, timeout: Duration) -> Result<&'static str, CoreError> {
     let text = there(p, "uname -s; uname -m", timeout)?;
@@ -408,6 +452,58 @@ fn finish(ledger: &Ledger, host: &str, id: i64, r: &DetachedRun) -> Result<(), C
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jobs::migrate::{Migration, Step, StepResult};
+
+    fn host(name: &str) -> HostProfile {
+        serde_json::from_value(serde_json::json!({"name": name, "host": "127.0.0.1"}))
+            .expect("a profile")
+    }
+
+    fn migrated(host: &str, upto: Step) -> Migration {
+        let mut m = Migration::new(host, "p", None);
+        for s in Step::ALL.into_iter().take_while(|s| *s <= upto) {
+            m.steps.insert(
+                s,
+                StepResult {
+                    step: s,
+                    passed: true,
+                    detail: String::new(),
+                    fix: None,
+                    at: String::new(),
+                    seconds: 0.0,
+                    runs: Vec::new(),
+                },
+            );
+        }
+        m
+    }
+
+    #[test]
+    fn continuing_goes_to_a_host_the_project_reached_else_to_the_wizard_where_it_got_furthest() {
+        let hosts = [host("a"), host("b"), host("c")];
+        // b has the project there: it is where the training continues.
+        let ready = |name: &str| match name {
+            "a" => Some(migrated("a", Step::Key)),
+            "b" => Some(migrated("b", Step::Project)),
+            _ => None,
+        };
+        assert!(
+            matches!(host_to_continue_on(&hosts, &ready), ContinueOn::Ready(h) if h.name == "b")
+        );
+        // None reached it: the wizard, on the host that got furthest, says the step missing.
+        let partial = |name: &str| match name {
+            "a" => Some(migrated("a", Step::Key)),
+            "c" => Some(migrated("c", Step::Check)),
+            _ => None,
+        };
+        let ContinueOn::NotYet { host: h, why } = host_to_continue_on(&hosts, &partial) else {
+            panic!("no host is ready");
+        };
+        assert_eq!(h, "c");
+        assert!(why.contains("needs step headroom"), "{why}");
+        // No migration at all: nowhere.
+        assert_eq!(host_to_continue_on(&hosts, &|_| None), ContinueOn::Nowhere);
+    }
     use crate::jobs::detached::{DetachedMeta, DetachedStatus};
 
     fn run(id: &str, state: DetachedState, epochs: u32) -> DetachedRun {
