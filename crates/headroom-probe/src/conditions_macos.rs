@@ -2,11 +2,17 @@
 //! Linux machines Headroom is built on: CPU and GPU power, GPU residency and temperatures from
 //! `macmon` (IOReport and SMC, no sudo), the thermal state and Low Power Mode from
 //! `NSProcessInfo`, and the power source from IOKit's estimate of the time left (unlimited: on
-//! mains). Every value lands in a `ConditionSample`; the arithmetic is tested on Linux.
+//! mains). Every value lands in a `ConditionSample`; the arithmetic is tested on Linux. The
+//! readiness conditions (power source, battery, Low Power Mode, thermal state) come from the
+//! same APIs and IOKit's power-source descriptions, never from `pmset`.
 
 use std::time::Duration;
 
+use std::ffi::c_void;
+
 use headroom_model::conditions::{ConditionSample, ThermalState};
+
+use crate::readiness::macos::PowerSourceDescription;
 
 /// `IOPSGetTimeRemainingEstimate`'s value on mains power (`kIOPSTimeRemainingUnlimited`).
 const TIME_REMAINING_UNLIMITED: f64 = -2.0;
@@ -15,6 +21,152 @@ const TIME_REMAINING_UNLIMITED: f64 = -2.0;
 unsafe extern "C" {
     /// Seconds of battery left, or -1 (still estimating) or -2 (on mains power).
     fn IOPSGetTimeRemainingEstimate() -> f64;
+    /// The power sources' snapshot (a CFTypeRef the caller releases).
+    fn IOPSCopyPowerSourcesInfo() -> *const c_void;
+    /// The sources in a snapshot (a CFArrayRef the caller releases).
+    fn IOPSCopyPowerSourcesList(blob: *const c_void) -> *const c_void;
+    /// One source's description (a CFDictionaryRef owned by the snapshot).
+    fn IOPSGetPowerSourceDescription(blob: *const c_void, ps: *const c_void) -> *const c_void;
+}
+
+#[link(name = "CoreFoundation", kind = "framework")]
+unsafe extern "C" {
+    fn CFRelease(cf: *const c_void);
+    fn CFGetTypeID(cf: *const c_void) -> usize;
+    fn CFArrayGetCount(array: *const c_void) -> isize;
+    fn CFArrayGetValueAtIndex(array: *const c_void, index: isize) -> *const c_void;
+    fn CFDictionaryGetValue(dict: *const c_void, key: *const c_void) -> *const c_void;
+    fn CFNumberGetTypeID() -> usize;
+    fn CFNumberGetValue(number: *const c_void, kind: isize, out: *mut c_void) -> bool;
+    fn CFBooleanGetTypeID() -> usize;
+    fn CFBooleanGetValue(boolean: *const c_void) -> bool;
+    fn CFStringGetTypeID() -> usize;
+    fn CFStringCreateWithCString(
+        alloc: *const c_void,
+        text: *const std::ffi::c_char,
+        encoding: u32,
+    ) -> *const c_void;
+    fn CFStringGetCString(
+        text: *const c_void,
+        buffer: *mut std::ffi::c_char,
+        size: isize,
+        encoding: u32,
+    ) -> bool;
+}
+
+/// `kCFStringEncodingUTF8`, `kCFNumberSInt64Type`.
+const UTF8: u32 = 0x0800_0100;
+const SINT64: isize = 4;
+
+/// One value of an IOKit description, by its `IOPSKeys.h` key.
+struct Described(*const c_void);
+
+impl Described {
+    fn value(&self, key: &str) -> *const c_void {
+        let Ok(c) = std::ffi::CString::new(key) else {
+            return std::ptr::null();
+        };
+        // SAFETY: a CFString made and released here; the dictionary outlives the lookup (the
+        // snapshot that owns it is released after every read).
+        unsafe {
+            let k = CFStringCreateWithCString(std::ptr::null(), c.as_ptr(), UTF8);
+            if k.is_null() {
+                return std::ptr::null();
+            }
+            let v = CFDictionaryGetValue(self.0, k);
+            CFRelease(k);
+            v
+        }
+    }
+
+    fn number(&self, key: &str) -> Option<i64> {
+        let v = self.value(key);
+        let mut out: i64 = 0;
+        // SAFETY: the value's type is checked before it is read as a number.
+        unsafe {
+            (!v.is_null()
+                && CFGetTypeID(v) == CFNumberGetTypeID()
+                && CFNumberGetValue(v, SINT64, (&raw mut out).cast()))
+            .then_some(out)
+        }
+    }
+
+    fn boolean(&self, key: &str) -> Option<bool> {
+        let v = self.value(key);
+        // SAFETY: the value's type is checked before it is read as a boolean.
+        unsafe {
+            (!v.is_null() && CFGetTypeID(v) == CFBooleanGetTypeID()).then(|| CFBooleanGetValue(v))
+        }
+    }
+
+    fn string(&self, key: &str) -> Option<String> {
+        let v = self.value(key);
+        let mut buf = [0 as std::ffi::c_char; 128];
+        // SAFETY: the value's type is checked; the buffer's size is given.
+        unsafe {
+            if v.is_null()
+                || CFGetTypeID(v) != CFStringGetTypeID()
+                || !CFStringGetCString(v, buf.as_mut_ptr(), 128, UTF8)
+            {
+                return None;
+            }
+            Some(
+                std::ffi::CStr::from_ptr(buf.as_ptr())
+                    .to_string_lossy()
+                    .into_owned(),
+            )
+        }
+    }
+}
+
+/// Every power source IOKit describes (the internal battery, a UPS); none on a desktop.
+pub fn power_sources() -> Vec<PowerSourceDescription> {
+    let mut out = Vec::new();
+    // SAFETY: IOKit's documented calls; the snapshot and the list are released here, the
+    // descriptions (owned by the snapshot) are read before that.
+    unsafe {
+        let blob = IOPSCopyPowerSourcesInfo();
+        if blob.is_null() {
+            return out;
+        }
+        let list = IOPSCopyPowerSourcesList(blob);
+        if !list.is_null() {
+            for i in 0..CFArrayGetCount(list) {
+                let d = IOPSGetPowerSourceDescription(blob, CFArrayGetValueAtIndex(list, i));
+                if d.is_null() {
+                    continue;
+                }
+                let d = Described(d);
+                out.push(PowerSourceDescription {
+                    kind: d.string("Type"),
+                    state: d.string("Power Source State"),
+                    current_capacity: d.number("Current Capacity"),
+                    max_capacity: d.number("Max Capacity"),
+                    is_charging: d.boolean("Is Charging"),
+                    is_charged: d.boolean("Is Charged"),
+                    time_to_empty: d.number("Time to Empty"),
+                });
+            }
+            CFRelease(list);
+        }
+        CFRelease(blob);
+    }
+    out
+}
+
+/// The readiness conditions from the platform's APIs (no `pmset`): IOKit's power sources, the
+/// time-remaining estimate for mains on a desktop, and `NSProcessInfo`'s Low Power Mode and
+/// thermal state.
+pub fn platform_conditions() -> crate::readiness::Conditions {
+    let info = objc2_foundation::NSProcessInfo::processInfo();
+    // SAFETY: a plain IOKit query with no arguments; it returns a number.
+    let estimate = unsafe { IOPSGetTimeRemainingEstimate() };
+    crate::readiness::macos::conditions_from_platform(
+        &power_sources(),
+        Some(!on_battery_of(estimate)),
+        Some(info.isLowPowerModeEnabled()),
+        Some(info.thermalState().0),
+    )
 }
 
 /// NSProcessInfo's thermal state on Headroom's scale.

@@ -5,7 +5,8 @@
 use headroom_probe::contention::{macos_pressure, parse_memory_pressure_free, Pressure};
 use headroom_probe::machine::parse_sysctl_value;
 use headroom_probe::readiness::macos::{
-    apply_machine_outputs, conditions_from_pmset, parse_colon_pairs, MachineOutputs,
+    apply_machine_outputs, conditions_from_platform, conditions_from_pmset, parse_colon_pairs,
+    MachineOutputs, PowerSourceDescription,
 };
 use headroom_probe::readiness::{MachineFacts, PowerSource};
 use headroom_probe::sysmem::parse_vm_stat_available;
@@ -162,6 +163,63 @@ fn conditions_from_pmset_on_battery_and_on_a_desktop() {
     assert!(!c.thermal_exposed);
     let none = conditions_from_pmset(None, None, None);
     assert_eq!((none.power_source, none.thermal_exposed), (None, false));
+}
+
+/// The platform's APIs (IOKit's power sources, NSProcessInfo) say what `pmset` says for the same
+/// machine: the situations of the captured `pmset -g batt` outputs, as IOKit describes them.
+#[test]
+fn the_platform_apis_say_what_pmset_says() {
+    let battery = |state: &str, current: i64, charging: bool, empty: i64| PowerSourceDescription {
+        kind: Some("InternalBattery".into()),
+        state: Some(state.into()),
+        current_capacity: Some(current),
+        max_capacity: Some(100),
+        is_charging: Some(charging),
+        is_charged: Some(false),
+        time_to_empty: Some(empty),
+    };
+    let settings = fixture("pmset_g_lowpowermode0_m1_monterey.txt").replace("**", "");
+    for (file, source, low_power) in [
+        (
+            "pmset_batt_battery_discharging.txt",
+            battery("Battery Power", 95, false, 186),
+            Some(false),
+        ),
+        (
+            "pmset_batt_ac_not_charging_m1_bigsur.txt",
+            battery("AC Power", 80, false, -1),
+            Some(false),
+        ),
+    ] {
+        let pmset = conditions_from_pmset(Some(&fixture(file)), Some(&settings), None);
+        let platform = conditions_from_platform(&[source], None, low_power, None);
+        assert_eq!(platform, pmset, "{file}");
+    }
+    // A desktop: no battery; mains from the time-remaining estimate.
+    let desktop = conditions_from_pmset(
+        Some(&fixture("pmset_batt_desktop_no_battery.txt")),
+        None,
+        None,
+    );
+    let platform = conditions_from_platform(&[], Some(true), None, None);
+    assert_eq!(platform, desktop);
+    // Charging, and the thermal state: serious and critical are warnings, nominal none.
+    let c = conditions_from_platform(
+        &[battery("AC Power", 40, true, -1)],
+        None,
+        Some(true),
+        Some(2),
+    );
+    let b = c.battery.expect("battery");
+    assert_eq!(
+        (b.percent, b.state.as_deref(), b.remaining),
+        (Some(40), Some("charging"), None)
+    );
+    assert_eq!(c.low_power_mode, Some(true));
+    assert!(c.thermal_exposed && c.thermal_warnings[0].starts_with("thermal state serious"));
+    assert!(conditions_from_platform(&[], None, None, Some(0))
+        .thermal_warnings
+        .is_empty());
 }
 
 #[test]

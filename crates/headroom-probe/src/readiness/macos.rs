@@ -68,6 +68,99 @@ pub fn conditions_from_pmset(
     c
 }
 
+/// One power source as IOKit describes it (`IOPSGetPowerSourceDescription`, its keys as
+/// `IOPSKeys.h` names them), read by the macOS layer.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PowerSourceDescription {
+    /// `Type`: `InternalBattery`, `UPS`.
+    pub kind: Option<String>,
+    /// `Power Source State`: `AC Power`, `Battery Power`.
+    pub state: Option<String>,
+    /// `Current Capacity` and `Max Capacity` (a percentage on Apple Silicon: max is 100).
+    pub current_capacity: Option<i64>,
+    pub max_capacity: Option<i64>,
+    /// `Is Charging`, `Is Charged`.
+    pub is_charging: Option<bool>,
+    pub is_charged: Option<bool>,
+    /// `Time to Empty`, minutes (-1: still estimating).
+    pub time_to_empty: Option<i64>,
+}
+
+/// Power source, battery, Low Power Mode and the thermal state from the platform's own APIs:
+/// IOKit's power sources, and `NSProcessInfo`'s `isLowPowerModeEnabled` and `thermalState`
+/// (0 nominal … 3 critical). Says what `pmset` says, in the same words.
+pub fn conditions_from_platform(
+    sources: &[PowerSourceDescription],
+    on_mains: Option<bool>,
+    low_power: Option<bool>,
+    thermal_state: Option<isize>,
+) -> Conditions {
+    let battery = sources
+        .iter()
+        .find(|s| s.kind.as_deref() == Some("InternalBattery"));
+    let from_state = |s: &str| match s {
+        "AC Power" => PowerSource::Ac,
+        "Battery Power" => PowerSource::Battery,
+        "UPS Power" => PowerSource::Ups,
+        _ => PowerSource::Unknown,
+    };
+    let power_source = battery
+        .and_then(|b| b.state.as_deref())
+        .map(from_state)
+        .or_else(|| {
+            on_mains.map(|m| {
+                if m {
+                    PowerSource::Ac
+                } else {
+                    PowerSource::Battery
+                }
+            })
+        });
+    let battery = battery.map(|b| {
+        let on_ac = b.state.as_deref() == Some("AC Power");
+        let state = match (b.is_charging, b.is_charged, on_ac) {
+            (Some(true), _, _) => Some("charging"),
+            (_, Some(true), true) => Some("charged"),
+            (_, _, true) => Some("AC attached; not charging"),
+            (_, _, false) if b.state.is_some() => Some("discharging"),
+            _ => None,
+        };
+        let percent = match (b.current_capacity, b.max_capacity) {
+            (Some(c), Some(m)) if m > 0 => u32::try_from((c * 100 + m / 2) / m).ok(),
+            (Some(c), None) => u32::try_from(c).ok(),
+            _ => None,
+        };
+        let remaining = b
+            .time_to_empty
+            .filter(|m| *m >= 0 && !on_ac)
+            .map(|m| format!("{}:{:02}", m / 60, m % 60));
+        BatteryFacts {
+            percent,
+            state: state.map(str::to_owned),
+            remaining,
+        }
+    });
+    let mut c = Conditions {
+        power_source,
+        battery,
+        low_power_mode: low_power,
+        ..Conditions::default()
+    };
+    if let Some(t) = thermal_state {
+        c.thermal_exposed = true;
+        match t {
+            2 => c
+                .thermal_warnings
+                .push("thermal state serious: the CPU and GPU are being throttled".to_owned()),
+            3 => c
+                .thermal_warnings
+                .push("thermal state critical: the CPU and GPU are throttled hard".to_owned()),
+            _ => {}
+        }
+    }
+    c
+}
+
 /// `key: value` lines of `sysctl NAME...` (or `sw_vers`, whose separator is also `:`), in order.
 /// Lines without a colon (errors, blank lines) are skipped.
 pub fn parse_colon_pairs(text: &str) -> BTreeMap<String, String> {

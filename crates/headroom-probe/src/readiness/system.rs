@@ -133,11 +133,7 @@ fn nvidia_gpus() -> Vec<super::GpuFacts> {
 /// What may skew measurements now: power source, Low Power Mode, thermal state.
 pub fn conditions() -> Conditions {
     #[cfg(target_os = "macos")]
-    let mut c = macos::conditions_from_pmset(
-        run("/usr/bin/pmset", &["-g", "batt"]).as_deref(),
-        run("/usr/bin/pmset", &["-g"]).as_deref(),
-        run("/usr/bin/pmset", &["-g", "therm"]).as_deref(),
-    );
+    let mut c = crate::conditions_macos::platform_conditions();
     #[cfg(not(target_os = "macos"))]
     let mut c = Conditions::default();
     #[cfg(target_os = "linux")]
