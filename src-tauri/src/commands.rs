@@ -36,9 +36,10 @@ pub async fn readiness(
         let exe = jobs::worker_binary()?;
         let mut report = jobs::doctor::check(&exe, &DoctorOptions::default(), &mut |_| {});
         // A ledger that cannot be written (damaged, disk full) does not hide the verdict: the
-        // report says it was not recorded and why, with what to do.
-        if let Err(e) =
-            jobs::open_ledger().and_then(|l| jobs::doctor::record(&l, &report, r#"{"from":"app"}"#))
+        // report says it was not recorded and why, with what to do. A check that found what the
+        // last one found adds no run (each start and opening refreshes the lights).
+        if let Err(e) = jobs::open_ledger()
+            .and_then(|l| jobs::doctor::record_if_changed(&l, &report, r#"{"from":"app"}"#))
         {
             report
                 .notes

@@ -139,6 +139,70 @@ pub struct Report {
 }
 
 impl Report {
+    /// What a readiness check found that a decision rests on, without its timings and
+    /// wording: the machine, each Python with its torch (version, CUDA, MPS built and
+    /// available) and MLX, Headroom's libtorch and its devices, each light's state, the power
+    /// source, Low Power Mode and whether anything throttles. Two checks with the same say the
+    /// same; the battery's percentage and a matmul's milliseconds are left out.
+    pub fn what_matters(&self) -> serde_json::Value {
+        let pythons: Vec<serde_json::Value> = self
+            .pythons
+            .iter()
+            .map(|p| {
+                let f = p.facts.as_ref();
+                let torch = f.and_then(|f| f.torch.as_ref());
+                serde_json::json!({
+                    "path": p.path,
+                    "status": p.status,
+                    "archs": p.binary_archs,
+                    "version": f.map(|f| &f.version),
+                    "machine": f.map(|f| &f.machine),
+                    "torch": torch.map(|t| serde_json::json!({
+                        "version": t.version,
+                        "cuda": t.cuda_version,
+                        "mps_built": t.mps_built,
+                        "mps_available": t.mps_available,
+                        "cuda_available": t.cuda_available,
+                        "cuda_devices": t.cuda_devices,
+                        "matmul_failed": t.matmul_error.is_some(),
+                    })),
+                    "torch_error": f.is_some_and(|f| f.torch_error.is_some()),
+                    "mlx": f.and_then(|f| f.mlx.as_ref()).map(|m| (&m.version, &m.default_device)),
+                })
+            })
+            .collect();
+        let libtorch = self.libtorch.as_ref().map(|l| {
+            let devices: Vec<(&str, bool)> = l
+                .devices
+                .iter()
+                .map(|d| (d.device.as_str(), d.matmul_ok))
+                .collect();
+            serde_json::json!({"version": l.version, "cuda_devices": l.cuda_devices,
+                               "has_mps": l.has_mps, "devices": devices})
+        });
+        let lights: Vec<(&str, LightState)> = self
+            .lights
+            .iter()
+            .map(|l| (l.backend.as_str(), l.state))
+            .collect();
+        let m = &self.machine;
+        serde_json::json!({
+            "machine": [&m.os, &m.arch, &m.process_arch],
+            "os_version": m.os_version,
+            "translated": m.translated,
+            "memory": m.memory_total_bytes,
+            "gpus": m.gpus.iter().map(|g| &g.name).collect::<Vec<_>>(),
+            "pythons": pythons,
+            "primary": self.primary,
+            "libtorch": libtorch,
+            "libtorch_failed": self.libtorch_error.is_some(),
+            "lights": lights,
+            "power": self.conditions.power_source,
+            "low_power": self.conditions.low_power_mode,
+            "throttled": !self.conditions.thermal_warnings.is_empty(),
+        })
+    }
+
     /// Assembles a report and its verdict from the facts.
     pub fn new(
         machine: MachineFacts,

@@ -98,6 +98,31 @@ pub fn check(exe: &Path, opts: &DoctorOptions, on_found: &mut dyn FnMut(usize)) 
     Report::new(machine, conditions, libtorch, pythons)
 }
 
+/// Records `report` as [`record`] does, unless the newest readiness check recorded on this
+/// host found the same ([`Report::what_matters`]: a Python, torch, MPS flags, the power state
+/// changed): the app's refreshes (each start, each opening) add a run only when something
+/// changed. Returns the new run, or `None` when nothing did.
+pub fn record_if_changed(
+    ledger: &Ledger,
+    report: &Report,
+    request_json: &str,
+) -> Result<Option<i64>, CoreError> {
+    let host = super::hostname();
+    let newest = ledger
+        .list_runs(500)?
+        .into_iter()
+        .filter(|r| {
+            r.kind == crate::ledger::RunKind::Doctor
+                && r.host == host
+                && r.status == RunStatus::Complete
+        })
+        .find_map(|r| serde_json::from_value::<Report>(r.report?).ok());
+    if newest.is_some_and(|n| n.what_matters() == report.what_matters()) {
+        return Ok(None);
+    }
+    record(ledger, report, request_json).map(Some)
+}
+
 /// Records `report` in `ledger` as a finished `doctor` run; `request_json` is how it was asked.
 pub fn record(ledger: &Ledger, report: &Report, request_json: &str) -> Result<i64, CoreError> {
     record_for(ledger, &super::hostname(), report, request_json)
@@ -162,4 +187,51 @@ pub fn record_for(
         Some(&verdict),
     )?;
     Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h200() -> Report {
+        serde_json::from_str(include_str!("../../../../bench/results/doctor_h200.json"))
+            .expect("a real doctor report")
+    }
+
+    #[test]
+    fn a_check_that_found_the_same_adds_no_run_and_one_that_found_a_change_does() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let ledger = Ledger::open(&dir.path().join("l.sqlite3")).expect("ledger");
+        let first = h200();
+        assert!(record_if_changed(&ledger, &first, "{}")
+            .expect("r")
+            .is_some());
+        // Opened again: the same Pythons, torch and lights, other timings and wording.
+        let mut again = h200();
+        if let Some(l) = again.lights.first_mut() {
+            l.reason.push_str(" (checked again)");
+        }
+        for d in again.libtorch.iter_mut().flat_map(|l| l.devices.iter_mut()) {
+            d.matmul_ms = d.matmul_ms.map(|m| m * 1.7);
+        }
+        assert_eq!(record_if_changed(&ledger, &again, "{}").expect("r"), None);
+        assert_eq!(ledger.list_runs(10).expect("l").len(), 1);
+        // A new torch in a Python, then the power source: each a run.
+        let mut newer = h200();
+        let torch = newer
+            .pythons
+            .iter_mut()
+            .find_map(|p| p.facts.as_mut()?.torch.as_mut())
+            .expect("a Python with torch");
+        torch.version = "2.12.0".into();
+        assert!(record_if_changed(&ledger, &newer, "{}")
+            .expect("r")
+            .is_some());
+        newer.conditions.power_source = Some(crate::readiness::PowerSource::Battery);
+        assert!(record_if_changed(&ledger, &newer, "{}")
+            .expect("r")
+            .is_some());
+        assert_eq!(record_if_changed(&ledger, &newer, "{}").expect("r"), None);
+        assert_eq!(ledger.list_runs(10).expect("l").len(), 3);
+    }
 }
