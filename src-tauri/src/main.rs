@@ -14,6 +14,7 @@ mod commands;
 mod contract;
 mod desktop;
 mod error;
+mod handoff;
 #[cfg(test)]
 mod ipc;
 mod ledger;
@@ -83,6 +84,7 @@ fn main() {
             notify::init(app.handle());
             overview::start(app.handle());
             remote::follow_remote_runs(app.handle());
+            handoff::listen(app.handle());
             desktop::apply_config(app.handle());
             if open {
                 show_popover(app.handle());

@@ -22,6 +22,8 @@ const CONTENTION_ACTIONS: &str = "headroom-contention";
 pub const OPEN_REMOTE: &str = "open-remote";
 /// The button that starts the current project's training on the remote host, detached.
 pub const CONTINUE_REMOTE: &str = "continue-remote";
+/// The app event that button raises (heard by `handoff`, which knows the remote hosts).
+pub const CONTINUE_EVENT: &str = "headroom://continue-remote";
 
 impl Kind {
     /// The notification id: one per kind, so a click can be traced back to what it was about.
@@ -70,7 +72,7 @@ pub fn init<R: Runtime>(app: &AppHandle<R>) {
     let handle = app.clone();
     let _ = n.on_action(move |performed| {
         if performed.action_id() == CONTINUE_REMOTE {
-            crate::remote::continue_on_remote(&handle);
+            let _ = handle.emit_to(tauri::EventTarget::App, CONTINUE_EVENT, ());
             return;
         }
         let id = performed.notification().map(|n| n.id());

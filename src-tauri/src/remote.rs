@@ -53,13 +53,16 @@ impl RemoteRun {
 }
 
 /// How long a call about runs there may wait for the connection.
-const RUNS_TIMEOUT: Duration = Duration::from_secs(15);
+pub(crate) const RUNS_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Mirrors `found` into the ledger (each run once, each epoch once) and returns the panel's rows.
-fn mirrored(name: &str, found: &[headroom_core::jobs::detached::DetachedRun]) -> Vec<RemoteRun> {
+pub(crate) fn mirrored(
+    name: &str,
+    found: &[headroom_core::jobs::detached::DetachedRun],
+) -> Vec<RemoteRun> {
     let rows = headroom_core::jobs::open_ledger()
         .ok()
-        .and_then(|l| headroom_core::remote::runs::mirror(&l, name, found).ok());
+        .and_then(|l| headroom_core::jobs::remote_runs::mirror(&l, name, found).ok());
     found
         .iter()
         .enumerate()
@@ -72,7 +75,7 @@ fn mirrored(name: &str, found: &[headroom_core::jobs::detached::DetachedRun]) ->
 pub async fn remote_runs(name: String) -> Result<Vec<RemoteRun>, AppError> {
     blocking(move || {
         let p = edit_hosts(|hosts| Ok(hosts.get(&name)?.clone()))?;
-        let found = headroom_core::remote::runs::list(&p, RUNS_TIMEOUT)?;
+        let found = headroom_core::jobs::remote_runs::list(&p, RUNS_TIMEOUT)?;
         Ok(mirrored(&name, &found))
     })
     .await
@@ -88,9 +91,14 @@ pub async fn start_remote_run(
 ) -> Result<RemoteRun, AppError> {
     blocking(move || {
         let p = edit_hosts(|hosts| Ok(hosts.get(&name)?.clone()))?;
-        let started =
-            headroom_core::remote::runs::start_project(&p, &project, batch, None, RUNS_TIMEOUT)?;
-        let run = headroom_core::remote::runs::just_started(&started.meta);
+        let started = headroom_core::jobs::remote_runs::start_project(
+            &p,
+            &project,
+            batch,
+            None,
+            RUNS_TIMEOUT,
+        )?;
+        let run = headroom_core::jobs::remote_runs::just_started(&started.meta);
         Ok(mirrored(&name, std::slice::from_ref(&run)).remove(0))
     })
     .await
@@ -102,65 +110,10 @@ pub async fn stop_remote_run(name: String, id: String) -> Result<RemoteRun, AppE
     blocking(move || {
         headroom_core::jobs::detached::check_id(&id)?;
         let p = edit_hosts(|hosts| Ok(hosts.get(&name)?.clone()))?;
-        let r = headroom_core::remote::runs::stop(&p, &id, RUNS_TIMEOUT)?;
+        let r = headroom_core::jobs::remote_runs::stop(&p, &id, RUNS_TIMEOUT)?;
         Ok(mirrored(&name, std::slice::from_ref(&r)).remove(0))
     })
     .await
-}
-
-/// "Continue on the remote host" (the contention notification's button): the chosen project's
-/// training started, detached, on the first host its migration reached; where none did, the
-/// popover opens on the Remote panel, whose wizard shows the first step missing.
-pub fn continue_on_remote<R: tauri::Runtime>(app: &tauri::AppHandle<R>) {
-    use headroom_core::remote::runs::ContinueOn;
-    use tauri::{Emitter, Manager};
-    let app = app.clone();
-    std::thread::spawn(move || {
-        let project = app.state::<crate::overview::OverviewSlot>().project();
-        let open_wizard = |why: &str| {
-            eprintln!("headroom-app: continue on the remote host: {why}");
-            crate::show_popover(&app);
-            let _ = app.emit(crate::NAVIGATE_EVENT, "remote");
-        };
-        let Some(project) = project else {
-            return open_wizard("no project chosen");
-        };
-        let hosts = match Hosts::load() {
-            Ok(h) => h.list().cloned().collect::<Vec<_>>(),
-            Err(e) => return open_wizard(&e.to_string()),
-        };
-        let found = headroom_core::remote::runs::host_to_continue_on(&hosts, &|name| {
-            Migration::load_or_new(name, &project, None).ok()
-        });
-        let p = match found {
-            ContinueOn::Ready(p) => *p,
-            ContinueOn::NotYet { host, why } => return open_wizard(&format!("{host}: {why}")),
-            ContinueOn::Nowhere => return open_wizard("no host has the project yet"),
-        };
-        let started =
-            headroom_core::remote::runs::start_project(&p, &project, None, None, RUNS_TIMEOUT);
-        match started {
-            Ok(s) => {
-                let run = headroom_core::remote::runs::just_started(&s.meta);
-                let row = mirrored(&p.name, std::slice::from_ref(&run))
-                    .first()
-                    .and_then(|r| r.ledger_run_id);
-                crate::notify::send(
-                    &app,
-                    crate::notify::Kind::Verdict,
-                    &format!("Headroom: {project} continues on {}", p.name),
-                    &format!(
-                        "`{}` runs there on {}, detached: it goes on if this Mac sleeps (run {}{})",
-                        s.argv.join(" "),
-                        s.device,
-                        s.meta.id,
-                        row.map_or_else(String::new, |r| format!(", run {r} here"))
-                    ),
-                );
-            }
-            Err(e) => open_wizard(&format!("{}: {e}", p.name)),
-        }
-    });
 }
 
 /// How often the runs in flight on remote hosts are asked how they stand.
@@ -175,7 +128,7 @@ pub fn follow_remote_runs<R: tauri::Runtime>(app: &tauri::AppHandle<R>) {
     std::thread::spawn(move || loop {
         let looked = headroom_core::jobs::open_ledger().and_then(|ledger| {
             let hosts = Hosts::load()?;
-            headroom_core::remote::runs::follow_up(
+            headroom_core::jobs::remote_runs::follow_up(
                 &ledger,
                 &|name| hosts.get(name).ok().cloned(),
                 RUNS_TIMEOUT,

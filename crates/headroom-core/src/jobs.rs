@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod epoch_job;
 pub mod migrate;
 pub mod profile;
+pub mod remote_runs;
 pub mod supervisor;
 pub mod sweep;
 pub mod usersweep;

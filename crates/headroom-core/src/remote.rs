@@ -5,7 +5,6 @@
 
 pub mod check;
 pub mod rtt;
-pub mod runs;
 pub mod sshconfig;
 pub mod vnc;
 

@@ -51,6 +51,24 @@ pub struct ConditionSample {
     pub energy_j: Option<f64>,
 }
 
+/// One power source as IOKit describes it (`IOPSGetPowerSourceDescription`, its keys as
+/// `IOPSKeys.h` names them), read by the macOS layer.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PowerSourceDescription {
+    /// `Type`: `InternalBattery`, `UPS`.
+    pub kind: Option<String>,
+    /// `Power Source State`: `AC Power`, `Battery Power`.
+    pub state: Option<String>,
+    /// `Current Capacity` and `Max Capacity` (a percentage on Apple Silicon: max is 100).
+    pub current_capacity: Option<i64>,
+    pub max_capacity: Option<i64>,
+    /// `Is Charging`, `Is Charged`.
+    pub is_charging: Option<bool>,
+    pub is_charged: Option<bool>,
+    /// `Time to Empty`, minutes (-1: still estimating).
+    pub time_to_empty: Option<i64>,
+}
+
 /// The least, mean and most of a reading over a span.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -9,6 +9,7 @@
 
 pub mod budget;
 pub mod conditions;
+pub mod energy;
 pub mod epochs;
 pub mod error;
 pub mod failure;

@@ -470,7 +470,7 @@ pub struct SweepSummary {
     /// their energy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
-    pub energy: Option<crate::summary::EnergyTradeoff>,
+    pub energy: Option<crate::energy::EnergyTradeoff>,
 }
 
 /// Progress within one point.

@@ -10,9 +10,7 @@ use std::time::Duration;
 
 use std::ffi::c_void;
 
-use headroom_model::conditions::{ConditionSample, ThermalState};
-
-use crate::readiness::macos::PowerSourceDescription;
+use headroom_model::conditions::{ConditionSample, PowerSourceDescription, ThermalState};
 
 /// `IOPSGetTimeRemainingEstimate`'s value on mains power (`kIOPSTimeRemainingUnlimited`).
 const TIME_REMAINING_UNLIMITED: f64 = -2.0;
@@ -154,19 +152,10 @@ pub fn power_sources() -> Vec<PowerSourceDescription> {
     out
 }
 
-/// The readiness conditions from the platform's APIs (no `pmset`): IOKit's power sources, the
-/// time-remaining estimate for mains on a desktop, and `NSProcessInfo`'s Low Power Mode and
-/// thermal state.
-pub fn platform_conditions() -> crate::readiness::Conditions {
-    let info = objc2_foundation::NSProcessInfo::processInfo();
+/// On mains power, from IOKit's estimate of the time left (unlimited on mains).
+pub fn on_mains() -> bool {
     // SAFETY: a plain IOKit query with no arguments; it returns a number.
-    let estimate = unsafe { IOPSGetTimeRemainingEstimate() };
-    crate::readiness::macos::conditions_from_platform(
-        &power_sources(),
-        Some(!on_battery_of(estimate)),
-        Some(info.isLowPowerModeEnabled()),
-        Some(info.thermalState().0),
-    )
+    !on_battery_of(unsafe { IOPSGetTimeRemainingEstimate() })
 }
 
 /// NSProcessInfo's thermal state on Headroom's scale.

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use headroom_core::jobs::detached::{DetachedRun, DetachedState};
-use headroom_core::remote::{runs, HostProfile, Hosts};
+use headroom_core::jobs::remote_runs as runs;
+use headroom_core::remote::{HostProfile, Hosts};
 
 fn profile(name: &str) -> Result<HostProfile> {
     let hosts = Hosts::load()?;

@@ -418,3 +418,76 @@ fn a_remote_run_refused_says_what_to_do_and_starts_nothing() {
     );
     assert!(home.runs().is_empty(), "nothing ran, nothing recorded");
 }
+
+#[test]
+fn a_port_there_is_forwarded_here_until_its_time_is_up() {
+    use std::io::{Read, Write};
+    let home = Home::new();
+    let sshd = Sshd::start();
+    ok(
+        &home,
+        &[
+            "remote",
+            "add",
+            "box",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &sshd.port.to_string(),
+            "--user",
+            &crate::sshd::whoami(),
+            "--identity",
+            sshd.userkey().to_str().expect("utf-8"),
+        ],
+    );
+    // "TensorBoard" there: a listener that answers each connection with one line.
+    let board = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let there = board.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for c in board.incoming().flatten() {
+            let mut c = c;
+            let _ = c.write_all(b"tensorboard here\n");
+        }
+    });
+    let local = crate::sshd::free_port();
+    let mut tunnel = cmd(
+        &home,
+        &[
+            "remote",
+            "tunnel",
+            "box",
+            &there.to_string(),
+            "--local",
+            &local.to_string(),
+            "--for",
+            "4",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("tunnel");
+    let until = Instant::now() + Duration::from_secs(15);
+    let said = loop {
+        if let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", local)) {
+            let mut text = String::new();
+            let _ = c.read_to_string(&mut text);
+            if !text.is_empty() {
+                break text;
+            }
+        }
+        assert!(Instant::now() < until, "the tunnel never answered");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(said, "tensorboard here\n");
+    let out = tunnel.wait().expect("tunnel ends");
+    assert!(out.success(), "it closes after --for");
+    let mut printed = String::new();
+    if let Some(mut o) = tunnel.stdout.take() {
+        let _ = o.read_to_string(&mut printed);
+    }
+    assert!(
+        printed.contains(&format!("http://localhost:{local}")) && printed.contains("tunnel closed"),
+        "{printed}"
+    );
+}

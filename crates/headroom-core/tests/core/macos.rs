@@ -2,11 +2,12 @@
 //! `cfg(target_os = "macos")` reader only runs a tool and hands its text to one of the functions
 //! tested here (tests/fixtures/macos, each with its source on the first line).
 
+use headroom_model::conditions::PowerSourceDescription;
 use headroom_probe::contention::{macos_pressure, parse_memory_pressure_free, Pressure};
 use headroom_probe::machine::parse_sysctl_value;
 use headroom_probe::readiness::macos::{
     apply_machine_outputs, conditions_from_platform, conditions_from_pmset, parse_colon_pairs,
-    MachineOutputs, PowerSourceDescription,
+    MachineOutputs,
 };
 use headroom_probe::readiness::{MachineFacts, PowerSource};
 use headroom_probe::sysmem::parse_vm_stat_available;

@@ -68,29 +68,11 @@ pub fn conditions_from_pmset(
     c
 }
 
-/// One power source as IOKit describes it (`IOPSGetPowerSourceDescription`, its keys as
-/// `IOPSKeys.h` names them), read by the macOS layer.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PowerSourceDescription {
-    /// `Type`: `InternalBattery`, `UPS`.
-    pub kind: Option<String>,
-    /// `Power Source State`: `AC Power`, `Battery Power`.
-    pub state: Option<String>,
-    /// `Current Capacity` and `Max Capacity` (a percentage on Apple Silicon: max is 100).
-    pub current_capacity: Option<i64>,
-    pub max_capacity: Option<i64>,
-    /// `Is Charging`, `Is Charged`.
-    pub is_charging: Option<bool>,
-    pub is_charged: Option<bool>,
-    /// `Time to Empty`, minutes (-1: still estimating).
-    pub time_to_empty: Option<i64>,
-}
-
 /// Power source, battery, Low Power Mode and the thermal state from the platform's own APIs:
 /// IOKit's power sources, and `NSProcessInfo`'s `isLowPowerModeEnabled` and `thermalState`
 /// (0 nominal … 3 critical). Says what `pmset` says, in the same words.
 pub fn conditions_from_platform(
-    sources: &[PowerSourceDescription],
+    sources: &[headroom_model::conditions::PowerSourceDescription],
     on_mains: Option<bool>,
     low_power: Option<bool>,
     thermal_state: Option<isize>,

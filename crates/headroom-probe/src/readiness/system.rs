@@ -132,8 +132,18 @@ fn nvidia_gpus() -> Vec<super::GpuFacts> {
 
 /// What may skew measurements now: power source, Low Power Mode, thermal state.
 pub fn conditions() -> Conditions {
+    // From the platform's APIs (no `pmset`): IOKit's power sources, the time-remaining
+    // estimate for mains on a desktop, and NSProcessInfo's Low Power Mode and thermal state.
     #[cfg(target_os = "macos")]
-    let mut c = crate::conditions_macos::platform_conditions();
+    let mut c = {
+        let info = objc2_foundation::NSProcessInfo::processInfo();
+        macos::conditions_from_platform(
+            &crate::conditions_macos::power_sources(),
+            Some(crate::conditions_macos::on_mains()),
+            Some(info.isLowPowerModeEnabled()),
+            Some(info.thermalState().0),
+        )
+    };
     #[cfg(not(target_os = "macos"))]
     let mut c = Conditions::default();
     #[cfg(target_os = "linux")]

@@ -1,0 +1,73 @@
+//! The hand-off in one click: the contention notification's "Continue on the remote host"
+//! (heard as an app event, so the notifications need not know the remote hosts) starts the
+//! chosen project's training on the remote host, detached.
+
+use tauri::{AppHandle, Listener, Runtime};
+
+/// Listens for the notification's button (call once at start).
+pub fn listen<R: Runtime>(app: &AppHandle<R>) {
+    let handle = app.clone();
+    app.listen(crate::notify::CONTINUE_EVENT, move |_| {
+        continue_on_remote(&handle);
+    });
+}
+
+/// "Continue on the remote host" (the contention notification's button): the chosen project's
+/// training started, detached, on the first host its migration reached; where none did, the
+/// popover opens on the Remote panel, whose wizard shows the first step missing.
+pub fn continue_on_remote<R: tauri::Runtime>(app: &tauri::AppHandle<R>) {
+    use headroom_core::jobs::remote_runs::ContinueOn;
+    use tauri::{Emitter, Manager};
+    let app = app.clone();
+    std::thread::spawn(move || {
+        let project = app.state::<crate::overview::OverviewSlot>().project();
+        let open_wizard = |why: &str| {
+            eprintln!("headroom-app: continue on the remote host: {why}");
+            crate::show_popover(&app);
+            let _ = app.emit(crate::NAVIGATE_EVENT, "remote");
+        };
+        let Some(project) = project else {
+            return open_wizard("no project chosen");
+        };
+        let hosts = match headroom_core::remote::Hosts::load() {
+            Ok(h) => h.list().cloned().collect::<Vec<_>>(),
+            Err(e) => return open_wizard(&e.to_string()),
+        };
+        let found = headroom_core::jobs::remote_runs::host_to_continue_on(&hosts, &|name| {
+            headroom_core::jobs::migrate::Migration::load_or_new(name, &project, None).ok()
+        });
+        let p = match found {
+            ContinueOn::Ready(p) => *p,
+            ContinueOn::NotYet { host, why } => return open_wizard(&format!("{host}: {why}")),
+            ContinueOn::Nowhere => return open_wizard("no host has the project yet"),
+        };
+        let started = headroom_core::jobs::remote_runs::start_project(
+            &p,
+            &project,
+            None,
+            None,
+            crate::remote::RUNS_TIMEOUT,
+        );
+        match started {
+            Ok(s) => {
+                let run = headroom_core::jobs::remote_runs::just_started(&s.meta);
+                let row = crate::remote::mirrored(&p.name, std::slice::from_ref(&run))
+                    .first()
+                    .and_then(|r| r.ledger_run_id);
+                crate::notify::send(
+                    &app,
+                    crate::notify::Kind::Verdict,
+                    &format!("Headroom: {project} continues on {}", p.name),
+                    &format!(
+                        "`{}` runs there on {}, detached: it goes on if this Mac sleeps (run {}{})",
+                        s.argv.join(" "),
+                        s.device,
+                        s.meta.id,
+                        row.map_or_else(String::new, |r| format!(", run {r} here"))
+                    ),
+                );
+            }
+            Err(e) => open_wizard(&format!("{}: {e}", p.name)),
+        }
+    });
+}
