@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 
 import type { EpochSample, MemorySnapshot } from "../src/backend";
 import { mockBackend } from "../src/backend/mock";
-import { memoryPanel, verdictText } from "../src/panels/memory";
+import { MAX_EPOCH_ROWS, memoryPanel, verdictText } from "../src/panels/memory";
 
 const get = <T extends HTMLElement>(root: HTMLElement, id: string) =>
   root.querySelector<T>(`[data-testid="${id}"]`) as T;
@@ -144,6 +144,21 @@ describe("memory panel", () => {
     await flush();
     expect(none.calls).toContain("lastWrappedRun");
     expect(get(empty.root, "memory-status").textContent).toContain("no `headroom run` recorded yet");
+  });
+
+  it("lists the newest epochs of a long run and says how many more the chart holds", async () => {
+    const samples = Array.from({ length: 40 }, (_, i) => sample(i + 1, 600));
+    const wrapped = snap({
+      running: false, kind: "run", title: "run 9: python train.py", run_id: 9, status: "complete", samples,
+      verdict: { kind: "stable", live: null, cache: null, footprint: null, throughput: null, slowing: false, reason: "flat" },
+      message: "800 steps",
+    });
+    const panel = memoryPanel(mockBackend({ wrapped }));
+    await panel.restore();
+    const rows = get(panel.root, "memory-table").querySelectorAll('[data-testid="memory-row"]');
+    expect(rows).toHaveLength(MAX_EPOCH_ROWS);
+    expect(rows[0].firstElementChild?.textContent).toBe(String(40 - MAX_EPOCH_ROWS + 1));
+    expect(get(panel.root, "memory-earlier").textContent).toBe(`${40 - MAX_EPOCH_ROWS} earlier epochs in the chart`);
   });
 
   it("adds a J/sample column where the machine gave each epoch's energy", async () => {

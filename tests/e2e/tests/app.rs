@@ -1234,6 +1234,9 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
         "{live}"
     );
     s.screenshot(&out.join("project_watch.png"));
+    // The table lists the newest epochs only: once it is full (the line naming the earlier
+    // ones shows), nothing below it moves, and Stop is clicked where it stays.
+    s.wait(r#"[data-testid="memory-earlier"]"#, 120);
     s.click(&s.wait(r#"[data-testid="stop-memory"]"#, 5));
     let stopped = s.wait_state("memory-status", "interrupted", 30);
     let stopped_text = s.text(&stopped);

@@ -6,6 +6,9 @@ import { field, select } from "../controls";
 import { el, formatBytes, formatJoules, formatRate, svgDataUrl } from "../format";
 import { DEVICES, WORKLOADS } from "./sweep";
 
+/** The epochs the table lists (the newest). */
+export const MAX_EPOCH_ROWS = 12;
+
 const VERDICTS: Record<string, string> = {
   leak_suspected: "Leak suspected",
   cache_growth: "Cache growth",
@@ -139,7 +142,19 @@ export function memoryPanel(
       const energy = s.joules_per_sample.some((j) => j !== null);
       const headers = ["epoch", "live", "cache", "footprint", "samples/s", ...(energy ? ["J/sample"] : [])];
       for (const h of headers) head.append(el("th", undefined, h));
-      s.samples.forEach((e, i) => {
+      // The newest epochs only: a long run's table would push the buttons below it down at
+      // every epoch (and off the popover); the chart above shows them all.
+      const from = Math.max(0, s.samples.length - MAX_EPOCH_ROWS);
+      if (from > 0) {
+        const more = el("tr");
+        more.dataset.testid = "memory-earlier";
+        const td = el("td", "machine", `${from} earlier epoch${from === 1 ? "" : "s"} in the chart`);
+        td.colSpan = headers.length;
+        more.append(td);
+        rows.push(more);
+      }
+      s.samples.slice(from).forEach((e, k) => {
+        const i = from + k;
         const tr = el("tr");
         tr.dataset.testid = "memory-row";
         tr.append(
