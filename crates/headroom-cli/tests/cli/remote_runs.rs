@@ -161,6 +161,28 @@ fn epochs_here(home: &Home, id: i64) -> usize {
     shown["samples"].as_array().map_or(0, Vec::len)
 }
 
+/// Adds host profile `box` for the test sshd, logging in as `user` with its key; `extra` are
+/// more `remote add` options.
+fn add_box(home: &Home, sshd: &Sshd, user: &str, extra: &[&str]) {
+    let port = sshd.port.to_string();
+    let key = sshd.userkey();
+    let mut args = vec![
+        "remote",
+        "add",
+        "box",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        &port,
+        "--user",
+        user,
+        "--identity",
+        key.to_str().expect("utf-8"),
+    ];
+    args.extend_from_slice(extra);
+    ok(home, &args);
+}
+
 /// As the migration leaves a host: Headroom in `~/.headroom/bin`, the project in
 /// `~/headroom-projects/train` with its `.venv`; here the project and the host profile, and the
 /// migration's steps up to the project passed.
@@ -205,23 +227,11 @@ fn set_up(user: &FreshUser, sshd: &Sshd, home: &Home) -> std::path::PathBuf {
         ],
     );
     let headroom_there = bin.join("headroom").display().to_string();
-    ok(
+    add_box(
         home,
-        &[
-            "remote",
-            "add",
-            "box",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            &sshd.port.to_string(),
-            "--user",
-            &user.name,
-            "--identity",
-            sshd.userkey().to_str().expect("utf-8"),
-            "--headroom-path",
-            &headroom_there,
-        ],
+        sshd,
+        &user.name,
+        &["--headroom-path", &headroom_there],
     );
     let passed = |step: &str| {
         serde_json::json!({"step": step, "passed": true, "detail": "set up by the test",
@@ -380,22 +390,7 @@ fn a_remote_run_refused_says_what_to_do_and_starts_nothing() {
             "{batch}",
         ],
     );
-    ok(
-        &home,
-        &[
-            "remote",
-            "add",
-            "box",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            &sshd.port.to_string(),
-            "--user",
-            &crate::sshd::whoami(),
-            "--identity",
-            sshd.userkey().to_str().expect("utf-8"),
-        ],
-    );
+    add_box(&home, &sshd, &crate::sshd::whoami(), &[]);
     // The migration has not brought the project there yet.
     let out = cmd(&home, &["remote", "run", "box", "--project", "train"])
         .output()
@@ -424,22 +419,7 @@ fn a_port_there_is_forwarded_here_until_its_time_is_up() {
     use std::io::{Read, Write};
     let home = Home::new();
     let sshd = Sshd::start();
-    ok(
-        &home,
-        &[
-            "remote",
-            "add",
-            "box",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            &sshd.port.to_string(),
-            "--user",
-            &crate::sshd::whoami(),
-            "--identity",
-            sshd.userkey().to_str().expect("utf-8"),
-        ],
-    );
+    add_box(&home, &sshd, &crate::sshd::whoami(), &[]);
     // "TensorBoard" there: a listener that answers each connection with one line.
     let board = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
     let there = board.local_addr().expect("addr").port();
