@@ -208,10 +208,19 @@ pub fn batch_from_args(args: &[String]) -> Option<u32> {
 
 /// `pid` and all its descendants (Linux: from /proc/*/task/*/children).
 pub fn process_tree(pid: u32) -> Vec<u32> {
-    let mut out = vec![pid];
+    tree_above(pid, None)
+}
+
+/// `root` and its descendants, without those of `stop` (which is kept itself).
+fn tree_above(root: u32, stop: Option<u32>) -> Vec<u32> {
+    let mut out = vec![root];
     let mut i = 0;
     while i < out.len() {
         let p = out[i];
+        i += 1;
+        if Some(p) == stop {
+            continue;
+        }
         if let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) {
             for t in tasks.flatten() {
                 if let Ok(text) = std::fs::read_to_string(t.path().join("children")) {
@@ -222,11 +231,26 @@ pub fn process_tree(pid: u32) -> Vec<u32> {
                 }
             }
         }
-        i += 1;
     }
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// The resident bytes of `root`'s tree without the descendants of `trainer` (which is `root` or
+/// in its tree): what the training holds at an epoch's end when its DataLoader starts its
+/// workers again at every pass. Whether those workers are counted then is a matter of a few
+/// milliseconds (the last pass's are exiting, the next pass's forking with every page of their
+/// parent resident), so two workers' copy of torch would read as a leak. `None` once `root` is
+/// gone.
+pub fn tree_bytes_without_workers(root: u32, trainer: u32) -> Option<u64> {
+    let own = crate::sysmem::pid_rss(root)?;
+    let rest: u64 = tree_above(root, Some(trainer))
+        .into_iter()
+        .filter(|p| *p != root)
+        .filter_map(crate::sysmem::pid_rss)
+        .sum();
+    Some(own + rest)
 }
 
 pub use headroom_model::samples::MemoryReading;

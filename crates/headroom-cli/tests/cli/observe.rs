@@ -128,6 +128,20 @@ fn a_plain_dataloader_loop_is_observed_with_no_markers_and_json_stays_parseable(
             );
             assert!(e["samples_per_s"].as_f64().is_some_and(|s| s > 0.0), "{e}");
         }
+        // The loader starts its workers again at each pass: whether they were still (or
+        // already) there at an epoch's end must not move the epoch's footprint (two workers'
+        // copy of torch once read as a +115 % leak).
+        let prints: Vec<f64> = epochs
+            .iter()
+            .filter_map(|e| e["footprint_bytes"].as_f64())
+            .collect();
+        let (lo, hi) = prints
+            .iter()
+            .fold((f64::MAX, 0.0_f64), |(l, h), b| (l.min(*b), h.max(*b)));
+        assert!(
+            hi < lo * 1.2,
+            "footprints {prints:?} with {workers} workers"
+        );
         assert_eq!(v["verdict"]["kind"], "stable", "{}", v["verdict"]);
         // The ledger keeps the run with its observation.
         let id = v["run_id"].as_i64().expect("id").to_string();

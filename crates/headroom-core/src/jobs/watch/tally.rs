@@ -132,7 +132,7 @@ impl Tally {
             epoch: self.epochs.len() as u32 + 1,
             live_bytes: device.and_then(|m| m.allocated),
             cache_bytes: device.and_then(crate::instrument::DeviceMemory::cached),
-            footprint_bytes: reading.as_ref().map(|r| r.tree_bytes),
+            footprint_bytes: reading.as_ref().map(|r| self.epoch_footprint(r, cx.pid)),
             seconds,
             samples_per_s: (seconds > 0.0 && samples > self.samples_at_epoch)
                 .then(|| (samples - self.samples_at_epoch) / seconds),
@@ -226,7 +226,7 @@ impl Tally {
             epoch: n,
             live_bytes: None,
             cache_bytes: None,
-            footprint_bytes: reading.as_ref().map(|r| r.tree_bytes),
+            footprint_bytes: reading.as_ref().map(|r| self.epoch_footprint(r, cx.pid)),
             seconds: at - since.or(self.obs.observed.began_s).unwrap_or(0.0).min(at),
             samples_per_s: None,
             cache_before_bytes: None,
@@ -319,6 +319,23 @@ impl Tally {
     /// A memory reading of the tree under `root`. Its workers are the trainer's children:
     /// those of the process Headroom started, or — when the observer's trainer is another
     /// (a notebook's kernel under Jupyter) — that one's.
+    /// The footprint an epoch's end is judged by: the tree read now, less the trainer's
+    /// DataLoader workers when its loader starts them again each pass (present or not by a few
+    /// milliseconds; persistent workers stay in, since what they keep grows across epochs).
+    fn epoch_footprint(&self, r: &MemoryReading, root: u32) -> u64 {
+        let transient = self
+            .obs
+            .observed
+            .loader
+            .as_ref()
+            .is_some_and(|l| l.num_workers > 0 && !l.persistent_workers);
+        let trainer = self.obs.main_pid.or(self.obs.first_pid).unwrap_or(root);
+        transient
+            .then(|| crate::readings::tree_bytes_without_workers(root, trainer))
+            .flatten()
+            .unwrap_or(r.tree_bytes)
+    }
+
     pub(super) fn reading(
         &mut self,
         ledger: &Ledger,
