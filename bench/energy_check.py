@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""The tables of `bench/h200_energy_profile.sh`'s output folder: Headroom's NVML joules per
+sample against `nvidia-smi`'s power × time over the same steps, the conditions sampler's cost
+on a sweep's wall time, and what a profiler window costs a run.
+
+    python3 bench/energy_check.py OUT
+"""
+import json, statistics, sys
+from pathlib import Path
+
+out = Path(sys.argv[1])
+
+
+def power():
+    """(time, watts) from nvidia-smi, instant power where the driver gives it."""
+    rows = []
+    for line in (out / "power.txt").read_text().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        try:
+            t = float(parts[0])
+        except ValueError:
+            continue
+        for v in parts[1:]:
+            try:
+                rows.append((t, float(v)))
+                break
+            except ValueError:
+                continue
+    return rows
+
+
+def integrate(rows, a, b):
+    """Joules from a to b: the power samples inside, held until the next one (trapezoids)."""
+    inside = [(t, w) for t, w in rows if a <= t <= b]
+    before = [(t, w) for t, w in rows if t < a][-1:]
+    after = [(t, w) for t, w in rows if t > b][:1]
+    pts = before + inside + after
+    j = 0.0
+    for (t0, w0), (t1, w1) in zip(pts, pts[1:]):
+        lo, hi = max(t0, a), min(t1, b)
+        if hi > lo:
+            j += (w0 + w1) / 2 * (hi - lo)
+    return j
+
+
+def stamps(name):
+    rows = []
+    p = out / name
+    if p.exists():
+        for line in p.read_text().splitlines():
+            t, b, n = line.split()
+            rows.append((float(t), int(b), int(n)))
+    return rows
+
+
+def load(name):
+    text = (out / name).read_text()
+    return json.loads(text) if text.strip() else None
+
+
+P = power()
+print(f"nvidia-smi readings: {len(P)}; GPU: {(out / 'gpu.txt').read_text().strip()}")
+
+# 2. One run.
+run = load("run.json")
+st = stamps("run.stamps")
+if run and st:
+    c = run.get("conditions") or {}
+    # The run's own steps from its second on (the first carries the start-up).
+    a, b = st[1][0], st[-1][0]
+    samples = sum(n for _, _, n in st[2:])
+    smi_j = integrate(P, a, b)
+    hr_w = c["energy_j"] / c["seconds"] if c.get("energy_j") else None
+    sps = run.get("samples_per_s")
+    hr_jps = hr_w / sps if hr_w and sps else None
+    smi_jps = smi_j / samples
+    print("\n| `headroom run` (resnet50, batch 128, 30 s) | Headroom (NVML) | nvidia-smi power × time | ratio |")
+    print("|---|---:|---:|---:|")
+    print(f"| mean power, W | {hr_w:.1f} | {smi_j / (b - a):.1f} | {hr_w / (smi_j / (b - a)):.3f} |")
+    print(f"| joules per sample | {hr_jps:.4f} | {smi_jps:.4f} | {hr_jps / smi_jps:.3f} |")
+    print(f"(source: {c.get('energy_source')}; Headroom {sps:.1f} samples/s over {c['seconds']:.1f} s; "
+          f"the loop's own {samples} samples in {b - a:.1f} s = {samples / (b - a):.1f}/s)")
+
+# 3. The user-script sweep: each point against nvidia-smi over its last timed steps.
+us = load("usersweep.json")
+st = stamps("usersweep.stamps")
+if us and st:
+    points = us.get("sweep", us).get("points", [])
+    print("\n| user-script sweep point | timed steps | Headroom J/sample (NVML) | nvidia-smi J/sample | ratio |")
+    print("|---|---:|---:|---:|---:|")
+    for p in points:
+        if p.get("status") != "ok":
+            print(f"| {p['batch']} ({p.get('status')}) | | | | |")
+            continue
+        c = p.get("conditions") or {}
+        mine = [r for r in st if r[1] == p["batch"]]
+        n = p.get("timed_steps") or 0
+        # The start's last run of consecutive steps (a start begun ahead and stopped at a
+        # gate leaves no steps before its own).
+        if len(mine) <= n or not c.get("energy_j"):
+            print(f"| {p['batch']} | {n} | {c.get('energy_j')} | (too few stamps: {len(mine)}) | |")
+            continue
+        win = mine[-(n + 1):]
+        a, b = win[0][0], win[-1][0]
+        smi = integrate(P, a, b) / sum(r[2] for r in win[1:])
+        hr = c["energy_j"] / c["seconds"] / p["samples_per_s"]
+        print(f"| {p['batch']} | {n} | {hr:.4f} | {smi:.4f} | {hr / smi:.3f} |")
+
+# 4. The sampler's cost.
+walls = {}
+for line in (out / "sweep.walls").read_text().splitlines():
+    mode, i, s, e = line.split()
+    walls.setdefault(mode, []).append(float(e) - float(s))
+if walls:
+    print("\n| conditions | built-in sweep wall s (cnn, 64/256/1024, three runs) | median |")
+    print("|---|---|---:|")
+    for mode in ("on", "off"):
+        w = walls.get(mode, [])
+        print(f"| {mode} | {', '.join(f'{x:.2f}' for x in w)} | {statistics.median(w):.2f} |")
+    print(f"ratio of medians on/off: {statistics.median(walls['on']) / statistics.median(walls['off']):.4f}")
+    sw = load("sweep-on-1.json")
+    if sw:
+        pts = sw.get("points") or sw.get("sweep", {}).get("points", [])
+        for p in pts:
+            c = p.get("conditions") or {}
+            if c.get("energy_j") and p.get("samples_per_s"):
+                w = c["energy_j"] / c["seconds"]
+                print(f"  cnn batch {p['batch']}: {p['samples_per_s']:.0f} samples/s, {w:.0f} W, "
+                      f"{w / p['samples_per_s'] * 1000:.3f} mJ/sample, {p['samples_per_s'] / w:.0f} samples/J")
+
+# 5. The profiler window.
+walls = {}
+for line in (out / "profile.walls").read_text().splitlines():
+    mode, i, s, e = line.split()
+    walls.setdefault(mode, []).append(float(e) - float(s))
+if walls:
+    print("\n| resnet50, batch 128, 150 steps | wall s (two runs) |")
+    print("|---|---|")
+    for mode in ("plain", "window"):
+        print(f"| {mode} | {', '.join(f'{x:.2f}' for x in walls.get(mode, []))} |")
+    w = load("profile-window-1.json")
+    prof = (w or {}).get("observed", {}).get("profile") or {}
+    if prof:
+        print(f"window: {prof.get('iterations')} iterations after {prof.get('warmup')}, "
+              f"{prof.get('window_s', 0):.2f} s, writing {prof.get('write_s', 0):.2f} s, "
+              f"{prof.get('before_ms')} ms per iteration before; trace {prof.get('trace')}")
+        for op in prof.get("ops", [])[:8]:
+            print("  ", json.dumps(op)[:200])
