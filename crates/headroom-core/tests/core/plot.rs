@@ -399,3 +399,74 @@ fn a_long_legend_label_wraps_onto_a_second_line_then_is_cut_inside_the_width() {
         "the whole label would run past the edge"
     );
 }
+
+#[test]
+fn points_with_their_energy_add_samples_per_joule_on_a_scale_of_their_own() {
+    // Batch 4 draws 300 W at 3000 samples/s (10 samples/J); batch 16 draws 400 W at 3200
+    // (8 samples/J): the faster batch is the less efficient one.
+    let points: Vec<Point> = [(1, 900.0, 250.0), (4, 3000.0, 300.0), (16, 3200.0, 400.0)]
+        .iter()
+        .map(|&(b, s, watts)| {
+            let mut p = ok_point(b, s, u64::from(b) * (300 << 20));
+            p.conditions = Some(headroom_model::conditions::TimedConditions {
+                samples: 5,
+                seconds: 4.0,
+                energy_j: Some(watts * 4.0),
+                energy_source: Some("NVML energy counter".into()),
+                ..Default::default()
+            });
+            p
+        })
+        .collect();
+    let chart = |points: &[Point]| {
+        sweep_svg(&ChartSpec {
+            points,
+            summary: None,
+            budget_bytes: None,
+            width: 360,
+            height: 420,
+        })
+        .expect("svg")
+    };
+    let svg = chart(&points);
+    if let Ok(dir) = std::env::var("HEADROOM_PLOT_OUT") {
+        std::fs::write(std::path::Path::new(&dir).join("sweep_energy.svg"), &svg).expect("write");
+    }
+    assert!(
+        svg.contains("samples/J (green, dashed)"),
+        "the right axis is named"
+    );
+    let labels: Vec<&str> = svg
+        .split("data-label=\"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .collect();
+    assert!(
+        labels.contains(&"batch 4 · 3.0k samples/s · peak 1.2 GiB · 10.0 samples/J"),
+        "{labels:?}"
+    );
+    assert!(
+        labels
+            .iter()
+            .any(|l| l.starts_with("batch 16 ") && l.ends_with(" · 8.00 samples/J")),
+        "{labels:?}"
+    );
+    // A triangle per point with energy (plotters draws them as polygons).
+    assert_eq!(
+        svg.matches("<polygon").count(),
+        3,
+        "three samples/J markers"
+    );
+    // Without energy: no right axis, no markers.
+    let bare: Vec<Point> = points
+        .iter()
+        .cloned()
+        .map(|mut p| {
+            p.conditions = None;
+            p
+        })
+        .collect();
+    let svg = chart(&bare);
+    assert!(!svg.contains("samples/J"));
+    assert_eq!(svg.matches("<polygon").count(), 0);
+}

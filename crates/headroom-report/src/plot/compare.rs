@@ -143,13 +143,21 @@ pub fn overlay_svg(runs: &[Overlay<'_>], width: u32, height: u32) -> Result<Stri
             ),
         ];
         for (area, caption, y_desc, y_top, pick) in panels {
-            let mut chart = batch_panel(area, caption, (lo, hi), y_top * 1.15, y_desc, &|y| {
-                if y_top < 10.0 {
-                    format!("{y:.1}")
-                } else {
-                    human(*y)
-                }
-            })?;
+            let mut chart = batch_panel(
+                area,
+                caption,
+                (lo, hi),
+                y_top * 1.15,
+                y_desc,
+                &|y| {
+                    if y_top < 10.0 {
+                        format!("{y:.1}")
+                    } else {
+                        human(*y)
+                    }
+                },
+                None,
+            )?;
             for (i, r) in runs.iter().enumerate() {
                 let c = OVERLAY_COLOURS[i % OVERLAY_COLOURS.len()];
                 let pts: Vec<(f64, f64)> = r

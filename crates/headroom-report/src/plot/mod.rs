@@ -68,7 +68,8 @@ pub(super) fn human(v: f64) -> String {
 }
 
 /// One panel of a chart against batch size: its caption, grid, axis names and tick labels, styled
-/// alike in the sweep chart and the side-by-side one (ticks at the powers of two, at most 12).
+/// alike in the sweep chart and the side-by-side one (ticks at the powers of two, at most 12);
+/// `right_top` makes room for a second scale on the right, `0..right_top`.
 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 pub(super) fn batch_panel<'a, 'b>(
     area: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
@@ -77,6 +78,7 @@ pub(super) fn batch_panel<'a, 'b>(
     y_top: f64,
     y_desc: &str,
     y_fmt: &dyn Fn(&f64) -> String,
+    right_top: Option<f64>,
 ) -> Result<BatchChart<'a, 'b>, CoreError> {
     let label = ("sans-serif", 17).into_font().color(&INK);
     let small = ("sans-serif", 15).into_font().color(&INK);
@@ -84,13 +86,17 @@ pub(super) fn batch_panel<'a, 'b>(
     // every other, so the labels do not run into each other in a popover-wide chart.
     let span = (hi - lo).round() as usize + 1;
     let ticks = if span > 8 { span.div_ceil(2) } else { span };
-    let mut chart = ChartBuilder::on(area)
+    let chart = ChartBuilder::on(area)
         .margin(8)
         .caption(caption, label)
         .x_label_area_size(36)
         .y_label_area_size(58)
+        .right_y_label_area_size(if right_top.is_some() { 58 } else { 0 })
         .build_cartesian_2d(lo..hi, 0.0..y_top)
         .map_err(plot_err)?;
+    // The second scale (the caller draws its axis when it has one): made before the mesh, which
+    // then labels the left side only.
+    let mut chart = chart.set_secondary_coord(lo..hi, 0.0..right_top.unwrap_or(1.0));
     chart
         .configure_mesh()
         .light_line_style(WHITE)
@@ -108,9 +114,11 @@ pub(super) fn batch_panel<'a, 'b>(
     Ok(chart)
 }
 
-/// A chart of one panel over the log₂ batch axis (`lo..hi`) and `0..y_top`.
-pub(super) type BatchChart<'a, 'b> = ChartContext<
+/// A chart of one panel over the log₂ batch axis (`lo..hi`) and `0..y_top`, with a second scale
+/// on the right that only a panel with `right_top` labels.
+pub(super) type BatchChart<'a, 'b> = plotters::chart::DualCoordChartContext<
     'a,
     SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
     Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
 >;

@@ -7,6 +7,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use headroom_model::budget::format_bytes;
 use headroom_model::protocol::{Point, PointStatus, SweepSummary};
+use headroom_model::stats::sig3;
 use headroom_store::CoreError;
 
 use super::{
@@ -54,6 +55,19 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
             .filter_map(|p| Some((bx(p.batch), p.samples_per_s?)))
             .collect();
         let max_sps = ok.iter().map(|x| x.1).fold(0.0_f64, f64::max).max(1.0);
+        // Samples per joule where the points carry their energy, on a scale of its own at the
+        // right: the most efficient batch is not always the fastest.
+        let per_joule: Vec<(f64, f64)> = spec
+            .points
+            .iter()
+            .filter(|p| p.status == PointStatus::Ok)
+            .filter_map(|p| {
+                let j = p.joules_per_sample().filter(|j| *j > 0.0)?;
+                Some((bx(p.batch), 1.0 / j))
+            })
+            .collect();
+        let top_j = (!per_joule.is_empty())
+            .then(|| per_joule.iter().map(|x| x.1).fold(0.0_f64, f64::max) * 1.15);
         let mut chart = batch_panel(
             &top,
             "throughput",
@@ -61,6 +75,7 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
             max_sps * 1.15,
             "samples/s",
             &|y| human(*y),
+            top_j,
         )?;
         chart
             .draw_series(LineSeries::new(ok.iter().copied(), BLUE.stroke_width(2)))
@@ -172,6 +187,39 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
                 .map_err(plot_err)?;
         }
 
+        if let Some(top_j) = top_j {
+            chart
+                .configure_secondary_axes()
+                .y_desc("samples/J (green, dashed)")
+                .y_labels(6)
+                .y_label_formatter(&|y| {
+                    if top_j < 10.0 {
+                        format!("{y:.2}")
+                    } else {
+                        human(*y)
+                    }
+                })
+                .label_style(small.clone().color(&GREEN_MARK))
+                .axis_desc_style(small.clone().color(&GREEN_MARK))
+                .draw()
+                .map_err(plot_err)?;
+            chart
+                .draw_secondary_series(DashedLineSeries::new(
+                    per_joule.iter().copied(),
+                    6,
+                    4,
+                    GREEN_MARK.stroke_width(2).into(),
+                ))
+                .map_err(plot_err)?;
+            chart
+                .draw_secondary_series(
+                    per_joule
+                        .iter()
+                        .map(|&(x, y)| TriangleMarker::new((x, y), 4, GREEN_MARK.filled())),
+                )
+                .map_err(plot_err)?;
+        }
+
         // Memory.
         let peaks: Vec<(f64, u64)> = spec
             .points
@@ -193,13 +241,21 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
             .unwrap_or(1 << 30);
         let (unit, unit_name) = memory_unit(max_bytes);
         let y_max = max_bytes as f64 / unit * 1.15;
-        let mut chart = batch_panel(&bottom, "peak memory", (lo, hi), y_max, unit_name, &|y| {
-            if unit_name == "MiB" {
-                format!("{y:.0}")
-            } else {
-                format!("{y:.1}")
-            }
-        })?;
+        let mut chart = batch_panel(
+            &bottom,
+            "peak memory",
+            (lo, hi),
+            y_max,
+            unit_name,
+            &|y| {
+                if unit_name == "MiB" {
+                    format!("{y:.0}")
+                } else {
+                    format!("{y:.1}")
+                }
+            },
+            top_j,
+        )?;
         if let Some(b) = spec.budget_bytes.filter(|_| !budget_on_scale) {
             chart
                 .draw_series(std::iter::once(Text::new(
@@ -299,6 +355,9 @@ fn hover_label(p: &Point) -> String {
         }
         if let Some(b) = p.peak_bytes {
             parts.push(format!("peak {}", format_bytes(b)));
+        }
+        if let Some(j) = p.joules_per_sample().filter(|j| *j > 0.0) {
+            parts.push(format!("{} samples/J", sig3(1.0 / j)));
         }
     } else {
         parts.push(p.status.as_str().replace('_', " "));
