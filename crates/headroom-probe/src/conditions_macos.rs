@@ -12,6 +12,8 @@ use std::ffi::c_void;
 
 use headroom_model::conditions::{ConditionSample, PowerSourceDescription, ThermalState};
 
+use crate::gpu_busy::AcceleratorReading;
+
 /// `IOPSGetTimeRemainingEstimate`'s value on mains power (`kIOPSTimeRemainingUnlimited`).
 const TIME_REMAINING_UNLIMITED: f64 = -2.0;
 
@@ -25,6 +27,23 @@ unsafe extern "C" {
     fn IOPSCopyPowerSourcesList(blob: *const c_void) -> *const c_void;
     /// One source's description (a CFDictionaryRef owned by the snapshot).
     fn IOPSGetPowerSourceDescription(blob: *const c_void, ps: *const c_void) -> *const c_void;
+    /// A matching dictionary for the registry's class `name` (consumed by the lookup).
+    fn IOServiceMatching(name: *const std::ffi::c_char) -> *const c_void;
+    /// The registry entries that match, as an iterator (`main_port` 0: the default port).
+    fn IOServiceGetMatchingServices(
+        main_port: u32,
+        matching: *const c_void,
+        existing: *mut u32,
+    ) -> i32;
+    fn IOIteratorNext(iterator: u32) -> u32;
+    /// An entry's properties as a CFDictionary the caller releases.
+    fn IORegistryEntryCreateCFProperties(
+        entry: u32,
+        properties: *mut *const c_void,
+        allocator: *const c_void,
+        options: u32,
+    ) -> i32;
+    fn IOObjectRelease(object: u32) -> i32;
 }
 
 #[link(name = "CoreFoundation", kind = "framework")]
@@ -34,6 +53,7 @@ unsafe extern "C" {
     fn CFArrayGetCount(array: *const c_void) -> isize;
     fn CFArrayGetValueAtIndex(array: *const c_void, index: isize) -> *const c_void;
     fn CFDictionaryGetValue(dict: *const c_void, key: *const c_void) -> *const c_void;
+    fn CFDictionaryGetTypeID() -> usize;
     fn CFNumberGetTypeID() -> usize;
     fn CFNumberGetValue(number: *const c_void, kind: isize, out: *mut c_void) -> bool;
     fn CFBooleanGetTypeID() -> usize;
@@ -150,6 +170,59 @@ pub fn power_sources() -> Vec<PowerSourceDescription> {
         CFRelease(blob);
     }
     out
+}
+
+/// The Apple GPU's utilisation and last submitter, from the first `IOAccelerator` entry of
+/// the IORegistry that has them: its `PerformanceStatistics` "Device Utilization %" and its
+/// `AGCInfo` `fLastSubmissionPID` (what `ioreg -c IOAccelerator` prints, read without starting
+/// it). `None` where no entry has them.
+pub fn accelerator() -> Option<AcceleratorReading> {
+    let class = std::ffi::CString::new("IOAccelerator").ok()?;
+    // SAFETY: IOKit's documented registry calls. The matching dictionary is consumed by the
+    // lookup; every entry, the iterator and each properties dictionary are released here;
+    // nested dictionaries are owned by their parent and read before it is released.
+    unsafe {
+        let matching = IOServiceMatching(class.as_ptr());
+        if matching.is_null() {
+            return None;
+        }
+        let mut iter: u32 = 0;
+        if IOServiceGetMatchingServices(0, matching, &raw mut iter) != 0 || iter == 0 {
+            return None;
+        }
+        let mut found = None;
+        loop {
+            let entry = IOIteratorNext(iter);
+            if entry == 0 {
+                break;
+            }
+            let mut props: *const c_void = std::ptr::null();
+            if found.is_none()
+                && IORegistryEntryCreateCFProperties(entry, &raw mut props, std::ptr::null(), 0)
+                    == 0
+                && !props.is_null()
+            {
+                let d = Described(props);
+                let nested = |key: &str| {
+                    let v = d.value(key);
+                    (!v.is_null() && CFGetTypeID(v) == CFDictionaryGetTypeID())
+                        .then_some(Described(v))
+                };
+                let reading = AcceleratorReading {
+                    utilization_pct: nested("PerformanceStatistics")
+                        .and_then(|p| p.number("Device Utilization %")),
+                    last_submitter: nested("AGCInfo").and_then(|a| a.number("fLastSubmissionPID")),
+                };
+                if reading.utilization_pct.is_some() {
+                    found = Some(reading);
+                }
+                CFRelease(props);
+            }
+            IOObjectRelease(entry);
+        }
+        IOObjectRelease(iter);
+        found
+    }
 }
 
 /// On mains power, from IOKit's estimate of the time left (unlimited on mains).

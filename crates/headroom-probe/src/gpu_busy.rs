@@ -1,12 +1,16 @@
-//! How busy the accelerator is while a point runs: NVIDIA through `nvidia-smi`'s NVML query in
-//! loop mode (one long-lived child per worker), Apple GPUs through the IOAccelerator's
-//! "Device Utilization %" that `ioreg` prints without sudo. Parsers are pure; the samplers only
-//! start the tools and average what they print.
+//! How busy the accelerator is while a point runs, read on a thread of its own every
+//! [`INTERVAL`]: NVIDIA GPUs through NVML (`nvml-wrapper`: the utilisation NVML keeps per
+//! device), Apple GPUs through the IOAccelerator's registry properties ("Device Utilization %"
+//! and the last submitter's pid, the figures `ioreg` prints), read with IOKit's registry calls,
+//! no process started. The arithmetic is pure; the readers are a thin layer. The `ioreg` and
+//! `nvidia-smi` text parsers stay for the captured fixtures and the fuzzing.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How often the sampler reads.
+pub const INTERVAL: Duration = Duration::from_millis(200);
 
 /// One line of `nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits`:
 /// `0, 37` → (GPU 0, 0.37).
@@ -59,17 +63,63 @@ struct Acc {
     submitters: Vec<u32>,
 }
 
-/// Averages utilisation readings from a background tool until dropped.
+/// The mean share of several GPUs' utilisation percentages (NVML's 0–100), `None` when none
+/// was read or one is out of range.
+pub fn mean_share(percents: &[u32]) -> Option<f64> {
+    if percents.is_empty() || percents.iter().any(|p| *p > 100) {
+        return None;
+    }
+    let sum: u32 = percents.iter().sum();
+    #[allow(clippy::cast_precision_loss)]
+    Some(f64::from(sum) / 100.0 / percents.len() as f64)
+}
+
+/// What one reading of the Apple GPU's registry entry gave.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct AcceleratorReading {
+    /// "Device Utilization %" (0–100).
+    pub utilization_pct: Option<i64>,
+    /// `AGCInfo`'s `fLastSubmissionPID`.
+    pub last_submitter: Option<i64>,
+}
+
+impl AcceleratorReading {
+    /// The same figures from `ioreg -r -d 1 -w 0 -c IOAccelerator`'s text (the captured
+    /// fixtures the registry reader is checked against).
+    pub fn from_ioreg_text(text: &str) -> Self {
+        let number = |key| ioreg_number(text, key).and_then(|n| i64::try_from(n).ok());
+        Self {
+            utilization_pct: number("Device Utilization %"),
+            last_submitter: number("fLastSubmissionPID"),
+        }
+    }
+
+    /// The utilisation as a share (0–1), where it is in range.
+    pub fn share(&self) -> Option<f64> {
+        #[allow(clippy::cast_precision_loss)]
+        self.utilization_pct
+            .filter(|p| (0..=100).contains(p))
+            .map(|p| p as f64 / 100.0)
+    }
+
+    /// The last submitter, where it names a process.
+    pub fn submitter(&self) -> Option<u32> {
+        self.last_submitter
+            .and_then(|p| u32::try_from(p).ok())
+            .filter(|p| *p > 0)
+    }
+}
+
+/// Averages utilisation readings from a background thread until dropped.
 #[derive(Debug)]
 pub struct BusySampler {
     acc: Arc<Mutex<Acc>>,
     stop: Arc<AtomicBool>,
-    child: Option<Child>,
 }
 
 impl BusySampler {
     /// A sampler for torch device `device` (`cuda:0`, `mps`), or `None` where nothing can be
-    /// sampled (the CPU, no `nvidia-smi`, another OS).
+    /// sampled (the CPU, no NVML, another OS).
     pub fn for_device(device: &str) -> Option<Self> {
         if device.starts_with("cuda") {
             let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
@@ -78,17 +128,17 @@ impl BusySampler {
         }
         #[cfg(target_os = "macos")]
         if device == "mps" {
-            return Some(Self::ioreg());
+            return Some(Self::apple());
         }
         None
     }
 
     /// A sampler for whatever GPU this machine has, for a process Headroom does not place:
-    /// the Apple GPU on macOS, every NVIDIA GPU (averaged) where `nvidia-smi` runs.
+    /// the Apple GPU on macOS, every NVIDIA GPU (averaged) where NVML loads.
     pub fn system() -> Option<Self> {
         #[cfg(target_os = "macos")]
         {
-            Some(Self::ioreg())
+            Some(Self::apple())
         }
         #[cfg(not(target_os = "macos"))]
         {
@@ -96,11 +146,10 @@ impl BusySampler {
         }
     }
 
-    fn empty(child: Option<Child>) -> Self {
+    fn empty() -> Self {
         Self {
             acc: Arc::new(Mutex::new(Acc::default())),
             stop: Arc::new(AtomicBool::new(false)),
-            child,
         }
     }
 
@@ -111,58 +160,71 @@ impl BusySampler {
         }
     }
 
-    fn nvidia(index: Option<u32>) -> Option<Self> {
-        let mut cmd = Command::new("nvidia-smi");
-        cmd.args([
-            "--query-gpu=index,utilization.gpu",
-            "--format=csv,noheader,nounits",
-            "-lms",
-            "200",
-        ]);
-        if let Some(i) = index {
-            cmd.args(["-i", &i.to_string()]);
+    /// Reads with `read` every [`INTERVAL`] on a thread of its own until dropped; `read` adds
+    /// what it got.
+    fn every_interval(self, mut read: impl FnMut(&Mutex<Acc>) + Send + 'static) -> Self {
+        let (acc, stop) = (Arc::clone(&self.acc), Arc::clone(&self.stop));
+        let spawned = std::thread::Builder::new()
+            .name("headroom-gpu-busy".into())
+            .spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    read(&acc);
+                    std::thread::sleep(INTERVAL);
+                }
+            });
+        if spawned.is_err() {
+            self.stop.store(true, Ordering::SeqCst);
         }
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let out = child.stdout.take()?;
-        let s = Self::empty(Some(child));
-        let acc = Arc::clone(&s.acc);
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if let Some((_, v)) = parse_nvidia_smi_utilization(&line) {
-                    Self::add(&acc, v);
+        self
+    }
+
+    #[cfg(not(target_os = "macos"))]
+    fn nvidia(index: Option<u32>) -> Option<Self> {
+        let nvml = nvml_wrapper::Nvml::init().ok()?;
+        let count = nvml.device_count().ok()?;
+        let indices: Vec<u32> = match index {
+            Some(i) if i < count => vec![i],
+            Some(_) => return None,
+            None => (0..count).collect(),
+        };
+        if indices.is_empty() {
+            return None;
+        }
+        Some(Self::empty().every_interval(move |acc| {
+            let read: Vec<u32> = indices
+                .iter()
+                .filter_map(|i| nvml.device_by_index(*i).ok()?.utilization_rates().ok())
+                .map(|u| u.gpu)
+                .collect();
+            if read.len() == indices.len() {
+                if let Some(v) = mean_share(&read) {
+                    Self::add(acc, v);
                 }
             }
-        });
-        Some(s)
+        }))
     }
 
     #[cfg(target_os = "macos")]
-    fn ioreg() -> Self {
-        let s = Self::empty(None);
-        let (acc, stop) = (Arc::clone(&s.acc), Arc::clone(&s.stop));
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::SeqCst) {
-                let text = crate::child::tool_stdout(
-                    "/usr/sbin/ioreg",
-                    &["-r", "-d", "1", "-w", "0", "-c", "IOAccelerator"],
-                );
-                if let Some(v) = text.as_deref().and_then(parse_ioreg_device_utilization) {
-                    Self::add(&acc, v);
-                }
-                if let Some(pid) = text.as_deref().and_then(parse_agc_last_submission_pid) {
-                    if let Ok(mut a) = acc.lock() {
-                        a.submitters.push(pid);
-                    }
-                }
-                std::thread::sleep(std::time::Duration::from_millis(250));
+    #[allow(clippy::unnecessary_wraps)]
+    fn nvidia(_index: Option<u32>) -> Option<Self> {
+        None
+    }
+
+    #[cfg(target_os = "macos")]
+    fn apple() -> Self {
+        Self::empty().every_interval(|acc| {
+            let Some(r) = crate::conditions_macos::accelerator() else {
+                return;
+            };
+            if let Some(v) = r.share() {
+                Self::add(acc, v);
             }
-        });
-        s
+            if let Some(pid) = r.submitter() {
+                if let Ok(mut a) = acc.lock() {
+                    a.submitters.push(pid);
+                }
+            }
+        })
     }
 
     /// Starts a new averaging window.
@@ -191,10 +253,6 @@ impl BusySampler {
 impl Drop for BusySampler {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        if let Some(c) = self.child.as_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
     }
 }
 
@@ -216,6 +274,9 @@ mod tests {
             "../../headroom-core/tests/fixtures/macos/ioreg_IOAccelerator_m1pro_monterey.txt"
         );
         assert_eq!(parse_ioreg_device_utilization(text), Some(0.02));
+        // The keys the registry reader looks up, in a real M1 Pro's registry.
+        let r = AcceleratorReading::from_ioreg_text(text);
+        assert_eq!((r.share(), r.submitter()), (Some(0.02), Some(390)));
         assert_eq!(
             parse_ioreg_device_utilization("\"Renderer Utilization %\"=5"),
             None
@@ -253,6 +314,35 @@ mod tests {
         assert_eq!(nvidia_index("cuda:1", Some("4,6")), Some(6));
         assert_eq!(nvidia_index("cuda:2", Some("4,6")), None);
         assert_eq!(nvidia_index("mps", None), None);
+    }
+
+    #[test]
+    fn percentages_of_several_gpus_are_averaged_as_a_share() {
+        assert_eq!(mean_share(&[37]), Some(0.37));
+        assert_eq!(mean_share(&[100, 50]), Some(0.75));
+        assert_eq!(mean_share(&[]), None);
+        assert_eq!(mean_share(&[40, 180]), None, "out of range: not a reading");
+        let r = AcceleratorReading {
+            utilization_pct: Some(2),
+            last_submitter: Some(390),
+        };
+        assert_eq!((r.share(), r.submitter()), (Some(0.02), Some(390)));
+        let odd = AcceleratorReading {
+            utilization_pct: Some(250),
+            last_submitter: Some(0),
+        };
+        assert_eq!((odd.share(), odd.submitter()), (None, None));
+    }
+
+    #[test]
+    fn no_nvml_here_means_no_sampler_and_no_process_started() {
+        // This machine has no NVIDIA driver: NVML does not load, and nothing is spawned in its
+        // place (the sampler used to start `nvidia-smi`).
+        if std::path::Path::new("/proc/driver/nvidia").exists() {
+            return;
+        }
+        assert!(BusySampler::for_device("cuda:0").is_none());
+        assert!(BusySampler::system().is_none());
     }
 
     #[test]

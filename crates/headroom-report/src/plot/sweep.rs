@@ -208,7 +208,7 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
                     per_joule.iter().copied(),
                     6,
                     4,
-                    GREEN_MARK.stroke_width(2).into(),
+                    GREEN_MARK.stroke_width(2),
                 ))
                 .map_err(plot_err)?;
             chart
