@@ -41,15 +41,15 @@ pub fn continue_on_remote<R: tauri::Runtime>(app: &tauri::AppHandle<R>) {
             ContinueOn::NotYet { host, why } => return open_wizard(&format!("{host}: {why}")),
             ContinueOn::Nowhere => return open_wizard("no host has the project yet"),
         };
-        let started = headroom_core::jobs::remote_runs::start_project(
+        let ledger = headroom_core::jobs::open_ledger().ok();
+        let started = headroom_core::jobs::remote_runs::continue_project(
             &p,
             &project,
-            None,
-            None,
+            ledger.as_ref(),
             crate::remote::RUNS_TIMEOUT,
         );
         match started {
-            Ok(s) => {
+            Ok((s, batch)) => {
                 let run = headroom_core::jobs::remote_runs::just_started(&s.meta);
                 let row = crate::remote::mirrored(&p.name, std::slice::from_ref(&run))
                     .first()
@@ -59,9 +59,10 @@ pub fn continue_on_remote<R: tauri::Runtime>(app: &tauri::AppHandle<R>) {
                     crate::notify::Kind::Verdict,
                     &format!("Headroom: {project} continues on {}", p.name),
                     &format!(
-                        "`{}` runs there on {}, detached: it goes on if this Mac sleeps (run {}{})",
+                        "`{}` runs there on {}{}, detached: it goes on if this Mac sleeps (run {}{})",
                         s.argv.join(" "),
                         s.device,
+                        batch.map_or_else(String::new, |b| format!(" at {b}")),
                         s.meta.id,
                         row.map_or_else(String::new, |r| format!(", run {r} here"))
                     ),

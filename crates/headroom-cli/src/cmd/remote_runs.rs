@@ -48,22 +48,14 @@ pub fn start(
         .map(headroom_model::protocol::Release::parse)
         .transpose()?;
     let p = profile(name)?;
-    let started = match runs::start_project(&p, project, batch, release, timeout) {
-        Err(e) if e.to_string().contains("takes {batch}") => {
-            let hint = super::open_ledger()
-                .ok()
-                .and_then(|l| {
-                    headroom_core::evidence::project_batch(&l, project)
-                        .ok()
-                        .flatten()
-                })
-                .map_or_else(String::new, |(b, run)| {
-                    format!(" (sweep {run} here chose {b})")
-                });
-            bail!("the project's command takes {{batch}}: give --batch N{hint}");
-        }
-        other => other?,
-    };
+    // No batch for a command that takes one: the batch its sweep there recommended (else the
+    // sweep's here), said on stderr.
+    let ledger = super::open_ledger().ok();
+    let (batch, why) = runs::batch_for(name, project, batch, ledger.as_ref())?;
+    if let Some(why) = why {
+        eprintln!("headroom: {why}");
+    }
+    let started = runs::start_project(&p, project, batch, release, timeout)?;
     let meta = &started.meta;
     let row = mirror(name, &[runs::just_started(meta)])[0];
     if json {

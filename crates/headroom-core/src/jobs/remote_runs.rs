@@ -135,6 +135,42 @@ pub fn just_started(meta: &DetachedMeta) -> DetachedRun {
     }
 }
 
+/// The batch a run of `project` on `host` trains at: the one `given`; else, for a command that
+/// takes `{batch}`, the batch its migration there chooses
+/// ([`crate::jobs::migrate::Migration::continue_batch`]), with where it came from; `None` for a
+/// command that sets its own.
+pub fn batch_for(
+    host: &str,
+    project: &str,
+    given: Option<u32>,
+    ledger: Option<&crate::ledger::Ledger>,
+) -> Result<(Option<u32>, Option<String>), CoreError> {
+    if given.is_some() || !crate::project::get(project)?.has("batch") {
+        return Ok((given, None));
+    }
+    let m = crate::jobs::migrate::Migration::load_or_new(host, project, None)?;
+    // A host the project has not reached yet says so first.
+    m.gate(crate::jobs::migrate::Step::Training)?;
+    let (b, why) = ledger.and_then(|l| m.continue_batch(l)).ok_or_else(|| {
+        CoreError::InvalidInput(format!(
+            "the project's command takes {{batch}} and no sweep of it chose one: give the batch, or sweep it there (`headroom remote migrate {host} --project {project} --step training`) or here"
+        ))
+    })?;
+    Ok((Some(b), Some(format!("batch {b}, {why}"))))
+}
+
+/// "Continue on the remote host": the project started on `p`, detached, at the batch
+/// [`batch_for`] chooses; with that batch and where it came from, for the notification.
+pub fn continue_project(
+    p: &HostProfile,
+    project: &str,
+    ledger: Option<&crate::ledger::Ledger>,
+    timeout: Duration,
+) -> Result<(Started, Option<String>), CoreError> {
+    let (batch, why) = batch_for(&p.name, project, None, ledger)?;
+    Ok((start_project(p, project, batch, None, timeout)?, why))
+}
+
 /// Where "Continue on the remote host" goes for a project: the first host (in `hosts`' order)
 /// whose migration of it (`migration` finds it) passed every step a detached run needs, else
 /// the host whose migration got furthest with why it is not ready (the wizard opens there at

@@ -243,6 +243,36 @@ impl Migration {
     }
 }
 
+impl Migration {
+    /// The batch its training continues at on the host, and where that batch came from: the
+    /// batch the training step's sweep there recommended; else the newest recommendation of a
+    /// sweep of the project here (the host may hold less); `None` when neither exists.
+    pub fn continue_batch(&self, ledger: &crate::ledger::Ledger) -> Option<(u32, String)> {
+        let recommended = |id: i64| {
+            ledger
+                .get_run(id)
+                .ok()
+                .and_then(|(r, _)| r.summary?.recommended_batch)
+        };
+        if let Some(step) = self.steps.get(&Step::Training).filter(|s| s.passed) {
+            if let Some((id, b)) = step
+                .runs
+                .iter()
+                .find_map(|id| recommended(*id).map(|b| (*id, b)))
+            {
+                return Some((
+                    b,
+                    format!("recommended by the sweep on {} (run {id})", self.host),
+                ));
+            }
+        }
+        crate::evidence::project_batch(ledger, &self.project)
+            .ok()
+            .flatten()
+            .map(|(b, id)| (b, format!("recommended by the sweep here (run {id})")))
+    }
+}
+
 /// Where a project goes when no folder is given: `headroom-projects/<project>` under the login
 /// folder.
 pub fn default_remote_dir(project: &str) -> String {

@@ -223,3 +223,55 @@ fn steps_run_in_order_and_each_waits_for_the_ones_before() {
         .to_string()
         .contains("host, key, check"));
 }
+
+#[test]
+fn training_continues_at_the_batch_the_sweep_there_recommended() {
+    use crate::ledger::{Ledger, NewRun, RunKind, RunStatus};
+    let dir = tempfile::tempdir().expect("tmp");
+    let ledger = Ledger::open(&dir.path().join("l.sqlite3")).expect("ledger");
+    // The training step's sweep there, recorded here under the host's name.
+    let id = ledger
+        .begin_run(&NewRun {
+            kind: RunKind::Sweep,
+            host: "box".into(),
+            device: "mps".into(),
+            device_name: "Apple M2".into(),
+            workload: "python3 train.py --batch-size {batch}".into(),
+            dtype: None,
+            mode: None,
+            libtorch: "2.11.0".into(),
+            git_commit: None,
+            git_dirty: None,
+            budget_bytes: Some(8 << 30),
+            fallback: None,
+            request_json: r#"{"project":"train"}"#.into(),
+            owner_pid: None,
+        })
+        .expect("run");
+    let mut point = crate::protocol::Point::failed(96, crate::protocol::PointStatus::Ok, "");
+    point.message = None;
+    point.samples_per_s = Some(800.0);
+    point.peak_bytes = Some(2 << 30);
+    let summary = headroom_model::summary::summarize(
+        &[point],
+        headroom_model::planner::Limit::MaxBatch,
+        8 << 30,
+    );
+    assert_eq!(summary.recommended_batch, Some(96));
+    ledger
+        .finish_run(id, RunStatus::Complete, Some(&summary), None)
+        .expect("finish");
+    let mut m = Migration::new("box", "train", None);
+    // No training step yet, and no sweep of the project here: nothing to continue at.
+    assert_eq!(m.continue_batch(&ledger), None);
+    let mut training = passed(Step::Training);
+    training.runs = vec![id];
+    m.steps.insert(Step::Training, training.clone());
+    let (batch, why) = m.continue_batch(&ledger).expect("a batch");
+    assert_eq!(batch, 96);
+    assert_eq!(why, format!("recommended by the sweep on box (run {id})"));
+    // A training step that failed does not choose.
+    training.passed = false;
+    m.steps.insert(Step::Training, training);
+    assert_eq!(m.continue_batch(&ledger), None);
+}
