@@ -126,7 +126,8 @@ if walls:
             if c.get("energy_j") and p.get("samples_per_s"):
                 w = c["energy_j"] / c["seconds"]
                 print(f"  cnn batch {p['batch']}: {p['samples_per_s']:.0f} samples/s, {w:.0f} W, "
-                      f"{w / p['samples_per_s'] * 1000:.3f} mJ/sample, {p['samples_per_s'] / w:.0f} samples/J")
+                      f"{w / p['samples_per_s'] * 1000:.3f} mJ/sample, {p['samples_per_s'] / w:.0f} samples/J, "
+                      f"GPU busy {p.get('gpu_busy')} (NVML)")
 
 # 5. The profiler window.
 walls = {}
