@@ -106,11 +106,8 @@ fn shortcut_plugin<R: Runtime>(app: &AppHandle<R>, state: &DesktopState) -> Resu
 
 /// Shows the popover, or hides it when it is showing (the tray icon's click and the shortcut).
 pub fn toggle_popover<R: Runtime>(app: &AppHandle<R>) {
-    let Some(w) = app.get_webview_window(crate::POPOVER) else {
-        return;
-    };
-    if w.is_visible().unwrap_or(false) {
-        let _ = w.hide();
+    if crate::popover::showing(app) {
+        crate::popover::hide(app);
     } else {
         crate::show_popover(app);
     }

@@ -17,14 +17,13 @@ pub fn listen<R: Runtime>(app: &AppHandle<R>) {
 /// popover opens on the Remote panel, whose wizard shows the first step missing.
 pub fn continue_on_remote<R: tauri::Runtime>(app: &tauri::AppHandle<R>) {
     use headroom_core::jobs::remote_runs::ContinueOn;
-    use tauri::{Emitter, Manager};
+    use tauri::Manager;
     let app = app.clone();
     std::thread::spawn(move || {
         let project = app.state::<crate::overview::OverviewSlot>().project();
         let open_wizard = |why: &str| {
             eprintln!("headroom-app: continue on the remote host: {why}");
-            crate::show_popover(&app);
-            let _ = app.emit(crate::NAVIGATE_EVENT, "remote");
+            crate::show_popover_on(&app, "remote");
         };
         let Some(project) = project else {
             return open_wizard("no project chosen");

@@ -21,6 +21,7 @@ mod ledger;
 mod memory;
 mod notify;
 mod overview;
+mod popover;
 mod projects;
 mod remote;
 mod settings;
@@ -41,14 +42,29 @@ pub const NAVIGATE_EVENT: &str = "headroom://navigate";
 /// Shows the popover and gives it the focus, under the tray icon where the icon has said where
 /// it is.
 pub fn show_popover<R: Runtime>(app: &AppHandle<R>) {
-    let Some(w) = app.get_webview_window(POPOVER) else {
+    let Some(w) = popover::window(app, None) else {
         return;
     };
+    popover::shown(app);
     desktop::place(&w);
     let _ = w.show();
     let _ = w.set_focus();
     // The overview loop sends nothing to a hidden popover: it gets the latest on showing.
     overview::send_latest(app);
+}
+
+/// Shows the popover on `panel` (`readiness`, `sweep`, `remote`): a popover made now opens
+/// there, one that was kept is told to go there.
+pub fn show_popover_on<R: Runtime>(app: &AppHandle<R>, panel: &str) {
+    use tauri::Emitter;
+    let kept = app.get_webview_window(POPOVER).is_some();
+    if !kept && popover::window(app, Some(panel)).is_none() {
+        return;
+    }
+    show_popover(app);
+    if kept {
+        let _ = app.emit(NAVIGATE_EVENT, panel);
+    }
 }
 
 fn main() {
@@ -67,6 +83,7 @@ fn main() {
         .manage(overview::OverviewSlot::default())
         .manage(remote::VncSlot::default())
         .manage(desktop::DesktopState::default())
+        .manage(popover::Hides::default())
         .plugin(tauri_plugin_notification::init())
         .invoke_handler(contract::handler())
         .setup(move |app| {
@@ -92,15 +109,28 @@ fn main() {
             Ok(())
         })
         .on_window_event(|window, event| {
-            // Closing the popover hides it; a running sweep goes on and the tray shows it.
+            // Closing the popover hides it (its webview goes a minute later); a running sweep
+            // goes on and the tray shows it.
             if let WindowEvent::CloseRequested { api, .. } = event {
                 api.prevent_close();
-                let _ = window.hide();
+                popover::hide(window.app_handle());
             }
         })
-        .run(tauri::generate_context!());
-    if let Err(e) = result {
-        eprintln!("headroom-app: {e}");
-        std::process::exit(1);
-    }
+        .build(tauri::generate_context!());
+    let app = match result {
+        Ok(app) => app,
+        Err(e) => {
+            eprintln!("headroom-app: {e}");
+            std::process::exit(1);
+        }
+    };
+    app.run(|_, event| {
+        // The popover's window dropped is not the app's end: the tray stays (Quit ends it).
+        if let tauri::RunEvent::ExitRequested {
+            code: None, api, ..
+        } = event
+        {
+            api.prevent_exit();
+        }
+    });
 }

@@ -81,8 +81,7 @@ pub fn init<R: Runtime>(app: &AppHandle<R>) {
             "headroom-app: notification action {:?} on {id:?}: opening {panel}",
             performed.action_id()
         );
-        crate::show_popover(&handle);
-        let _ = handle.emit(crate::NAVIGATE_EVENT, panel);
+        crate::show_popover_on(&handle, panel);
     });
 }
 

@@ -299,8 +299,7 @@ pub fn build<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
         .on_menu_event(|app, event| match event.id.as_ref() {
             "quit" => app.exit(0),
             "readiness" | "sweep" | "about" => {
-                crate::show_popover(app);
-                let _ = app.emit(crate::NAVIGATE_EVENT, event.id.as_ref());
+                crate::show_popover_on(app, event.id.as_ref());
             }
             _ => crate::show_popover(app),
         })

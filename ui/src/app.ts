@@ -105,9 +105,6 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
     if (tab === "about") void about.load();
     if (tab === "settings") void settings.load();
   }
-  backend.onNavigate((p) => {
-    if ((TABS as string[]).includes(p)) show(p as Tab);
-  });
   document.addEventListener("visibilitychange", () => {
     if (document.visibilityState === "visible") show(current);
   });
@@ -116,5 +113,9 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
   void readiness.load(false);
   checkedAt = Date.now();
   show("overview");
+  // After the Overview: a popover made to open on a panel goes there at once.
+  backend.onNavigate((p) => {
+    if ((TABS as string[]).includes(p)) show(p as Tab);
+  });
   return { show };
 }

@@ -1922,3 +1922,92 @@ fn every_tab_light_and_dark_in_the_real_window() {
         drop(driver);
     }
 }
+
+/// The WebKit processes under the app now (the app's descendants named `WebKitWebProces…`).
+fn web_processes(app: u32) -> usize {
+    let mut seen = vec![app];
+    let mut i = 0;
+    while i < seen.len() {
+        let p = seen[i];
+        i += 1;
+        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) {
+            for t in tasks.flatten() {
+                let kids = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+                seen.extend(
+                    kids.split_whitespace()
+                        .filter_map(|c| c.parse::<u32>().ok()),
+                );
+            }
+        }
+    }
+    seen.iter()
+        .skip(1)
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm"))
+                .is_ok_and(|c| c.starts_with("WebKitWebProces"))
+        })
+        .count()
+}
+
+/// A closed popover holds no web page: once it has stayed hidden for its keep time (3 s here, a
+/// minute by default) its window and WebKit web process are gone, and the shortcut makes it
+/// again, drawn from the app's own state.
+#[test]
+#[ignore = "needs Xvfb, tauri-driver and WebKitWebDriver: run scripts/e2e.sh"]
+fn a_closed_popover_drops_its_web_page_and_the_shortcut_makes_it_again() {
+    let app = env_path("HEADROOM_E2E_APP");
+    let out = env_path("HEADROOM_E2E_OUT");
+    std::fs::create_dir_all(&out).expect("output dir");
+    let home = tempfile::tempdir().expect("temp HEADROOM_HOME");
+    let driver = start_driver_with(
+        home.path(),
+        &[("HEADROOM_APP_KEEP_POPOVER_S", Path::new("3"))],
+    );
+    let s = Session::new(&driver, &app);
+    s.wait(r#"[data-testid="verdict-headline"]"#, 60);
+    let pid = Command::new("pgrep")
+        .args(["-n", "-x", "headroom-app"])
+        .output()
+        .expect("pgrep");
+    let pid: u32 = String::from_utf8_lossy(&pid.stdout)
+        .trim()
+        .parse()
+        .expect("the app's pid");
+    assert!(web_processes(pid) >= 1, "the open popover has its page");
+    wait_shown(true, 10, "opened with --open");
+    key("ctrl+shift+h");
+    wait_shown(false, 10, "the shortcut pressed once");
+    let hidden = Instant::now();
+    while web_processes(pid) > 0 {
+        assert!(
+            hidden.elapsed() < Duration::from_secs(20),
+            "the hidden popover's web process is still there after 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        hidden.elapsed() >= Duration::from_secs(3),
+        "dropped before its keep time: {:?}",
+        hidden.elapsed()
+    );
+    let any = Command::new("xdotool")
+        .args(["search", "--name", "^Headroom$"])
+        .output()
+        .expect("xdotool");
+    assert!(
+        String::from_utf8_lossy(&any.stdout).trim().is_empty(),
+        "the popover's window is still there, hidden"
+    );
+    // The app itself runs on (the tray stays): the shortcut makes the popover again.
+    let pressed = Instant::now();
+    key("ctrl+shift+h");
+    wait_shown(true, 10, "the shortcut pressed again");
+    eprintln!("popover made again and mapped in {:?}", pressed.elapsed());
+    let until = Instant::now() + Duration::from_secs(10);
+    while web_processes(pid) == 0 {
+        assert!(Instant::now() < until, "no web process for the new popover");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    s.close();
+    drop(driver);
+}

@@ -62,6 +62,9 @@ export function tauriBackend(): Backend {
     },
     onNavigate(f: (panel: string) => void) {
       void listen<string>(EVENTS.navigate, (e) => f(e.payload));
+      // A popover made to open on a panel is told so before its page starts.
+      const start = (window as { __headroomPanel?: unknown }).__headroomPanel;
+      if (typeof start === "string") f(start);
     },
   };
 }
