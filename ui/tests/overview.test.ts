@@ -28,6 +28,21 @@ describe("overview", () => {
     expect(Number.parseFloat(seg?.style.width ?? "0")).toBeGreaterThan(0);
   });
 
+  it("shows Headroom's own footprint as its own group in the memory bar", async () => {
+    const snap = h200Overview();
+    snap.contention.groups.push({
+      group: "headroom",
+      bytes: 150 * 2 ** 20,
+      processes: 3,
+      apps: [{ name: "Headroom", bytes: 150 * 2 ** 20, processes: 3 }],
+    });
+    const p = overviewPanel(mockBackend({ overview: snap }));
+    await p.load();
+    expect(p.root.querySelector('[data-testid="group-headroom"]')?.textContent).toBe("Headroom 150.0 MiB");
+    const seg = p.root.querySelector<HTMLElement>('[data-testid="memory-bar"] .seg-headroom');
+    expect(seg?.title).toBe("Headroom 150.0 MiB");
+  });
+
   it("follows the background loop: contention raised shows the banner and the remote verdict", async () => {
     const b = mockBackend({ overview: h200Overview() });
     const p = overviewPanel(b);

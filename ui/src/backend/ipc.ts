@@ -666,7 +666,7 @@ export type GroupMemory = { group: Group, bytes: number, processes: number, apps
 
 export type AppMemory = { name: string, bytes: number, processes: number, };
 
-export type Group = "conferencing" | "ide" | "browser" | "local_llm" | "training" | "other";
+export type Group = "conferencing" | "ide" | "browser" | "local_llm" | "training" | "headroom" | "other";
 
 export type SystemSide = { total_bytes: number, available_bytes: number, swap_used_bytes: number | null, pressure: Pressure | null, 
 /**

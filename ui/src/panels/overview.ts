@@ -18,6 +18,7 @@ const GROUP: Record<Group, string> = {
   browser: "Browsers",
   local_llm: "Local LLMs",
   training: "Training",
+  headroom: "Headroom",
   other: "Other",
 };
 
@@ -54,7 +55,11 @@ export function memoryBar(c: ContentionReport): HTMLElement {
     bar.append(seg);
     const item = el("span", "legend-item");
     item.dataset.testid = `group-${g.group}`;
-    const apps = g.apps.slice(0, 2).map((a) => a.name).join(", ");
+    const apps = g.apps
+      .filter((a) => a.name !== GROUP[g.group])
+      .slice(0, 2)
+      .map((a) => a.name)
+      .join(", ");
     item.append(el("span", `swatch seg-${g.group}`), document.createTextNode(`${GROUP[g.group]} ${formatBytes(g.bytes)}${apps ? ` (${apps})` : ""}`));
     legend.append(item);
   }

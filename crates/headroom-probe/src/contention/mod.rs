@@ -23,6 +23,9 @@ pub enum Group {
     /// Ollama, LM Studio, llama.cpp's server and the like: a model held in memory the whole day.
     LocalLlm,
     Training,
+    /// Headroom itself: the process sampling and everything it started that is not a training
+    /// run (the app's web page, its workers), so the user sees what it costs.
+    Headroom,
     Other,
 }
 
@@ -34,6 +37,7 @@ impl Group {
             Self::Browser => "browsers",
             Self::LocalLlm => "local LLM servers",
             Self::Training => "training",
+            Self::Headroom => "Headroom",
             Self::Other => "everything else",
         }
     }
@@ -170,10 +174,16 @@ fn own_app(p: &Proc, cfg: &ContentionConfig) -> Option<(Group, String)> {
 }
 
 /// Attributes every process to a group and an app. A process belongs to the training run when
-/// it or an ancestor is one of `training` (its data-loader workers, too); else to the outermost
-/// ancestor (or itself) the lists name, so an app's helpers count as the app, climbing no
-/// higher than an interpreter; else to "everything else".
-pub fn classify(procs: &[Proc], cfg: &ContentionConfig, training: &[u32]) -> Vec<GroupMemory> {
+/// it or an ancestor is one of `training` (its data-loader workers, too); else to Headroom when
+/// it or an ancestor is `own` (the process sampling); else to the outermost ancestor (or
+/// itself) the lists name, so an app's helpers count as the app, climbing no higher than an
+/// interpreter; else to "everything else".
+pub fn classify(
+    procs: &[Proc],
+    cfg: &ContentionConfig,
+    training: &[u32],
+    own: Option<u32>,
+) -> Vec<GroupMemory> {
     let by_pid: HashMap<u32, &Proc> = procs.iter().map(|p| (p.pid, p)).collect();
     let training: HashSet<u32> = training.iter().copied().collect();
     let ancestors = |p: &Proc| {
@@ -193,6 +203,8 @@ pub fn classify(procs: &[Proc], cfg: &ContentionConfig, training: &[u32]) -> Vec
         let chain = ancestors(p);
         let place = if let Some(t) = chain.iter().find(|pid| training.contains(pid)) {
             (Group::Training, format!("training run (pid {t})"))
+        } else if own.is_some_and(|o| chain.contains(&o)) {
+            (Group::Headroom, "Headroom".to_owned())
         } else {
             chain
                 .iter()
@@ -212,6 +224,7 @@ pub fn classify(procs: &[Proc], cfg: &ContentionConfig, training: &[u32]) -> Vec
         Group::Browser,
         Group::LocalLlm,
         Group::Training,
+        Group::Headroom,
         Group::Other,
     ]
     .into_iter()
@@ -238,7 +251,7 @@ pub fn classify(procs: &[Proc], cfg: &ContentionConfig, training: &[u32]) -> Vec
         }
     })
     .collect();
-    groups.retain(|g| g.processes > 0 || g.group != Group::Training);
+    groups.retain(|g| g.processes > 0 || !matches!(g.group, Group::Training | Group::Headroom));
     groups
 }
 
@@ -614,7 +627,7 @@ impl Sampler {
                 procs
             }
         };
-        let groups = classify(&procs, cfg, training);
+        let groups = classify(&procs, cfg, training, Some(std::process::id()));
         let (swap, pressure, detail) = system_pressure(cfg);
         let system = SystemSide {
             total_bytes: mem.map_or(0, |m| m.total),

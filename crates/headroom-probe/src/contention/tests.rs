@@ -88,7 +88,7 @@ fn a_mac_desktop_is_attributed_by_bundle_and_tree() {
         p(300, 1, "Google Chrome", "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome", 800),
         p(400, 1, "python3.11", "/opt/homebrew/bin/python3.11", 2000),
     ];
-    let groups = classify(&procs, &cfg, &[400]);
+    let groups = classify(&procs, &cfg, &[400], None);
     let get = |g: Group| groups.iter().find(|x| x.group == g).expect("group");
     let conf = get(Group::Conferencing);
     assert_eq!((conf.bytes, conf.processes), (1200 << 20, 2));
@@ -102,12 +102,36 @@ fn a_mac_desktop_is_attributed_by_bundle_and_tree() {
     // The unknown python in the terminal and its worker are "everything else".
     assert_eq!(get(Group::Other).bytes, (20 + 6000 + 700) << 20);
     // Told about it, Headroom counts that run and its data-loader worker as training.
-    let groups = classify(&procs, &cfg, &[203]);
+    let groups = classify(&procs, &cfg, &[203], None);
     let training = groups
         .iter()
         .find(|x| x.group == Group::Training)
         .expect("t");
     assert_eq!(training.bytes, 6700 << 20);
+}
+
+#[test]
+fn headroom_and_what_it_started_are_its_own_group_but_a_training_run_it_started_is_training() {
+    let cfg = ContentionConfig::default();
+    let mb = |m: u64| m << 20;
+    let procs = vec![
+        p(500, 1, "headroom-app", "", 150),
+        p(501, 500, "WebKitWebProces", "", 120),
+        p(502, 500, "WebKitNetworkPr", "", 40),
+        // A sweep's worker the app started, and a training run it wraps.
+        p(503, 500, "headroom", "", 30),
+        p(504, 500, "headroom", "", 20),
+        p(505, 504, "python3", "", 3000),
+        p(600, 1, "bash", "", 5),
+    ];
+    let groups = classify(&procs, &cfg, &[505], Some(500));
+    let get = |g: Group| groups.iter().find(|x| x.group == g).map(|x| (x.bytes, x.processes));
+    assert_eq!(get(Group::Headroom), Some((mb(150 + 120 + 40 + 30 + 20), 5)));
+    assert_eq!(get(Group::Training), Some((mb(3000), 1)));
+    assert_eq!(get(Group::Other), Some((mb(5), 1)));
+    // Not told who it is: no Headroom group at all.
+    let groups = classify(&procs, &cfg, &[505], None);
+    assert!(groups.iter().all(|g| g.group != Group::Headroom));
 }
 
 fn system(total_gib: u64, avail_gib: u64, pressure: Option<Pressure>) -> SystemSide {
@@ -199,7 +223,7 @@ fn local_llm_servers_are_grouped_and_count_toward_contention() {
         ),
         p(400, 1, "python3.11", "/opt/homebrew/bin/python3.11", 2000),
     ];
-    let groups = classify(&procs, &cfg, &[400]);
+    let groups = classify(&procs, &cfg, &[400], None);
     let llm = groups
         .iter()
         .find(|g| g.group == Group::LocalLlm)
