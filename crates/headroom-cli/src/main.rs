@@ -28,6 +28,9 @@ enum Command {
     Profile(cmd::profile::ProfileArgs),
     /// Run your own training command and watch its memory and epochs: `headroom run -- python train.py`.
     Run(cmd::run::RunArgs),
+    /// Your model on its device (or in bf16/f16) against a CPU copy in f32, layer by layer, at
+    /// one training iteration of your own script: `headroom numerics -- python train.py`.
+    Numerics(cmd::run::NumericsArgs),
     /// Watch the memory of a process already running, until it exits or Ctrl-C.
     Watch(cmd::watch::WatchArgs),
     /// Your detached runs (`headroom run --detach`), which outlive the terminal that started
@@ -125,6 +128,7 @@ fn main() -> ExitCode {
         Command::Epochs(args) => cmd::epochs::run(&args),
         Command::Profile(args) => cmd::profile::run(&args),
         Command::Run(args) => cmd::run::run(&args),
+        Command::Numerics(args) => cmd::run::numerics(args),
         Command::Watch(args) => cmd::watch::watch(&args),
         Command::Runs(args) => cmd::runs::run(&args),
         Command::Worker { doctor } => return cmd::worker::exec(doctor),

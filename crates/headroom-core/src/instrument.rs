@@ -55,6 +55,18 @@ pub const PROFILE_WINDOW_ENV: &str = "HEADROOM_PROFILE_WINDOW";
 pub const PROFILE_WARMUP_ENV: &str = "HEADROOM_PROFILE_WARMUP";
 pub const PROFILE_DIR_ENV: &str = "HEADROOM_PROFILE_DIR";
 
+/// The observer's environment for `headroom numerics`: the compared side's dtype (`f32`,
+/// `bf16`, `f16`) and the tolerance.
+pub fn numerics_env(dtype: &str, tolerance: f64) -> Vec<(String, String)> {
+    vec![
+        ("HEADROOM_NUMERICS".to_owned(), dtype.to_owned()),
+        (
+            "HEADROOM_NUMERICS_TOLERANCE".to_owned(),
+            format!("{tolerance:e}"),
+        ),
+    ]
+}
+
 /// The iterations before a profiler window when none is given.
 pub const DEFAULT_PROFILE_WARMUP: u32 = 10;
 

@@ -13,6 +13,7 @@ pub mod energy;
 pub mod epochs;
 pub mod error;
 pub mod failure;
+pub mod numerics;
 pub mod observed;
 pub mod outcome;
 pub mod planner;

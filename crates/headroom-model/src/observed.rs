@@ -673,6 +673,10 @@ pub struct Observed {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub profile: Option<ProfileWindow>,
+    /// `headroom numerics`: the model against a CPU copy in f32, layer by layer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub numerics: Option<crate::numerics::NumericsReport>,
 }
 
 impl Observed {
@@ -1051,6 +1055,14 @@ fn note(o: &mut Observed, ev: Event) {
             "amp_forced" => o.amp_forced = value.as_str().map(str::to_owned),
             "release_forced" => o.release_forced = value.as_str().map(str::to_owned),
             "sync_site" => o.sync_site = value.as_str().map(str::to_owned),
+            "numerics" => {
+                o.numerics = Some(serde_json::from_value(value).unwrap_or_else(|e| {
+                    crate::numerics::NumericsReport {
+                        error: Some(format!("the observer's comparison did not parse: {e}")),
+                        ..crate::numerics::NumericsReport::default()
+                    }
+                }));
+            }
             "profile" => {
                 o.profile = Some(
                     serde_json::from_value(value).unwrap_or_else(|e| ProfileWindow {

@@ -38,6 +38,28 @@ fn catch_signals() -> Arc<AtomicI32> {
     flag
 }
 
+/// Arguments of `headroom numerics`: `headroom run --numerics DTYPE`, stopped after a few
+/// iterations unless `--steps` says otherwise.
+#[derive(Debug, clap::Args)]
+pub struct NumericsArgs {
+    /// What the compared side runs in: f32, or autocast to bf16 / f16.
+    #[arg(long, default_value = "f32", value_parser = ["f32", "bf16", "f16"])]
+    dtype: String,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// `headroom numerics`.
+pub fn numerics(a: NumericsArgs) -> Result<ExitCode> {
+    let mut r = a.run;
+    if r.numerics.is_some() {
+        bail!("`headroom numerics` takes --dtype; --numerics is `headroom run`'s");
+    }
+    r.numerics = Some(a.dtype);
+    r.steps = r.steps.or(Some(3));
+    run(&r)
+}
+
 /// Arguments of `headroom run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -154,6 +176,15 @@ pub struct RunArgs {
         requires = "profile_window"
     )]
     profile_warmup: u32,
+    /// Compare the model with a CPU copy in f32, layer by layer, at one training iteration
+    /// (`headroom numerics` runs this): the compared side runs where the program keeps the
+    /// model, in f32 or under autocast (bf16, f16).
+    #[arg(long, value_name = "DTYPE", value_parser = ["f32", "bf16", "f16"])]
+    numerics: Option<String>,
+    /// The largest relative error (over the reference's largest magnitude) `--numerics` lets
+    /// pass.
+    #[arg(long, default_value_t = 1e-3, value_name = "X")]
+    tolerance: f64,
     /// A Jupyter notebook to run top to bottom in a fresh kernel (`jupyter execute`, from
     /// nbclient), observed as a script is: its DataLoaders' passes are its epochs, and every
     /// option above applies (`--release both`, `--sweep release=none,both`). A notebook you
@@ -354,6 +385,21 @@ fn observed_summary(ob: &headroom_core::instrument::Observed) {
     }
     if !parts.is_empty() {
         eprintln!("headroom: seen inside: {}", parts.join(" · "));
+    }
+    if let Some(n) = &ob.numerics {
+        eprintln!("headroom: {}", n.verdict());
+        if let Some(e) = n.first_over().or_else(|| n.worst()) {
+            eprintln!(
+                "headroom:   `{}`: largest difference {}, {} of the reference's largest value; {} layers compared in {:.1} s ({}, both in {})",
+                e.name,
+                headroom_model::numerics::small(e.abs),
+                headroom_model::numerics::small(e.rel),
+                n.layers.len(),
+                n.seconds,
+                n.reference,
+                n.mode
+            );
+        }
     }
     if let Some(p) = &ob.profile {
         eprintln!("headroom: {}", p.describe());
@@ -799,6 +845,15 @@ fn observer_env(a: &RunArgs) -> Result<Vec<(String, String)>> {
     }
     if let Some(n) = a.profile_window {
         env.extend(headroom_core::instrument::profile_env(n, a.profile_warmup)?);
+    }
+    if let Some(d) = &a.numerics {
+        if !(a.tolerance.is_finite() && a.tolerance > 0.0) {
+            bail!(
+                "--tolerance {}: give a positive number, e.g. 1e-3",
+                a.tolerance
+            );
+        }
+        env.extend(headroom_core::instrument::numerics_env(d, a.tolerance));
     }
     Ok(env)
 }

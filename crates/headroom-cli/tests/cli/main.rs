@@ -21,6 +21,7 @@ mod kill;
 mod migrate;
 mod mlx;
 mod notebook;
+mod numerics;
 mod observe;
 mod practices;
 mod profile;

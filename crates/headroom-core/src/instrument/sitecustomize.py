@@ -69,6 +69,9 @@ class _Observer:
         except ValueError:
             self.stall_s = 0.0
         self.amp = os.environ.get("HEADROOM_AMP") or None
+        # Set while Headroom runs copies of the model itself (`headroom numerics`): its own
+        # module calls are not the program's.
+        self.quiet = False
         self.release = os.environ.get("HEADROOM_RELEASE") or None
         self.reset()
 
@@ -666,28 +669,28 @@ def _install(torch, ob):
             close("infer")
 
     def global_pre(module, args):
-        if compiling():
+        if compiling() or ob.quiet:
             return
         if ob.depth == 0:
             outer_call(module, args)
         ob.depth += 1
 
     def global_post(module, args, output):
-        if compiling():
+        if compiling() or ob.quiet:
             return
         ob.depth = max(ob.depth - 1, 0)
         if ob.depth == 0:
             outer_done(module, output)
 
     def own_pre(module, args):
-        if compiling():
+        if compiling() or ob.quiet:
             return
         if ob.own_depth == 0:
             outer_call(module, args)
         ob.own_depth += 1
 
     def own_post(module, args, output):
-        if compiling():
+        if compiling() or ob.quiet:
             return
         ob.own_depth = max(ob.own_depth - 1, 0)
         if ob.own_depth == 0:
@@ -820,6 +823,8 @@ def _install(torch, ob):
 
     if ob.amp:
         _force_amp(torch, ob)
+    if os.environ.get("HEADROOM_NUMERICS"):
+        _numerics(torch, ob)
     if ob.release:
         ob.flag("release_forced", ob.release)
 
@@ -1156,6 +1161,171 @@ def _force_amp(torch, ob):
     nn_module.register_module_forward_pre_hook(pre)
     nn_module.register_module_forward_hook(post, always_call=True)
     ob.flag("amp_forced", ob.amp)
+
+
+def _numerics(torch, ob):
+    """`headroom numerics`: at the second training forward pass of the program's outermost
+    module (the first finds it), the same module and inputs run once on a CPU copy in f32 (the reference) and once on
+    a copy where the program keeps it, under HEADROOM_NUMERICS's dtype (`f32`, or autocast to
+    `bf16`/`f16`); both copies in eval mode (dropout off), so both compute one function. Each
+    layer's output and the gradients of the outputs' sum are compared; the program's own model
+    and step are untouched. HEADROOM_NUMERICS_PERTURB names a layer whose output the compared
+    side scales by 1.04 (for the tests: a layer that is wrong must be caught there)."""
+    import copy
+    import time
+    from torch.nn.modules import module as nn_module
+
+    dtype_name = os.environ.get("HEADROOM_NUMERICS", "f32")
+    try:
+        tolerance = float(os.environ.get("HEADROOM_NUMERICS_TOLERANCE", "1e-3"))
+    except ValueError:
+        tolerance = 1e-3
+    perturb = os.environ.get("HEADROOM_NUMERICS_PERTURB") or None
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}.get(dtype_name)
+    state = {"done": False, "depth": 0, "handle": None}
+
+    def floats(t):
+        return t.detach().to("cpu", torch.float64)
+
+    def first(value):
+        for _ in range(4):
+            if isinstance(value, torch.Tensor):
+                return value
+            if isinstance(value, dict):
+                value = next(iter(value.values()), None)
+            elif isinstance(value, (list, tuple)) and value:
+                value = value[0]
+            else:
+                return None
+        return None
+
+    def moved(value, device, to_f32):
+        if isinstance(value, torch.Tensor):
+            v = value.detach().to(device)
+            return v.float() if to_f32 and v.is_floating_point() else v
+        if isinstance(value, (list, tuple)):
+            return type(value)(moved(v, device, to_f32) for v in value)
+        if isinstance(value, dict):
+            return {k: moved(v, device, to_f32) for k, v in value.items()}
+        return value
+
+    def error(a, b):
+        """Largest absolute difference, and it over the reference's largest magnitude."""
+        if a.shape != b.shape:
+            return None
+        diff = float((a - b).abs().max()) if a.numel() else 0.0
+        scale = float(b.abs().max()) if b.numel() else 0.0
+        # An all-zero reference has no scale: its difference is its own measure.
+        return {"abs": diff, "rel": diff / scale if scale > 0 else diff}
+
+    def run(model, args, kwargs, device, to_f32, autocast_dtype, scale_layer):
+        outs = {}
+        hooks = []
+        for name, sub in model.named_modules():
+            if not name:
+                continue
+
+            def keep(mod, inp, out, name=name):
+                t = first(out)
+                if scale_layer == name and isinstance(t, torch.Tensor):
+                    out = out * 1.04 if isinstance(out, torch.Tensor) else out
+                    t = first(out)
+                if isinstance(t, torch.Tensor) and t.is_floating_point() and name not in outs:
+                    outs[name] = floats(t)
+                return out if scale_layer == name else None
+
+            hooks.append(sub.register_forward_hook(keep))
+        try:
+            a, k = moved(args, device, to_f32), moved(kwargs, device, to_f32)
+            if autocast_dtype is not None:
+                with torch.autocast(torch.device(device).type, dtype=autocast_dtype):
+                    out = model(*a, **k)
+            else:
+                out = model(*a, **k)
+            t = first(out)
+            grads = {}
+            if isinstance(t, torch.Tensor) and t.is_floating_point() and t.requires_grad:
+                t.float().sum().backward()
+                for name, p in model.named_parameters():
+                    if p.grad is not None:
+                        grads[name] = floats(p.grad)
+            return outs, (floats(t) if isinstance(t, torch.Tensor) else None), grads
+        finally:
+            for h in hooks:
+                h.remove()
+
+    def compare(module, args, kwargs):
+        began = time.perf_counter()
+        event = {"dtype": dtype_name, "tolerance": tolerance, "reference": "cpu f32",
+                 "mode": "eval (dropout off)", "layers": [], "grads": []}
+        try:
+            device = None
+            for p in module.parameters():
+                device = p.device
+                break
+            device = device or torch.device("cpu")
+            event["device"] = str(device)
+            ref = copy.deepcopy(module).to("cpu").float().eval()
+            test = copy.deepcopy(module).eval()
+            r_outs, r_out, r_grads = run(ref, args, kwargs, "cpu", True, None, None)
+            t_outs, t_out, t_grads = run(test, args, kwargs, device, False, dtype, perturb)
+            for name, b in r_outs.items():
+                a = t_outs.get(name)
+                e = error(a, b) if a is not None else None
+                if e is not None:
+                    event["layers"].append({"name": name, **e})
+            if r_out is not None and t_out is not None:
+                e = error(t_out, r_out)
+                if e is not None:
+                    event["output"] = {"name": "(output)", **e}
+            for name, b in r_grads.items():
+                a = t_grads.get(name)
+                e = error(a, b) if a is not None else None
+                if e is not None:
+                    event["grads"].append({"name": name, **e})
+            event["grads"].sort(key=lambda g: -g["rel"])
+            del event["grads"][20:]
+            del event["layers"][400:]
+            del ref, test
+        except Exception as e:
+            event["error"] = repr(e)[:500]
+        event["seconds"] = time.perf_counter() - began
+        ob.send({"ev": "flag", "name": "numerics", "value": event}, now=True)
+
+    def local(module, args, kwargs):
+        if state["done"]:
+            return None
+        state["done"] = True
+        if state["handle"] is not None:
+            state["handle"].remove()
+        ob.quiet = True
+        try:
+            compare(module, args, kwargs)
+        finally:
+            ob.quiet = False
+        return None
+
+    def pre(module, args):
+        if ob.quiet:
+            return None
+        state["depth"] += 1
+        # The first training call of an outermost module: its next call (with its keyword
+        # arguments, which a global hook does not see) is compared.
+        if state["depth"] == 1 and state["handle"] is None and module.training \
+                and torch.is_grad_enabled():
+            try:
+                state["handle"] = module.register_forward_pre_hook(local, with_kwargs=True)
+            except Exception:
+                state["done"] = True
+        return None
+
+    def post(module, args, output):
+        if not ob.quiet:
+            state["depth"] = max(state["depth"] - 1, 0)
+        return None
+
+    nn_module.register_module_forward_pre_hook(pre)
+    nn_module.register_module_forward_hook(post, always_call=True)
 
 
 class _TorchWatch:

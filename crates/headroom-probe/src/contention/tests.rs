@@ -125,8 +125,16 @@ fn headroom_and_what_it_started_are_its_own_group_but_a_training_run_it_started_
         p(600, 1, "bash", "", 5),
     ];
     let groups = classify(&procs, &cfg, &[505], Some(500));
-    let get = |g: Group| groups.iter().find(|x| x.group == g).map(|x| (x.bytes, x.processes));
-    assert_eq!(get(Group::Headroom), Some((mb(150 + 120 + 40 + 30 + 20), 5)));
+    let get = |g: Group| {
+        groups
+            .iter()
+            .find(|x| x.group == g)
+            .map(|x| (x.bytes, x.processes))
+    };
+    assert_eq!(
+        get(Group::Headroom),
+        Some((mb(150 + 120 + 40 + 30 + 20), 5))
+    );
     assert_eq!(get(Group::Training), Some((mb(3000), 1)));
     assert_eq!(get(Group::Other), Some((mb(5), 1)));
     // Not told who it is: no Headroom group at all.

@@ -1,0 +1,138 @@
+//! `headroom numerics` on a plain training script written here: the model against a CPU copy in
+//! f32, layer by layer, with no code change. On this CPU-only machine the compared side runs on
+//! the CPU too: a clean model agrees to the last bit, bf16 autocast gives errors of bf16's order
+//! (its 8-bit mantissa: a few parts in a thousand), and a layer perturbed on the compared side
+//! (the observer's test-only switch) is caught at that layer and no earlier.
+
+use serde_json::Value;
+
+use crate::common::{python, Home};
+
+/// An MLP in a module of its own with dropout (the comparison runs both copies in eval mode),
+/// Adam, hand-sliced batches (no DataLoader); it prints its own epochs.
+const TRAIN: &str = r#"
+import torch
+from torch import nn
+torch.manual_seed(0)
+class Net(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.body = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU())
+        s.drop = nn.Dropout(0.1)
+        s.head = nn.Linear(64, 10)
+    def forward(s, x):
+        return s.head(s.drop(s.body(x)))
+m = Net()
+opt = torch.optim.Adam(m.parameters(), 1e-3)
+x = torch.randn(256, 32); y = torch.randint(0, 10, (256,))
+for epoch in range(4):
+    for i in range(0, 256, 32):
+        loss = nn.functional.cross_entropy(m(x[i:i+32]), y[i:i+32])
+        opt.zero_grad(); loss.backward(); opt.step()
+    print(f"epoch {epoch} loss {loss.item():.3f}", flush=True)
+"#;
+
+/// `headroom numerics` on `script`; with `json`, the comparison from its JSON, else its text.
+fn numerics(
+    home: &Home,
+    script: &str,
+    pre: &[&str],
+    env: &[(&str, &str)],
+    json: bool,
+) -> (Value, String) {
+    let py = python();
+    let args = [
+        &["numerics"][..],
+        if json { &["--json"][..] } else { &[][..] },
+        pre,
+        &["--", py.to_str().expect("utf-8"), script],
+    ]
+    .concat();
+    let mut cmd = home.cmd(&args);
+    cmd.envs(env.iter().copied());
+    let out = cmd.output().expect("headroom");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    if !json {
+        return (
+            Value::Null,
+            format!("{}{err}", String::from_utf8_lossy(&out.stdout)),
+        );
+    }
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    (v["observed"]["numerics"].clone(), err)
+}
+
+fn rel(v: &Value, name: &str) -> f64 {
+    v["layers"]
+        .as_array()
+        .expect("layers")
+        .iter()
+        .find(|l| l["name"] == name)
+        .and_then(|l| l["rel"].as_f64())
+        .unwrap_or_else(|| panic!("no layer {name} in {v}"))
+}
+
+#[test]
+fn a_perturbed_layer_is_caught_there_a_clean_model_passes_and_bf16_differs_by_its_order() {
+    let home = Home::new();
+    let script = home.path().join("train.py");
+    std::fs::write(&script, TRAIN).expect("write");
+    let script = script.to_str().expect("utf-8");
+
+    // Clean, f32 on both sides: every layer, the output and the gradients agree within 1e-5.
+    let (n, err) = numerics(&home, script, &["--tolerance", "1e-5"], &[], true);
+    assert_eq!(n["device"], "cpu", "{n}");
+    assert_eq!(n["dtype"], "f32");
+    assert_eq!(n["mode"], "eval (dropout off)");
+    let names: Vec<&str> = n["layers"]
+        .as_array()
+        .expect("layers")
+        .iter()
+        .filter_map(|l| l["name"].as_str())
+        .collect();
+    // In call order, the containers too; the dropout's output is compared as any layer's.
+    assert_eq!(
+        names,
+        ["body.0", "body.1", "body.2", "body.3", "body", "drop", "head"],
+        "{n}"
+    );
+    for l in n["layers"].as_array().expect("layers") {
+        assert!(l["rel"].as_f64().is_some_and(|r| r <= 1e-5), "{l}");
+    }
+    assert_eq!(
+        n["grads"].as_array().map(Vec::len),
+        Some(6),
+        "three layers' weights and biases"
+    );
+    // The script's own training went on: it printed its epochs.
+    assert!(err.contains("epoch 0 loss"), "{err}");
+    let (_, text) = numerics(&home, script, &["--tolerance", "1e-5"], &[], false);
+    assert!(
+        text.contains("numerics: cpu f32 agrees with cpu f32 within 1.0e-5 everywhere (7 layers"),
+        "{text}"
+    );
+
+    // bf16 autocast on the compared side: the first Linear already differs by bf16's order
+    // (above 1e-4, below 2 %), and the verdict names it as the first past 1e-3.
+    let (n, _) = numerics(&home, script, &["--dtype", "bf16"], &[], true);
+    assert_eq!(n["dtype"], "bf16");
+    let first = rel(&n, "body.0");
+    assert!((1e-4..2e-2).contains(&first), "{first}");
+
+    // One layer wrong by 4 % on the compared side: caught there, the layers before it clean.
+    let perturb = [("HEADROOM_NUMERICS_PERTURB", "body.2")];
+    let (n, _) = numerics(&home, script, &[], &perturb, true);
+    assert!(rel(&n, "body.0") < 1e-6 && rel(&n, "body.1") < 1e-6, "{n}");
+    assert!((rel(&n, "body.2") - 0.04).abs() < 1e-3, "{n}");
+    let (_, text) = numerics(&home, script, &[], &perturb, false);
+    assert!(
+        text.contains(
+            "numerics: layer `body.2` on cpu f32 differs from cpu f32 by 4.00 % (tolerance 1.0e-3)"
+        ),
+        "{text}"
+    );
+    // Each is kept as a run.
+    let runs = home.runs();
+    assert_eq!(runs.len(), 5, "{runs:?}");
+}
