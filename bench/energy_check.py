@@ -147,3 +147,22 @@ if walls:
               f"{prof.get('before_ms')} ms per iteration before; trace {prof.get('trace')}")
         for op in prof.get("ops", [])[:8]:
             print("  ", json.dumps(op)[:200])
+
+# 6. Numerics.
+wpath = out / "numerics.walls"
+if wpath.exists():
+    print("\n| `headroom numerics` (batch 32) | dtype | wall s | comparison s | first layer past 1e-3 | largest error (where) | verdict |")
+    print("|---|---|---:|---:|---|---|---|")
+    for line in wpath.read_text().splitlines():
+        model, dt, s0, e0 = line.split()
+        v = load(f"numerics-{model}-{dt}.json") or {}
+        n = (v.get("observed") or {}).get("numerics") or {}
+        items = n.get("layers", []) + ([n["output"]] if n.get("output") else []) + n.get("grads", [])
+        worst = max(items, key=lambda x: x["rel"]) if items else None
+        first = next((l for l in n.get("layers", []) if l["rel"] > n.get("tolerance", 1e-3)), None)
+        first_s = f"{first['name']} ({first['rel']:.2e})" if first else "-"
+        worst_s = f"{worst['rel']:.2e} ({worst['name']})" if worst else "-"
+        within = worst is not None and worst["rel"] <= n.get("tolerance", 1e-3)
+        verdict = n.get("error") or ("within" if within else "differs")
+        print(f"| {model} | {dt} | {float(e0) - float(s0):.1f} | {n.get('seconds', 0):.2f} | "
+              f"{first_s} | {worst_s} | {verdict} |")

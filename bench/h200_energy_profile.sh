@@ -14,6 +14,8 @@
 #    sampler's cost on the sweep's wall time; its points' joules per sample.
 # 5. `headroom run --profile-window 20` against a plain run of the same loop (150 steps): what
 #    the window costs and the operators it names.
+# 6. `headroom numerics` on the resnet50 and a small transformer, cuda against a CPU copy, in
+#    f32 and bf16: the time it takes and the largest error and where.
 # Raw output in OUT; `python3 bench/energy_check.py OUT` prints the tables.
 set -uo pipefail
 HR=${1:-dist/headroom}
@@ -57,6 +59,14 @@ for i in 1 2; do for mode in plain window; do
     2> "$OUT/profile-$mode-$i.stderr"
   e=$(date +%s.%N)
   echo "$mode $i $s $e" >> "$OUT/profile.walls"
+done; done
+echo "== numerics (issue 45)"
+for model in resnet50 transformer; do for dt in f32 bf16; do
+  s=$(date +%s.%N)
+  "$HR" numerics --dtype $dt --json -- python3 $S --model $model -b 32 --steps 6 \
+    > "$OUT/numerics-$model-$dt.json" 2> "$OUT/numerics-$model-$dt.stderr"
+  e=$(date +%s.%N)
+  echo "$model $dt $s $e" >> "$OUT/numerics.walls"
 done; done
 kill $SMI 2>/dev/null; pkill -f "nvidia-smi --query-gpu=power" 2>/dev/null
 find "$OUT/home" -name '*.json' -size +1M -delete 2>/dev/null

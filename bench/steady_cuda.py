@@ -12,11 +12,31 @@ p.add_argument("--seconds", type=float, default=0.0)
 p.add_argument("--steps", type=int, default=0)
 p.add_argument("--stamps", default="")
 p.add_argument("--image", type=int, default=160)
+p.add_argument("--model", default="resnet50", choices=["resnet50", "transformer"])
 a = p.parse_args()
 
-model = torchvision.models.resnet50().cuda()
+
+class Tiny(torch.nn.Module):
+    """A small transformer classifier: 4 encoder layers, width 256, 8 heads, sequences of 64."""
+
+    def __init__(s):
+        super().__init__()
+        s.embed = torch.nn.Embedding(1000, 256)
+        layer = torch.nn.TransformerEncoderLayer(256, 8, 1024, dropout=0.1, batch_first=True)
+        s.encoder = torch.nn.TransformerEncoder(layer, 4, enable_nested_tensor=False)
+        s.head = torch.nn.Linear(256, 1000)
+
+    def forward(s, tokens):
+        return s.head(s.encoder(s.embed(tokens)).mean(dim=1))
+
+
+if a.model == "resnet50":
+    model = torchvision.models.resnet50().cuda()
+    x = torch.randn(a.batch_size, 3, a.image, a.image, device="cuda")
+else:
+    model = Tiny().cuda()
+    x = torch.randint(0, 1000, (a.batch_size, 64), device="cuda")
 opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-x = torch.randn(a.batch_size, 3, a.image, a.image, device="cuda")
 y = torch.randint(0, 1000, (a.batch_size,), device="cuda")
 stamps = open(a.stamps, "a", buffering=1) if a.stamps else None
 began = time.time()
