@@ -116,6 +116,7 @@ pub fn gather(
     f.fallback = fallback_fact(&runs);
     f.slow_layer = slow_layer_fact(&runs);
     f.mlx = mlx_fact(&runs);
+    f.numerics = numerics_fact(&runs);
     f.remotes = remote_facts(ledger)?;
     Ok(f)
 }
@@ -681,6 +682,24 @@ fn profile_window(r: &RunRecord) -> Option<ProfileWindow> {
     serde_json::from_value::<ProfileWindow>(v.clone())
         .ok()
         .filter(|w| w.error.is_none())
+}
+
+/// The newest run that compared its model's numerics.
+fn numerics_fact(runs: &[RunRecord]) -> Option<crate::decide::NumericsFact> {
+    runs.iter()
+        .filter(|r| r.kind == RunKind::Run)
+        .find_map(|r| {
+            let v = r.report.as_ref()?.get("observed")?.get("numerics")?;
+            let n: headroom_model::numerics::NumericsReport =
+                serde_json::from_value(v.clone()).ok()?;
+            n.error.is_none().then(|| crate::decide::NumericsFact {
+                run_id: r.id,
+                device: n.device.clone(),
+                dtype: n.dtype.clone(),
+                within: n.within(),
+                verdict: n.verdict(),
+            })
+        })
 }
 
 fn fallback_fact(runs: &[RunRecord]) -> Option<FallbackFact> {

@@ -214,6 +214,21 @@ pub struct RemoteFact {
     pub detail: String,
 }
 
+/// The newest `headroom numerics` comparison: the model where it trains against a CPU copy in
+/// f32.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NumericsFact {
+    pub run_id: i64,
+    /// Where the compared side ran (`mps`, `cuda:0`, `cpu`) and in what dtype.
+    pub device: String,
+    pub dtype: String,
+    /// Everything compared was within the tolerance.
+    pub within: bool,
+    /// The comparison's verdict, with its figures.
+    pub verdict: String,
+}
+
 /// Everything the decision stands on.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -268,4 +283,7 @@ pub struct Facts {
     /// On battery power at the newest readiness check.
     #[serde(default)]
     pub on_battery: bool,
+    /// The newest numerics comparison.
+    #[serde(default)]
+    pub numerics: Option<NumericsFact>,
 }

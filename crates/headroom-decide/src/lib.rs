@@ -14,7 +14,8 @@ mod table;
 mod verdict;
 
 pub use facts::{
-    EpochFact, Facts, FallbackFact, MlxFact, RemoteFact, RunFact, SlowLayerFact, SweepFact,
+    EpochFact, Facts, FallbackFact, MlxFact, NumericsFact, RemoteFact, RunFact, SlowLayerFact,
+    SweepFact,
 };
 pub use headroom_model::settings::{DecideThresholds, WorkloadKind};
 pub use table::{Column, ColumnVerdict, Decision, Reason, Rule, Status, Symptom, SYMPTOMS};

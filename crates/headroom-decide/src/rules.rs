@@ -503,6 +503,31 @@ pub(crate) fn mlx_against_torch(f: &Facts, t: &DecideThresholds, b: &mut Board) 
 /// Memory contention: every column on this machine becomes risky.
 /// On battery (now, or when the sweep was timed), the sweep's most energy-efficient batch where
 /// it saves a tenth or more of the energy per sample against the batch chosen for speed.
+/// The measured numerics: the MPS column's standing numeric risk becomes a measured reason,
+/// either way; a comparison on another device speaks to the CPU column (a dtype's policy there).
+pub(crate) fn numerics(f: &Facts, b: &mut Board) {
+    let Some(n) = &f.numerics else {
+        return;
+    };
+    let column = if n.device.starts_with("mps") {
+        Column::Mps
+    } else {
+        Column::Cpu
+    };
+    b.say(
+        Rule::Numerics,
+        column,
+        format!(
+            "{} (run {})",
+            n.verdict.trim_start_matches("numerics: "),
+            n.run_id
+        ),
+    );
+    if !n.within && column == Column::Mps {
+        b.set(Column::Mps, Status::Risky);
+    }
+}
+
 pub(crate) fn energy(f: &Facts, b: &mut Board) {
     let swept = [(f.mps.as_ref(), Column::Mps), (f.cpu.as_ref(), Column::Cpu)];
     for (fact, column) in swept {

@@ -82,6 +82,8 @@ pub enum Rule {
     SyncPoints,
     /// On battery, a smaller batch than the fastest trains for much less energy per sample.
     Energy,
+    /// The model on its device (or in a lower dtype) measured against a CPU copy in f32.
+    Numerics,
 }
 
 /// One reason: the rule, the column it speaks to, and the sentence with its figures.
@@ -165,6 +167,7 @@ pub const SYMPTOMS: &[Symptom] = &[
     Symptom { rule: Rule::Rescale, symptom: "a run with gradient accumulation converges differently", hypothesis: "the effective batch changed, the learning rate and schedule did not", action: "scale the learning rate with the effective batch (linear, or square root for adaptive optimizers) and the schedule's step counts with the steps per epoch", observe: "backward calls per optimizer step in each run (`headroom run`, `headroom ledger compare`)" },
     Symptom { rule: Rule::LoaderHang, symptom: "training stops without an error, the process alive", hypothesis: "a DataLoader hang: a worker deadlocked after fork, a dead worker, or a read that never returns", action: "`multiprocessing_context=\"spawn\"` on the DataLoader (or TOKENIZERS_PARALLELISM=false), a `timeout=` to turn the hang into an error, num_workers=0 to tell the dataset from the workers", observe: "`headroom run --stall-after 60`: the stall, its workers alive and the start method" },
     Symptom { rule: Rule::SyncPoints, symptom: "the device waits between steps; steps are slower than their kernels", hypothesis: "the program syncs the host every iteration: `loss.item()`, `.tolist()`, `.cpu()`, a tensor logged or printed each step", action: "keep the loss as a tensor (`running += loss.detach()`) and call `.item()` every N steps or at the epoch's end; log every N steps", observe: "`headroom run`: host syncs per iteration, the share of the step they block, and where the first is called" },
+    Symptom { rule: Rule::Numerics, symptom: "is MPS (or bf16) computing the same model as the CPU?", hypothesis: "a backend's kernels or a lower dtype can differ by more than the task tolerates, silently", action: "where a layer differs past the tolerance, check that layer's operators on the device before trusting its numbers, or keep the dtype at f32 there", observe: "`headroom numerics -- python train.py` (and `--dtype bf16`): every layer against a CPU copy in f32" },
     Symptom { rule: Rule::Energy, symptom: "training drains the battery", hypothesis: "the fastest batch is not the most efficient: past the knee, more power buys little more speed", action: "on battery, train at the batch with the most samples per joule; plug in for the fastest", observe: "`headroom sweep`'s samples/J column and its energy line (power from IOReport on Apple Silicon, NVML on CUDA, RAPL on Linux CPUs)" },
     Symptom { rule: Rule::Contention, symptom: "the call, the IDE or a local LLM server eat the memory training needs", hypothesis: "memory contention, not the model", action: "close the call or the IDE, unload the local model (`ollama stop MODEL`, LM Studio's eject) or quit its server, or move the run to the remote host", observe: "`headroom contention`: memory by app group (local LLM servers named), swap growth, pressure" },
 ];

@@ -7,8 +7,8 @@ use headroom_model::settings::{DecideThresholds, WorkloadKind};
 use crate::board::{idx, standing, Board, Measured};
 use crate::facts::Facts;
 use crate::rules::{
-    availability, contention, energy, memory_and_signs, mlx_against_torch, practices, speed,
-    your_run,
+    availability, contention, energy, memory_and_signs, mlx_against_torch, numerics, practices,
+    speed, your_run,
 };
 use crate::table::{Column, ColumnVerdict, Decision, Status, SYMPTOMS};
 
@@ -97,6 +97,7 @@ pub fn decide(f: &Facts, t: &DecideThresholds) -> Decision {
     let leak_persists = memory_and_signs(f, t, &mut b);
     let mlx_wins = mlx_against_torch(f, t, &mut b);
     energy(f, &mut b);
+    numerics(f, &mut b);
     contention(f, &mut b);
     let m = Measured {
         remote_ok,

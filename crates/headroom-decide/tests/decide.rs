@@ -1,8 +1,8 @@
 //! The decision rules one by one, each at its boundary, then the table over realistic fact sets.
 
 use headroom_decide::{
-    decide, Column, DecideThresholds, EpochFact, Facts, FallbackFact, MlxFact, RemoteFact, Rule,
-    RunFact, SlowLayerFact, Status, SweepFact, WorkloadKind,
+    decide, Column, DecideThresholds, EpochFact, Facts, FallbackFact, MlxFact, NumericsFact,
+    RemoteFact, Rule, RunFact, SlowLayerFact, Status, SweepFact, WorkloadKind,
 };
 
 fn sweep(device_ms: f64, busy: Option<f64>) -> SweepFact {
@@ -1110,4 +1110,59 @@ fn on_battery_the_sweeps_most_efficient_batch_is_named_with_what_it_saves() {
     // On mains throughout, or a saving under a tenth: nothing said.
     assert!(!with(false, trade(false, 0.70)).fired(Rule::Energy));
     assert!(!with(true, trade(true, 0.91)).fired(Rule::Energy));
+}
+
+#[test]
+fn measured_numerics_speak_in_the_mps_column_and_a_layer_that_differs_makes_it_risky() {
+    let with = |within: bool, device: &str| {
+        let mut f = compared(50.0, Some(0.8));
+        f.numerics = Some(NumericsFact {
+            run_id: 12,
+            device: device.into(),
+            dtype: "f32".into(),
+            within,
+            verdict: if within {
+                "numerics: mps f32 agrees with cpu f32 within 1.0e-3 everywhere".into()
+            } else {
+                "numerics: layer `encoder.3.attn` on mps f32 differs from cpu f32 by 4.00 %".into()
+            },
+        });
+        decide(&f, &t())
+    };
+    let mps = |d: &headroom_decide::Decision| {
+        d.columns
+            .iter()
+            .find(|c| c.column == Column::Mps)
+            .map(|c| (c.status, c.reasons.iter().any(|r| r.rule == Rule::Numerics)))
+            .expect("mps")
+    };
+    let clean = with(true, "mps");
+    assert_eq!(
+        texts(&clean, Rule::Numerics),
+        ["mps f32 agrees with cpu f32 within 1.0e-3 everywhere (run 12)"]
+    );
+    assert_eq!(mps(&clean), (Status::Recommended, true));
+    let off = with(false, "mps");
+    assert_eq!(
+        texts(&off, Rule::Numerics),
+        ["layer `encoder.3.attn` on mps f32 differs from cpu f32 by 4.00 % (run 12)"]
+    );
+    // Still the fastest here, so still the pick, with the measured risk in its column.
+    assert_eq!(mps(&off), (Status::Recommended, true));
+    let reason = off
+        .reasons
+        .iter()
+        .find(|r| r.rule == Rule::Numerics)
+        .expect("reason");
+    assert_eq!(reason.column, Column::Mps);
+    // A comparison elsewhere (a dtype on the CPU, a CUDA box) does not judge MPS.
+    let cpu = with(false, "cpu");
+    assert_eq!(mps(&cpu), (Status::Recommended, false));
+    assert_eq!(
+        cpu.reasons
+            .iter()
+            .find(|r| r.rule == Rule::Numerics)
+            .map(|r| r.column),
+        Some(Column::Cpu)
+    );
 }

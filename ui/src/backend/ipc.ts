@@ -636,7 +636,7 @@ export type Column = "cpu" | "mps" | "mlx" | "remote";
 
 export type Status = "recommended" | "viable" | "risky" | "blocked";
 
-export type Rule = "rosetta" | "not_available" | "data_pipeline" | "near_one" | "faster" | "leak" | "leak_persists" | "oom" | "fast_then_slow" | "slow_layer" | "fallback" | "llm_inference" | "cuda_parity" | "contention" | "no_remote" | "remote_down" | "unmeasured" | "mlx_faster" | "within_noise" | "your_run" | "cache_growth" | "mixed_precision" | "checkpointing" | "rescale" | "loader_hang" | "sync_points" | "energy";
+export type Rule = "rosetta" | "not_available" | "data_pipeline" | "near_one" | "faster" | "leak" | "leak_persists" | "oom" | "fast_then_slow" | "slow_layer" | "fallback" | "llm_inference" | "cuda_parity" | "contention" | "no_remote" | "remote_down" | "unmeasured" | "mlx_faster" | "within_noise" | "your_run" | "cache_growth" | "mixed_precision" | "checkpointing" | "rescale" | "loader_hang" | "sync_points" | "energy" | "numerics";
 
 export type Reason = { rule: Rule, column: Column, text: string, };
 

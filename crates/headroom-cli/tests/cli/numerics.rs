@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::common::{python, Home};
+use crate::common::{python, reasons, Home};
 
 /// An MLP in a module of its own with dropout (the comparison runs both copies in eval mode),
 /// Adam, hand-sliced batches (no DataLoader); it prints its own epochs.
@@ -132,7 +132,15 @@ fn a_perturbed_layer_is_caught_there_a_clean_model_passes_and_bf16_differs_by_it
         ),
         "{text}"
     );
-    // Each is kept as a run.
+    // Each is kept as a run, and `decide` cites the newest comparison with its run.
     let runs = home.runs();
     assert_eq!(runs.len(), 5, "{runs:?}");
+    let cited = reasons(&home, "numerics");
+    assert_eq!(cited.len(), 1, "{cited:?}");
+    assert!(
+        cited[0].starts_with("layer `body.2` on cpu f32 differs from cpu f32 by 4.00 %")
+            && cited[0].ends_with(&format!("(run {})", runs[0]["id"])),
+        "{cited:?} {}",
+        runs[0]
+    );
 }
