@@ -67,6 +67,21 @@ pub fn numerics_env(dtype: &str, tolerance: f64) -> Vec<(String, String)> {
     ]
 }
 
+/// Headroom's notebook runner (nbclient with the cells' outputs passed through live), written to
+/// the data folder's `notebook/headroom_notebook.py` and returned.
+pub fn notebook_runner() -> Result<std::path::PathBuf, CoreError> {
+    let dir = crate::paths::data_dir()?.join("notebook");
+    crate::paths::ensure_dir(&dir)?;
+    let path = dir.join("headroom_notebook.py");
+    let text = include_str!("instrument/notebook.py");
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(text) {
+        std::fs::write(&path, text).map_err(|e| {
+            CoreError::InvalidInput(format!("cannot write {}: {e}", path.display()))
+        })?;
+    }
+    Ok(path)
+}
+
 /// The iterations before a profiler window when none is given.
 pub const DEFAULT_PROFILE_WARMUP: u32 = 10;
 

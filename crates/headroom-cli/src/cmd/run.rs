@@ -665,9 +665,11 @@ fn resolve_command(a: &RunArgs) -> Result<(Vec<String>, Option<headroom_core::pr
     Ok((p.argv(), Some(p)))
 }
 
-/// `jupyter execute NB.ipynb` with the `jupyter` found on `PATH` (the one of the environment
-/// that has torch, as `python` is for a script): refused, before anything runs, when the file
-/// is not a notebook or nbclient's `jupyter-execute` is not beside it.
+/// The notebook run top to bottom in a fresh kernel by Headroom's runner (nbclient, as
+/// `jupyter execute` does, its cells' outputs passed through live) under the Python of the
+/// `jupyter-execute` found on `PATH` (the environment that has torch, as `python` is for a
+/// script): refused, before anything runs, when the file is not a notebook or nbclient is not
+/// there.
 fn notebook_command(nb: &Path) -> Result<Vec<String>> {
     let text = std::fs::read_to_string(nb)
         .with_context(|| format!("--notebook {}: cannot read it", nb.display()))?;
@@ -688,16 +690,22 @@ fn notebook_command(nb: &Path) -> Result<Vec<String>> {
         .map(|d| d.join("jupyter-execute"))
         .find(|p| p.is_file());
     let Some(execute) = found else {
-        bail!("--notebook needs Jupyter's `jupyter execute` on PATH: install it where torch is (`python -m pip install nbclient ipykernel`) and activate that environment");
+        bail!("--notebook needs Jupyter's nbclient (`jupyter execute`) on PATH: install it where torch is (`python -m pip install nbclient ipykernel`) and activate that environment");
     };
-    let jupyter = execute.with_file_name("jupyter");
-    let jupyter = if jupyter.is_file() { jupyter } else { execute };
-    let mut argv = vec![jupyter.display().to_string()];
-    if argv[0].ends_with("/jupyter") {
-        argv.push("execute".into());
-    }
-    argv.push(nb.display().to_string());
-    Ok(argv)
+    // The interpreter of that environment: `jupyter-execute`'s own (its first line), else the
+    // `python3` beside it.
+    let shebang = std::fs::read_to_string(&execute)
+        .ok()
+        .and_then(|t| t.lines().next().map(str::to_owned))
+        .and_then(|l| l.strip_prefix("#!").map(|p| p.trim().to_owned()))
+        .filter(|p| !p.contains(' ') && Path::new(p).is_file());
+    let python = shebang.unwrap_or_else(|| execute.with_file_name("python3").display().to_string());
+    let runner = headroom_core::instrument::notebook_runner()?;
+    Ok(vec![
+        python,
+        runner.display().to_string(),
+        nb.display().to_string(),
+    ])
 }
 
 /// `{batch}` and `{device}` of a single run, from --batch and --device.

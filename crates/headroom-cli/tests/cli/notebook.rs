@@ -87,12 +87,17 @@ fn a_notebook_is_observed_with_its_epochs_and_released_as_a_script_is() {
         &["--notebook", s(&nb), "--sweep", "release=none,both"],
     );
     let rows = ok(&out, rows);
+    // The cells' output came through as they ran (with --json, on stderr): each epoch's line of
+    // both runs, and the loop's own count.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("epoch 6 loss ").count(), 2, "{err}");
+    assert_eq!(err.matches("iterations 48").count(), 2, "{err}");
     let rows = rows.as_array().expect("one row per release");
     let (none, both) = (&rows[0]["run"], &rows[1]["run"]);
     for r in [none, both] {
         let command = r["command"].as_str().unwrap_or_default();
         assert!(
-            command.ends_with(&format!("jupyter execute {}", nb.display())),
+            command.ends_with(&format!("headroom_notebook.py {}", nb.display())),
             "{r}"
         );
         // The kernel is the trainer, not a DataLoader worker of Jupyter's.
