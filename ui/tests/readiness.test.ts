@@ -21,6 +21,13 @@ describe("readiness panel", () => {
     const bare = q(root, "python-row").find((r) => r.textContent?.includes("/usr/bin/python3"));
     expect(bare?.dataset.state).toBe("yellow");
     expect(bare?.textContent).toContain("no torch");
+    // Those that can train come first; the others are one folded line.
+    const withTorch = report.pythons.filter((p) => p.facts?.torch).length;
+    const rows = q(root, "python-row");
+    expect(rows.slice(0, withTorch).every((r) => !r.textContent?.includes("no torch"))).toBe(true);
+    const fold = root.querySelector<HTMLDetailsElement>('[data-testid="pythons-without-torch"]');
+    expect(fold?.open).toBe(false);
+    expect(fold?.querySelector("summary")?.textContent).toBe(`${report.pythons.length - withTorch} more without torch`);
   });
 
   it("a red light shows its fix", () => {

@@ -260,6 +260,33 @@ describe("warnings", () => {
     expect(list.hidden).toBe(false);
     expect(list.querySelectorAll("li")).toHaveLength(1);
     expect(list.textContent).toContain("zoom.us used 1.4 cores");
+    // One line, the list folded behind it.
+    const line = get<HTMLElement>(panel.root, "sweep-warnings-line");
+    expect(line.textContent).toBe("Read with care: batch 64 was timed while zoom.us used 1.4 cores, other processes 1.6…");
+    expect((list as unknown as HTMLDetailsElement).open).toBe(false);
+    const noisy = (b: number, pct: number) =>
+      `batch ${b}'s throughput is known only within ±${pct} % (its 137 timed steps varied by 115 %, p95/p50 4.44): read it as a rough figure`;
+    b.push(snapshot({ running: false, status: "complete", warnings: [noisy(16, 19.3), noisy(64, 11.2), w] }));
+    expect(get<HTMLElement>(panel.root, "sweep-warnings-line").textContent).toBe("3 cautions, e.g. batch 16's throughput is known only within ±19.3 % (show all)");
+    expect(list.querySelectorAll("li")).toHaveLength(3);
+    panel.root.remove();
+  });
+
+  it("a fresh panel says what to do instead of drawing an empty table", async () => {
+    const b = mockBackend({});
+    const panel = sweepPanel(b);
+    document.body.append(panel.root);
+    await panel.restore();
+    const empty = get<HTMLElement>(panel.root, "sweep-empty");
+    const results = get<HTMLElement>(panel.root, "sweep-results");
+    expect(empty.hidden).toBe(false);
+    expect(empty.textContent).toContain("No sweep yet");
+    expect(results.hidden).toBe(true);
+    get<HTMLButtonElement>(panel.root, "run-sweep").click();
+    await flush();
+    b.push(snapshot({ points: [point(16, 900, 2 ** 20)] }));
+    expect(empty.hidden).toBe(true);
+    expect(results.hidden).toBe(false);
     panel.root.remove();
   });
 

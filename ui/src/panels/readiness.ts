@@ -61,7 +61,11 @@ export function renderReport(root: HTMLElement, report: Report): void {
 
   root.append(el("h3", undefined, `Python environments (${report.pythons.length})`));
   const list = el("section", "pythons");
-  report.pythons.forEach((p, i) => {
+  // Those that can train first; those without torch folded into one line.
+  const order = report.pythons.map((p, i) => ({ p, i }));
+  const withTorch = order.filter(({ p }) => p.facts?.torch);
+  const without = order.filter(({ p }) => !p.facts?.torch);
+  const row = ({ p, i }: { p: (typeof report.pythons)[number]; i: number }): HTMLElement => {
     const row = el("div", "python-row");
     row.dataset.testid = "python-row";
     const state = pythonState(p);
@@ -74,8 +78,18 @@ export function renderReport(root: HTMLElement, report: Report): void {
     body.append(el("div", "python-source", `${p.source}${i === report.primary ? " · judged above" : ""}`));
     body.append(el("div", "python-detail", pythonDetail(p)));
     row.append(body);
-    list.append(row);
-  });
+    return row;
+  };
+  withTorch.forEach((x) => list.append(row(x)));
+  if (without.length > 0 && withTorch.length > 0) {
+    const fold = el("details", "pythons-without-torch");
+    fold.dataset.testid = "pythons-without-torch";
+    fold.append(el("summary", undefined, `${without.length} more without torch`));
+    without.forEach((x) => fold.append(row(x)));
+    list.append(fold);
+  } else {
+    without.forEach((x) => list.append(row(x)));
+  }
   root.append(list);
 
   const m = report.machine;

@@ -85,6 +85,15 @@ function pointRow(p: Point, recommended: number | null, energy: boolean): HTMLTa
   return tr;
 }
 
+/** The cautions in one line: how many, and the first one's gist (its text up to the colon). */
+export function cautionLine(warnings: string[]): string {
+  if (warnings.length === 0) return "";
+  const gist = warnings[0].split(/[:;(]/)[0].trim();
+  // Cut at a word, not inside one.
+  const first = gist.length > 70 ? `${gist.slice(0, 70).replace(/\s+\S*$/, "")}…` : gist;
+  return warnings.length === 1 ? `Read with care: ${first}` : `${warnings.length} cautions, e.g. ${first} (show all)`;
+}
+
 /** Draws a snapshot: status, chart, warnings, table, recommendation. */
 export function renderSnapshot(
   parts: {
@@ -93,15 +102,25 @@ export function renderSnapshot(
     table: HTMLTableSectionElement;
     recommendation: HTMLElement;
     warnings?: HTMLElement;
+    results?: HTMLElement;
+    empty?: HTMLElement;
     hover?: { update(svg: string): void };
   },
   s: SweepSnapshot,
 ): void {
   if (parts.warnings) {
-    // What makes the figures less sure, next to the chart they qualify.
-    parts.warnings.replaceChildren(...(s.warnings ?? []).map((w) => el("li", undefined, w)));
-    parts.warnings.hidden = !(s.warnings ?? []).length;
+    // What makes the figures less sure, next to the chart they qualify: one line that opens
+    // the list (a noisy laptop gives one caution per point).
+    const all = s.warnings ?? [];
+    const list = el("ul", "warnings");
+    list.append(...all.map((w) => el("li", undefined, w)));
+    const line = el("summary", "warnings-line", cautionLine(all));
+    line.dataset.testid = "sweep-warnings-line";
+    parts.warnings.replaceChildren(line, list);
+    parts.warnings.hidden = all.length === 0;
   }
+  if (parts.results) parts.results.hidden = s.points.length === 0;
+  if (parts.empty) parts.empty.hidden = s.points.length > 0 || s.running;
   const head = s.run_id !== null ? `run ${s.run_id} · ` : "";
   const where = s.host ? ` (host ${s.host})` : "";
   parts.status.textContent = `${head}${s.workload} on ${s.device_name ?? s.device}${where} · ${s.running ? s.message : s.status}`;
@@ -218,6 +237,14 @@ export function sweepPanel(
   const results = el("div", "results");
   results.dataset.testid = "sweep-results";
   results.append(table);
+  // No table before there is a point: what to do instead.
+  results.hidden = true;
+  const empty = el(
+    "div",
+    "empty-state",
+    "No sweep yet — Sweep my training in the project bar above, or check this machine below.",
+  );
+  empty.dataset.testid = "sweep-empty";
   const speedup = el("div", "recommendation");
   speedup.dataset.testid = "sweep-speedup";
   speedup.hidden = true;
@@ -234,14 +261,14 @@ export function sweepPanel(
   stop.hidden = true;
   bar.append(stop);
   // What runs (or ran) first, then the built-in workloads below it.
-  const warnings = el("ul", "warnings");
+  const warnings = el("details", "cautions");
   warnings.dataset.testid = "sweep-warnings";
   warnings.hidden = true;
   const hover = chartHover(chart, "sweep-chart-tip");
   // The answer first (the recommendation, the speed-up, what to read with care), above the
   // fold; then the chart and the table it comes from.
-  root.append(bar, status, recommendation, speedup, warnings, chart, hover.tip, results, builtin);
-  const parts = { status, chart, table: tbody, recommendation, warnings, hover };
+  root.append(bar, status, recommendation, speedup, warnings, chart, hover.tip, empty, results, builtin);
+  const parts = { status, chart, table: tbody, recommendation, warnings, results, empty, hover };
 
   function show(s: SweepSnapshot): void {
     renderSnapshot(parts, s);
