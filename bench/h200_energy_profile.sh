@@ -16,6 +16,7 @@
 #    the window costs and the operators it names.
 # 6. `headroom numerics` on the resnet50 and a small transformer, cuda against a CPU copy, in
 #    f32 and bf16: the time it takes and the largest error and where.
+# RUN_S, MAX_BATCH, PAIRS and PROFILE_PAIRS shorten it (30, 512, 3, 2 by default).
 # Raw output in OUT; `python3 bench/energy_check.py OUT` prints the tables.
 set -uo pipefail
 HR=${1:-dist/headroom}
@@ -37,28 +38,19 @@ SMI=$!
 sleep 2
 S=bench/steady_cuda.py
 echo "== run"
-"$HR" run --json -- python3 $S -b 128 --seconds 30 \
+"$HR" run --json -- python3 $S -b 128 --seconds "${RUN_S:-30}" \
   --stamps "$OUT/run.stamps" > "$OUT/run.json" 2> "$OUT/run.stderr"
 echo "== user sweep"
-"$HR" run --sweep batch=auto --max-batch 512 --json -- \
+"$HR" run --sweep batch=auto --max-batch "${MAX_BATCH:-512}" --json -- \
   python3 $S -b {batch} --seconds 120 --stamps "$OUT/usersweep.stamps" \
   > "$OUT/usersweep.json" 2> "$OUT/usersweep.stderr"
 echo "== built-in sweep, conditions on/off"
-for i in 1 2 3; do for mode in on off; do
+for i in $(seq "${PAIRS:-3}"); do for mode in on off; do
   s=$(date +%s.%N)
   HEADROOM_CONDITIONS=$mode "$HR" sweep --device cuda --workload cnn --batches 64,256,1024 \
     --json > "$OUT/sweep-$mode-$i.json" 2> "$OUT/sweep-$mode-$i.stderr"
   e=$(date +%s.%N)
   echo "$mode $i $s $e" >> "$OUT/sweep.walls"
-done; done
-echo "== profile window"
-for i in 1 2; do for mode in plain window; do
-  extra=""; [ $mode = window ] && extra="--profile-window 20"
-  s=$(date +%s.%N)
-  "$HR" run $extra --json -- python3 $S -b 128 --steps 150 > "$OUT/profile-$mode-$i.json" \
-    2> "$OUT/profile-$mode-$i.stderr"
-  e=$(date +%s.%N)
-  echo "$mode $i $s $e" >> "$OUT/profile.walls"
 done; done
 echo "== numerics (issue 45)"
 for model in resnet50 transformer; do for dt in f32 bf16; do
@@ -67,6 +59,15 @@ for model in resnet50 transformer; do for dt in f32 bf16; do
     > "$OUT/numerics-$model-$dt.json" 2> "$OUT/numerics-$model-$dt.stderr"
   e=$(date +%s.%N)
   echo "$model $dt $s $e" >> "$OUT/numerics.walls"
+done; done
+echo "== profile window"
+for i in $(seq "${PROFILE_PAIRS:-2}"); do for mode in plain window; do
+  extra=""; [ $mode = window ] && extra="--profile-window 20"
+  s=$(date +%s.%N)
+  "$HR" run $extra --json -- python3 $S -b 128 --steps 150 > "$OUT/profile-$mode-$i.json" \
+    2> "$OUT/profile-$mode-$i.stderr"
+  e=$(date +%s.%N)
+  echo "$mode $i $s $e" >> "$OUT/profile.walls"
 done; done
 kill $SMI 2>/dev/null; pkill -f "nvidia-smi --query-gpu=power" 2>/dev/null
 find "$OUT/home" -name '*.json' -size +1M -delete 2>/dev/null
