@@ -12,8 +12,6 @@ use std::ffi::c_void;
 
 use headroom_model::conditions::{ConditionSample, PowerSourceDescription, ThermalState};
 
-use crate::gpu_busy::AcceleratorReading;
-
 /// `IOPSGetTimeRemainingEstimate`'s value on mains power (`kIOPSTimeRemainingUnlimited`).
 const TIME_REMAINING_UNLIMITED: f64 = -2.0;
 
@@ -175,8 +173,8 @@ pub fn power_sources() -> Vec<PowerSourceDescription> {
 /// The Apple GPU's utilisation and last submitter, from the first `IOAccelerator` entry of
 /// the IORegistry that has them: its `PerformanceStatistics` "Device Utilization %" and its
 /// `AGCInfo` `fLastSubmissionPID` (what `ioreg -c IOAccelerator` prints, read without starting
-/// it). `None` where no entry has them.
-pub fn accelerator() -> Option<AcceleratorReading> {
+/// it), as (utilisation %, last submitter's pid). `None` where no entry has them.
+pub fn accelerator() -> Option<(Option<i64>, Option<i64>)> {
     let class = std::ffi::CString::new("IOAccelerator").ok()?;
     // SAFETY: IOKit's documented registry calls. The matching dictionary is consumed by the
     // lookup; every entry, the iterator and each properties dictionary are released here;
@@ -208,13 +206,11 @@ pub fn accelerator() -> Option<AcceleratorReading> {
                     (!v.is_null() && CFGetTypeID(v) == CFDictionaryGetTypeID())
                         .then_some(Described(v))
                 };
-                let reading = AcceleratorReading {
-                    utilization_pct: nested("PerformanceStatistics")
-                        .and_then(|p| p.number("Device Utilization %")),
-                    last_submitter: nested("AGCInfo").and_then(|a| a.number("fLastSubmissionPID")),
-                };
-                if reading.utilization_pct.is_some() {
-                    found = Some(reading);
+                let utilization =
+                    nested("PerformanceStatistics").and_then(|p| p.number("Device Utilization %"));
+                let submitter = nested("AGCInfo").and_then(|a| a.number("fLastSubmissionPID"));
+                if utilization.is_some() {
+                    found = Some((utilization, submitter));
                 }
                 CFRelease(props);
             }

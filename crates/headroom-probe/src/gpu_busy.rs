@@ -213,8 +213,13 @@ impl BusySampler {
     #[cfg(target_os = "macos")]
     fn apple() -> Self {
         Self::empty().every_interval(|acc| {
-            let Some(r) = crate::conditions_macos::accelerator() else {
+            let Some((utilization_pct, last_submitter)) = crate::conditions_macos::accelerator()
+            else {
                 return;
+            };
+            let r = AcceleratorReading {
+                utilization_pct,
+                last_submitter,
             };
             if let Some(v) = r.share() {
                 Self::add(acc, v);
