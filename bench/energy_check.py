@@ -53,8 +53,19 @@ def stamps(name):
     return rows
 
 
+def read_walls(name):
+    """Wall seconds by mode from a file of "MODE I START END" lines ({} when it is missing)."""
+    walls = {}
+    p = out / name
+    for line in p.read_text().splitlines() if p.exists() else []:
+        mode, _, s, e = line.split()
+        walls.setdefault(mode, []).append(float(e) - float(s))
+    return walls
+
+
 def load(name):
-    text = (out / name).read_text()
+    p = out / name
+    text = p.read_text() if p.exists() else ""
     return json.loads(text) if text.strip() else None
 
 
@@ -107,10 +118,7 @@ if us and st:
         print(f"| {p['batch']} | {n} | {hr:.4f} | {smi:.4f} | {hr / smi:.3f} |")
 
 # 4. The sampler's cost.
-walls = {}
-for line in (out / "sweep.walls").read_text().splitlines():
-    mode, i, s, e = line.split()
-    walls.setdefault(mode, []).append(float(e) - float(s))
+walls = read_walls("sweep.walls")
 if walls:
     print("\n| conditions | built-in sweep wall s (cnn, 64/256/1024, three runs) | median |")
     print("|---|---|---:|")
@@ -130,10 +138,7 @@ if walls:
                       f"GPU busy {p.get('gpu_busy')} (NVML)")
 
 # 5. The profiler window.
-walls = {}
-for line in (out / "profile.walls").read_text().splitlines():
-    mode, i, s, e = line.split()
-    walls.setdefault(mode, []).append(float(e) - float(s))
+walls = read_walls("profile.walls")
 if walls:
     print("\n| resnet50, batch 128, 150 steps | wall s (two runs) |")
     print("|---|---|")

@@ -567,16 +567,7 @@ def _install(torch, ob):
     # first iterations; then hooks on those modules alone take over (every other module's call
     # keeps its fast path).
     def first_tensor(value):
-        for _ in range(4):
-            if isinstance(value, Tensor):
-                return value
-            if isinstance(value, dict):
-                value = next(iter(value.values()), None)
-            elif isinstance(value, (list, tuple)) and value:
-                value = value[0]
-            else:
-                return None
-        return None
+        return _first_tensor(Tensor, value)
 
     def known(ptr):
         for ref in ob.inputs:
@@ -1163,6 +1154,21 @@ def _force_amp(torch, ob):
     ob.flag("amp_forced", ob.amp)
 
 
+def _first_tensor(tensor_type, value):
+    """The first tensor in a module's arguments or output (itself, a dict's first value, a
+    sequence's first item, up to four levels down), or None."""
+    for _ in range(4):
+        if isinstance(value, tensor_type):
+            return value
+        if isinstance(value, dict):
+            value = next(iter(value.values()), None)
+        elif isinstance(value, (list, tuple)) and value:
+            value = value[0]
+        else:
+            return None
+    return None
+
+
 def _numerics(torch, ob):
     """`headroom numerics`: at the second training forward pass of the program's outermost
     module (the first finds it), the same module and inputs run once on a CPU copy in f32 (the reference) and once on
@@ -1188,16 +1194,7 @@ def _numerics(torch, ob):
         return t.detach().to("cpu", torch.float64)
 
     def first(value):
-        for _ in range(4):
-            if isinstance(value, torch.Tensor):
-                return value
-            if isinstance(value, dict):
-                value = next(iter(value.values()), None)
-            elif isinstance(value, (list, tuple)) and value:
-                value = value[0]
-            else:
-                return None
-        return None
+        return _first_tensor(torch.Tensor, value)
 
     def moved(value, device, to_f32):
         if isinstance(value, torch.Tensor):
