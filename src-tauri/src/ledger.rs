@@ -58,7 +58,11 @@ pub fn build_report(
             })
             .collect(),
         charts: charts.into_iter().map(|c| c.svg).collect(),
-        recommendation: r.summary.map(|s| s.reason),
+        // The answer in one line with its doubt tag, then why.
+        recommendation: r.summary.map(|s| match s.headline {
+            Some(h) => format!("Recommended {h}: {}", s.reason),
+            None => s.reason,
+        }),
     })
 }
 

@@ -190,10 +190,10 @@ pub fn wrapped_snapshot(o: &WatchOutcome, t: &EpochThresholds) -> MemorySnapshot
         facts.push(format!("on {d}"));
     }
     if let Some(ms) = o.step_ms_p50 {
-        facts.push(format!("{ms:.1} ms per step"));
+        facts.push(format!("{} ms per step", headroom_model::stats::sig3(ms)));
     }
     if let Some(sps) = o.samples_per_s {
-        facts.push(format!("{sps:.1} samples/s"));
+        facts.push(format!("{} samples/s", headroom_model::stats::sig3(sps)));
     }
     if let Some(j) = o.joules_per_sample() {
         facts.push(format!("{} J/sample", headroom_model::stats::sig3(j)));

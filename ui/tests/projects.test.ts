@@ -105,14 +105,18 @@ describe("the project bar", () => {
       snapshot({
         running: false,
         status: "complete",
-        comparison: { batch: 64, device: "cpu@2", device_step_ms: 40, cpu_step_ms: 70, speedup: 1.75, faster: 0.43, cpu_run_id: 12 },
+        comparison: {
+          batch: 64, device: "cpu@2", device_step_ms: 40, cpu_step_ms: 70, speedup: 1.75, faster: 0.43, cpu_run_id: 12,
+          text: "40.0 ms per step on cpu@2 against 70.0 ms on the CPU at batch 64: 1.75× the speed",
+        },
       }),
     );
     const speed = get(root, "sweep-speedup");
     expect(speed.hidden).toBe(false);
-    expect(speed.textContent).toContain("Speed-up at batch 64");
-    expect(speed.textContent).toContain("1.75×");
-    expect(speed.textContent).toContain("CPU run 12");
+    // The core's sentence as it is, and the CPU run it compares with.
+    expect(speed.textContent).toBe(
+      "Speed-up: 40.0 ms per step on cpu@2 against 70.0 ms on the CPU at batch 64: 1.75× the speed (CPU run 12)",
+    );
 
     // Watch: the Memory panel, the batch typed, Stop.
     get<HTMLInputElement>(root, "project-watch-batch").value = "x";

@@ -290,7 +290,7 @@ describe("warnings", () => {
     panel.root.remove();
   });
 
-  it("an answer resting on such points says it is uncertain, and a sure one does not", async () => {
+  it("opens with the answer in one line with its doubt, why folded below, and the cautions in the core's one line", async () => {
     const b = mockBackend({});
     const panel = sweepPanel(b);
     document.body.append(panel.root);
@@ -298,26 +298,42 @@ describe("warnings", () => {
     get<HTMLButtonElement>(panel.root, "run-sweep").click();
     await flush();
     const rec = get(panel.root, "sweep-recommendation");
-    const done = (uncertain: string | null) =>
+    const reason = "batch 64 gives the highest throughput measured, 10.0 k samples/s, peaking at 665 MiB of a 20.1 GiB budget";
+    const done = (extra: Record<string, unknown>, warnings: string[] = []) =>
       snapshot({
         running: false,
         status: "complete",
-        summary: { recommended_batch: 64, reason: "batch 64 gives the highest throughput measured", uncertain } as never,
+        warnings,
+        summary: { recommended_batch: 64, reason, uncertain: null, ...extra } as never,
       });
-    b.push(done(null));
-    expect(rec.textContent).toBe("Recommended batch 64: batch 64 gives the highest throughput measured");
-    b.push(done("the answer rests on batch 32 and 64 (the recommended 64 among them), timed beside other work"));
-    expect(rec.textContent).toContain("Uncertain: the answer rests on batch 32 and 64 (the recommended 64 among them)");
-    // Where the machine gave its power, the energy trade is said with the answer.
-    const text = "on battery, batch 32 gives 91 % of batch 64's speed for 70 % of its energy per sample (30.3 samples/J against 21.3)";
-    b.push(
-      snapshot({
-        running: false,
-        status: "complete",
-        summary: { recommended_batch: 64, reason: "batch 64 gives the highest throughput measured", uncertain: null, energy: { text } } as never,
-      }),
+    // A summary recorded before the one-line answer was written: its reason in the line.
+    b.push(done({}));
+    expect(rec.textContent).toBe(`Recommended batch 64: ${reason}`);
+    // The core's headline: figures as people read them, the doubt tag last.
+    const headline = "batch 64 · 10.0 k samples/s · 665 MiB · ±17 %, machine busy";
+    const uncertain = "the answer rests on batch 32 and 64 (the recommended 64 among them), timed beside other work";
+    const noisy = (b: number, pct: number) =>
+      `batch ${b}'s throughput is known only within ±${pct} % (its 137 timed steps varied by 115 %, p95/p50 4.44): read it as a rough figure`;
+    const caution_line = "5 of 7 points noisy (±10–19 %): timed beside other work";
+    b.push(done({ headline, uncertain, caution_line }, [noisy(16, 19.3), noisy(64, 16.7)]));
+    expect(get(panel.root, "sweep-answer").textContent).toBe(`Recommended ${headline}`);
+    expect(get(panel.root, "sweep-answer").textContent).not.toMatch(/\d\.\d{2,}|\d{4,}/);
+    const why = get<HTMLDetailsElement>(panel.root, "sweep-why");
+    expect(why.open).toBe(false);
+    expect(why.textContent).toBe(`WhyBatch 64 gives the highest throughput measured, 10.0 k samples/s, peaking at 665 MiB of a 20.1 GiB budget. Uncertain: ${uncertain}.`);
+    expect(get(panel.root, "sweep-warnings-line").textContent).toBe(caution_line);
+    expect(get(panel.root, "sweep-warnings").querySelectorAll("li")).toHaveLength(2);
+    // Summary first: the answer, then the cautions' line, then the chart and the table.
+    const order = ["sweep-recommendation", "sweep-warnings", "sweep-chart", "sweep-results"].map((id) =>
+      [...panel.root.querySelectorAll("[data-testid]")].findIndex((e) => (e as HTMLElement).dataset.testid === id),
     );
-    expect(rec.textContent).toBe(`Recommended batch 64: batch 64 gives the highest throughput measured. Energy: ${text}`);
+    expect(order).toEqual([...order].sort((x, y) => x - y));
+    // Where the machine gave its power, the energy trade is said with the why.
+    const text = "on battery, batch 32 gives 91 % of batch 64's speed for 70 % of its energy per sample (30.3 samples/J against 21.3)";
+    b.push(done({ headline: "batch 64 · 10.0 k samples/s · 665 MiB", energy: { text } }));
+    expect(get(panel.root, "sweep-answer").textContent).toBe("Recommended batch 64 · 10.0 k samples/s · 665 MiB");
+    expect(get(panel.root, "sweep-why").textContent).toContain(`. Energy: ${text}.`);
+    expect(get(panel.root, "sweep-why").textContent).not.toContain("Uncertain");
     panel.root.remove();
   });
 });

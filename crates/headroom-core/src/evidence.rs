@@ -763,6 +763,8 @@ mod tests {
             still_rising: false,
             uncertain: None,
             energy: None,
+            headline: None,
+            caution_line: None,
         };
         ledger
             .finish_run(id, RunStatus::Complete, Some(&summary), None)

@@ -180,17 +180,17 @@ impl MlxComparison {
     pub fn line(&self) -> String {
         let mem = |b: Option<u64>| b.map_or_else(|| "?".to_owned(), crate::budget::format_bytes);
         format!(
-            "{} at batch {}: MLX ({}) {:.1} samples/s, allocator peak {} vs Headroom on {} \
-             {:.1} samples/s, peak {}: MLX {:.2}×",
+            "{} at batch {}: MLX ({}) {} samples/s, allocator peak {} vs Headroom on {} \
+             {} samples/s, peak {}: MLX {}×",
             self.workload,
             self.batch,
             self.mlx_device,
-            self.mlx_samples_per_s,
+            crate::stats::sig3(self.mlx_samples_per_s),
             mem(self.mlx_peak_bytes),
             self.torch_device,
-            self.torch_samples_per_s,
+            crate::stats::sig3(self.torch_samples_per_s),
             mem(self.torch_peak_bytes),
-            self.ratio
+            crate::stats::sig3(self.ratio)
         )
     }
 }

@@ -4,6 +4,7 @@
 
 use headroom_model::budget::format_bytes;
 use headroom_model::settings::{DecideThresholds, WorkloadKind};
+use headroom_model::stats::sig3;
 
 use crate::board::{pct, Board};
 use crate::facts::{Facts, RunFact};
@@ -16,13 +17,10 @@ pub(crate) fn your_run(r: &RunFact, ram: Option<(u64, u64)>, t: &DecideThreshold
     let src = r.source();
     let mut measured = Vec::new();
     if let Some(sps) = r.samples_per_s {
-        measured.push(format!("{} samples/s", headroom_model::stats::sig3(sps)));
+        measured.push(format!("{} samples/s", sig3(sps)));
     }
     if let Some(ms) = r.step_ms {
-        measured.push(format!(
-            "{} ms per iteration",
-            headroom_model::stats::sig3(ms)
-        ));
+        measured.push(format!("{} ms per iteration", sig3(ms)));
     }
     if let Some(a) = r.accumulation.filter(|a| *a > 1) {
         measured.push(format!("gradient accumulation {a}"));
@@ -323,8 +321,8 @@ pub(crate) fn speed(f: &Facts, t: &DecideThresholds, b: &mut Board) -> (Option<b
             mps.device.as_str()
         };
         let at = format!(
-            "{} at batch {}: {:.1} ms per step on {on} vs {:.1} ms on the CPU ({speedup:.2}×, sweep run {}, baseline run {})",
-            mps.workload, mps.batch, mps.step_ms, cpu.step_ms, mps.run_id, cpu.run_id
+            "{} at batch {}: {} ms per step on {on} vs {} ms on the CPU ({}×, sweep run {}, baseline run {})",
+            mps.workload, mps.batch, sig3(mps.step_ms), sig3(cpu.step_ms), sig3(speedup), mps.run_id, cpu.run_id
         );
         // The ratio's interval from the two points' (shares add in quadrature), carried to
         // "faster" (1 − device/CPU): a difference from the threshold inside it calls nothing.
@@ -476,8 +474,15 @@ pub(crate) fn mlx_against_torch(f: &Facts, t: &DecideThresholds, b: &mut Board) 
     if let Some(m) = &f.mlx {
         let ratio = m.mlx_samples_per_s / m.torch_samples_per_s;
         let figures = format!(
-            "{} at batch {}: MLX ({}) {:.1} samples/s vs torch on {} {:.1} samples/s ({ratio:.2}×, run {})",
-            m.workload, m.batch, m.mlx_device, m.mlx_samples_per_s, m.torch_device, m.torch_samples_per_s, m.run_id
+            "{} at batch {}: MLX ({}) {} samples/s vs torch on {} {} samples/s ({}×, run {})",
+            m.workload,
+            m.batch,
+            m.mlx_device,
+            sig3(m.mlx_samples_per_s),
+            m.torch_device,
+            sig3(m.torch_samples_per_s),
+            sig3(ratio),
+            m.run_id
         );
         if ratio >= 1.0 + t.mlx_faster {
             mlx_wins = true;

@@ -376,16 +376,18 @@ impl Point {
         Some(note)
     }
 
-    /// Joules per sample: the mean power while its steps were timed over its throughput.
-    pub fn joules_per_sample(&self) -> Option<f64> {
-        let c = self.conditions.as_ref()?;
-        c.joules_per_sample_at(self.samples_per_s?)
+    /// The ± share of its throughput where it is wider than a figure to trust
+    /// ([`crate::stats::KNOWN_WITHIN`]); `None` for a quiet point and one not measured.
+    pub fn noisy_share(&self) -> Option<f64> {
+        (self.status == PointStatus::Ok)
+            .then(|| self.ci_share())
+            .flatten()
+            .filter(|c| *c > crate::stats::KNOWN_WITHIN)
     }
 
-    /// Why its figure should be read with care, one line per cause: measured beside other work
-    /// (CPU, memory pressure, the accelerator shared) or still noisy at its cap. Empty for a
-    /// point to trust, and for one that was not measured.
-    pub fn cautions(&self) -> Vec<String> {
+    /// What was running beside it while it was timed (CPU load, memory pressure, the accelerator
+    /// shared), one line per cause; empty for a point timed on a quiet machine.
+    pub fn busy_cautions(&self) -> Vec<String> {
         if self.status != PointStatus::Ok {
             return Vec::new();
         }
@@ -397,7 +399,21 @@ impl Point {
         if let Some(c) = &self.conditions {
             out.extend(c.warnings_for(&format!("batch {}", self.batch)));
         }
-        if let Some(ci) = self.ci_share().filter(|c| *c > crate::stats::KNOWN_WITHIN) {
+        out
+    }
+
+    /// Joules per sample: the mean power while its steps were timed over its throughput.
+    pub fn joules_per_sample(&self) -> Option<f64> {
+        let c = self.conditions.as_ref()?;
+        c.joules_per_sample_at(self.samples_per_s?)
+    }
+
+    /// Why its figure should be read with care, one line per cause: measured beside other work
+    /// (CPU, memory pressure, the accelerator shared) or still noisy at its cap. Empty for a
+    /// point to trust, and for one that was not measured.
+    pub fn cautions(&self) -> Vec<String> {
+        let mut out = self.busy_cautions();
+        if let Some(ci) = self.noisy_share() {
             out.push(format!(
                 "batch {}'s throughput is known only within ±{:.1} % (its {} timed steps varied by {:.0} %, p95/p50 {:.2}): read it as a rough figure",
                 self.batch,
@@ -471,6 +487,17 @@ pub struct SweepSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub energy: Option<crate::energy::EnergyTradeoff>,
+    /// The answer in one line with its doubt: "batch 64 · 10.0 k samples/s · 665 MiB · ±17 %,
+    /// machine busy" ([`crate::summary::headline`]); `None` without a recommendation, and in
+    /// summaries recorded before it was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub headline: Option<String>,
+    /// The per-point cautions in one line: "5 of 7 points noisy (±10–19 %): timed beside other
+    /// work" ([`crate::summary::caution_line`]); `None` when no point carries one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub caution_line: Option<String>,
 }
 
 /// Progress within one point.

@@ -5,6 +5,7 @@ use crate::budget::format_bytes;
 pub use crate::energy::{EnergyTradeoff, ENERGY_SAVING_SHARE};
 use crate::planner::Limit;
 use crate::protocol::{Point, PointStatus, SweepSummary};
+use crate::stats::sig3;
 
 pub use crate::planner::KNEE_SHARE;
 
@@ -22,6 +23,24 @@ pub struct Comparison {
     /// How much less time a step takes on the device: (cpu − device) / cpu.
     pub faster: f64,
     pub cpu_run_id: Option<i64>,
+    /// [`Comparison::sentence`], for the app and other readers of the JSON.
+    #[serde(default)]
+    pub text: String,
+}
+
+impl Comparison {
+    /// One sentence with figures as people read them: "3.20 ms per step on cuda:0 against 41.0
+    /// ms on the CPU at batch 64: 12.8× the speed".
+    pub fn sentence(&self) -> String {
+        format!(
+            "{} ms per step on {} against {} ms on the CPU at batch {}: {}× the speed",
+            sig3(self.device_step_ms),
+            self.device,
+            sig3(self.cpu_step_ms),
+            self.batch,
+            sig3(self.speedup)
+        )
+    }
 }
 
 /// Compares the median step time at `batch` in two sweeps' points; `None` when either lacks
@@ -39,7 +58,7 @@ pub fn compare(
             .filter(|ms| *ms > 0.0)
     };
     let (d, c) = (step(device_points)?, step(cpu_points)?);
-    Some(Comparison {
+    let mut out = Comparison {
         batch,
         device: device.to_owned(),
         device_step_ms: d,
@@ -47,7 +66,10 @@ pub fn compare(
         speedup: c / d,
         faster: (c - d) / c,
         cpu_run_id: None,
-    })
+        text: String::new(),
+    };
+    out.text = out.sentence();
+    Some(out)
 }
 
 /// Summarises `points` of a sweep that ended for `limit` under `budget` bytes.
@@ -91,9 +113,9 @@ pub fn summarize(points: &[Point], limit: Limit, budget: u64) -> SweepSummary {
         (Some(b), Some(k)) if k.batch == b.batch => (
             Some(b.batch),
             format!(
-                "batch {} gives the highest throughput measured, {:.1} samples/s, peaking at {} of a {} budget",
+                "batch {} gives the highest throughput measured, {} samples/s, peaking at {} of a {} budget",
                 b.batch,
-                sps(b),
+                sig3(sps(b)),
                 peak_text(b),
                 format_bytes(budget)
             ),
@@ -101,12 +123,12 @@ pub fn summarize(points: &[Point], limit: Limit, budget: u64) -> SweepSummary {
         (Some(b), Some(k)) => (
             Some(k.batch),
             format!(
-                "batch {} reaches {:.1} samples/s, within {:.0}% of the best ({:.1} at batch {}), \
+                "batch {} reaches {} samples/s, within {:.0}% of the best ({} at batch {}), \
                  and peaks at {} instead of {}: larger batches buy little speed for their memory",
                 k.batch,
-                sps(k),
+                sig3(sps(k)),
                 (1.0 - KNEE_SHARE) * 100.0,
-                sps(b),
+                sig3(sps(b)),
                 b.batch,
                 peak_text(k),
                 peak_text(b)
@@ -116,7 +138,7 @@ pub fn summarize(points: &[Point], limit: Limit, budget: u64) -> SweepSummary {
     };
     let peak_at =
         recommended.and_then(|r| ok.iter().find(|p| p.batch == r).and_then(|p| p.peak_bytes));
-    SweepSummary {
+    let mut s = SweepSummary {
         best_batch: best.map(|p| p.batch),
         best_samples_per_s: best.map(sps),
         knee_batch: knee.map(|p| p.batch),
@@ -127,22 +149,34 @@ pub fn summarize(points: &[Point], limit: Limit, budget: u64) -> SweepSummary {
         reason,
         peak_bytes_at_recommended: peak_at,
         still_rising,
-        uncertain: uncertainty(points, recommended),
-        energy: energy_tradeoff(points, recommended),
-    }
+        uncertain: None,
+        energy: None,
+        headline: None,
+        caution_line: None,
+    };
+    annotate(&mut s, points);
+    s
 }
 
-/// Says when the answer rests on points to read with care ([`Point::cautions`]): the
-/// recommended batch, the best, and the measured batch just below the recommended one (whose
-/// figure decides whether the recommended one is a knee or still rising). A noisy batch far down
-/// the curve changes no answer and makes none uncertain. `None` when the answer's points are
-/// trusted.
-pub fn uncertainty(points: &[Point], recommended: Option<u32>) -> Option<String> {
+/// Writes into `s` what the points say beyond their throughput (the machine's load beside them,
+/// their spread, their energy): the doubt, the energy trade-off, the one-line answer and the
+/// one-line caution. The worker summarises without seeing the machine; the job that adds the
+/// machine's readings to the points calls this again.
+pub fn annotate(s: &mut SweepSummary, points: &[Point]) {
+    s.uncertain = uncertainty(points, s.recommended_batch);
+    s.energy = energy_tradeoff(points, s.recommended_batch);
+    s.headline = headline(points, s);
+    s.caution_line = caution_line(points);
+}
+
+/// The measured points an answer recommending `recommended` rests on: the recommended batch,
+/// the best, and the measured batch just below the recommended one (whose figure decides
+/// whether the recommended one is a knee or still rising).
+fn rests_on(points: &[Point], recommended: u32) -> Vec<&Point> {
     let ok: Vec<&Point> = points
         .iter()
         .filter(|p| p.status == PointStatus::Ok && p.samples_per_s.is_some())
         .collect();
-    let recommended = recommended?;
     let sps = |p: &Point| p.samples_per_s.unwrap_or(0.0);
     let best = ok
         .iter()
@@ -153,16 +187,120 @@ pub fn uncertainty(points: &[Point], recommended: Option<u32>) -> Option<String>
         .filter(|p| p.batch < recommended)
         .map(|p| p.batch)
         .max();
-    let mut rests_on: Vec<u32> = [Some(recommended), best, below]
+    let mut batches: Vec<u32> = [Some(recommended), best, below]
         .into_iter()
         .flatten()
         .collect();
-    rests_on.sort_unstable();
-    rests_on.dedup();
-    let warned: Vec<u32> = rests_on
+    batches.sort_unstable();
+    batches.dedup();
+    batches
         .iter()
-        .copied()
-        .filter(|b| ok.iter().any(|p| p.batch == *b && !p.cautions().is_empty()))
+        .filter_map(|b| ok.iter().copied().find(|p| p.batch == *b))
+        .collect()
+}
+
+/// A ± share as people read it: "±17 %", "±4.2 %", "±<1 %".
+fn plus_minus(share: f64) -> String {
+    let pct = share * 100.0;
+    if pct < 1.0 {
+        "±<1 %".to_owned()
+    } else if pct < 9.95 {
+        format!("±{pct:.1} %")
+    } else {
+        format!("±{pct:.0} %")
+    }
+}
+
+/// The answer in one line, for a glance: "batch 64 · 10.0 k samples/s · 665 MiB · ±17 %,
+/// machine busy". The doubt tag (last) is there only when the points the answer rests on carry
+/// cautions: the widest ± among them, and "machine busy" when they were timed beside other work
+/// ("noisy" when only their steps varied). `None` without a recommendation.
+pub fn headline(points: &[Point], s: &SweepSummary) -> Option<String> {
+    let rb = s.recommended_batch?;
+    let mut parts = vec![format!("batch {rb}")];
+    let at = points
+        .iter()
+        .find(|p| p.batch == rb && p.status == PointStatus::Ok);
+    if let Some(sps) = at.and_then(|p| p.samples_per_s) {
+        parts.push(format!("{} samples/s", sig3(sps)));
+    }
+    if let Some(b) = s.peak_bytes_at_recommended {
+        parts.push(format_bytes(b));
+    }
+    let rests = rests_on(points, rb);
+    let busy = rests.iter().any(|p| !p.busy_cautions().is_empty());
+    let noisy = rests.iter().any(|p| p.noisy_share().is_some());
+    if busy || noisy {
+        let widest = rests
+            .iter()
+            .filter_map(|p| p.ci_share())
+            .fold(None, |m: Option<f64>, c| Some(m.map_or(c, |m| m.max(c))));
+        let cause = if busy { "machine busy" } else { "noisy" };
+        parts.push(match widest {
+            Some(w) => format!("{}, {cause}", plus_minus(w)),
+            None => cause.to_owned(),
+        });
+    }
+    Some(parts.join(" · "))
+}
+
+/// The per-point cautions summed up in one line: "5 of 7 points noisy (±10–19 %): timed beside
+/// other work". The points' own lines ([`Point::cautions`]) stay the detail behind it. `None`
+/// when no measured point carries a caution.
+pub fn caution_line(points: &[Point]) -> Option<String> {
+    let measured: Vec<&Point> = points
+        .iter()
+        .filter(|p| p.status == PointStatus::Ok && p.samples_per_s.is_some())
+        .collect();
+    let flagged: Vec<&&Point> = measured
+        .iter()
+        .filter(|p| !p.cautions().is_empty())
+        .collect();
+    if flagged.is_empty() {
+        return None;
+    }
+    let shares: Vec<f64> = flagged.iter().filter_map(|p| p.noisy_share()).collect();
+    let busy = flagged.iter().any(|p| !p.busy_cautions().is_empty());
+    let n = measured.len();
+    let of = format!(
+        "{} of {n} point{}",
+        flagged.len(),
+        if n == 1 { "" } else { "s" }
+    );
+    let cause = if busy {
+        "timed beside other work"
+    } else {
+        "their steps varied"
+    };
+    if shares.is_empty() {
+        return Some(format!("{of} {cause}"));
+    }
+    let lo = shares.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = shares.iter().copied().fold(0.0, f64::max);
+    let range = if plus_minus(lo) == plus_minus(hi) {
+        plus_minus(hi)
+    } else {
+        // "±10–19 %": one sign and one unit for the span.
+        format!(
+            "{}–{}",
+            plus_minus(lo).trim_end_matches(" %"),
+            plus_minus(hi).trim_start_matches('±')
+        )
+    };
+    Some(format!("{of} noisy ({range}): {cause}"))
+}
+
+/// Says when the answer rests on points to read with care ([`Point::cautions`]): the
+/// recommended batch, the best, and the measured batch just below the recommended one (whose
+/// figure decides whether the recommended one is a knee or still rising). A noisy batch far down
+/// the curve changes no answer and makes none uncertain. `None` when the answer's points are
+/// trusted.
+pub fn uncertainty(points: &[Point], recommended: Option<u32>) -> Option<String> {
+    let recommended = recommended?;
+    let warned: Vec<u32> = rests_on(points, recommended)
+        .iter()
+        .filter(|p| !p.cautions().is_empty())
+        .map(|p| p.batch)
         .collect();
     if warned.is_empty() {
         return None;
@@ -268,9 +406,9 @@ fn rising_reason(b: &Point, below: Option<&Point>, limit: Limit, budget: u64) ->
         _ => "no larger batch was measured".to_owned(),
     };
     format!(
-        "throughput is still rising at batch {}, {:.1} samples/s{gain}, peaking at {}; no knee yet: {then}",
+        "throughput is still rising at batch {}, {} samples/s{gain}, peaking at {}; no knee yet: {then}",
         b.batch,
-        sps(b),
+        sig3(sps(b)),
         peak_text(b)
     )
 }
@@ -379,6 +517,10 @@ mod tests {
         let c = compare("cuda:0", &dev, &cpu, 64).expect("both have batch 64");
         assert!((c.speedup - 5.0).abs() < 1e-12 && (c.faster - 0.8).abs() < 1e-12);
         assert_eq!(c.device, "cuda:0");
+        assert_eq!(
+            c.text,
+            "8.00 ms per step on cuda:0 against 40.0 ms on the CPU at batch 64: 5.00× the speed"
+        );
         assert!(
             compare("cuda:0", &dev, &cpu, 32).is_none(),
             "no CPU point at 32"
@@ -486,6 +628,108 @@ mod tests {
         let mut failed = Point::failed(512, PointStatus::Oom, "oom");
         failed.step_cv = Some(1.0);
         assert!(failed.cautions().is_empty());
+    }
+
+    #[test]
+    fn the_answer_is_one_line_with_its_doubt_and_the_cautions_one_more() {
+        // The issue's sweep: 10041 samples/s at batch 64, peaking at 665 MiB.
+        let mib = 1 << 20;
+        let mut pts = vec![
+            ok(8, 2100.0, 100 * mib),
+            ok(16, 4400.0, 160 * mib),
+            ok(32, 7691.8, 330 * mib),
+            ok(64, 10041.0, 665 * mib),
+        ];
+        let quiet = summarize(&pts, Limit::MaxBatch, 20 << 30);
+        assert_eq!(quiet.recommended_batch, Some(64));
+        assert_eq!(
+            quiet.headline.as_deref(),
+            Some("batch 64 · 10.0 k samples/s · 665 MiB")
+        );
+        assert_eq!(quiet.caution_line, None);
+        // Prose carries three significant digits, not "10041.0".
+        assert!(
+            quiet.reason.contains("10.0 k samples/s"),
+            "{}",
+            quiet.reason
+        );
+        // Steps that varied: the ± of the points the answer rests on, and how many points.
+        let noisy = |p: &mut Point, cv: f64| {
+            p.step_cv = Some(cv);
+            p.timed_steps = 137;
+        };
+        noisy(&mut pts[0], 1.15); // ±19.3 %
+        noisy(&mut pts[2], 0.6); // ±10 %
+        noisy(&mut pts[3], 1.0); // ±16.7 %
+        let s = summarize(&pts, Limit::MaxBatch, 20 << 30);
+        assert_eq!(
+            s.headline.as_deref(),
+            Some("batch 64 · 10.0 k samples/s · 665 MiB · ±17 %, noisy")
+        );
+        assert_eq!(
+            s.caution_line.as_deref(),
+            Some("3 of 4 points noisy (±10–19 %): their steps varied")
+        );
+        // Timed beside other work: the cause is the machine.
+        pts[1].load = Some(crate::pointload::PointLoad {
+            other_cores: 1.5,
+            busiest: Some("chrome".into()),
+            busiest_cores: 1.2,
+            seconds: 0.3,
+            pressure: None,
+            pressure_detail: None,
+            swap_growth_bytes: None,
+            accel_others: Vec::new(),
+        });
+        assert!(!pts[1].busy_cautions().is_empty());
+        let s = summarize(&pts, Limit::MaxBatch, 20 << 30);
+        assert_eq!(
+            s.caution_line.as_deref(),
+            Some("4 of 4 points noisy (±10–19 %): timed beside other work")
+        );
+        // Batch 32 (below the recommended) was busy-free; 16 is not one the answer rests on.
+        assert!(s
+            .headline
+            .as_deref()
+            .is_some_and(|h| h.ends_with("±17 %, noisy")));
+        pts[3].load = pts[1].load.clone();
+        let s = summarize(&pts, Limit::MaxBatch, 20 << 30);
+        assert!(
+            s.headline
+                .as_deref()
+                .is_some_and(|h| h.ends_with("· ±17 %, machine busy")),
+            "{:?}",
+            s.headline
+        );
+        // Busy only, every point quiet in its steps: no ± range, the count and the cause.
+        for p in &mut pts {
+            p.step_cv = None;
+        }
+        let s = summarize(&pts, Limit::MaxBatch, 20 << 30);
+        assert_eq!(
+            s.caution_line.as_deref(),
+            Some("2 of 4 points timed beside other work")
+        );
+        assert!(s
+            .headline
+            .as_deref()
+            .is_some_and(|h| h.ends_with("665 MiB · machine busy")));
+        // No recommendation, no headline; one point, no plural.
+        let none = summarize(
+            &[Point::failed(8, PointStatus::Oom, "oom")],
+            Limit::Oom,
+            1 << 30,
+        );
+        assert_eq!(none.headline, None);
+        let mut one = vec![ok(8, 12.345, mib)];
+        noisy(&mut one[0], 0.05);
+        noisy(&mut one[0], 0.4);
+        assert_eq!(
+            summarize(&one, Limit::MaxBatch, 1 << 30)
+                .caution_line
+                .as_deref(),
+            Some("1 of 1 point noisy (±6.7 %): their steps varied")
+        );
     }
 
     #[test]

@@ -1040,10 +1040,16 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
     assert_eq!(sweep["device"], "cpu");
     assert!(sweep["points"].as_u64().is_some_and(|n| n >= 5));
     let chosen = sweep["chosen_batch"].as_u64().expect("chosen batch");
-    assert!(
-        rec_text.starts_with(&format!("Recommended batch {chosen}:")),
-        "{rec_text} vs {chosen}"
-    );
+    assert_eq!(recommended_batch(&rec_text), chosen, "{rec_text}");
+}
+
+/// The batch in the Sweep panel's answer: "Recommended batch 64 · 10.0 k samples/s · …", or
+/// "Recommended batch 64: …" for a summary without its one-line answer.
+fn recommended_batch(text: &str) -> u64 {
+    text.strip_prefix("Recommended batch ")
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no recommended batch in {text:?}"))
 }
 
 /// A researcher's own training script: an argparse CLI, a DataLoader, an MLP, SGD. Its memory
@@ -1189,12 +1195,28 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
         5,
     );
     let rec_text = s.text(&rec);
-    let chosen: u32 = rec_text
-        .strip_prefix("Recommended batch ")
-        .and_then(|r| r.split(':').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{rec_text}"));
+    let chosen = recommended_batch(&rec_text);
     assert!((16..=300).contains(&chosen), "{rec_text}");
+    // At a glance: the answer one line with its figure and memory, and the chart's top edge
+    // inside the 640 px popover without scrolling.
+    let answer = s.text(&s.wait(r#"[data-testid="sweep-answer"]"#, 5));
+    assert!(
+        answer.starts_with(&format!("Recommended batch {chosen} · "))
+            && answer.contains(" samples/s · "),
+        "{answer}"
+    );
+    let top = s
+        .script(
+            r#"const c = document.querySelector('[data-testid="sweep-chart"]');
+               return c.getBoundingClientRect().top + window.scrollY;"#,
+        )
+        .as_f64()
+        .expect("the chart's top");
+    assert!(
+        top < 640.0,
+        "the chart starts {top} px down, below the fold"
+    );
+    eprintln!("project sweep: {answer:?}, the chart's top at {top:.0} px");
     s.screenshot(&out.join("project_sweep.png"));
 
     // The Overview, judged from this project, cites that sweep.
@@ -1257,13 +1279,15 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
     let speed = s.wait(r#"[data-testid="sweep-speedup"]:not([hidden])"#, 420);
     let speed_text = s.text(&speed);
     assert!(
-        speed_text.starts_with("Speed-up at batch ") && speed_text.contains("on cpu@2 vs"),
+        speed_text.starts_with("Speed-up: ")
+            && speed_text.contains(" ms per step on cpu@2 against "),
         "{speed_text}"
     );
     // The comparison's sweep is now the project's newest here: its batch is "the batch chosen
     // here" that the migration's training step sets the remote's answer beside.
     let chosen: u32 = speed_text
-        .strip_prefix("Speed-up at batch ")
+        .split(" at batch ")
+        .nth(1)
         .and_then(|r| r.split(':').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{speed_text}"));

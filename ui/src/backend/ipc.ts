@@ -288,7 +288,18 @@ uncertain?: string | null,
  * The most energy-efficient batch against the recommended one, where the points carry
  * their energy.
  */
-energy?: EnergyTradeoff, };
+energy?: EnergyTradeoff, 
+/**
+ * The answer in one line with its doubt: "batch 64 · 10.0 k samples/s · 665 MiB · ±17 %,
+ * machine busy" ([`crate::summary::headline`]); `None` without a recommendation, and in
+ * summaries recorded before it was written.
+ */
+headline?: string, 
+/**
+ * The per-point cautions in one line: "5 of 7 points noisy (±10–19 %): timed beside other
+ * work" ([`crate::summary::caution_line`]); `None` when no point carries one.
+ */
+caution_line?: string, };
 
 export type EnergyTradeoff = { 
 /**
@@ -801,7 +812,11 @@ speedup: number,
 /**
  * How much less time a step takes on the device: (cpu − device) / cpu.
  */
-faster: number, cpu_run_id: number | null, };
+faster: number, cpu_run_id: number | null, 
+/**
+ * [`Comparison::sentence`], for the app and other readers of the JSON.
+ */
+text: string, };
 
 export type PointLoad = { 
 /**

@@ -1,6 +1,6 @@
 // The Sweep panel: a form, one click to run in the background worker, the chart and table
 // filling in point by point, the recommendation above it at the end, and Cancel.
-import type { Backend, Dtype, Mode, Point, SweepForm, SweepSnapshot } from "../backend";
+import type { Backend, Dtype, Mode, Point, SweepForm, SweepSnapshot, SweepSummary } from "../backend";
 import { asAppError, DTYPES, MODES } from "../backend";
 import { field, select } from "../controls";
 import { chartHover, el, formatBytes, formatMs, formatRate, svgDataUrl } from "../format";
@@ -94,6 +94,35 @@ export function cautionLine(warnings: string[]): string {
   return warnings.length === 1 ? `Read with care: ${first}` : `${warnings.length} cautions, e.g. ${first} (show all)`;
 }
 
+/** The answer in one line ("Recommended batch 64 · 10.0 k samples/s · 665 MiB · ±17 %, machine
+ * busy", the core's headline with its doubt tag), then why, folded: the reason, the energy trade
+ * where the machine gave its power, and what makes it uncertain. A summary recorded before the
+ * headline was written shows its reason in the line. */
+export function answerParts(summary: SweepSummary): HTMLElement[] {
+  const rec = summary.recommended_batch;
+  const line = el(
+    "div",
+    "answer",
+    rec === null
+      ? `No recommendation: ${summary.reason}`
+      : summary.headline
+        ? `Recommended ${summary.headline}`
+        : `Recommended batch ${rec}: ${summary.reason}`,
+  );
+  line.dataset.testid = "sweep-answer";
+  if (rec === null || !summary.headline) return [line];
+  const why = el("details", "why");
+  why.dataset.testid = "sweep-why";
+  const energy = summary.energy?.text ? ` Energy: ${summary.energy.text}.` : "";
+  const uncertain = summary.uncertain ? ` Uncertain: ${summary.uncertain}.` : "";
+  why.append(el("summary", undefined, "Why"), el("div", undefined, `${cap(summary.reason)}.${energy}${uncertain}`));
+  return [line, why];
+}
+
+function cap(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
 /** Draws a snapshot: status, chart, warnings, table, recommendation. */
 export function renderSnapshot(
   parts: {
@@ -114,7 +143,9 @@ export function renderSnapshot(
     const all = s.warnings ?? [];
     const list = el("ul", "warnings");
     list.append(...all.map((w) => el("li", undefined, w)));
-    const line = el("summary", "warnings-line", cautionLine(all));
+    // The core's line ("5 of 7 points noisy (±10–19 %): timed beside other work") where the
+    // cautions are the points'; a count and the first one's gist for other warnings.
+    const line = el("summary", "warnings-line", s.summary?.caution_line ?? cautionLine(all));
     line.dataset.testid = "sweep-warnings-line";
     parts.warnings.replaceChildren(line, list);
     parts.warnings.hidden = all.length === 0;
@@ -143,15 +174,7 @@ export function renderSnapshot(
     parts.recommendation.dataset.state = "stopped";
     parts.recommendation.hidden = false;
   } else if (!s.running && s.summary) {
-    const answer =
-      rec !== null ? `Recommended batch ${rec}: ${s.summary.reason}` : `No recommendation: ${s.summary.reason}`;
-    // An answer resting on points measured beside other work says so with it.
-    // The energy trade where the machine gave its power ("batch 64 gives 91 % of the speed for
-    // 70 % of the energy per sample").
-    const energy = s.summary.energy?.text ? `. Energy: ${s.summary.energy.text}` : "";
-    parts.recommendation.textContent = s.summary.uncertain
-      ? `${answer}${energy}. Uncertain: ${s.summary.uncertain}`
-      : `${answer}${energy}`;
+    parts.recommendation.replaceChildren(...answerParts(s.summary));
     parts.recommendation.dataset.state = "done";
     parts.recommendation.hidden = false;
   } else {
@@ -275,7 +298,12 @@ export function sweepPanel(
     const c = s.comparison;
     speedup.hidden = !c;
     if (c) {
-      speedup.textContent = `Speed-up at batch ${c.batch}: ${formatMs(c.device_step_ms)} per step on ${c.device} vs ${formatMs(c.cpu_step_ms)} on the CPU (${c.speedup.toFixed(2)}×${c.cpu_run_id !== null ? `, CPU run ${c.cpu_run_id}` : ""})`;
+      // The core's sentence (figures as people read them); the CPU run it compares with.
+      // (A comparison recorded before the sentence was written: its figures as they are.)
+      const text =
+        c.text ||
+        `${formatMs(c.device_step_ms)} per step on ${c.device} against ${formatMs(c.cpu_step_ms)} on the CPU at batch ${c.batch}: ${c.speedup}× the speed`;
+      speedup.textContent = `Speed-up: ${text}${c.cpu_run_id !== null ? ` (CPU run ${c.cpu_run_id})` : ""}`;
       speedup.dataset.state = "done";
     }
     run.disabled = s.running;

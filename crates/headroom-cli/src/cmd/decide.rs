@@ -31,7 +31,7 @@ pub fn run(a: &DecideArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{}\n", d.headline);
+    // The columns and the symptoms first, the verdict last on screen, in one line.
     for c in &d.columns {
         let status = match c.status {
             Status::Recommended => "RECOMMENDED",
@@ -53,5 +53,6 @@ pub fn run(a: &DecideArgs) -> anyhow::Result<ExitCode> {
             println!("    observe: {}", s.observe);
         }
     }
+    println!("\ndecision: {}", d.headline);
     Ok(ExitCode::SUCCESS)
 }

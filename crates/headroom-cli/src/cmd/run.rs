@@ -246,8 +246,10 @@ pub fn summary(o: &WatchOutcome) {
             o.steps,
             ms(o.step_ms_p50),
             ms(o.step_ms_p95),
-            o.samples_per_s
-                .map_or_else(String::new, |s| format!(" · {s:.1} samples/s"))
+            o.samples_per_s.map_or_else(String::new, |s| format!(
+                " · {} samples/s",
+                headroom_model::stats::sig3(s)
+            ))
         );
     }
     if let Some(v) = &o.pipeline {
@@ -760,6 +762,7 @@ fn auto_sweep(
     };
     headroom_core::jobs::usersweep::check(&spec)?;
     let mut n = 0;
+    let mut seen: Vec<headroom_model::protocol::Point> = Vec::new();
     let mut on = |u: &Update| match u {
         Update::Started { run_id, .. } => {
             eprintln!(
@@ -772,7 +775,12 @@ fn auto_sweep(
             n += 1;
             eprintln!("headroom: [{n}] batch {batch}: starting the command");
         }
-        Update::Point { point } => eprintln!("{}", super::sweep::output::point_line(point)),
+        Update::Point { point } => {
+            eprintln!("{}", super::sweep::output::point_line(point));
+            seen.push(point.clone());
+        }
+        // A point's cautions are said with the table, together.
+        Update::Warning { message } if super::sweep::output::is_point_caution(&seen, message) => {}
         Update::Warning { message } => eprintln!("headroom: warning: {message}"),
         Update::WorkerStarted { .. } | Update::Progress { .. } => {}
     };
@@ -780,7 +788,7 @@ fn auto_sweep(
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        super::sweep::output::print_human(&out.sweep);
+        // How long each start took, then the answer (last on screen).
         for t in &out.seconds {
             eprintln!(
                 "headroom:   batch {}: {:.1} s, of which {} to its first step{}",
@@ -793,14 +801,11 @@ fn auto_sweep(
                 ))
             );
         }
+        super::sweep::output::print_human(&out.sweep);
         if let Some(c) = &out.comparison {
             println!(
-                "speed-up at batch {}: {:.1} ms per step on {} vs {:.1} ms on the baseline ({:.2}×, baseline run {})",
-                c.batch,
-                c.device_step_ms,
-                c.device,
-                c.cpu_step_ms,
-                c.speedup,
+                "speed-up: {} (baseline run {})",
+                c.sentence(),
                 c.cpu_run_id.unwrap_or(0)
             );
         }

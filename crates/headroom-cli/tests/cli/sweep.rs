@@ -292,6 +292,70 @@ fn a_noisy_point_is_timed_longer_and_flagged_with_its_spread() {
     assert!(warned(&quiet).len() <= w.len());
 }
 
+/// The same noisy sweep read in a terminal: its cautions summed up in one line with their list,
+/// before the table (not one by one as the points arrive), and the answer the last line, with
+/// its doubt tag and figures as people read them.
+#[test]
+fn a_noisy_sweep_in_a_terminal_says_its_doubt_in_one_line_and_the_answer_last() {
+    let home = Home::new();
+    let mut cmd = home.cmd(&[
+        "sweep",
+        "--device",
+        "cpu",
+        "--workload",
+        "mlp",
+        "--batches",
+        "16",
+        "--threads",
+        "1",
+    ]);
+    cmd.env("HEADROOM_TEST_STEP_SLEEP", "3:30");
+    let out = cmd.output().expect("sweep");
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{err}");
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let caution = lines
+        .iter()
+        .position(|l| l.starts_with("read with care: 1 of 1 point noisy (±"))
+        .unwrap_or_else(|| panic!("no one-line caution in {text}"));
+    let table = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("batch") && l.contains("samples/s"))
+        .unwrap_or_else(|| panic!("no table in {text}"));
+    assert!(caution < table, "{text}");
+    assert!(
+        lines[caution + 1..table]
+            .iter()
+            .all(|l| l.trim_start().starts_with("· batch 16"))
+            && lines[caution + 1..table]
+                .iter()
+                .any(|l| l.contains("batch 16's throughput is known only within ±")),
+        "the list follows its line: {text}"
+    );
+    // Said once, with the table, not as a warning while the sweep ran.
+    assert!(!err.contains("known only within"), "{err}");
+    let last = lines.last().copied().unwrap_or_default();
+    assert!(
+        last.starts_with("recommended: batch 16 · ") && last.contains(" samples/s · "),
+        "{text}"
+    );
+    assert!(
+        last.ends_with("noisy") || last.ends_with("machine busy"),
+        "the doubt tag ends the answer: {last}"
+    );
+    // Three significant digits in the line: "1.23 k samples/s", never "1234.5 samples/s".
+    let figure = last
+        .split(" · ")
+        .nth(1)
+        .and_then(|f| f.strip_suffix(" samples/s"))
+        .unwrap_or_default();
+    let digits = figure.chars().filter(char::is_ascii_digit).count();
+    assert_eq!(digits, 3, "{figure:?} in {last}");
+}
+
 /// A process outside Headroom keeps the cores busy while the sweep times its points: the sweep
 /// says so, naming it, and records the load with each point.
 #[test]

@@ -336,10 +336,7 @@ impl Session<'_> {
                 Event::Warning { message } => self.warn(message),
                 Event::Result(mut s) => {
                     // The worker cannot see the rest of the machine; the points here carry it.
-                    s.uncertain =
-                        crate::summary::uncertainty(&self.out.points, s.recommended_batch);
-                    s.energy =
-                        crate::summary::energy_tradeoff(&self.out.points, s.recommended_batch);
+                    crate::summary::annotate(&mut s, &self.out.points);
                     self.out.summary = Some(s);
                     // The result is a worker's last word; its stdout closes only once the
                     // process has let go of its memory (on a GPU, 0.05–0.1 s of the driver's

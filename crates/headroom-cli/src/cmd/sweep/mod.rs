@@ -171,6 +171,8 @@ impl Progress {
                 self.say(output::point_line(point));
                 headroom_model::protocol::upsert_point(&mut self.points, point.clone());
             }
+            // A point's cautions are said with the table, together.
+            Update::Warning { message } if output::is_point_caution(&self.points, message) => {}
             Update::Warning { message } => self.say(format!("warning: {message}")),
         }
     }
@@ -231,15 +233,7 @@ pub fn run_on(args: &SweepArgs, remote: Option<Launcher>) -> Result<ExitCode> {
         }
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else if let Some(c) = &comparison {
-        println!(
-            "\nAt batch {}: {:.2} ms per step on {} vs {:.2} ms on the CPU: {:.2}× ({:+.1} % step time)",
-            c.batch,
-            c.device_step_ms,
-            c.device,
-            c.cpu_step_ms,
-            c.speedup,
-            -c.faster * 100.0
-        );
+        println!("\nspeed-up: {}", c.sentence());
     }
     if let (Some(c), false) = (&mlx, args.json) {
         println!("\n{}", c.line());
@@ -382,6 +376,11 @@ fn best_so_far(points: &[Point]) -> String {
         .iter()
         .filter_map(|p| p.samples_per_s.map(|s| (p.batch, s)))
         .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(b, s)| format!(" · best so far {s:.1} samples/s at batch {b}"))
+        .map(|(b, s)| {
+            format!(
+                " · best so far {} samples/s at batch {b}",
+                headroom_model::stats::sig3(s)
+            )
+        })
         .unwrap_or_default()
 }

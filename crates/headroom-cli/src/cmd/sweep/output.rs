@@ -64,9 +64,34 @@ pub(crate) fn point_line(p: &Point) -> String {
     }
 }
 
+/// Whether `message` is one of the points' own cautions: those are said together before the
+/// table ([`print_human`]), not one by one as the points arrive.
+pub(crate) fn is_point_caution(points: &[Point], message: &str) -> bool {
+    points
+        .iter()
+        .any(|p| p.cautions().iter().any(|c| c == message))
+}
+
+/// The summary first, then what it rests on, the answer last on screen: the points' cautions
+/// in one line and their list, the table, the details of the answer, and the answer in one line
+/// with its doubt tag.
 pub(crate) fn print_human(r: &Report) {
     if r.points.is_empty() {
         return;
+    }
+    let cautions: Vec<(u32, String)> = r
+        .points
+        .iter()
+        .flat_map(|p| p.cautions().into_iter().map(move |c| (p.batch, c)))
+        .collect();
+    if !cautions.is_empty() {
+        let line = headroom_model::summary::caution_line(&r.points)
+            .unwrap_or_else(|| format!("{} cautions", cautions.len()));
+        println!("read with care: {line}");
+        for (_, c) in &cautions {
+            println!("  · {c}");
+        }
+        println!();
     }
     // Samples per joule where the machine gives its energy (the most efficient batch is not
     // always the fastest).
@@ -120,9 +145,11 @@ pub(crate) fn print_human(r: &Report) {
             per_joule(p),
         );
     }
+    if let Some(id) = r.run_id {
+        println!("recorded as run {id} ({}) in {}", r.status, r.ledger);
+    }
     if let Some(s) = &r.summary {
         let b = |v: Option<u32>| v.map_or_else(|| "-".into(), |x| x.to_string());
-        println!();
         let knee = if s.still_rising {
             "not reached (still rising)".to_owned()
         } else {
@@ -134,18 +161,19 @@ pub(crate) fn print_human(r: &Report) {
             b(s.max_fit_batch),
             s.limit
         );
-        match s.recommended_batch {
-            Some(rb) => println!("recommended: batch {rb} — {}", s.reason),
-            None => println!("no recommendation: {}", s.reason),
-        }
+        println!("why: {}", s.reason);
         if let Some(e) = &s.energy {
             println!("energy: {}", e.sentence());
         }
         if let Some(u) = &s.uncertain {
             println!("uncertain: {u}");
         }
-    }
-    if let Some(id) = r.run_id {
-        println!("recorded as run {id} ({}) in {}", r.status, r.ledger);
+        // The answer, one line, last on screen.
+        println!();
+        match (s.recommended_batch, &s.headline) {
+            (Some(_), Some(h)) => println!("recommended: {h}"),
+            (Some(rb), None) => println!("recommended: batch {rb}"),
+            (None, _) => println!("no recommendation: {}", s.reason),
+        }
     }
 }
