@@ -50,9 +50,13 @@ pub fn continue_on_remote<R: tauri::Runtime>(app: &tauri::AppHandle<R>) {
         match started {
             Ok((s, batch)) => {
                 let run = headroom_core::jobs::remote_runs::just_started(&s.meta);
-                let row = crate::remote::mirrored(&p.name, std::slice::from_ref(&run))
-                    .first()
-                    .and_then(|r| r.ledger_run_id);
+                let row = crate::remote::mirrored(
+                    None::<&tauri::AppHandle<R>>,
+                    &p.name,
+                    std::slice::from_ref(&run),
+                )
+                .first()
+                .and_then(|r| r.ledger_run_id);
                 crate::notify::send(
                     &app,
                     crate::notify::Kind::Verdict,

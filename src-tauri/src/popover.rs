@@ -19,13 +19,7 @@ pub struct Hides(AtomicU64);
 
 /// The hidden popover's keep time, from the environment where it is set.
 pub fn keep_for() -> Duration {
-    keep_from(std::env::var("HEADROOM_APP_KEEP_POPOVER_S").ok().as_deref())
-}
-
-/// A keep time in whole seconds as written, [`KEEP_FOR`] when it is not one.
-pub fn keep_from(text: Option<&str>) -> Duration {
-    text.and_then(|t| t.trim().parse::<u64>().ok())
-        .map_or(KEEP_FOR, Duration::from_secs)
+    crate::util::seconds_env("HEADROOM_APP_KEEP_POPOVER_S", KEEP_FOR)
 }
 
 /// The popover's window: the one there is, or one made now from the configuration (opening on
@@ -105,6 +99,7 @@ mod tests {
 
     #[test]
     fn the_keep_time_is_read_in_seconds_and_falls_back_to_a_minute() {
+        let keep_from = |t| crate::util::seconds_or(t, KEEP_FOR);
         assert_eq!(keep_from(Some("5")), Duration::from_secs(5));
         assert_eq!(keep_from(Some(" 0 ")), Duration::ZERO);
         assert_eq!(keep_from(Some("soon")), KEEP_FOR);

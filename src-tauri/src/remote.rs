@@ -12,7 +12,7 @@ use headroom_core::remote::vnc::{open_tunnel, opener, Tunnel};
 use headroom_core::remote::{ssh_dir, HostProfile, Hosts};
 use serde::{Deserialize, Serialize};
 use tauri::ipc::Channel;
-use tauri::State;
+use tauri::{AppHandle, State};
 
 use crate::error::{AppError, ErrorCode};
 use crate::util::blocking;
@@ -55,28 +55,58 @@ impl RemoteRun {
 /// How long a call about runs there may wait for the connection.
 pub(crate) const RUNS_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// Mirrors `found` into the ledger (each run once, each epoch once) and returns the panel's rows.
-pub(crate) fn mirrored(
+/// Mirrors `found` into the ledger (each run once, each epoch once) and returns the panel's
+/// rows. With `app`, a run that ended since the ledger last saw it running is said in a
+/// notification here (the panel's look may see the end before the background follow-up does);
+/// without, nothing is said (the user's own Stop, a start).
+pub(crate) fn mirrored<R: tauri::Runtime>(
+    app: Option<&tauri::AppHandle<R>>,
     name: &str,
     found: &[headroom_core::jobs::detached::DetachedRun],
 ) -> Vec<RemoteRun> {
-    let rows = headroom_core::jobs::open_ledger()
+    let m = headroom_core::jobs::open_ledger()
         .ok()
-        .and_then(|l| headroom_core::jobs::remote_runs::mirror(&l, name, found).ok());
+        .and_then(|l| headroom_core::jobs::remote_runs::mirror_noting_ends(&l, name, found).ok());
+    if let Some(app) = app {
+        for &i in m.iter().flat_map(|m| &m.ended) {
+            tell_ended(app, name, &found[i]);
+        }
+    }
     found
         .iter()
         .enumerate()
-        .map(|(i, r)| RemoteRun::of(r, rows.as_ref().and_then(|v| v.get(i).copied())))
+        .map(|(i, r)| RemoteRun::of(r, m.as_ref().and_then(|m| m.rows.get(i).copied())))
         .collect()
+}
+
+/// The notification of a run there that ended: how, its command, where it stood, its last line.
+fn tell_ended<R: tauri::Runtime>(
+    app: &tauri::AppHandle<R>,
+    host: &str,
+    r: &headroom_core::jobs::detached::DetachedRun,
+) {
+    crate::notify::send(
+        app,
+        crate::notify::Kind::Verdict,
+        &format!("Headroom: the run on {host} ended {}", r.state.as_str()),
+        &format!(
+            "{}: {}{}",
+            r.meta.command.join(" "),
+            r.summary(),
+            r.last_line
+                .as_deref()
+                .map_or_else(String::new, |l| format!(" · {l}"))
+        ),
+    );
 }
 
 /// The detached runs on host `name` (state, progress, last line), mirrored into the ledger.
 #[tauri::command]
-pub async fn remote_runs(name: String) -> Result<Vec<RemoteRun>, AppError> {
+pub async fn remote_runs(app: AppHandle, name: String) -> Result<Vec<RemoteRun>, AppError> {
     blocking(move || {
         let p = edit_hosts(|hosts| Ok(hosts.get(&name)?.clone()))?;
         let found = headroom_core::jobs::remote_runs::list(&p, RUNS_TIMEOUT)?;
-        Ok(mirrored(&name, &found))
+        Ok(mirrored(Some(&app), &name, &found))
     })
     .await
 }
@@ -99,7 +129,7 @@ pub async fn start_remote_run(
             RUNS_TIMEOUT,
         )?;
         let run = headroom_core::jobs::remote_runs::just_started(&started.meta);
-        Ok(mirrored(&name, std::slice::from_ref(&run)).remove(0))
+        Ok(mirrored(None::<&AppHandle>, &name, std::slice::from_ref(&run)).remove(0))
     })
     .await
 }
@@ -111,7 +141,7 @@ pub async fn stop_remote_run(name: String, id: String) -> Result<RemoteRun, AppE
         headroom_core::jobs::detached::check_id(&id)?;
         let p = edit_hosts(|hosts| Ok(hosts.get(&name)?.clone()))?;
         let r = headroom_core::jobs::remote_runs::stop(&p, &id, RUNS_TIMEOUT)?;
-        Ok(mirrored(&name, std::slice::from_ref(&r)).remove(0))
+        Ok(mirrored(None::<&AppHandle>, &name, std::slice::from_ref(&r)).remove(0))
     })
     .await
 }
@@ -137,19 +167,7 @@ pub fn follow_remote_runs<R: tauri::Runtime>(app: &tauri::AppHandle<R>) {
         match looked {
             Ok(f) => {
                 for (host, r) in &f.ended {
-                    crate::notify::send(
-                        &app,
-                        crate::notify::Kind::Verdict,
-                        &format!("Headroom: the run on {host} ended {}", r.state.as_str()),
-                        &format!(
-                            "{}: {}{}",
-                            r.meta.command.join(" "),
-                            r.summary(),
-                            r.last_line
-                                .as_deref()
-                                .map_or_else(String::new, |l| format!(" · {l}"))
-                        ),
-                    );
+                    tell_ended(&app, host, r);
                 }
                 let line = crate::tray::RemoteLine {
                     running: f.running.into_iter().collect(),
@@ -161,7 +179,10 @@ pub fn follow_remote_runs<R: tauri::Runtime>(app: &tauri::AppHandle<R>) {
             }
             Err(e) => eprintln!("headroom-app: the runs on remote hosts were not followed: {e}"),
         }
-        std::thread::sleep(FOLLOW_EVERY);
+        std::thread::sleep(crate::util::seconds_env(
+            "HEADROOM_APP_REMOTE_FOLLOW_S",
+            FOLLOW_EVERY,
+        ));
     });
 }
 

@@ -41,3 +41,15 @@ pub fn relay_stop(
         std::thread::sleep(std::time::Duration::from_millis(100));
     });
 }
+
+/// A timer of the app in whole seconds from environment variable `var`, `default` where it is
+/// unset or not a whole number (the benchmarks and the end-to-end tests shorten them).
+pub fn seconds_env(var: &str, default: std::time::Duration) -> std::time::Duration {
+    seconds_or(std::env::var(var).ok().as_deref(), default)
+}
+
+/// Whole seconds as written, `default` when `text` is not one.
+pub fn seconds_or(text: Option<&str>, default: std::time::Duration) -> std::time::Duration {
+    text.and_then(|t| t.trim().parse::<u64>().ok())
+        .map_or(default, std::time::Duration::from_secs)
+}

@@ -1057,7 +1057,7 @@ fn recommended_batch(text: &str) -> u64 {
 /// would), it runs epochs until stopped, and batches above 300 fail the way a laptop's RAM would
 /// end them (this VM has too much memory to reach a real limit in a test's time).
 const PROJECT_TRAIN: &str = r#"
-import argparse, torch, torch.nn as nn
+import argparse, os, torch, torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
 p = argparse.ArgumentParser()
 p.add_argument("--batch-size", type=int, required=True)
@@ -1070,8 +1070,10 @@ n = a.batch_size * 20
 loader = DataLoader(TensorDataset(torch.randn(n, 128), torch.randint(0, 10, (n,))), batch_size=a.batch_size, shuffle=True)
 model = nn.Sequential(nn.Linear(128, 512), nn.ReLU(), nn.Linear(512, 10)).to(a.device)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
+# Trains until stopped, or for the epochs an `epochs` file beside it names.
+limit = int(open("epochs").read()) if os.path.exists("epochs") else 0
 epoch = 0
-while True:
+while not limit or epoch < limit:
     for x, y in loader:
         x, y = x.to(a.device), y.to(a.device)
         kept = torch.ones(a.batch_size, 65536)
@@ -1080,7 +1082,7 @@ while True:
         loss.backward()
         opt.step()
     epoch += 1
-    print(f"epoch {epoch} loss {loss.item():.3f}")
+    print(f"epoch {epoch} loss {loss.item():.3f}", flush=True)
 "#;
 
 /// The run id at the head of a status line (`run 12 · …`).
@@ -1119,7 +1121,11 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
     std::fs::write(bundle.join("lib/headroom/README"), "its libtorch goes here").expect("lib");
     let driver = start_driver_with(
         home.path(),
-        &[("HEADROOM_BIN", bundle.join("bin/headroom").as_path())],
+        &[
+            ("HEADROOM_BIN", bundle.join("bin/headroom").as_path()),
+            // The runs there are followed every 2 s instead of every minute.
+            ("HEADROOM_APP_REMOTE_FOLLOW_S", Path::new("2")),
+        ],
     );
     let s = Session::new(&driver, &app);
 
@@ -1477,6 +1483,63 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
         let keys = std::fs::read_to_string(user.home.join(".ssh/authorized_keys"))
             .expect("the key installed on the fresh host");
         assert!(keys.contains("ssh-ed25519 "), "{keys}");
+
+        // Training there, detached (the panel's step 3): started in one click, listed running
+        // with its live line; when it ends there (after the three epochs an `epochs` file beside
+        // it names) the app's follow-up says so in a notification, and the list shows it
+        // complete, recorded in this ledger under the host's name.
+        std::fs::write(there.join("epochs"), "3").expect("epochs file there");
+        let bus = BusMonitor::start();
+        s.click(&s.wait(r#"[data-testid="start-remote-run"]"#, 5));
+        let until = Instant::now() + Duration::from_secs(60);
+        let started = loop {
+            let (said, state) = s.read(r#"[data-testid="remote-runs-status"]"#, "data-state");
+            if said.starts_with("started run ") {
+                break said;
+            }
+            assert!(
+                state.as_deref() != Some("error") && Instant::now() < until,
+                "the run did not start there: {said}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        assert!(started.contains("; recorded here as run "), "{started}");
+        s.wait(r#"[data-testid="remote-run"]"#, 10);
+        s.screenshot(&out.join("remote_run_started.png"));
+        let sent = bus.wait_for("Headroom: the run on fresh ended complete", 180);
+        assert!(
+            sent.iter()
+                .any(|l| l.contains("train.py --batch-size ") && l.contains("epoch 3")),
+            "the notification names the command and where it stood: {sent:?}"
+        );
+        s.click(&s.wait(r#"[data-testid="refresh-remote-runs"]"#, 5));
+        let done = s.wait(r#"[data-testid="remote-run"][data-state="complete"]"#, 30);
+        let title = s.attr(&done, "title").unwrap_or_default();
+        assert!(title.contains(" in this ledger"), "{title}");
+        let last = s.text(&s.wait(r#"[data-testid="remote-run-last"]"#, 5));
+        assert!(last.contains("epoch 3 loss"), "{last}");
+        s.screenshot(&out.join("remote_run_done.png"));
+        // Its row here: under the host's name, its three epochs once each.
+        let ledger_id: i64 = title
+            .split(" · run ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{title}"));
+        let report = Command::new(env_path("HEADROOM_E2E_WORKER"))
+            .args(["ledger", "show", &ledger_id.to_string(), "--json"])
+            .env("HEADROOM_HOME", home.path())
+            .output()
+            .expect("headroom ledger show");
+        let doc: Value = serde_json::from_slice(&report.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&report.stderr)));
+        assert_eq!(doc["run"]["host"], "fresh", "{doc}");
+        assert_eq!(doc["run"]["status"], "complete", "{doc}");
+        let epochs: Vec<u64> = doc["samples"]
+            .as_array()
+            .map(|v| v.iter().filter_map(|e| e["epoch"].as_u64()).collect())
+            .unwrap_or_default();
+        assert_eq!(epochs, [1, 2, 3], "each epoch once: {doc}");
     }
     s.close();
 }

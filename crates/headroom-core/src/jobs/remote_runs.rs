@@ -321,9 +321,30 @@ fn mirrored(ledger: &Ledger, host: &str) -> Result<BTreeMap<String, (i64, RunSta
 /// each epoch once (as it comes), and the outcome once it ended. Returns each run's row here,
 /// in the order of `runs`. Looking again adds nothing twice.
 pub fn mirror(ledger: &Ledger, host: &str, runs: &[DetachedRun]) -> Result<Vec<i64>, CoreError> {
+    Ok(mirror_noting_ends(ledger, host, runs)?.rows)
+}
+
+/// What a mirror did: each run's row here, and the runs (indices into the runs mirrored) that
+/// the ledger had as running and that ended since — each told once, whichever look (the
+/// follow-up, the panel, the CLI) first saw the end.
+#[derive(Debug, Default)]
+pub struct Mirrored {
+    pub rows: Vec<i64>,
+    pub ended: Vec<usize>,
+}
+
+/// [`mirror`], saying which runs ended since the ledger last saw them running.
+pub fn mirror_noting_ends(
+    ledger: &Ledger,
+    host: &str,
+    runs: &[DetachedRun],
+) -> Result<Mirrored, CoreError> {
     let known = mirrored(ledger, host)?;
-    let mut rows = Vec::with_capacity(runs.len());
-    for r in runs {
+    let mut out = Mirrored {
+        rows: Vec::with_capacity(runs.len()),
+        ended: Vec::new(),
+    };
+    for (i, r) in runs.iter().enumerate() {
         let (id, status) = match known.get(&r.meta.id) {
             Some(k) => *k,
             None => (begin(ledger, host, r)?, RunStatus::Running),
@@ -333,10 +354,14 @@ pub fn mirror(ledger: &Ledger, host: &str, runs: &[DetachedRun]) -> Result<Vec<i
         }
         if status == RunStatus::Running && r.state != DetachedState::Running {
             finish(ledger, host, id, r)?;
+            // A run first seen already ended was never seen running here: nothing to tell.
+            if known.contains_key(&r.meta.id) {
+                out.ended.push(i);
+            }
         }
-        rows.push(id);
+        out.rows.push(id);
     }
-    Ok(rows)
+    Ok(out)
 }
 
 /// The hosts with runs still running as this ledger last saw them: what a follow-up asks.
@@ -386,16 +411,9 @@ pub fn follow_up(
                 continue;
             }
         };
-        let before = mirrored(ledger, &host)?;
-        mirror(ledger, &host, &found)?;
-        for r in &found {
-            let was_running = before
-                .get(&r.meta.id)
-                .is_some_and(|(_, s)| *s == RunStatus::Running);
-            if was_running && r.state != DetachedState::Running {
-                out.ended.push((host.clone(), r.clone()));
-            }
-        }
+        let m = mirror_noting_ends(ledger, &host, &found)?;
+        out.ended
+            .extend(m.ended.iter().map(|&i| (host.clone(), found[i].clone())));
         let running = found
             .iter()
             .filter(|r| r.state == DetachedState::Running)
@@ -594,12 +612,21 @@ mod tests {
         // and a later look changes nothing.
         let mut gone = run("a-1", DetachedState::Interrupted, 3);
         gone.note = Some("it ended without a result".into());
-        mirror(&ledger, "box", &[gone.clone()]).expect("m");
-        mirror(&ledger, "box", &[gone]).expect("m");
+        // The end is told once, by whichever look saw it first.
+        let first = mirror_noting_ends(&ledger, "box", &[gone.clone()]).expect("m");
+        assert_eq!(first.ended, [0]);
+        let later = mirror_noting_ends(&ledger, "box", &[gone]).expect("m");
+        assert!(later.ended.is_empty());
+        // A run first seen already ended was never running here: nothing to tell.
+        let new = mirror_noting_ends(&ledger, "box", &[run("b-2", DetachedState::Complete, 1)])
+            .expect("m");
+        assert!(new.ended.is_empty());
+        let b2 = new.rows[0];
+        assert_eq!(ledger.get_run(b2).expect("b").0.status, RunStatus::Complete);
         let (rec, _) = ledger.get_run(rows[0]).expect("run");
         assert_eq!(rec.status, RunStatus::Interrupted);
         assert!(rec.note.unwrap_or_default().contains("without a result"));
         assert!(hosts_in_flight(&ledger).expect("f").is_empty());
-        assert_eq!(ledger.list_runs(10).expect("l").len(), 1);
+        assert_eq!(ledger.list_runs(10).expect("l").len(), 2);
     }
 }
