@@ -121,6 +121,11 @@ pub async fn start_remote_run(
 ) -> Result<RemoteRun, AppError> {
     blocking(move || {
         let p = edit_hosts(|hosts| Ok(hosts.get(&name)?.clone()))?;
+        // No batch typed: the one the sweep there chose, else the sweep here (as `headroom
+        // remote run` and "Continue on HOST" take it).
+        let ledger = headroom_core::jobs::open_ledger().ok();
+        let (batch, _) =
+            headroom_core::jobs::remote_runs::batch_for(&name, &project, batch, ledger.as_ref())?;
         let started = headroom_core::jobs::remote_runs::start_project(
             &p,
             &project,

@@ -12,11 +12,11 @@ export function formatBytes(bytes: number | null | undefined): string {
   return i === 0 ? `${v} B` : `${v.toFixed(1)} ${units[i]}`;
 }
 
+/** Samples per second in a table cell: the full value (sentences, from the core, round to three
+ * significant digits; a table keeps what was measured). */
 export function formatRate(samplesPerS: number | null | undefined): string {
-  if (samplesPerS === null || samplesPerS === undefined) return "–";
-  if (samplesPerS >= 1e6) return `${(samplesPerS / 1e6).toFixed(2)}M`;
-  if (samplesPerS >= 1e4) return `${(samplesPerS / 1e3).toFixed(1)}k`;
-  return samplesPerS.toFixed(1);
+  if (samplesPerS === null || samplesPerS === undefined || !Number.isFinite(samplesPerS)) return "–";
+  return samplesPerS >= 1e6 ? samplesPerS.toFixed(0) : samplesPerS.toFixed(1);
 }
 
 /** Joules per sample, three significant digits ("0.0330 J"). */

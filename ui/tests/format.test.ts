@@ -14,8 +14,11 @@ describe("format", () => {
   });
   it("rates and times", () => {
     expect(formatRate(2846.7)).toBe("2846.7");
-    expect(formatRate(123456)).toBe("123.5k");
-    expect(formatRate(2.5e6)).toBe("2.50M");
+    // Tables keep the full value: "10041.0", not "10.0k" (that is a sentence's).
+    expect(formatRate(10041)).toBe("10041.0");
+    expect(formatRate(123456)).toBe("123456.0");
+    expect(formatRate(2.5e6)).toBe("2500000");
+    expect(formatRate(undefined)).toBe("–");
     expect(formatMs(1.234)).toBe("1.23 ms");
     expect(formatMs(undefined)).toBe("–");
   });

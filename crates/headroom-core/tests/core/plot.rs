@@ -112,7 +112,7 @@ fn each_point_carries_a_hover_target_where_it_is_drawn_saying_what_it_measured()
     assert_eq!(batch4.len(), 2, "one on each panel");
     assert_eq!(
         *batch4[0],
-        "batch 4 · 3.0k samples/s · 1.3 ms/step · peak 1.2 GiB"
+        "batch 4 · 3000.0 samples/s · 1.33 ms/step · peak 1.2 GiB"
     );
     assert!(
         targets
@@ -442,7 +442,7 @@ fn points_with_their_energy_add_samples_per_joule_on_a_scale_of_their_own() {
         .filter_map(|s| s.split('"').next())
         .collect();
     assert!(
-        labels.contains(&"batch 4 · 3.0k samples/s · peak 1.2 GiB · 10.0 samples/J"),
+        labels.contains(&"batch 4 · 3000.0 samples/s · peak 1.2 GiB · 10.00 samples/J"),
         "{labels:?}"
     );
     assert!(

@@ -7,7 +7,6 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use headroom_model::budget::format_bytes;
 use headroom_model::protocol::{Point, PointStatus, SweepSummary};
-use headroom_model::stats::sig3;
 use headroom_store::CoreError;
 
 use super::{
@@ -343,21 +342,21 @@ pub fn sweep_svg(spec: &ChartSpec<'_>) -> Result<String, CoreError> {
 }
 
 /// What a hover on a point says: its batch, samples/s, median step time and peak memory, or how
-/// it failed.
+/// it failed — full values, as the table has them (sentences round to three digits).
 fn hover_label(p: &Point) -> String {
     let mut parts = vec![format!("batch {}", p.batch)];
     if p.status == PointStatus::Ok {
         if let Some(sps) = p.samples_per_s {
-            parts.push(format!("{} samples/s", human(sps)));
+            parts.push(format!("{sps:.1} samples/s"));
         }
         if let Some(ms) = p.step_ms_p50 {
-            parts.push(format!("{ms:.1} ms/step"));
+            parts.push(format!("{ms:.2} ms/step"));
         }
         if let Some(b) = p.peak_bytes {
             parts.push(format!("peak {}", format_bytes(b)));
         }
         if let Some(j) = p.joules_per_sample().filter(|j| *j > 0.0) {
-            parts.push(format!("{} samples/J", sig3(1.0 / j)));
+            parts.push(format!("{:.2} samples/J", 1.0 / j));
         }
     } else {
         parts.push(p.status.as_str().replace('_', " "));
