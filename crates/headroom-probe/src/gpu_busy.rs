@@ -269,6 +269,71 @@ pub fn parse_agc_last_submission_pid(text: &str) -> Option<u32> {
         .filter(|p| *p > 0)
 }
 
+/// The compute processes on one NVIDIA GPU through NVML, as `nvidia-smi
+/// --query-compute-apps=pid,process_name,used_gpu_memory` lists them: (pid, name, bytes). The
+/// library is loaded once and asked at the end of each point, with no child process.
+pub struct NvidiaApps {
+    #[cfg(not(target_os = "macos"))]
+    nvml: nvml_wrapper::Nvml,
+    #[cfg(not(target_os = "macos"))]
+    index: u32,
+}
+
+impl std::fmt::Debug for NvidiaApps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NvidiaApps").finish_non_exhaustive()
+    }
+}
+
+impl NvidiaApps {
+    /// NVML opened for GPU `index`; `None` where the library is missing (no NVIDIA driver, a
+    /// Mac) or has no such GPU.
+    #[cfg(not(target_os = "macos"))]
+    pub fn open(index: u32) -> Option<Self> {
+        let nvml = nvml_wrapper::Nvml::init().ok()?;
+        (index < nvml.device_count().ok()?).then_some(Self { nvml, index })
+    }
+
+    #[cfg(target_os = "macos")]
+    pub fn open(_index: u32) -> Option<Self> {
+        None
+    }
+
+    /// The processes computing on the GPU now; `None` when NVML cannot say (an old driver
+    /// without the call: the caller asks `nvidia-smi` instead).
+    #[cfg(not(target_os = "macos"))]
+    pub fn read(&self) -> Option<Vec<(u32, String, Option<u64>)>> {
+        use nvml_wrapper::enums::device::UsedGpuMemory;
+        let procs = self
+            .nvml
+            .device_by_index(self.index)
+            .ok()?
+            .running_compute_processes()
+            .ok()?;
+        Some(
+            procs
+                .into_iter()
+                .map(|p| {
+                    // Its name as the driver knows it; empty inside a container whose pids the
+                    // driver does not see (the caller names it from this machine's table).
+                    let name = self.nvml.sys_process_name(p.pid, 256).unwrap_or_default();
+                    let bytes = match p.used_gpu_memory {
+                        UsedGpuMemory::Used(b) => Some(b),
+                        UsedGpuMemory::Unavailable => None,
+                    };
+                    (p.pid, name, bytes)
+                })
+                .collect(),
+        )
+    }
+
+    #[cfg(target_os = "macos")]
+    #[allow(clippy::unused_self)]
+    pub fn read(&self) -> Option<Vec<(u32, String, Option<u64>)>> {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

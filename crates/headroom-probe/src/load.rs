@@ -115,8 +115,10 @@ pub struct OtherLoad {
     sys: sysinfo::System,
     base: HashMap<u32, u64>,
     at: Instant,
-    /// The NVIDIA index whose compute processes are read at the end of a point.
+    /// The NVIDIA index whose compute processes are read at the end of a point, and NVML
+    /// opened for it where the library is there.
     nvidia: Option<u32>,
+    nvml: Option<crate::gpu_busy::NvidiaApps>,
     /// Memory pressure and swap when the point started.
     pressure: Option<(Option<Pressure>, String)>,
     swap: Option<u64>,
@@ -146,6 +148,7 @@ impl OtherLoad {
             base: HashMap::new(),
             at: Instant::now(),
             nvidia: None,
+            nvml: None,
             pressure: None,
             swap: None,
             groups: HashSet::new(),
@@ -176,6 +179,7 @@ impl OtherLoad {
     pub fn watch_device(&mut self, device: &str) {
         let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
         self.nvidia = crate::gpu_busy::nvidia_index(device, visible.as_deref());
+        self.nvml = self.nvidia.and_then(crate::gpu_busy::NvidiaApps::open);
     }
 
     /// Whether `pid` is this process or one of its descendants, by the last refresh.
@@ -285,18 +289,24 @@ impl OtherLoad {
         let named = |pid: u32| self.name_of(pid);
         let mut accel_others = apple_gpu_others(apple_submitters, is_mine, named);
         if let Some(i) = self.nvidia {
-            let text = crate::child::tool_stdout(
-                "nvidia-smi",
-                &[
-                    "-i",
-                    &i.to_string(),
-                    "--query-compute-apps=pid,process_name,used_gpu_memory",
-                    "--format=csv,noheader,nounits",
-                ],
-            );
-            let apps = text
-                .as_deref()
-                .map(parse_nvidia_compute_apps)
+            // NVML where it answers; `nvidia-smi` where the library lacks the call.
+            let apps = self
+                .nvml
+                .as_ref()
+                .and_then(crate::gpu_busy::NvidiaApps::read)
+                .or_else(|| {
+                    crate::child::tool_stdout(
+                        "nvidia-smi",
+                        &[
+                            "-i",
+                            &i.to_string(),
+                            "--query-compute-apps=pid,process_name,used_gpu_memory",
+                            "--format=csv,noheader,nounits",
+                        ],
+                    )
+                    .as_deref()
+                    .map(parse_nvidia_compute_apps)
+                })
                 .unwrap_or_default();
             accel_others.extend(nvidia_others(&apps, is_mine, named));
         }

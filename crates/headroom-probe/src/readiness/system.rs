@@ -103,9 +103,28 @@ pub fn machine() -> MachineFacts {
     m
 }
 
-/// NVIDIA GPUs from `nvidia-smi`, else the driver's /proc files.
+/// NVIDIA GPUs through NVML (the driver's library, no child process), else `nvidia-smi`, else
+/// the driver's /proc files.
 #[cfg(target_os = "linux")]
 fn nvidia_gpus() -> Vec<super::GpuFacts> {
+    let nvml = nvml_wrapper::Nvml::init().ok().map(|nvml| {
+        let driver = nvml.sys_driver_version().ok();
+        (0..nvml.device_count().unwrap_or(0))
+            .filter_map(|i| {
+                let d = nvml.device_by_index(i).ok()?;
+                Some(super::GpuFacts {
+                    name: d.name().ok()?,
+                    cores: None,
+                    memory_bytes: d.memory_info().ok().map(|m| m.total),
+                    driver: driver.clone(),
+                    source: "nvml".into(),
+                })
+            })
+            .collect::<Vec<_>>()
+    });
+    if let Some(gpus) = nvml.filter(|g| !g.is_empty()) {
+        return gpus;
+    }
     let smi = std::process::Command::new("nvidia-smi")
         .args([
             "--query-gpu=name,memory.total,driver_version",

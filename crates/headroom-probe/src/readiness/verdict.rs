@@ -373,7 +373,7 @@ fn nvidia_present(r: &Report) -> bool {
     r.machine
         .gpus
         .iter()
-        .any(|g| g.name.contains("NVIDIA") || g.source == "nvidia-smi")
+        .any(|g| g.name.contains("NVIDIA") || g.source == "nvidia-smi" || g.source == "nvml")
         || r.libtorch.as_ref().is_some_and(|l| l.cuda_devices > 0)
         || r.pythons.iter().any(|p| {
             p.facts
