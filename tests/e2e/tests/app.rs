@@ -1516,7 +1516,11 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
         let done = s.wait(r#"[data-testid="remote-run"][data-state="complete"]"#, 30);
         let title = s.attr(&done, "title").unwrap_or_default();
         assert!(title.contains(" in this ledger"), "{title}");
-        let last = s.text(&s.wait(r#"[data-testid="remote-run-last"]"#, 5));
+        // (A <pre> cut to its height reads empty through WebKitWebDriver: its textContent.)
+        let last = s.prop(
+            &s.wait(r#"[data-testid="remote-run-last"]"#, 5),
+            "textContent",
+        );
         assert!(last.contains("epoch 3 loss"), "{last}");
         s.screenshot(&out.join("remote_run_done.png"));
         // Its row here: under the host's name, its three epochs once each.

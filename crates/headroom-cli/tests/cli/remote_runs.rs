@@ -164,12 +164,17 @@ fn epochs_here(home: &Home, id: i64) -> usize {
 /// Adds host profile `box` for the test sshd, logging in as `user` with its key; `extra` are
 /// more `remote add` options.
 fn add_box(home: &Home, sshd: &Sshd, user: &str, extra: &[&str]) {
+    add_host(home, sshd, "box", user, extra);
+}
+
+/// Adds host profile `name` for the test sshd, as [`add_box`].
+fn add_host(home: &Home, sshd: &Sshd, name: &str, user: &str, extra: &[&str]) {
     let port = sshd.port.to_string();
     let key = sshd.userkey();
     let mut args = vec![
         "remote",
         "add",
-        "box",
+        name,
         "--host",
         "127.0.0.1",
         "--port",
@@ -409,6 +414,128 @@ fn a_remote_run_refused_says_what_to_do_and_starts_nothing() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && err.contains("not a detached run's id"),
+        "{err}"
+    );
+    assert!(home.runs().is_empty(), "nothing ran, nothing recorded");
+}
+
+/// Each way a run there cannot start or be listed, through a real ssh to a real sshd, says what
+/// went wrong and what to do: the host unreachable, Headroom missing there, the disk there full,
+/// the project's folder gone.
+#[test]
+fn each_failure_there_says_what_to_do() {
+    let home = Home::new();
+    let sshd = Sshd::start();
+    let me = crate::sshd::whoami();
+    let err_of = |args: &[&str]| {
+        let out = cmd(&home, args).output().expect("headroom");
+        assert!(!out.status.success(), "{args:?} succeeded");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    // Nothing listens on the host's port.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+    let port = closed.local_addr().expect("addr").port().to_string();
+    drop(closed);
+    let key = sshd.userkey();
+    ok(
+        &home,
+        &[
+            "remote",
+            "add",
+            "off",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port,
+            "--user",
+            &me,
+            "--identity",
+            key.to_str().expect("utf-8"),
+        ],
+    );
+    let err = err_of(&["remote", "runs", "off"]);
+    assert!(err.contains("refused the connection"), "{err}");
+    // Headroom is not where the profile says.
+    add_host(
+        &home,
+        &sshd,
+        "bare",
+        &me,
+        &["--headroom-path", "/nonexistent/bin/headroom"],
+    );
+    let err = err_of(&["remote", "runs", "bare"]);
+    assert!(
+        err.contains("Headroom is missing on bare")
+            && err.contains("headroom remote migrate bare --project P --step headroom"),
+        "{err}"
+    );
+    // Its disk is full: Headroom there says so (a stand-in that fails as a full disk makes it).
+    let full = home.path().join("full-headroom");
+    std::fs::write(
+        &full,
+        "#!/bin/sh\necho 'headroom: error: cannot write the run folder: No space left on device (os error 28)' >&2\nexit 1\n",
+    )
+    .expect("stand-in");
+    std::fs::set_permissions(&full, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    add_host(
+        &home,
+        &sshd,
+        "full",
+        &me,
+        &["--headroom-path", full.to_str().expect("utf-8")],
+    );
+    let err = err_of(&["remote", "runs", "full"]);
+    assert!(
+        err.contains("the disk on full is full") && err.contains("free space there"),
+        "{err}"
+    );
+    // The project's folder there is gone since the migration copied it.
+    let proj = home.path().join("proj");
+    std::fs::create_dir_all(&proj).expect("proj");
+    let python = crate::common::python().display().to_string();
+    ok(
+        &home,
+        &[
+            "project",
+            "add",
+            "train",
+            "--dir",
+            proj.to_str().expect("utf-8"),
+            "--python",
+            &python,
+            "--",
+            "python3",
+            "train.py",
+        ],
+    );
+    add_box(
+        &home,
+        &sshd,
+        &me,
+        &["--headroom-path", env!("CARGO_BIN_EXE_headroom")],
+    );
+    let passed = |step: &str| {
+        serde_json::json!({"step": step, "passed": true, "detail": "set up by the test",
+                           "fix": null, "at": "2026-12-05T00:00:00Z", "seconds": 0.0, "runs": []})
+    };
+    let gone = format!("headroom-test-gone-{}", std::process::id());
+    let state = serde_json::json!({
+        "host": "box", "project": "train", "remote_dir": gone,
+        "also_copy": [],
+        "steps": {"host": passed("host"), "key": passed("key"), "check": passed("check"),
+                  "headroom": passed("headroom"), "project": passed("project")},
+    });
+    std::fs::create_dir_all(home.path().join("migrations")).expect("migrations");
+    std::fs::write(
+        home.path().join("migrations/box--train.json"),
+        serde_json::to_vec(&state).expect("json"),
+    )
+    .expect("state");
+    let err = err_of(&["remote", "run", "box", "--project", "train"]);
+    assert!(
+        err.contains("the project's folder is gone on box")
+            && err.contains("headroom remote migrate box --project P --step project"),
         "{err}"
     );
     assert!(home.runs().is_empty(), "nothing ran, nothing recorded");

@@ -46,7 +46,14 @@ fn explain(p: &HostProfile, stderr: &str) -> String {
         .unwrap_or("")
         .trim();
     let lower = stderr.to_lowercase();
-    if lower.contains("command not found")
+    // The folder first: the shell's "cd: headroom-projects/train: No such file or directory"
+    // names Headroom's folder, not a missing Headroom.
+    if lower.contains("can't cd") || lower.contains("cannot cd") || lower.contains("cd: ") {
+        format!(
+            "the project's folder is gone on {} ({last}): run `headroom remote migrate {} --project P --step project`",
+            p.name, p.name
+        )
+    } else if lower.contains("command not found")
         || (lower.contains("no such file or directory") && lower.contains("headroom"))
     {
         format!(
@@ -57,11 +64,6 @@ fn explain(p: &HostProfile, stderr: &str) -> String {
         format!(
             "the disk on {} is full ({last}): free space there, then start it again",
             p.name
-        )
-    } else if lower.contains("can't cd") || lower.contains("cannot cd") || lower.contains("cd: ") {
-        format!(
-            "the project's folder is gone on {} ({last}): run `headroom remote migrate {} --project P --step project`",
-            p.name, p.name
         )
     } else if lower.contains("no detached run") {
         format!(
