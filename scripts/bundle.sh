@@ -10,6 +10,13 @@
 #          @rpath = @executable_path/../Frameworks.
 # HEADROOM_BUNDLE_FLAVOUR=cpu (default: libtorch's CPU libraries only, no libtorch_cuda) or cuda
 # (Linux: also libtorch_cuda and the CUDA, cuDNN, NCCL… libraries it needs; several GB).
+# macOS signing: ad hoc (`codesign --sign -`) unless APPLE_SIGNING_IDENTITY names a Developer ID
+# ("Developer ID Application: …", in the keychain, or imported by tauri from APPLE_CERTIFICATE
+# and APPLE_CERTIFICATE_PASSWORD); then every binary and dylib is signed with it, with the
+# hardened runtime and a timestamp, as notarisation requires. With APPLE_ID, APPLE_PASSWORD (an
+# app-specific password) and APPLE_TEAM_ID, or APPLE_API_KEY, APPLE_API_ISSUER and
+# APPLE_API_KEY_PATH, tauri notarises the app and this script submits the .dmg to `notarytool`
+# and staples the ticket to it.
 # HEADROOM_SKIP_BOOTSTRAP=1 when bootstrap.sh has just run. The app is built for the bundle in
 # its own target folder (HEADROOM_BUNDLE_TARGET_DIR, default <target>/headroom-bundle), so the
 # checkout's target/release binaries are never touched.
@@ -71,17 +78,41 @@ Darwin)
   build_rpath=$(otool -l "$sidecar" | awk '/LC_RPATH/ {getline; getline; print $2}' | grep -F "$TORCH_LIB" || true)
   for r in $build_rpath; do install_name_tool -delete_rpath "$r" "$sidecar"; done
   install_name_tool -add_rpath @executable_path/../Frameworks "$sidecar"
-  codesign --force --sign - "$sidecar" "$cli"
+  identity=${APPLE_SIGNING_IDENTITY:--}
+  if [ "$identity" = - ]; then
+    sign() { codesign --force --sign - "$@"; }
+    echo "bundle: signing ad hoc (set APPLE_SIGNING_IDENTITY for a Developer ID)"
+  else
+    sign() { codesign --force --options runtime --timestamp --sign "$identity" "$@"; }
+    echo "bundle: signing with $identity, hardened runtime"
+  fi
+  sign "$sidecar" "$cli"
   for name in libtorch.dylib libtorch_cpu.dylib libc10.dylib libomp.dylib; do
     cp "$TORCH_LIB/$name" "$stage/lib/$name"
     chmod 644 "$stage/lib/$name"
     install_name_tool -id "@rpath/$name" "$stage/lib/$name"
     # Each finds its siblings in Contents/Frameworks through @loader_path.
     otool -l "$stage/lib/$name" | grep -q "path @loader_path " || install_name_tool -add_rpath @loader_path "$stage/lib/$name"
-    codesign --force --sign - "$stage/lib/$name"
+    sign "$stage/lib/$name"
   done
   "$tauri" build --bundles app,dmg --config src-tauri/bundle/macos.conf.json
-  echo "bundle: $(ls -d "$BUNDLE_TARGET_DIR"/release/bundle/macos/*.app "$BUNDLE_TARGET_DIR"/release/bundle/dmg/*.dmg)"
+  dmg=$(ls -t "$BUNDLE_TARGET_DIR"/release/bundle/dmg/*.dmg | head -1)
+  # The .dmg itself notarised and stapled where the credentials are set (tauri notarises the
+  # .app inside it).
+  if [ "$identity" != - ] && [ -n "${APPLE_ID:-}" ] && [ -n "${APPLE_PASSWORD:-}" ] && [ -n "${APPLE_TEAM_ID:-}" ]; then
+    sign "$dmg"
+    xcrun notarytool submit "$dmg" --apple-id "$APPLE_ID" --password "$APPLE_PASSWORD" --team-id "$APPLE_TEAM_ID" --wait
+    xcrun stapler staple "$dmg"
+  elif [ "$identity" != - ] && [ -n "${APPLE_API_KEY:-}" ] && [ -n "${APPLE_API_ISSUER:-}" ] && [ -n "${APPLE_API_KEY_PATH:-}" ]; then
+    sign "$dmg"
+    xcrun notarytool submit "$dmg" --key "$APPLE_API_KEY_PATH" --key-id "$APPLE_API_KEY" --issuer "$APPLE_API_ISSUER" --wait
+    xcrun stapler staple "$dmg"
+  else
+    echo "bundle: the .dmg is not notarised (no Developer ID and notarytool credentials set)"
+  fi
+  out="dist/Headroom_${version}_$(uname -m).dmg"
+  cp "$dmg" "$out"
+  echo "bundle: $out ($(du -h "$out" | cut -f1)); the app: $(ls -d "$BUNDLE_TARGET_DIR"/release/bundle/macos/*.app)"
   ;;
 *) echo "bundle: no bundle for $(uname -s)" >&2; exit 1 ;;
 esac

@@ -1,5 +1,6 @@
 //! What a menu-bar app owes its desktop, through Tauri's own plugins: open at login
-//! (`autostart`: a LaunchAgent on macOS, `~/.config/autostart/Headroom.desktop` on Linux), a
+//! (macOS: the app registered through `SMAppService`, [`crate::login_item`]; Linux: the
+//! `autostart` plugin's `~/.config/autostart/Headroom.desktop`), a
 //! global shortcut that opens and closes the popover (`global-shortcut`), one instance that
 //! brings the first one's popover forward (`single-instance`), the popover under the tray icon
 //! (`positioner`) and the native folder chooser (`dialog`).
@@ -12,6 +13,7 @@ use std::sync::Mutex;
 
 use headroom_store::config::AppConfig;
 use tauri::{AppHandle, Manager, Runtime};
+#[cfg(not(target_os = "macos"))]
 use tauri_plugin_autostart::ManagerExt as _;
 use tauri_plugin_global_shortcut::{GlobalShortcutExt, ShortcutState};
 use tauri_plugin_positioner::{Position, WindowExt};
@@ -67,15 +69,49 @@ pub fn plugins(builder: tauri::Builder<tauri::Wry>) -> tauri::Builder<tauri::Wry
     if let Ok(dir) = headroom_store::paths::data_dir() {
         single = single.dbus_id(instance_id("dev.headroom.menubar", &dir));
     }
-    builder
+    let builder = builder
         .plugin(single.build())
-        .plugin(tauri_plugin_positioner::init())
-        .plugin(
-            tauri_plugin_autostart::Builder::new()
-                .app_name("Headroom")
-                .build(),
-        )
-        .plugin(tauri_plugin_dialog::init())
+        .plugin(tauri_plugin_positioner::init());
+    // On macOS the app registers itself as a login item (SMAppService), no plugin.
+    #[cfg(not(target_os = "macos"))]
+    let builder = builder.plugin(
+        tauri_plugin_autostart::Builder::new()
+            .app_name("Headroom")
+            .build(),
+    );
+    builder.plugin(tauri_plugin_dialog::init())
+}
+
+/// Makes the login entry match `on` and says where it stands, in the Settings panel's words.
+#[cfg(target_os = "macos")]
+fn login_entry<R: Runtime>(_app: &AppHandle<R>, on: bool) -> String {
+    crate::login_item::forget_launch_agent();
+    match crate::login_item::set(on) {
+        Ok(now) => crate::login_item::words(on, now),
+        Err(e) => format!(
+            "macOS refused to {} the login item: {e}",
+            if on { "add" } else { "remove" }
+        ),
+    }
+}
+
+/// Makes the login entry match `on` and says where it stands, in the Settings panel's words.
+#[cfg(not(target_os = "macos"))]
+fn login_entry<R: Runtime>(app: &AppHandle<R>, on: bool) -> String {
+    let launcher = app.autolaunch();
+    let login = if on {
+        launcher.enable()
+    } else {
+        launcher.disable()
+    };
+    match (login, launcher.is_enabled()) {
+        (Err(e), _) => format!(
+            "could not {} the login entry: {e}; check that your home folder is writable",
+            if on { "make" } else { "remove" }
+        ),
+        (Ok(()), Ok(true)) => login_entry_words(true),
+        (Ok(()), _) => login_entry_words(false),
+    }
 }
 
 /// The global-shortcut plugin, added the first time a shortcut is wanted: on X11 it polls the
@@ -124,25 +160,7 @@ pub fn place<R: Runtime>(w: &tauri::WebviewWindow<R>) {
 /// (re)registered. What went wrong is kept as the key's note, not raised: the app runs on.
 pub fn apply<R: Runtime>(app: &AppHandle<R>, wanted: &AppConfig) {
     let state = app.state::<DesktopState>();
-    let launcher = app.autolaunch();
-    let login = if wanted.open_at_login {
-        launcher.enable()
-    } else {
-        launcher.disable()
-    };
-    let note = match (login, launcher.is_enabled()) {
-        (Err(e), _) => format!(
-            "could not {} the login entry: {e}; check that your home folder is writable",
-            if wanted.open_at_login {
-                "make"
-            } else {
-                "remove"
-            }
-        ),
-        (Ok(()), Ok(true)) => login_entry_words(true),
-        (Ok(()), _) => login_entry_words(false),
-    };
-    state.set_note("app.open_at_login", note);
+    state.set_note("app.open_at_login", login_entry(app, wanted.open_at_login));
 
     let mut now = lock(&state.shortcut);
     let want = wanted.shortcut.trim().to_owned();
@@ -170,11 +188,10 @@ pub fn apply<R: Runtime>(app: &AppHandle<R>, wanted: &AppConfig) {
     state.set_note("app.shortcut", note);
 }
 
-/// Where the login entry lives on this platform, in words.
+/// Where the login entry lives on Linux, in words.
+#[cfg(not(target_os = "macos"))]
 fn login_entry_words(on: bool) -> String {
-    let place = if cfg!(target_os = "macos") {
-        "a LaunchAgent in ~/Library/LaunchAgents".to_owned()
-    } else {
+    let place = {
         let home = std::env::var_os("HOME").map_or_else(
             || "~".to_owned(),
             |h| std::path::PathBuf::from(h).display().to_string(),

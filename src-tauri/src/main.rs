@@ -18,6 +18,7 @@ mod handoff;
 #[cfg(test)]
 mod ipc;
 mod ledger;
+mod login_item;
 mod memory;
 mod notify;
 mod overview;

@@ -361,13 +361,18 @@ struct Dunst {
 
 impl Dunst {
     fn start() -> Self {
+        Self::picking("Remote panel")
+    }
+
+    /// dunst whose context menu picks the first action whose line contains `button`.
+    fn picking(button: &str) -> Self {
         let dir = tempfile::tempdir().expect("dunst dir");
         let d = dir.path();
         let pick = d.join("pick.sh");
         std::fs::write(
             &pick,
             format!(
-                "#!/bin/sh\ncat > {menu}\ngrep -m1 'Remote panel' {menu}\n",
+                "#!/bin/sh\ncat > {menu}\ngrep -m1 '{button}' {menu}\n",
                 menu = d.join("menu.txt").display()
             ),
         )
@@ -430,7 +435,8 @@ impl Dunst {
         Self { dir, child }
     }
 
-    /// Opens the context menu and picks "Open the Remote panel"; returns the menu it offered.
+    /// Opens the context menu and picks the button it was started to pick ("Open the Remote
+    /// panel"); returns the menu it offered.
     fn click_remote_button(&self) -> String {
         let st = Command::new("dunstctl")
             .arg("context")
@@ -588,10 +594,41 @@ fn readiness_and_a_cpu_sweep_in_the_real_window() {
     let mps = s.wait(r#"[data-testid="light-mps"]"#, 5);
     assert_eq!(s.attr(&mps, "data-state").as_deref(), Some("off"));
     assert!(!s.find_all(r#"[data-testid="python-row"]"#).is_empty());
+    // The interpreters that can train are listed; those without torch (this machine's system
+    // Python among them) are one folded line.
+    let shown = s.find_all(r#"section.pythons > [data-testid="python-row"]"#);
+    for r in &shown {
+        let t = s.text(r);
+        assert!(
+            t.contains("torch 2."),
+            "a row without torch shown unfolded: {t}"
+        );
+    }
+    let folded = s
+        .find_all(r#"[data-testid="pythons-without-torch"] > summary"#)
+        .first()
+        .map(|f| s.text(f))
+        .unwrap_or_default();
+    eprintln!(
+        "readiness: {} Pythons with torch shown; {folded:?}",
+        shown.len()
+    );
     s.screenshot(&out.join("readiness.png"));
 
-    // Sweep: mlp on the CPU up to batch 32, points arriving while it runs.
+    // Sweep: a fresh panel says what to do instead of drawing an empty table.
     s.click(&s.wait(r#"[data-testid="tab-sweep"]"#, 5));
+    let empty = s.wait(r#"[data-testid="sweep-empty"]:not([hidden])"#, 5);
+    assert!(
+        s.text(&empty).starts_with("No sweep yet"),
+        "{}",
+        s.text(&empty)
+    );
+    assert!(s
+        .find_all(r#"[data-testid="sweep-results"]:not([hidden])"#)
+        .is_empty());
+    s.screenshot(&out.join("sweep_fresh.png"));
+
+    // Sweep: mlp on the CPU up to batch 32, points arriving while it runs.
     s.click(&s.wait(r#"[data-testid="sweep-device"] option[value="cpu"]"#, 5));
     s.type_into(&s.wait(r#"[data-testid="sweep-max-batch"]"#, 5), "32");
     s.click(&s.wait(r#"[data-testid="run-sweep"]"#, 5));
@@ -1119,6 +1156,9 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
         std::fs::copy(built.with_file_name(name), bundle.join("bin").join(name)).expect(name);
     }
     std::fs::write(bundle.join("lib/headroom/README"), "its libtorch goes here").expect("lib");
+    // The notification server, from the start (it must own the bus name before any
+    // notification): its menu picks "Continue on the remote host".
+    let dunst = Dunst::picking("Continue on the remote host");
     let driver = start_driver_with(
         home.path(),
         &[
@@ -1544,6 +1584,51 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
             .map(|v| v.iter().filter_map(|e| e["epoch"].as_u64()).collect())
             .unwrap_or_default();
         assert_eq!(epochs, [1, 2, 3], "each epoch once: {doc}");
+
+        // The hand-off in one click: the call squeezes memory past the threshold, the
+        // contention notification's "Continue on the remote host" starts this project there,
+        // detached (at the batch the sweep there chose), and says so; the Remote panel lists it
+        // running, and its Stop ends it there.
+        std::fs::remove_file(there.join("epochs")).expect("train until stopped");
+        let config = std::fs::read_to_string(home.path().join("config.toml")).expect("config");
+        std::fs::write(
+            home.path().join("config.toml"),
+            format!(
+                "{config}\n[contention]\napps_share = 0.0\nreserve_share = 1.0\ninterval_s = 1\n"
+            ),
+        )
+        .expect("config");
+        let bin = tempfile::tempdir().expect("bin dir");
+        let python = std::fs::canonicalize(env_path("HEADROOM_E2E_VENV").join("bin/python"))
+            .expect("python");
+        std::os::unix::fs::symlink(&python, bin.path().join("zoom.us")).expect("symlink");
+        let zoom = Killed(
+            Command::new(bin.path().join("zoom.us"))
+                .args(["-c", "import time\nb = bytearray(200 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\ntime.sleep(120)\n"])
+                .spawn()
+                .expect("start the zoom.us stand-in"),
+        );
+        bus.wait_for("memory contention", 30);
+        let menu = dunst.click_remote_button();
+        assert!(menu.contains("Continue on the remote host"), "{menu}");
+        let sent = bus.wait_for("Headroom: mlp-cifar continues on fresh", 60);
+        assert!(
+            sent.iter()
+                .any(|l| l.contains("detached: it goes on if this Mac sleeps")),
+            "{sent:?}"
+        );
+        drop(zoom);
+        s.click(&s.wait(r#"[data-testid="tab-remote"]"#, 5));
+        s.click(&s.wait(r#"[data-testid="refresh-remote-runs"]"#, 5));
+        s.wait(r#"[data-testid="remote-run"][data-state="running"]"#, 30);
+        s.screenshot(&out.join("remote_run_continued.png"));
+        s.click(&s.wait(r#"[data-testid="stop-remote-run"]"#, 5));
+        s.wait(
+            r#"[data-testid="remote-run"][data-state="interrupted"]"#,
+            60,
+        );
+        let said = s.text(&s.wait(r#"[data-testid="remote-runs-status"]"#, 5));
+        assert!(said.contains(" interrupted"), "{said}");
     }
     s.close();
 }
