@@ -301,7 +301,7 @@ fn mlx_measured_ten_percent_faster_is_recommended_not_below() {
     assert!(d.fired(Rule::MlxFaster));
     let why = &d.column(Column::Mlx).reasons[0].text;
     assert!(
-        why.starts_with("mlp at batch 256: MLX (Device(gpu, 0)) 11000.0 samples/s vs torch on mps 10000.0 samples/s (1.10×, run 12)"),
+        why.starts_with("mlp at batch 256: MLX (Device(gpu, 0)) 11.0 k samples/s vs torch on mps 10.0 k samples/s (1.10×, run 12)"),
         "{why}"
     );
     let close = Facts {

@@ -370,7 +370,8 @@ impl Point {
         };
         if let Some(first) = self.remeasured_from {
             note.push_str(&format!(
-                "; measured again: its first {first:.1} samples/s broke the curve"
+                "; measured again: its first {} samples/s broke the curve",
+                crate::stats::sig3(first)
             ));
         }
         Some(note)

@@ -749,7 +749,7 @@ mod tests {
         timed.remeasured_from = Some(5.0);
         assert_eq!(
             timed.timing_note().as_deref(),
-            Some("0.93 s, timed longer until known within ±5 %; measured again: its first 5.0 samples/s broke the curve")
+            Some("0.93 s, timed longer until known within ±5 %; measured again: its first 5.00 samples/s broke the curve")
         );
         assert_eq!(ok(2, 1.0, 1).timing_note(), None);
     }

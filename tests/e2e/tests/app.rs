@@ -122,6 +122,42 @@ impl Session {
             .unwrap_or_default()
     }
 
+    /// After the app made its window again: the session is moved to the window's new browsing
+    /// context, then waits until `css` matches there, up to `secs`.
+    fn reattach(&self, css: &str, secs: u64) -> String {
+        let until = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let handles = try_request("GET", &format!("{}/window/handles", self.base), None);
+            if let Ok(v) = handles {
+                for h in v["value"].as_array().cloned().unwrap_or_default() {
+                    let _ = try_request(
+                        "POST",
+                        &format!("{}/window", self.base),
+                        Some(&json!({"handle": h})),
+                    );
+                    let found = try_request(
+                        "POST",
+                        &format!("{}/elements", self.base),
+                        Some(&json!({"using": "css selector", "value": css})),
+                    );
+                    if let Some(e) = found.ok().and_then(|v| {
+                        v["value"]
+                            .as_array()
+                            .and_then(|a| a.first())
+                            .and_then(|e| e[ELEMENT].as_str().map(ToOwned::to_owned))
+                    }) {
+                        return e;
+                    }
+                }
+            }
+            assert!(
+                Instant::now() < until,
+                "{css} did not appear in the new window within {secs} s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Waits until `css` matches, up to `secs`.
     fn wait(&self, css: &str, secs: u64) -> String {
         let until = Instant::now() + Duration::from_secs(secs);
@@ -2151,6 +2187,13 @@ fn a_closed_popover_drops_its_web_page_and_the_shortcut_makes_it_again() {
         .expect("the app's pid");
     assert!(web_processes(pid) >= 1, "the open popover has its page");
     wait_shown(true, 10, "opened with --open");
+    // A sweep that runs through the close and the reopening (mlp on the CPU up to batch 4096).
+    s.click(&s.wait(r#"[data-testid="tab-sweep"]"#, 5));
+    s.click(&s.wait(r#"[data-testid="sweep-device"] option[value="cpu"]"#, 5));
+    s.type_into(&s.wait(r#"[data-testid="sweep-max-batch"]"#, 5), "4096");
+    s.click(&s.wait(r#"[data-testid="run-sweep"]"#, 5));
+    s.wait(r#"[data-testid="sweep-status"][data-state="running"]"#, 30);
+    s.wait(r#"[data-testid="sweep-point"]"#, 60);
     key("ctrl+shift+h");
     wait_shown(false, 10, "the shortcut pressed once");
     let hidden = Instant::now();
@@ -2178,12 +2221,30 @@ fn a_closed_popover_drops_its_web_page_and_the_shortcut_makes_it_again() {
     let pressed = Instant::now();
     key("ctrl+shift+h");
     wait_shown(true, 10, "the shortcut pressed again");
-    eprintln!("popover made again and mapped in {:?}", pressed.elapsed());
+    let mapped = pressed.elapsed();
     let until = Instant::now() + Duration::from_secs(10);
     while web_processes(pid) == 0 {
         assert!(Instant::now() < until, "no web process for the new popover");
         std::thread::sleep(Duration::from_millis(200));
     }
+    // The new page, through the same WebDriver session (its window is a new browsing context):
+    // the first panel drawn, and the sweep still running, its chart drawing.
+    let drawn = s.reattach(".panel:not([hidden]) > *", 10);
+    let drawn_at = pressed.elapsed();
+    eprintln!(
+        "popover made again: window mapped {mapped:?}, first panel drawn {drawn_at:?} after the key"
+    );
+    assert!(!drawn.is_empty());
+    s.click(&s.wait(r#"[data-testid="tab-sweep"]"#, 5));
+    let status = s.wait(r#"[data-testid="sweep-status"]"#, 5);
+    let chart = s.wait(r#"[data-testid="sweep-chart"]:not([hidden])"#, 30);
+    assert!(s
+        .attr(&chart, "src")
+        .is_some_and(|src| src.starts_with("data:image/svg")));
+    let points = s.find_all(r#"[data-testid="sweep-point"]"#).len();
+    eprintln!("after reopening: {} · {points} point(s)", s.text(&status));
+    s.screenshot(&out.join("popover_reopened_sweep.png"));
+    s.click(&s.wait(r#"[data-testid="cancel-sweep"]"#, 5));
     s.close();
     drop(driver);
 }

@@ -198,8 +198,10 @@ pub fn compare_within(
                 _ => String::new(),
             };
             out.push(format!(
-                "  batch {}: {x:.1} vs {y:.1} samples/s ({:+.1} %){mem}",
+                "  batch {}: {} vs {} samples/s ({:+.1} %){mem}",
                 p.batch,
+                headroom_model::stats::sig3(x),
+                headroom_model::stats::sig3(y),
                 (y / x - 1.0) * 100.0
             ));
         }
