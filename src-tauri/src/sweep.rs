@@ -46,6 +46,11 @@ pub struct SweepSnapshot {
     pub comparison: Option<headroom_model::summary::Comparison>,
     /// What makes the figures less sure: a point timed under load or still noisy at its cap.
     pub warnings: Vec<String>,
+    /// [`Self::warnings`] in one line ([`headroom_model::summary::warnings_line`]), as they
+    /// stand now (while the sweep runs too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub caution_line: Option<String>,
 }
 
 /// A sweep running on its own thread; dropping the handle cancels it.
@@ -249,6 +254,7 @@ pub fn finish(
         }
     }
     redraw(s);
+    s.caution_line = headroom_model::summary::warnings_line(&s.points, &s.warnings);
     s.clone()
 }
 
@@ -281,6 +287,7 @@ pub fn apply(s: &mut SweepSnapshot, u: &Update) {
             }
         }
     }
+    s.caution_line = headroom_model::summary::warnings_line(&s.points, &s.warnings);
 }
 
 #[cfg(test)]

@@ -51,7 +51,7 @@ describe("format", () => {
     expect([h.width, h.height]).toEqual([360, 420]);
     expect(h.targets).toHaveLength(7);
     const b4 = h.targets.find((t) => t.label.startsWith("batch 4 "))!;
-    expect(b4.label).toBe("batch 4 · 3.0k samples/s · 1.3 ms/step · peak 1.2 GiB");
+    expect(b4.label).toBe("batch 4 · 3000.0 samples/s · 1.33 ms/step · peak 1.2 GiB");
     expect(nearestTarget(h.targets, b4.x + 5, b4.y - 5)).toBe(b4);
     expect(nearestTarget(h.targets, b4.x + 40, b4.y + 40)).toBeNull();
     expect(h.targets.some((t) => t.label === "batch 32 · oom · needs about 9.0 GiB")).toBe(true);

@@ -269,6 +269,10 @@ describe("warnings", () => {
     b.push(snapshot({ running: false, status: "complete", warnings: [noisy(16, 19.3), noisy(64, 11.2), w] }));
     expect(get<HTMLElement>(panel.root, "sweep-warnings-line").textContent).toBe("3 cautions, e.g. batch 16's throughput is known only within ±19.3 % (show all)");
     expect(list.querySelectorAll("li")).toHaveLength(3);
+    // The core's line for them, while the sweep still runs.
+    const said = "2 of 7 points noisy (±11–19 %): timed beside other work; 1 other warning";
+    b.push(snapshot({ running: true, warnings: [noisy(16, 19.3), noisy(64, 11.2), w], caution_line: said }));
+    expect(get<HTMLElement>(panel.root, "sweep-warnings-line").textContent).toBe(said);
     panel.root.remove();
   });
 

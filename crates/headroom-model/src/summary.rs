@@ -244,6 +244,29 @@ pub fn headline(points: &[Point], s: &SweepSummary) -> Option<String> {
     Some(parts.join(" · "))
 }
 
+/// Everything that makes a sweep's figures less sure, in one line, for a panel that shows the
+/// list behind it: the points' cautions as [`caution_line`] says them, and how many other
+/// warnings there are ("…: timed beside other work; 1 other warning"); with no point caution,
+/// the first warning's gist up to its colon. `None` when there is nothing to say.
+pub fn warnings_line(points: &[Point], warnings: &[String]) -> Option<String> {
+    let cautions: Vec<String> = points.iter().flat_map(Point::cautions).collect();
+    let others: Vec<&String> = warnings.iter().filter(|w| !cautions.contains(w)).collect();
+    let more = |n: usize| format!("{n} other warning{}", if n == 1 { "" } else { "s" });
+    match (caution_line(points), others.first()) {
+        (Some(line), None) => Some(line),
+        (Some(line), Some(_)) => Some(format!("{line}; {}", more(others.len()))),
+        (None, Some(first)) => {
+            let gist = first.split([':', ';']).next().unwrap_or(first).trim();
+            Some(if others.len() == 1 {
+                format!("read with care: {gist}")
+            } else {
+                format!("{gist}; {}", more(others.len() - 1))
+            })
+        }
+        (None, None) => None,
+    }
+}
+
 /// The per-point cautions summed up in one line: "5 of 7 points noisy (±10–19 %): timed beside
 /// other work". The points' own lines ([`Point::cautions`]) stay the detail behind it. `None`
 /// when no measured point carries a caution.
@@ -729,6 +752,36 @@ mod tests {
                 .caution_line
                 .as_deref(),
             Some("1 of 1 point noisy (±6.7 %): their steps varied")
+        );
+    }
+
+    #[test]
+    fn the_warnings_line_counts_what_is_not_a_point_s_caution() {
+        let mut noisy = ok(16, 1000.0, 1);
+        noisy.step_cv = Some(1.0);
+        noisy.timed_steps = 137;
+        let theirs = noisy.cautions();
+        let machine =
+            "other processes were using 1.0 of this machine's 2 cores: the figures may read low"
+                .to_owned();
+        assert_eq!(warnings_line(&[ok(8, 500.0, 1)], &[]), None);
+        assert_eq!(
+            warnings_line(&[noisy.clone()], &theirs).as_deref(),
+            Some("1 of 1 point noisy (±17 %): their steps varied")
+        );
+        let mut all = theirs.clone();
+        all.push(machine.clone());
+        assert_eq!(
+            warnings_line(&[noisy], &all).as_deref(),
+            Some("1 of 1 point noisy (±17 %): their steps varied; 1 other warning")
+        );
+        assert_eq!(
+            warnings_line(&[ok(8, 500.0, 1)], std::slice::from_ref(&machine)).as_deref(),
+            Some("read with care: other processes were using 1.0 of this machine's 2 cores")
+        );
+        assert_eq!(
+            warnings_line(&[], &[machine.clone(), machine]).as_deref(),
+            Some("other processes were using 1.0 of this machine's 2 cores; 1 other warning")
         );
     }
 

@@ -411,7 +411,12 @@ comparison: SpeedComparison | null,
 /**
  * What makes the figures less sure: a point timed under load or still noisy at its cap.
  */
-warnings: Array<string>, };
+warnings: Array<string>, 
+/**
+ * [`Self::warnings`] in one line ([`headroom_model::summary::warnings_line`]), as they
+ * stand now (while the sweep runs too).
+ */
+caution_line?: string, };
 
 export type SweepForm = { 
 /**

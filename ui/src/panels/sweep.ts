@@ -143,9 +143,10 @@ export function renderSnapshot(
     const all = s.warnings ?? [];
     const list = el("ul", "warnings");
     list.append(...all.map((w) => el("li", undefined, w)));
-    // The core's line ("5 of 7 points noisy (±10–19 %): timed beside other work") where the
-    // cautions are the points'; a count and the first one's gist for other warnings.
-    const line = el("summary", "warnings-line", s.summary?.caution_line ?? cautionLine(all));
+    // The core's line ("5 of 7 points noisy (±10–19 %): timed beside other work; 1 other
+    // warning"), while the sweep runs too; a count and the first one's gist from a snapshot
+    // without it.
+    const line = el("summary", "warnings-line", s.caution_line ?? s.summary?.caution_line ?? cautionLine(all));
     line.dataset.testid = "sweep-warnings-line";
     parts.warnings.replaceChildren(line, list);
     parts.warnings.hidden = all.length === 0;
