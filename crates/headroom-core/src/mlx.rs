@@ -1,5 +1,5 @@
-//! MLX side by side: the same small workload (Headroom's `mlp` training step or its `matmul`), at
-//! the same batch and dtype, through a Python's MLX, next to Headroom's own figure for that batch
+//! MLX side by side: the same workload (Headroom's built-in `mlp`, `cnn`, `vit-tiny` or `gpt-tiny`
+//! training step, written with `mlx.nn`, or its `matmul`), at the same input shape, batch and dtype, through a Python's MLX, next to Headroom's own figure for that batch
 //! (MPS on a Mac, the CPU or CUDA elsewhere). `sweep --compare mlx` runs it at the recommended
 //! batch; the comparison is recorded as an `mlx-compare` run and feeds the MLX column of
 //! `decide`. On Linux, `pip install "mlx[cpu]"` makes the MLX side run on the CPU.
@@ -24,6 +24,11 @@ pub use crate::requests::MLX_WORKLOADS as WORKLOADS;
 /// What the MLX side measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MlxResult {
+    /// The contract it ran: Headroom's input shape (channels first, as torch has it) and dtype.
+    #[serde(default)]
+    pub input_shape: Vec<i64>,
+    #[serde(default)]
+    pub dtype: String,
     pub mlx_version: Option<String>,
     /// MLX's default device, e.g. `Device(gpu, 0)` on a Mac, `Device(cpu, 0)` with `mlx[cpu]`.
     pub device: String,
@@ -56,7 +61,8 @@ pub fn run(
 ) -> Result<MlxResult, CoreError> {
     if !WORKLOADS.contains(&workload) {
         return Err(CoreError::InvalidInput(format!(
-            "MLX has no equivalent of the workload {workload:?} here; compare with mlp or matmul"
+            "MLX has no equivalent of the workload {workload:?} here; compare with one of {}",
+            WORKLOADS.join(", ")
         )));
     }
     let mut cmd = Command::new(python);
@@ -127,6 +133,11 @@ pub fn find_python(extra: Option<PathBuf>) -> Result<PathBuf, CoreError> {
 pub struct MlxComparison {
     pub workload: String,
     pub batch: u32,
+    /// The contract both sides ran: the input shape (channels first) and the dtype.
+    #[serde(default)]
+    pub input_shape: Vec<i64>,
+    #[serde(default)]
+    pub dtype: String,
     /// Where Headroom's figure was measured (`mps`, `cpu`, `cuda:0`).
     pub torch_device: String,
     pub torch_run_id: Option<i64>,
@@ -161,6 +172,8 @@ impl MlxComparison {
         Some(Self {
             workload: mlx.workload.clone(),
             batch: mlx.batch,
+            input_shape: mlx.input_shape.clone(),
+            dtype: mlx.dtype.clone(),
             torch_device: torch_device.to_owned(),
             torch_run_id,
             torch_samples_per_s: torch,
@@ -179,8 +192,14 @@ impl MlxComparison {
     /// One line with both figures.
     pub fn line(&self) -> String {
         let mem = |b: Option<u64>| b.map_or_else(|| "?".to_owned(), crate::budget::format_bytes);
+        let contract = if self.input_shape.is_empty() {
+            String::new()
+        } else {
+            let shape: Vec<String> = self.input_shape.iter().map(i64::to_string).collect();
+            format!(" ({}, {})", shape.join("x"), self.dtype)
+        };
         format!(
-            "{} at batch {}: MLX ({}) {} samples/s, allocator peak {} vs Headroom on {} \
+            "{}{contract} at batch {}: MLX ({}) {} samples/s, allocator peak {} vs Headroom on {} \
              {} samples/s, peak {}: MLX {}×",
             self.workload,
             self.batch,

@@ -17,7 +17,7 @@ fn invalid(message: impl Into<String>) -> Invalid {
 }
 
 /// The workloads with an MLX equivalent (`sweep --compare mlx`).
-pub const MLX_WORKLOADS: [&str; 2] = ["mlp", "matmul"];
+pub const MLX_WORKLOADS: [&str; 5] = ["mlp", "matmul", "cnn", "vit-tiny", "gpt-tiny"];
 /// The shape as typed (`3x224x224`); blank is no shape.
 fn shape(text: Option<&str>) -> Result<Option<Vec<i64>>, Invalid> {
     text.map(str::trim)
@@ -178,8 +178,8 @@ impl SweepInput {
                 if !MLX_WORKLOADS.contains(&what.workload.as_str()) {
                     return Err(invalid(format!(
                         "--compare mlx runs the same workload through MLX, which Headroom has for {} only; \
-                         use --workload mlp or matmul",
-                        MLX_WORKLOADS.join(" and ")
+                         use one of them with --workload",
+                        MLX_WORKLOADS.join(", ")
                     )));
                 }
                 if what.input_shape.is_some() || what.dtype != Dtype::F32 {

@@ -185,13 +185,27 @@ fn a_compare_that_cannot_compare() {
         &[
             "sweep",
             "--workload",
-            "cnn",
+            "copy",
             "--batches",
             "1",
             "--compare",
             "mlx",
         ],
-        "use --workload mlp or matmul",
+        "which Headroom has for mlp, matmul, cnn, vit-tiny, gpt-tiny only",
+    );
+    refused(
+        &[
+            "sweep",
+            "--workload",
+            "cnn",
+            "--input-shape",
+            "3x64x64",
+            "--batches",
+            "1",
+            "--compare",
+            "mlx",
+        ],
+        "--compare mlx compares the default input shape in f32",
     );
 }
 

@@ -72,6 +72,47 @@ fn mlx_runs_the_same_step_beside_headroom_and_decide_cites_it() {
     );
 }
 
+/// A model like the user's: the built-in `cnn` (a small ResNet) written with `mlx.nn`, the same
+/// contract on both sides (3x32x32, f32, the batch), said beside the result.
+#[test]
+fn mlx_runs_the_cnn_on_the_same_contract() {
+    let home = Home::new();
+    let py = python();
+    let out = home.run(&[
+        "sweep",
+        "--workload",
+        "cnn",
+        "--device",
+        "cpu",
+        "--batches",
+        "2",
+        "--compare",
+        "mlx",
+        "--mlx-python",
+        py.to_str().expect("utf-8"),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("cnn (3x32x32, f32) at batch 2: MLX ("))
+        .unwrap_or_else(|| panic!("no MLX line with its contract in {text}"));
+    assert!(
+        line.contains(" samples/s") && line.contains("vs Headroom on cpu"),
+        "{line}"
+    );
+    let rec = home
+        .runs()
+        .into_iter()
+        .find(|r| r["kind"] == "mlx-compare")
+        .expect("an mlx-compare run");
+    assert_eq!(rec["workload"], "cnn", "{rec}");
+}
+
 #[test]
 fn a_python_without_mlx_is_named_with_the_fix() {
     let home = Home::new();
