@@ -60,7 +60,7 @@ contract! {
     memory::stop_memory() -> bool;
     memory::memory_snapshot() -> Option<MemorySnapshot>;
     memory::last_wrapped_run() -> Option<MemorySnapshot>;
-    memory::watch_project(name: arg String, batch: arg Option<u32>, device: arg Option<String>, release: arg Option<String>, profile_window: arg Option<u32>, on_update: channel MemorySnapshot) -> MemorySnapshot;
+    memory::watch_project(name: arg String, batch: arg Option<u32>, device: arg Option<String>, release: arg Option<String>, profile_window: arg Option<u32>, numerics: arg Option<String>, on_update: channel MemorySnapshot) -> MemorySnapshot;
     overview::overview() -> OverviewSnapshot;
     remote::list_hosts() -> Vec<HostProfile>;
     remote::add_host(profile: arg HostProfile, replace: arg bool) -> HostProfile;

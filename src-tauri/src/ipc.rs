@@ -55,6 +55,8 @@ pub fn typescript() -> String {
         headroom_model::protocol::Release::decl(),
         crate::memory::MemorySnapshot::decl(),
         crate::memory::ProfileView::decl(),
+        crate::memory::NumericsView::decl(),
+        crate::memory::NumericsRow::decl(),
         headroom_model::conditions::TimedConditions::decl(),
         headroom_model::conditions::Span::decl(),
         headroom_model::conditions::ThermalState::decl(),

@@ -49,6 +49,76 @@ pub struct MemorySnapshot {
     /// A wrapped run's profiler window (`Profile N iterations`), read for people.
     #[serde(default)]
     pub profile: Option<ProfileView>,
+    /// A numerics check (`Check numerics`): the model against a CPU copy, read for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub numerics: Option<NumericsView>,
+}
+
+/// A numerics check as the panel shows it: the verdict, and the compared tensors that matter
+/// most (those past the tolerance, else the largest errors), their errors written as people
+/// read small numbers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct NumericsView {
+    pub verdict: String,
+    pub within: bool,
+    pub rows: Vec<NumericsRow>,
+}
+
+/// One compared tensor: a layer's output, the model's output or a parameter's gradient.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+pub struct NumericsRow {
+    pub name: String,
+    /// `layer`, `output` or `gradient`.
+    pub what: String,
+    /// The largest difference over the reference's largest magnitude, and absolute.
+    pub rel: String,
+    pub abs: String,
+    pub over: bool,
+}
+
+impl NumericsView {
+    /// The report's verdict and its eight largest relative errors (layers in call order first
+    /// where some pass the tolerance).
+    pub fn of(r: &headroom_model::numerics::NumericsReport) -> Self {
+        use headroom_model::numerics::small;
+        let row = |c: &headroom_model::numerics::Compared, what: &str| NumericsRow {
+            name: c.name.clone(),
+            what: what.to_owned(),
+            rel: small(c.rel),
+            abs: small(c.abs),
+            over: c.rel > r.tolerance,
+        };
+        let mut all: Vec<NumericsRow> = r
+            .layers
+            .iter()
+            .map(|c| row(c, "layer"))
+            .chain(r.output.iter().map(|c| row(c, "output")))
+            .chain(r.grads.iter().map(|c| row(c, "gradient")))
+            .collect();
+        let rel_of = |n: &NumericsRow| {
+            r.layers
+                .iter()
+                .chain(&r.output)
+                .chain(&r.grads)
+                .find(|c| c.name == n.name)
+                .map_or(0.0, |c| c.rel)
+        };
+        // Past the tolerance first (in the order they were called), then the largest errors.
+        all.sort_by(|a, b| {
+            b.over.cmp(&a.over).then(if a.over && b.over {
+                std::cmp::Ordering::Equal
+            } else {
+                rel_of(b).total_cmp(&rel_of(a))
+            })
+        });
+        all.truncate(8);
+        Self {
+            verdict: r.verdict(),
+            within: r.within(),
+            rows: all,
+        }
+    }
 }
 
 /// A profiler window as the panel shows it: one line, its top operators and its waits, and
@@ -240,6 +310,7 @@ pub fn wrapped_snapshot(o: &WatchOutcome, t: &EpochThresholds) -> MemorySnapshot
         verdict: Some(o.verdict.clone()),
         message: facts.join(", "),
         profile: seen.and_then(|s| s.profile.as_ref()).map(ProfileView::of),
+        numerics: seen.and_then(|s| s.numerics.as_ref()).map(NumericsView::of),
         status: if o.finished() {
             JobStatus::Complete
         } else {
@@ -399,7 +470,9 @@ pub fn release_of(release: Option<String>) -> Result<Option<String>, AppError> {
     }
 }
 
-/// "Watch my training": runs the project's command in its folder with its Python, observed
+/// "Watch my training" (and "Check numerics", with `numerics` the compared side's dtype: the
+/// model against a CPU copy at its first iteration, the command stopped after three): runs the
+/// project's command in its folder with its Python, observed
 /// from inside, and shows memory per epoch live with the leak verdict; [`stop_memory`] stops
 /// the command (its process group) and keeps what was measured. `{batch}` is `batch`, else the
 /// batch the project's newest sweep chose; `{device}` is `device`, else this machine's
@@ -416,9 +489,21 @@ pub async fn watch_project(
     device: Option<String>,
     release: Option<String>,
     profile_window: Option<u32>,
+    numerics: Option<String>,
     on_update: Channel<MemorySnapshot>,
 ) -> Result<MemorySnapshot, AppError> {
     let release = release_of(release)?;
+    // "Check numerics": the model against a CPU copy at its first iterations, then stopped.
+    let numerics = match numerics.as_deref().map(str::trim) {
+        None | Some("" | "off") => None,
+        Some(d @ ("f32" | "bf16" | "f16")) => Some(d.to_owned()),
+        Some(other) => {
+            return Err(AppError::new(
+                ErrorCode::BadRequest,
+                format!("numerics in {other:?}: compare in f32, bf16 or f16"),
+            ))
+        }
+    };
     let profile = match profile_window {
         Some(n) => {
             blocking(move || {
@@ -475,6 +560,14 @@ pub async fn watch_project(
             .push((headroom_core::instrument::RELEASE_ENV.to_owned(), r));
     }
     opts.env.extend(profile);
+    if let Some(d) = &numerics {
+        opts.env.extend(headroom_core::instrument::numerics_env(
+            d,
+            headroom_core::instrument::DEFAULT_NUMERICS_TOLERANCE,
+        ));
+        // As `headroom numerics`: a few iterations are enough.
+        opts.max_steps = Some(3);
+    }
     let snapshot = Arc::new(Mutex::new(MemorySnapshot {
         running: true,
         kind: RunKind::Run,
@@ -826,6 +919,68 @@ mod tests {
 
     fn verdict_of(s: &MemorySnapshot) -> EpochVerdict {
         headroom_model::epochs::judge(&s.samples, &EpochThresholds::default())
+    }
+
+    #[test]
+    fn a_numerics_check_is_its_verdict_and_the_tensors_past_the_tolerance_first() {
+        use headroom_model::numerics::{Compared, NumericsReport};
+        let c = |name: &str, rel: f64| Compared {
+            name: name.into(),
+            abs: rel * 3.0,
+            rel,
+        };
+        let r = NumericsReport {
+            device: "mps".into(),
+            dtype: "f32".into(),
+            reference: "cpu f32".into(),
+            mode: "eval (dropout off)".into(),
+            tolerance: 1e-3,
+            layers: (0..12)
+                .map(|i| {
+                    c(
+                        &format!("layer{i}"),
+                        if i == 7 { 0.04 } else { 1e-6 * f64::from(i) },
+                    )
+                })
+                .collect(),
+            output: Some(c("output", 0.05)),
+            grads: vec![c("layer7.weight", 0.2)],
+            seconds: 0.4,
+            error: None,
+        };
+        let v = NumericsView::of(&r);
+        assert!(!v.within);
+        assert!(v.verdict.contains("layer `layer7`"), "{}", v.verdict);
+        assert_eq!(v.rows.len(), 8);
+        let over: Vec<&str> = v
+            .rows
+            .iter()
+            .filter(|r| r.over)
+            .map(|r| r.name.as_str())
+            .collect();
+        assert_eq!(
+            over,
+            ["layer7", "output", "layer7.weight"],
+            "past it, in call order"
+        );
+        assert_eq!(
+            (v.rows[0].rel.as_str(), v.rows[0].what.as_str()),
+            ("0.0400", "layer")
+        );
+        assert_eq!(v.rows[3].rel, "1.1e-5", "then the largest error below it");
+        let clean = NumericsReport {
+            layers: vec![c("a", 0.0), c("b", 2e-7)],
+            output: Some(c("output", 1e-7)),
+            grads: Vec::new(),
+            ..r
+        };
+        let v = NumericsView::of(&clean);
+        assert!(
+            v.within && v.verdict.contains("within 1.0e-3 everywhere"),
+            "{}",
+            v.verdict
+        );
+        assert_eq!(v.rows[0].name, "b");
     }
 
     #[test]

@@ -36,9 +36,9 @@ export function mount(root: HTMLElement, backend: Backend): { show(tab: Tab): vo
       show("sweep");
       sweep.runProject(name, devices);
     },
-    watch(name, batch, device, release, profileWindow) {
+    watch(name, batch, device, release, profileWindow, numerics) {
       show("memory");
-      memory.watchProject(name, batch, device, release, profileWindow);
+      memory.watchProject(name, batch, device, release, profileWindow, numerics);
     },
   });
   const runs = runsPanel(backend);

@@ -155,6 +155,42 @@ describe("the project bar", () => {
     get<HTMLButtonElement>(root, "watch-my-training").click();
     await flush();
     expect(b.calls).toContain("watchProject:mlp:32::both:profile 20");
+    // Check numerics: the model in bf16 against a CPU copy; the Memory panel opens on its
+    // verdict and the tensors past the tolerance, marked.
+    b.pushMemory({ ...live, running: false, status: "complete" });
+    get<HTMLInputElement>(root, "project-watch-profile").value = "";
+    get<HTMLSelectElement>(root, "project-watch-release").value = "none";
+    get<HTMLSelectElement>(root, "project-numerics").value = "bf16";
+    get<HTMLButtonElement>(root, "watch-my-training").click();
+    await flush();
+    expect(b.calls).toContain("watchProject:mlp:32:::numerics bf16");
+    expect(get(root, "project-status").textContent).toContain("numerics (bf16 against a CPU copy)");
+    const verdict = "numerics: layer `fc2` on cpu bf16 differs from cpu f32 by 1.20 % (tolerance 1.0e-3) — the first of 1 layers past it; check before you trust these numbers";
+    b.pushMemory({
+      ...live,
+      running: false,
+      status: "complete",
+      numerics: {
+        verdict,
+        within: false,
+        rows: [
+          { name: "fc2", what: "layer", rel: "0.0120", abs: "0.0310", over: true },
+          { name: "fc1", what: "layer", rel: "8.0e-4", abs: "2.1e-3", over: false },
+        ],
+      },
+    });
+    const box = get(root, "memory-numerics");
+    expect(box.hidden).toBe(false);
+    expect(get(root, "memory-numerics-verdict").textContent).toBe(verdict);
+    expect(get(root, "memory-numerics-verdict").dataset.state).toBe("stopped");
+    const rows = root.querySelectorAll<HTMLElement>('[data-testid="memory-numerics-row"]');
+    expect([...rows].map((r) => [r.textContent, r.className])).toEqual([
+      ["fc2layer0.01200.0310", "failed"],
+      ["fc1layer8.0e-42.1e-3", ""],
+    ]);
+    // A run without a check shows none.
+    b.pushMemory({ ...live, running: false, status: "complete" });
+    expect(get(root, "memory-numerics").hidden).toBe(true);
     root.remove();
   });
 

@@ -57,6 +57,10 @@ pub const PROFILE_DIR_ENV: &str = "HEADROOM_PROFILE_DIR";
 
 /// The observer's environment for `headroom numerics`: the compared side's dtype (`f32`,
 /// `bf16`, `f16`) and the tolerance.
+/// The tolerance `headroom numerics` and the app's "Check numerics" use unless told: a relative
+/// error of 1e-3 over the reference's largest magnitude.
+pub const DEFAULT_NUMERICS_TOLERANCE: f64 = 1e-3;
+
 pub fn numerics_env(dtype: &str, tolerance: f64) -> Vec<(String, String)> {
     vec![
         ("HEADROOM_NUMERICS".to_owned(), dtype.to_owned()),

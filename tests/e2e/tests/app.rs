@@ -1351,8 +1351,22 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
     );
     s.wait(r#"[data-testid="memory-verdict"]:not([hidden])"#, 5);
 
-    // Compare with the CPU: cpu@2 stands in for the accelerator here.
+    // Check numerics (Options): the script's model at its first iteration against a CPU copy,
+    // layer by layer, then the run stops; the Memory panel opens on the verdict.
     s.click(&s.wait(r#"[data-testid="projects"] .project-options summary"#, 5));
+    s.click(&s.wait(r#"[data-testid="project-numerics"] option[value="f32"]"#, 5));
+    s.click(&s.wait(r#"[data-testid="watch-my-training"]"#, 5));
+    let verdict = s.wait(r#"[data-testid="memory-numerics-verdict"]"#, 120);
+    let verdict_text = s.text(&verdict);
+    assert!(
+        verdict_text.starts_with("numerics: cpu f32 agrees with cpu f32 within 1.0e-3 everywhere ("),
+        "{verdict_text}"
+    );
+    assert!(!s.find_all(r#"[data-testid="memory-numerics-row"]"#).is_empty());
+    s.screenshot(&out.join("project_numerics.png"));
+    s.click(&s.wait(r#"[data-testid="project-numerics"] option[value="off"]"#, 5));
+
+    // Compare with the CPU: cpu@2 stands in for the accelerator here.
     s.type_into(
         &s.wait(r#"[data-testid="project-compare-devices"]"#, 5),
         "cpu@1,cpu@2",

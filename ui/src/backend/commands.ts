@@ -42,7 +42,7 @@ export const commands = {
   /** `memory::last_wrapped_run` */
   lastWrappedRun: (): Promise<MemorySnapshot | null> => invoke<MemorySnapshot | null>("last_wrapped_run"),
   /** `memory::watch_project` */
-  watchProject: (name: string, batch: number | null, device: string | null, release: string | null, profileWindow: number | null, onUpdate: Channel<MemorySnapshot>): Promise<MemorySnapshot> => invoke<MemorySnapshot>("watch_project", { name, batch, device, release, profileWindow, onUpdate }),
+  watchProject: (name: string, batch: number | null, device: string | null, release: string | null, profileWindow: number | null, numerics: string | null, onUpdate: Channel<MemorySnapshot>): Promise<MemorySnapshot> => invoke<MemorySnapshot>("watch_project", { name, batch, device, release, profileWindow, numerics, onUpdate }),
   /** `overview::overview` */
   overview: (): Promise<OverviewSnapshot> => invoke<OverviewSnapshot>("overview"),
   /** `remote::list_hosts` */

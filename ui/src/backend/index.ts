@@ -114,6 +114,7 @@ export interface Backend {
     device: string | null,
     release: string | null,
     profileWindow: number | null,
+    numerics: string | null,
     onUpdate: (s: MemorySnapshot) => void,
   ): Promise<MemorySnapshot>;
   /** Calls `f` with a panel name when the tray asks for one. */

@@ -481,13 +481,29 @@ status: JobStatus, error: JobError | null, chart_svg: string,
 /**
  * A wrapped run's profiler window (`Profile N iterations`), read for people.
  */
-profile: ProfileView | null, };
+profile: ProfileView | null, 
+/**
+ * A numerics check (`Check numerics`): the model against a CPU copy, read for people.
+ */
+numerics?: NumericsView, };
 
 export type ProfileView = { headline: string, 
 /**
  * What the shares are of: "of the device time" or "of the window".
  */
 of: string, top: Array<OpShare>, waits: Array<OpShare>, trace: string | null, error: string | null, };
+
+export type NumericsView = { verdict: string, within: boolean, rows: Array<NumericsRow>, };
+
+export type NumericsRow = { name: string, 
+/**
+ * `layer`, `output` or `gradient`.
+ */
+what: string, 
+/**
+ * The largest difference over the reference's largest magnitude, and absolute.
+ */
+rel: string, abs: string, over: boolean, };
 
 export type TimedConditions = { 
 /**

@@ -172,8 +172,10 @@ export function mockBackend(opts: {
       m.calls.push(`selectProject:${name ?? ""}`);
       return true;
     },
-    async watchProject(name, batch, device, release, profileWindow, onUpdate) {
-      m.calls.push(`watchProject:${name}:${batch ?? ""}:${device ?? ""}:${release ?? ""}${profileWindow ? `:profile ${profileWindow}` : ""}`);
+    async watchProject(name, batch, device, release, profileWindow, numerics, onUpdate) {
+      m.calls.push(
+        `watchProject:${name}:${batch ?? ""}:${device ?? ""}:${release ?? ""}${profileWindow ? `:profile ${profileWindow}` : ""}${numerics ? `:numerics ${numerics}` : ""}`,
+      );
       const p = projects.find((x) => x.name === name);
       if (!p) throw { code: "bad_request", message: `no project named "${name}"` };
       memoryListener = onUpdate;

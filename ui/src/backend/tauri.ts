@@ -55,8 +55,8 @@ export function tauriBackend(): Backend {
     addProject: (project, replace) => commands.addProject(project, replace),
     selectProject: (name) => commands.selectProject(name),
     sweepProject: (name, devices, onUpdate) => commands.sweepProject(name, devices, channel(onUpdate)),
-    watchProject: (name, batch, device, release, profileWindow, onUpdate) =>
-      commands.watchProject(name, batch, device, release, profileWindow, channel(onUpdate)),
+    watchProject: (name, batch, device, release, profileWindow, numerics, onUpdate) =>
+      commands.watchProject(name, batch, device, release, profileWindow, numerics, channel(onUpdate)),
     onOverview(f: (s: OverviewSnapshot) => void) {
       void listen<OverviewSnapshot>(EVENTS.overview, (e) => f(e.payload));
     },

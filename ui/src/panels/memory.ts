@@ -33,7 +33,7 @@ export function memoryPanel(
 ): {
   root: HTMLElement;
   restore(): Promise<void>;
-  watchProject(name: string, batch: number | null, device: string | null, release: string | null, profileWindow?: number | null): void;
+  watchProject(name: string, batch: number | null, device: string | null, release: string | null, profileWindow?: number | null, numerics?: string | null): void;
 } {
   const root = el("div", "panel memory");
   // Epochs form.
@@ -110,8 +110,12 @@ export function memoryPanel(
   const profile = el("section", "profile-window");
   profile.dataset.testid = "memory-profile";
   profile.hidden = true;
+  // A numerics check: the verdict, then the tensors that matter most.
+  const numerics = el("section", "numerics");
+  numerics.dataset.testid = "memory-numerics";
+  numerics.hidden = true;
   // What runs (or ran) first, then the ways to start one.
-  root.append(status, verdict, chart, table, profile, form, watchHead, list, mineHead);
+  root.append(status, numerics, verdict, chart, table, profile, form, watchHead, list, mineHead);
 
   // Bumped whenever a job of this panel shows itself or starts: a restore that was waiting on
   // the backend meanwhile must not draw an older run over it (the e2e's Watch after a sweep).
@@ -178,6 +182,7 @@ export function memoryPanel(
     }
     tbody.replaceChildren(head, ...rows);
     showProfile(s.profile);
+    showNumerics(s.numerics);
   }
 
   const WAITS: Record<string, string> = {
@@ -185,6 +190,31 @@ export function memoryPanel(
     launch: "the host feeding the device (launches)",
     host: "host only: unsupported on the device, or host work",
   };
+
+  function showNumerics(n: MemorySnapshot["numerics"]): void {
+    numerics.hidden = !n;
+    if (!n) {
+      numerics.replaceChildren();
+      return;
+    }
+    const head = el("div", "recommendation", n.verdict);
+    head.dataset.testid = "memory-numerics-verdict";
+    head.dataset.state = n.within ? "done" : "stopped";
+    const t = el("table", "points");
+    const body = el("tbody");
+    const hr = el("tr");
+    for (const h of ["compared", "", "relative", "absolute"]) hr.append(el("th", undefined, h));
+    body.append(hr);
+    for (const r of n.rows) {
+      const tr = el("tr");
+      tr.dataset.testid = "memory-numerics-row";
+      if (r.over) tr.className = "failed";
+      tr.append(el("td", undefined, r.name), el("td", undefined, r.what), el("td", "num", r.rel), el("td", "num", r.abs));
+      body.append(tr);
+    }
+    t.append(body);
+    numerics.replaceChildren(head, t);
+  }
 
   function showProfile(p: MemorySnapshot["profile"]): void {
     profile.hidden = !p;
@@ -232,12 +262,19 @@ export function memoryPanel(
   }
 
   /** "Watch my training" (from the project bar): the project's run, its epochs live. */
-  function watchProject(name: string, batch: number | null, device: string | null, release: string | null, profileWindow: number | null = null): void {
+  function watchProject(
+    name: string,
+    batch: number | null,
+    device: string | null,
+    release: string | null,
+    profileWindow: number | null = null,
+    numerics: string | null = null,
+  ): void {
     generation++;
     status.textContent = `starting ${name}`;
     status.dataset.state = "running";
     onRunning(true);
-    backend.watchProject(name, batch, device, release, profileWindow, show).then(show).catch(fail);
+    backend.watchProject(name, batch, device, release, profileWindow, numerics, show).then(show).catch(fail);
   }
 
   form.addEventListener("submit", (ev) => {

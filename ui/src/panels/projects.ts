@@ -66,8 +66,10 @@ export interface ProjectActions {
   sweep(name: string, devices: string | null): void;
   /** Run it and watch its memory per epoch (batch: null for the one its last sweep chose;
    * release: gc, empty-cache or both at every epoch end, null for none; profileWindow: the
-   * iterations torch.profiler records after the warm-up, null for none). */
-  watch(name: string, batch: number | null, device: string | null, release: string | null, profileWindow: number | null): void;
+   * iterations torch.profiler records after the warm-up, null for none; numerics: the dtype the
+   * model runs in against a CPU copy at its first iteration — f32, bf16 or f16 — null for
+   * none). */
+  watch(name: string, batch: number | null, device: string | null, release: string | null, profileWindow: number | null, numerics: string | null): void;
 }
 
 export function projectBar(
@@ -98,12 +100,18 @@ export function projectBar(
   const profileN = input("project-watch-profile", "none (e.g. 20)");
   profileN.inputMode = "numeric";
   profileN.title = "torch.profiler over this many training iterations after 10 of warm-up: the top operators, the syncs, a Chrome trace";
+  // The model on its device against a CPU copy, layer by layer, then the run stops.
+  const numerics = select("project-numerics", ["off", "f32", "bf16", "f16"], "off", (o) =>
+    o === "off" ? "off" : o === "f32" ? "f32 against a CPU copy" : `${o} autocast against a CPU copy`,
+  );
+  numerics.title = "Watch then checks the numerics instead: one forward and backward on the device (or in bf16/f16) against a CPU copy in f32, layer by layer, and stops after three iterations";
   const optGrid = el("div", "form-grid");
   optGrid.append(
     field("Watch at batch", batch),
     field("Watch on device", device),
     field("Release at each epoch end", release),
     field("Profile iterations", profileN),
+    field("Check numerics", numerics),
     field("Compare devices", devices),
   );
   options.append(el("summary", undefined, "Options"), optGrid);
@@ -259,8 +267,14 @@ export function projectBar(
       say("the iterations to profile must be a whole number of 1 or more (or empty: none)", "error");
       return;
     }
-    say(`Watching ${picker.value}: memory per epoch in the Memory panel.`, "running");
-    actions.watch(picker.value, text ? n : null, device.value.trim() || null, release.value === "none" ? null : release.value, ptext ? pn : null);
+    const check = numerics.value === "off" ? null : numerics.value;
+    say(
+      check
+        ? `Checking ${picker.value}'s numerics (${check} against a CPU copy) in the Memory panel.`
+        : `Watching ${picker.value}: memory per epoch in the Memory panel.`,
+      "running",
+    );
+    actions.watch(picker.value, text ? n : null, device.value.trim() || null, release.value === "none" ? null : release.value, ptext ? pn : null, check);
   });
   return {
     root,
