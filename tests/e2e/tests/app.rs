@@ -1359,10 +1359,13 @@ fn your_own_training_swept_watched_and_compared_in_the_real_window() {
     let verdict = s.wait(r#"[data-testid="memory-numerics-verdict"]"#, 120);
     let verdict_text = s.text(&verdict);
     assert!(
-        verdict_text.starts_with("numerics: cpu f32 agrees with cpu f32 within 1.0e-3 everywhere ("),
+        verdict_text
+            .starts_with("numerics: cpu f32 agrees with cpu f32 within 1.0e-3 everywhere ("),
         "{verdict_text}"
     );
-    assert!(!s.find_all(r#"[data-testid="memory-numerics-row"]"#).is_empty());
+    assert!(!s
+        .find_all(r#"[data-testid="memory-numerics-row"]"#)
+        .is_empty());
     s.screenshot(&out.join("project_numerics.png"));
     s.click(&s.wait(r#"[data-testid="project-numerics"] option[value="off"]"#, 5));
 
