@@ -188,6 +188,48 @@ fn add_host(home: &Home, sshd: &Sshd, name: &str, user: &str, extra: &[&str]) {
     ok(home, &args);
 }
 
+/// Project `train` here: a folder `proj` and the command `python3 train.py` with `extra`.
+fn add_train_project(home: &Home, extra: &[&str]) -> std::path::PathBuf {
+    let proj = home.path().join("proj");
+    std::fs::create_dir_all(&proj).expect("proj");
+    let python = crate::common::python().display().to_string();
+    let mut args = vec![
+        "project",
+        "add",
+        "train",
+        "--dir",
+        proj.to_str().expect("utf-8"),
+        "--python",
+        &python,
+        "--",
+        "python3",
+        "train.py",
+    ];
+    args.extend_from_slice(extra);
+    ok(home, &args);
+    proj
+}
+
+/// The migration of `train` to `box` as far as its project step, its folder there `remote_dir`.
+fn migrated_to_box(home: &Home, remote_dir: &str) {
+    let passed = |step: &str| {
+        serde_json::json!({"step": step, "passed": true, "detail": "set up by the test",
+                           "fix": null, "at": "2026-12-05T00:00:00Z", "seconds": 0.0, "runs": []})
+    };
+    let state = serde_json::json!({
+        "host": "box", "project": "train", "remote_dir": remote_dir,
+        "also_copy": [],
+        "steps": {"host": passed("host"), "key": passed("key"), "check": passed("check"),
+                  "headroom": passed("headroom"), "project": passed("project")},
+    });
+    std::fs::create_dir_all(home.path().join("migrations")).expect("migrations");
+    std::fs::write(
+        home.path().join("migrations/box--train.json"),
+        serde_json::to_vec(&state).expect("json"),
+    )
+    .expect("state");
+}
+
 /// As the migration leaves a host: Headroom in `~/.headroom/bin`, the project in
 /// `~/headroom-projects/train` with its `.venv`; here the project and the host profile, and the
 /// migration's steps up to the project passed.
@@ -212,25 +254,8 @@ fn set_up(user: &FreshUser, sshd: &Sshd, home: &Home) -> std::path::PathBuf {
         "{}",
         String::from_utf8_lossy(&venv.stderr)
     );
-    let proj = home.path().join("proj");
-    std::fs::create_dir_all(&proj).expect("proj");
+    let proj = add_train_project(home, &[]);
     std::fs::write(proj.join("train.py"), TRAIN).expect("train.py");
-    let python = crate::common::python().display().to_string();
-    ok(
-        home,
-        &[
-            "project",
-            "add",
-            "train",
-            "--dir",
-            proj.to_str().expect("utf-8"),
-            "--python",
-            &python,
-            "--",
-            "python3",
-            "train.py",
-        ],
-    );
     let headroom_there = bin.join("headroom").display().to_string();
     add_box(
         home,
@@ -238,22 +263,7 @@ fn set_up(user: &FreshUser, sshd: &Sshd, home: &Home) -> std::path::PathBuf {
         &user.name,
         &["--headroom-path", &headroom_there],
     );
-    let passed = |step: &str| {
-        serde_json::json!({"step": step, "passed": true, "detail": "set up by the test",
-                           "fix": null, "at": "2026-12-05T00:00:00Z", "seconds": 0.0, "runs": []})
-    };
-    let state = serde_json::json!({
-        "host": "box", "project": "train", "remote_dir": "headroom-projects/train",
-        "also_copy": [],
-        "steps": {"host": passed("host"), "key": passed("key"), "check": passed("check"),
-                  "headroom": passed("headroom"), "project": passed("project")},
-    });
-    std::fs::create_dir_all(home.path().join("migrations")).expect("migrations");
-    std::fs::write(
-        home.path().join("migrations/box--train.json"),
-        serde_json::to_vec(&state).expect("json"),
-    )
-    .expect("state");
+    migrated_to_box(home, "headroom-projects/train");
     there
 }
 
@@ -375,26 +385,7 @@ fn a_run_there_outlives_the_connection_and_lands_here_once_with_every_epoch() {
 fn a_remote_run_refused_says_what_to_do_and_starts_nothing() {
     let home = Home::new();
     let sshd = Sshd::start();
-    let proj = home.path().join("proj");
-    std::fs::create_dir_all(&proj).expect("proj");
-    let python = crate::common::python().display().to_string();
-    ok(
-        &home,
-        &[
-            "project",
-            "add",
-            "train",
-            "--dir",
-            proj.to_str().expect("utf-8"),
-            "--python",
-            &python,
-            "--",
-            "python3",
-            "train.py",
-            "--batch-size",
-            "{batch}",
-        ],
-    );
+    add_train_project(&home, &["--batch-size", "{batch}"]);
     add_box(&home, &sshd, &crate::sshd::whoami(), &[]);
     // The migration has not brought the project there yet.
     let out = cmd(&home, &["remote", "run", "box", "--project", "train"])
@@ -491,47 +482,14 @@ fn each_failure_there_says_what_to_do() {
         "{err}"
     );
     // The project's folder there is gone since the migration copied it.
-    let proj = home.path().join("proj");
-    std::fs::create_dir_all(&proj).expect("proj");
-    let python = crate::common::python().display().to_string();
-    ok(
-        &home,
-        &[
-            "project",
-            "add",
-            "train",
-            "--dir",
-            proj.to_str().expect("utf-8"),
-            "--python",
-            &python,
-            "--",
-            "python3",
-            "train.py",
-        ],
-    );
+    add_train_project(&home, &[]);
     add_box(
         &home,
         &sshd,
         &me,
         &["--headroom-path", env!("CARGO_BIN_EXE_headroom")],
     );
-    let passed = |step: &str| {
-        serde_json::json!({"step": step, "passed": true, "detail": "set up by the test",
-                           "fix": null, "at": "2026-12-05T00:00:00Z", "seconds": 0.0, "runs": []})
-    };
-    let gone = format!("headroom-test-gone-{}", std::process::id());
-    let state = serde_json::json!({
-        "host": "box", "project": "train", "remote_dir": gone,
-        "also_copy": [],
-        "steps": {"host": passed("host"), "key": passed("key"), "check": passed("check"),
-                  "headroom": passed("headroom"), "project": passed("project")},
-    });
-    std::fs::create_dir_all(home.path().join("migrations")).expect("migrations");
-    std::fs::write(
-        home.path().join("migrations/box--train.json"),
-        serde_json::to_vec(&state).expect("json"),
-    )
-    .expect("state");
+    migrated_to_box(&home, &format!("headroom-test-gone-{}", std::process::id()));
     let err = err_of(&["remote", "run", "box", "--project", "train"]);
     assert!(
         err.contains("the project's folder is gone on box")
