@@ -380,12 +380,13 @@ mod tests {
             ..base()
         };
         assert!(bad(cpu_vs_cpu).contains("needs another device"));
-        let mlx_cnn = SweepInput {
-            what: with("cnn", "auto"),
+        let mlx_copy = SweepInput {
+            what: with("copy", "auto"),
             compare: Some("mlx".into()),
             ..base()
         };
-        assert!(bad(mlx_cnn).contains("use --workload mlp or matmul"));
+        assert!(bad(mlx_copy)
+            .contains("which Headroom has for mlp, matmul, cnn, vit-tiny, gpt-tiny only"));
         assert!(bad(SweepInput {
             compare: Some("tpu".into()),
             ..base()
