@@ -82,41 +82,38 @@ impl NumericsView {
     /// where some pass the tolerance).
     pub fn of(r: &headroom_model::numerics::NumericsReport) -> Self {
         use headroom_model::numerics::small;
-        let row = |c: &headroom_model::numerics::Compared, what: &str| NumericsRow {
-            name: c.name.clone(),
-            what: what.to_owned(),
-            rel: small(c.rel),
-            abs: small(c.abs),
-            over: c.rel > r.tolerance,
-        };
-        let mut all: Vec<NumericsRow> = r
+        // Each compared tensor with its error, sorted on the number itself (not on its name:
+        // a layer and a gradient may share one).
+        let mut all: Vec<(&headroom_model::numerics::Compared, &str)> = r
             .layers
             .iter()
-            .map(|c| row(c, "layer"))
-            .chain(r.output.iter().map(|c| row(c, "output")))
-            .chain(r.grads.iter().map(|c| row(c, "gradient")))
+            .map(|c| (c, "layer"))
+            .chain(r.output.iter().map(|c| (c, "output")))
+            .chain(r.grads.iter().map(|c| (c, "gradient")))
             .collect();
-        let rel_of = |n: &NumericsRow| {
-            r.layers
-                .iter()
-                .chain(&r.output)
-                .chain(&r.grads)
-                .find(|c| c.name == n.name)
-                .map_or(0.0, |c| c.rel)
-        };
         // Past the tolerance first (in the order they were called), then the largest errors.
-        all.sort_by(|a, b| {
-            b.over.cmp(&a.over).then(if a.over && b.over {
+        let over = |c: &headroom_model::numerics::Compared| c.rel > r.tolerance;
+        all.sort_by(|(a, _), (b, _)| {
+            over(b).cmp(&over(a)).then(if over(a) && over(b) {
                 std::cmp::Ordering::Equal
             } else {
-                rel_of(b).total_cmp(&rel_of(a))
+                b.rel.total_cmp(&a.rel)
             })
         });
         all.truncate(8);
         Self {
             verdict: r.verdict(),
             within: r.within(),
-            rows: all,
+            rows: all
+                .into_iter()
+                .map(|(c, what)| NumericsRow {
+                    name: c.name.clone(),
+                    what: what.to_owned(),
+                    rel: small(c.rel),
+                    abs: small(c.abs),
+                    over: over(c),
+                })
+                .collect(),
         }
     }
 }

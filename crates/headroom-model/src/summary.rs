@@ -231,10 +231,7 @@ pub fn headline(points: &[Point], s: &SweepSummary) -> Option<String> {
     let busy = rests.iter().any(|p| !p.busy_cautions().is_empty());
     let noisy = rests.iter().any(|p| p.noisy_share().is_some());
     if busy || noisy {
-        let widest = rests
-            .iter()
-            .filter_map(|p| p.ci_share())
-            .fold(None, |m: Option<f64>, c| Some(m.map_or(c, |m| m.max(c))));
+        let widest = rests.iter().filter_map(|p| p.ci_share()).reduce(f64::max);
         let cause = if busy { "machine busy" } else { "noisy" };
         parts.push(match widest {
             Some(w) => format!("{}, {cause}", plus_minus(w)),
