@@ -684,22 +684,25 @@ fn profile_window(r: &RunRecord) -> Option<ProfileWindow> {
         .filter(|w| w.error.is_none())
 }
 
-/// The newest run that compared its model's numerics.
+/// The newest run that compared a model's numerics: a script's (`headroom numerics -- CMD`, the
+/// observer's report inside the run's) or a built-in or TorchScript model's (its own run).
 fn numerics_fact(runs: &[RunRecord]) -> Option<crate::decide::NumericsFact> {
-    runs.iter()
-        .filter(|r| r.kind == RunKind::Run)
-        .find_map(|r| {
-            let v = r.report.as_ref()?.get("observed")?.get("numerics")?;
-            let n: headroom_model::numerics::NumericsReport =
-                serde_json::from_value(v.clone()).ok()?;
-            n.error.is_none().then(|| crate::decide::NumericsFact {
-                run_id: r.id,
-                device: n.device.clone(),
-                dtype: n.dtype.clone(),
-                within: n.within(),
-                verdict: n.verdict(),
-            })
+    runs.iter().find_map(|r| {
+        let report = r.report.as_ref()?;
+        let v = match r.kind {
+            RunKind::Run => report.get("observed")?.get("numerics")?,
+            RunKind::Numerics => report,
+            _ => return None,
+        };
+        let n: headroom_model::numerics::NumericsReport = serde_json::from_value(v.clone()).ok()?;
+        n.error.is_none().then(|| crate::decide::NumericsFact {
+            run_id: r.id,
+            device: n.device.clone(),
+            dtype: n.dtype.clone(),
+            within: n.within(),
+            verdict: n.verdict(),
         })
+    })
 }
 
 fn fallback_fact(runs: &[RunRecord]) -> Option<FallbackFact> {

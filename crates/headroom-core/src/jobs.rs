@@ -8,6 +8,7 @@ pub mod detached;
 pub mod doctor;
 pub mod epoch_job;
 pub mod migrate;
+pub mod numerics;
 pub mod profile;
 pub mod remote_runs;
 pub mod supervisor;
@@ -271,6 +272,111 @@ pub(crate) fn with_last_words(why: String, tail: &[String]) -> String {
     match tail.iter().rev().find(|l| !l.trim().is_empty()) {
         Some(l) => format!("{why}; its last words: {}", l.trim()),
         None => why,
+    }
+}
+
+/// What a worker job that answers with one report left: its ledger run (begun at `hello`),
+/// the report, its error and warnings, and how the worker ended.
+pub(crate) struct OneReport<R> {
+    pub run_id: Option<i64>,
+    pub hello: Option<crate::protocol::Hello>,
+    pub report: Option<R>,
+    pub error: Option<sweep::JobError>,
+    pub warnings: Vec<String>,
+    pub exit: std::process::ExitStatus,
+    pub tail: Vec<String>,
+}
+
+impl<R: serde::Serialize> OneReport<R> {
+    /// Runs `job` (a profile or a numerics comparison) with a worker from `exe` to its end,
+    /// beginning a `kind` run in `ledger` at its `hello`; `take` picks the report out of the
+    /// events.
+    pub(crate) fn collect(
+        exe: &std::path::Path,
+        job: &crate::protocol::Job,
+        kind: crate::ledger::RunKind,
+        ledger: &Ledger,
+        cancel: &sweep::CancelToken,
+        take: impl Fn(crate::protocol::Event) -> Option<R>,
+    ) -> Result<Self, CoreError> {
+        use crate::protocol::{Event, Job};
+        let (dtype, request_json) = match job {
+            Job::Profile(r) => (r.dtype, serde_json::to_string(r)?),
+            Job::Numerics(r) => (r.dtype, serde_json::to_string(r)?),
+            Job::Sweep(r) => (r.dtype, serde_json::to_string(r)?),
+            Job::Epochs(r) => (r.dtype, serde_json::to_string(r)?),
+        };
+        let mut worker = supervisor::Worker::start(exe, job)?;
+        cancel.set_pid(Some(worker.pid()));
+        let (mut run_id, mut hello, mut report, mut error, mut warnings) =
+            (None, None, None, None, Vec::new());
+        while let Some(o) = worker.next_output() {
+            let supervisor::Output::Event(e) = o else {
+                continue;
+            };
+            match *e {
+                Event::Hello(h) => {
+                    run_id = Some(begin_worker_run(
+                        ledger,
+                        kind,
+                        &h,
+                        dtype,
+                        request_json.clone(),
+                    )?);
+                    hello = Some(h);
+                }
+                Event::Error { code, message } => error = Some(sweep::JobError { code, message }),
+                Event::Warning { message } => warnings.push(message),
+                e => {
+                    if let Some(r) = take(e) {
+                        report = Some(r);
+                    }
+                }
+            }
+        }
+        cancel.set_pid(None);
+        let (exit, tail) = worker.wait()?;
+        Ok(Self {
+            run_id,
+            hello,
+            report,
+            error,
+            warnings,
+            exit,
+            tail,
+        })
+    }
+
+    /// Closes the run: complete with the report and `note`, failed with the worker's error, or
+    /// interrupted (and that said as the error) when the worker ended with neither.
+    pub(crate) fn close(
+        &mut self,
+        ledger: &Ledger,
+        note: Option<String>,
+    ) -> Result<JobStatus, CoreError> {
+        use crate::ledger::RunStatus;
+        let (status, note) = match (&self.report, &self.error) {
+            (Some(_), _) => (RunStatus::Complete, note),
+            (None, Some(e)) => (RunStatus::Failed, Some(e.message.clone())),
+            (None, None) => {
+                let note = with_last_words(
+                    format!("the worker {}", supervisor::describe_exit(&self.exit)),
+                    &self.tail,
+                );
+                self.error = Some(sweep::JobError {
+                    code: crate::error::ErrorCode::Interrupted,
+                    message: note.clone(),
+                });
+                (RunStatus::Interrupted, Some(note))
+            }
+        };
+        close_worker_run(
+            ledger,
+            self.run_id,
+            status,
+            &serde_json::to_value(&self.report)?,
+            note.as_deref(),
+        )
     }
 }
 

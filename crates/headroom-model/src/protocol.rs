@@ -620,6 +620,25 @@ pub enum Job {
     Sweep(SweepRequest),
     Epochs(EpochsRequest),
     Profile(ProfileRequest),
+    Numerics(NumericsRequest),
+}
+
+/// `headroom numerics --workload W`: a built-in model or a TorchScript file on `device` in
+/// `dtype` against a CPU copy in f32 with the same weights and the same batch, layer by layer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NumericsRequest {
+    pub device: String,
+    pub workload: String,
+    pub input_shape: Option<Vec<i64>>,
+    /// What the compared copy's weights and inputs are cast to.
+    pub dtype: Dtype,
+    pub batch: u32,
+    /// The largest relative error that passes.
+    pub tolerance: f64,
+    pub threads: Option<u32>,
+    /// A layer whose output the compared side scales by 1.04 (the tests' wrong layer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perturb: Option<String>,
 }
 
 /// `headroom profile`: one batch, where its time goes — data, forward, backward — and each
@@ -701,6 +720,8 @@ pub enum Event {
     Epoch(crate::epochs::EpochSample),
     /// The result of `headroom profile`.
     Profile(ProfileReport),
+    /// The result of `headroom numerics --workload`.
+    Numerics(crate::numerics::NumericsReport),
     Warning {
         message: String,
     },

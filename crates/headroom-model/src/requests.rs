@@ -225,6 +225,44 @@ impl ProfileInput {
     }
 }
 
+/// A built-in model or a TorchScript file against a CPU copy in f32 (`headroom numerics
+/// --workload`): the workload's dtype is the compared side's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NumericsInput {
+    pub what: WorkloadInput,
+    pub batch: u32,
+    pub tolerance: f64,
+    pub threads: Option<u32>,
+    /// A layer the compared side scales by 1.04 (the tests' wrong layer).
+    pub perturb: Option<String>,
+}
+
+impl NumericsInput {
+    /// Checks every value and turns the input into the worker's request.
+    pub fn request(&self) -> Result<crate::protocol::NumericsRequest, Invalid> {
+        let what = self.what.check()?;
+        if self.batch == 0 {
+            return Err(invalid("--batch must be 1 or more"));
+        }
+        if !(self.tolerance > 0.0 && self.tolerance.is_finite()) {
+            return Err(invalid(format!(
+                "--tolerance {} is not a positive number (relative error, e.g. 1e-3)",
+                self.tolerance
+            )));
+        }
+        Ok(crate::protocol::NumericsRequest {
+            device: what.device,
+            workload: what.workload,
+            input_shape: what.input_shape,
+            dtype: what.dtype,
+            batch: self.batch,
+            tolerance: self.tolerance,
+            threads: self.threads,
+            perturb: self.perturb.clone(),
+        })
+    }
+}
+
 /// Memory across epochs of one batch (`headroom epochs`, the app's Memory panel). Its leak
 /// threshold and window default to the configuration's `[epochs]`.
 #[derive(Debug, Clone, PartialEq)]

@@ -103,6 +103,8 @@ pub enum RunKind {
     MlxCompare,
     /// `headroom remote check`.
     RemoteCheck,
+    /// `headroom numerics --workload`: a built-in model or a TorchScript file against a CPU copy.
+    Numerics,
     /// A kind this Headroom does not know (a ledger written by a newer one).
     #[default]
     Other,
@@ -110,7 +112,7 @@ pub enum RunKind {
 
 impl RunKind {
     /// Every kind this Headroom records.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::Doctor,
         Self::Sweep,
         Self::Epochs,
@@ -119,6 +121,7 @@ impl RunKind {
         Self::Watch,
         Self::MlxCompare,
         Self::RemoteCheck,
+        Self::Numerics,
     ];
 
     /// The stored name.
@@ -132,6 +135,7 @@ impl RunKind {
             Self::Watch => "watch",
             Self::MlxCompare => "mlx-compare",
             Self::RemoteCheck => "remote-check",
+            Self::Numerics => "numerics",
             Self::Other => "other",
         }
     }

@@ -11,6 +11,7 @@ pub mod alloc;
 pub mod device;
 pub mod epochs;
 pub mod measure;
+pub mod numerics;
 pub mod profile;
 pub mod serve;
 pub mod sweep;

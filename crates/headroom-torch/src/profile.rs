@@ -63,13 +63,13 @@ fn shim_error(what: &str, buf: &[c_char]) -> TorchError {
 }
 
 /// A TorchScript module loaded a second time, in eval mode, to run its children one by one.
-struct ScriptChildren {
+pub(crate) struct ScriptChildren {
     handle: *mut c_void,
-    names: Vec<String>,
+    pub(crate) names: Vec<String>,
 }
 
 impl ScriptChildren {
-    fn load(path: &std::path::Path, dev: Device) -> Result<Self, TorchError> {
+    pub(crate) fn load(path: &std::path::Path, dev: Device) -> Result<Self, TorchError> {
         let device = match dev {
             Device::Cpu => "cpu".to_owned(),
             Device::Cuda(i) => format!("cuda:{i}"),
@@ -155,7 +155,7 @@ impl ScriptChildren {
         Ok(parse_shapes(&text))
     }
 
-    fn forward(&self, name: &str, x: &Tensor) -> Result<Tensor, TorchError> {
+    pub(crate) fn forward(&self, name: &str, x: &Tensor) -> Result<Tensor, TorchError> {
         let c_name = CString::new(name).unwrap_or_default();
         let mut err = vec![0 as c_char; 1024];
         let mut out = std::ptr::null_mut();

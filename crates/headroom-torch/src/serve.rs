@@ -74,6 +74,7 @@ pub fn run() -> ExitCode {
         Job::Sweep(req) => crate::sweep::run_sweep(req, &mut emit),
         Job::Epochs(req) => crate::epochs::run_epochs(req, &mut emit),
         Job::Profile(req) => crate::profile::run_profile(req, &mut emit),
+        Job::Numerics(req) => crate::numerics::run_numerics(req, &mut emit),
     };
     match result {
         Ok(()) => {

@@ -383,7 +383,7 @@ report?: unknown, note: string | null, };
 
 export type RunStatus = "running" | "complete" | "interrupted" | "failed";
 
-export type RunKind = "doctor" | "sweep" | "epochs" | "profile" | "run" | "watch" | "mlx-compare" | "remote-check" | "other";
+export type RunKind = "doctor" | "sweep" | "epochs" | "profile" | "run" | "watch" | "mlx-compare" | "remote-check" | "numerics" | "other";
 
 export type JobStatus = "running" | "complete" | "interrupted" | "failed" | "error";
 
@@ -928,6 +928,6 @@ export const MODES: readonly Mode[] = ["train", "infer"];
 
 export const RELEASES: readonly Release[] = ["none", "gc", "empty-cache", "both"];
 
-export const RUN_KINDS: readonly RunKind[] = ["doctor", "sweep", "epochs", "profile", "run", "watch", "mlx-compare", "remote-check"];
+export const RUN_KINDS: readonly RunKind[] = ["doctor", "sweep", "epochs", "profile", "run", "watch", "mlx-compare", "remote-check", "numerics"];
 
 export const ERROR_CODES: readonly ErrorCode[] = ["invalid_input", "not_found", "busy", "ledger", "worker", "io", "keygen", "no_ssh", "opener", "tunnel", "internal", "bad_request", "bad_device", "bad_workload", "bad_shape", "bad_model", "no_memory_info", "allocator", "torch", "no_worker", "interrupted", "cancelled", "over_budget"];

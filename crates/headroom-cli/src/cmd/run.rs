@@ -39,18 +39,31 @@ fn catch_signals() -> Arc<AtomicI32> {
 }
 
 /// Arguments of `headroom numerics`: `headroom run --numerics DTYPE`, stopped after a few
-/// iterations unless `--steps` says otherwise.
+/// iterations unless `--steps` says otherwise; or, with `--workload`, a built-in model or a
+/// TorchScript file in the worker.
 #[derive(Debug, clap::Args)]
 pub struct NumericsArgs {
-    /// What the compared side runs in: f32, or autocast to bf16 / f16.
+    /// What the compared side runs in: f32, or autocast to bf16 / f16 (with --workload, the
+    /// compared copy's weights and inputs cast to it).
     #[arg(long, default_value = "f32", value_parser = ["f32", "bf16", "f16"])]
     dtype: String,
+    /// Compare a built-in model (mlp, cnn, vit-tiny, gpt-tiny, matmul) or a TorchScript file
+    /// (model.pt) instead of a command: on --device (default: the accelerator, else the CPU)
+    /// against a CPU copy in f32 with the same weights, at --batch (default 8).
+    #[arg(long, conflicts_with_all = ["command", "project", "notebook"])]
+    workload: Option<String>,
+    /// With --workload: one sample's shape without the batch (required for a TorchScript file).
+    #[arg(long, requires = "workload")]
+    input_shape: Option<String>,
     #[command(flatten)]
     run: RunArgs,
 }
 
 /// `headroom numerics`.
 pub fn numerics(a: NumericsArgs) -> Result<ExitCode> {
+    if let Some(w) = &a.workload {
+        return numerics_of_workload(&a, w);
+    }
     let mut r = a.run;
     if r.numerics.is_some() {
         bail!("`headroom numerics` takes --dtype; --numerics is `headroom run`'s");
@@ -58,6 +71,88 @@ pub fn numerics(a: NumericsArgs) -> Result<ExitCode> {
     r.numerics = Some(a.dtype);
     r.steps = r.steps.or(Some(3));
     run(&r)
+}
+
+/// `headroom numerics --workload W`: the comparison in the worker, recorded as a `numerics` run.
+fn numerics_of_workload(a: &NumericsArgs, workload: &str) -> Result<ExitCode> {
+    use headroom_core::jobs::{self, sweep::CancelToken, JobStatus};
+    let r = &a.run;
+    let req = headroom_model::requests::NumericsInput {
+        what: headroom_model::requests::WorkloadInput {
+            workload: workload.to_owned(),
+            input_shape: a.input_shape.clone(),
+            device: r.device.clone().unwrap_or_else(|| "auto".into()),
+            dtype: a.dtype.clone(),
+        },
+        batch: r.batch.unwrap_or(8),
+        tolerance: r.tolerance,
+        threads: None,
+        perturb: std::env::var("HEADROOM_NUMERICS_PERTURB")
+            .ok()
+            .filter(|p| !p.is_empty()),
+    }
+    .request()?;
+    let ledger = super::open_ledger()?;
+    r.record.attach(&ledger, None, r.json)?;
+    let exe = jobs::worker_binary()?;
+    let cancel = CancelToken::new("interrupted");
+    let out = jobs::numerics::run_numerics(&exe, &req, &ledger, &cancel)?;
+    if r.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        for w in &out.warnings {
+            eprintln!("warning: {w}");
+        }
+        if let Some(n) = &out.report {
+            println!(
+                "{workload} on {} in {} against {} ({}), {:.2} s",
+                n.device, n.dtype, n.reference, n.mode, n.seconds
+            );
+            let rows: Vec<&headroom_model::numerics::Compared> =
+                n.layers.iter().chain(&n.output).collect();
+            if !rows.is_empty() {
+                println!("\n{:<28} {:>12} {:>12}", "layer", "largest abs", "relative");
+                for c in rows {
+                    let mark = if c.rel > n.tolerance {
+                        "  past the tolerance"
+                    } else {
+                        ""
+                    };
+                    println!(
+                        "{:<28} {:>12} {:>12}{mark}",
+                        c.name,
+                        headroom_model::numerics::small(c.abs),
+                        headroom_model::numerics::small(c.rel)
+                    );
+                }
+            }
+            if let Some(g) = n.grads.first() {
+                println!(
+                    "worst of {} gradients: `{}` {} relative",
+                    n.grads.len(),
+                    g.name,
+                    headroom_model::numerics::small(g.rel)
+                );
+            }
+            println!("\n{}", n.verdict());
+        }
+        if let Some(e) = &out.error {
+            eprintln!("headroom: error: {}", e.message);
+        }
+        if let Some(id) = out.run_id {
+            println!("recorded as run {id} ({})", out.status);
+        }
+    }
+    Ok(match (out.run_id, out.status) {
+        (Some(_), JobStatus::Complete) => ExitCode::SUCCESS,
+        (None, _) => {
+            if let (Some(e), true) = (&out.error, r.json) {
+                eprintln!("headroom: error: {}", e.message);
+            }
+            ExitCode::from(2)
+        }
+        _ => ExitCode::from(3),
+    })
 }
 
 /// Arguments of `headroom run`.

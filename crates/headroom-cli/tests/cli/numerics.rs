@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::common::{python, reasons, Home};
+use crate::common::{export_torchscript, python, reasons, Home};
 
 /// An MLP in a module of its own with dropout (the comparison runs both copies in eval mode),
 /// Adam, hand-sliced batches (no DataLoader); it prints its own epochs.
@@ -148,4 +148,146 @@ fn a_perturbed_layer_is_caught_there_a_clean_model_passes_and_bf16_differs_by_it
         "{cited:?} {}",
         runs[0]
     );
+}
+
+/// A TorchScript model whose top-level children run in order (an `nn.Sequential`), exported by
+/// the venv's Python.
+const SEQUENTIAL: &str = r#"
+import sys, torch
+from torch import nn
+torch.manual_seed(0)
+m = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 4))
+torch.jit.script(m).save(sys.argv[1])
+"#;
+
+/// `headroom numerics --json --workload W ARGS`: the report, and the ledger run it names.
+fn workload(home: &Home, w: &str, args: &[&str], env: &[(&str, &str)]) -> (Value, i64) {
+    let mut cmd = home.cmd(&[&["numerics", "--json", "--workload", w][..], args].concat());
+    cmd.envs(env.iter().copied());
+    let out = cmd.output().expect("headroom");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["status"], "complete", "{v}");
+    (v["report"].clone(), v["run_id"].as_i64().expect("run id"))
+}
+
+fn names(n: &Value) -> Vec<String> {
+    n["layers"]
+        .as_array()
+        .expect("layers")
+        .iter()
+        .filter_map(|l| l["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn a_built_in_model_and_a_torchscript_file_are_compared_in_the_worker_layer_by_layer() {
+    let home = Home::new();
+    // The built-in cnn, f32 on both sides: every top-level layer, the output and the gradients
+    // agree within 1e-5 (here to the last bit: the same kernels on the same CPU).
+    let (n, _) = workload(&home, "cnn", &["--tolerance", "1e-5", "--batch", "4"], &[]);
+    assert_eq!(
+        (n["device"].as_str(), n["dtype"].as_str()),
+        (Some("cpu"), Some("f32"))
+    );
+    assert_eq!(
+        names(&n),
+        ["stem", "s0b0", "s0b1", "s1b0", "s1b1", "s2b0", "s2b1", "head"],
+        "{n}"
+    );
+    let all_rel = |n: &Value| -> Vec<f64> {
+        n["layers"]
+            .as_array()
+            .expect("layers")
+            .iter()
+            .chain(n["grads"].as_array().expect("grads"))
+            .chain(std::iter::once(&n["output"]))
+            .map(|c| c["rel"].as_f64().expect("rel"))
+            .collect()
+    };
+    assert!(all_rel(&n).iter().all(|r| *r <= 1e-5), "{n}");
+    assert_eq!(
+        n["grads"].as_array().map(Vec::len),
+        Some(20),
+        "the worst 20 of its gradients"
+    );
+
+    // bf16 on the compared side: the stem already differs by bf16's order, above 1e-4 and
+    // below 2 %; the verdict names the first layer past 1e-3.
+    let (n, _) = workload(&home, "cnn", &["--dtype", "bf16", "--batch", "4"], &[]);
+    let stem = rel(&n, "stem");
+    assert!((1e-4..2e-2).contains(&stem), "{stem} {n}");
+
+    // One layer 4 % wrong on the compared side: caught there, the layers before it exact.
+    let (n, id) = workload(
+        &home,
+        "cnn",
+        &["--batch", "4"],
+        &[("HEADROOM_NUMERICS_PERTURB", "s1b0")],
+    );
+    assert_eq!(
+        (rel(&n, "stem"), rel(&n, "s0b0"), rel(&n, "s0b1")),
+        (0.0, 0.0, 0.0),
+        "{n}"
+    );
+    assert!((rel(&n, "s1b0") - 0.04).abs() < 1e-4, "{n}");
+    let cited = reasons(&home, "numerics");
+    assert_eq!(cited.len(), 1, "{cited:?}");
+    assert!(
+        cited[0].starts_with("layer `s1b0` on cpu f32 differs from cpu f32 by 4.00 %")
+            && cited[0].ends_with(&format!("(run {id})")),
+        "{cited:?}"
+    );
+    let runs = home.runs();
+    assert_eq!(runs[0]["kind"], "numerics", "{}", runs[0]);
+    assert_eq!(runs[0]["workload"], "cnn");
+
+    // A TorchScript file: its children compared one by one in f32, a perturbed one caught.
+    let model = export_torchscript(&home, "seq.pt", SEQUENTIAL);
+    let m = model.to_str().expect("utf-8");
+    let (n, _) = workload(
+        &home,
+        m,
+        &["--input-shape", "16", "--tolerance", "1e-5"],
+        &[],
+    );
+    assert_eq!(names(&n), ["0", "1", "2", "3", "4"], "{n}");
+    assert!(all_rel(&n).iter().all(|r| *r <= 1e-5), "{n}");
+    assert_eq!(
+        n["grads"].as_array().map(Vec::len),
+        Some(6),
+        "three Linears' weights and biases"
+    );
+    let (n, _) = workload(
+        &home,
+        m,
+        &["--input-shape", "16"],
+        &[("HEADROOM_NUMERICS_PERTURB", "2")],
+    );
+    assert_eq!((rel(&n, "0"), rel(&n, "1")), (0.0, 0.0), "{n}");
+    assert!((rel(&n, "2") - 0.04).abs() < 1e-4, "{n}");
+    // In bf16 its children are not cast: the output and gradients are compared, and it says so.
+    let (n, _) = workload(&home, m, &["--input-shape", "16", "--dtype", "bf16"], &[]);
+    assert!(names(&n).is_empty(), "{n}");
+    assert!(
+        n["mode"]
+            .as_str()
+            .is_some_and(|m| m.contains("compared in f32 only")),
+        "{n}"
+    );
+    assert!(
+        n["output"]["rel"]
+            .as_f64()
+            .is_some_and(|r| r > 1e-4 && r < 0.05),
+        "{n}"
+    );
+
+    // A TorchScript file without its input shape: a clear error, nothing recorded.
+    let before = home.runs().len();
+    let out = home.run(&["numerics", "--workload", m]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("needs --input-shape"), "{err}");
+    assert_eq!(home.runs().len(), before);
 }

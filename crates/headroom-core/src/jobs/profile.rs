@@ -5,9 +5,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::supervisor::{describe_exit, Output, Worker};
 use super::sweep::{CancelToken, JobError};
-use crate::ledger::{Ledger, RunStatus};
+use crate::ledger::Ledger;
 use crate::protocol::{Event, Hello, Job, ProfileReport, ProfileRequest};
 use crate::CoreError;
 
@@ -52,70 +51,38 @@ pub fn run_profile(
     ledger: &Ledger,
     cancel: &CancelToken,
 ) -> Result<ProfileOutcome, CoreError> {
-    let mut out = ProfileOutcome {
-        status: super::JobStatus::Running,
-        run_id: None,
-        hello: None,
-        report: None,
-        slow_layer: None,
-        error: None,
-        warnings: Vec::new(),
-    };
-    let mut worker = Worker::start(exe, &Job::Profile(req.clone()))?;
-    cancel.set_pid(Some(worker.pid()));
-    while let Some(o) = worker.next_output() {
-        let Output::Event(e) = o else { continue };
-        match *e {
-            Event::Hello(h) => {
-                out.run_id = Some(super::begin_worker_run(
-                    ledger,
-                    crate::ledger::RunKind::Profile,
-                    &h,
-                    req.dtype,
-                    serde_json::to_string(req)?,
-                )?);
-                out.hello = Some(h);
-            }
-            Event::Profile(r) => out.report = Some(r),
-            Event::Error { code, message } => out.error = Some(JobError { code, message }),
-            Event::Warning { message } => out.warnings.push(message),
-            _ => {}
-        }
-    }
-    cancel.set_pid(None);
-    let (status, tail) = worker.wait()?;
-    out.slow_layer = out
+    let mut got = super::OneReport::collect(
+        exe,
+        &Job::Profile(req.clone()),
+        crate::ledger::RunKind::Profile,
+        ledger,
+        cancel,
+        |e| match e {
+            Event::Profile(r) => Some(r),
+            _ => None,
+        },
+    )?;
+    let slow_layer = got
         .report
         .as_ref()
         .and_then(|r| slow_layer_line(r, slow_share));
-    let (run_status, note) = match (&out.report, &out.error) {
-        (Some(r), _) => (
-            RunStatus::Complete,
-            out.slow_layer.clone().or_else(|| {
-                Some(format!(
-                    "{} layers timed at batch {}, none slow",
-                    r.layers.len(),
-                    r.batch
-                ))
-            }),
-        ),
-        (None, Some(e)) => (RunStatus::Failed, Some(e.message.clone())),
-        (None, None) => {
-            let note =
-                super::with_last_words(format!("the worker {}", describe_exit(&status)), &tail);
-            out.error = Some(JobError {
-                code: crate::error::ErrorCode::Interrupted,
-                message: note.clone(),
-            });
-            (RunStatus::Interrupted, Some(note))
-        }
-    };
-    out.status = super::close_worker_run(
-        ledger,
-        out.run_id,
-        run_status,
-        &serde_json::to_value(&out.report)?,
-        note.as_deref(),
-    )?;
-    Ok(out)
+    let note = slow_layer.clone().or_else(|| {
+        got.report.as_ref().map(|r| {
+            format!(
+                "{} layers timed at batch {}, none slow",
+                r.layers.len(),
+                r.batch
+            )
+        })
+    });
+    let status = got.close(ledger, note)?;
+    Ok(ProfileOutcome {
+        status,
+        run_id: got.run_id,
+        hello: got.hello,
+        report: got.report,
+        slow_layer,
+        error: got.error,
+        warnings: got.warnings,
+    })
 }

@@ -343,7 +343,7 @@ impl Session<'_> {
                     // teardown), which the answer need not wait for.
                     break;
                 }
-                Event::Epoch(_) | Event::Profile(_) | Event::Heartbeat => {}
+                Event::Epoch(_) | Event::Profile(_) | Event::Numerics(_) | Event::Heartbeat => {}
                 Event::Error { code, message } => self.out.error = Some(JobError { code, message }),
             }
         }

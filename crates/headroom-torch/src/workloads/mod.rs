@@ -46,6 +46,12 @@ pub trait Model {
     fn layers(&self) -> Vec<Layer<'_>> {
         Vec::new()
     }
+
+    /// Puts the model in eval mode where it keeps one of its own (a TorchScript module; the
+    /// built-in ones take `train` on every call).
+    fn set_eval(&mut self) -> Result<(), TorchError> {
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for Layer<'_> {

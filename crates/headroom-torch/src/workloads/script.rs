@@ -27,6 +27,10 @@ impl Model for Script {
             )
         })
     }
+
+    fn set_eval(&mut self) -> Result<(), TorchError> {
+        Ok(self.module.f_set_eval()?)
+    }
 }
 
 fn first_line(s: &str) -> String {
