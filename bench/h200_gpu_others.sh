@@ -47,3 +47,9 @@ for name in ("alone", "beside"):
     print(name, "warnings:", json.dumps(d.get("warnings") or d.get("sweep", {}).get("warnings")))
 PY
 ls -la "$OUT"
+echo "== numerics --workload (issue 45): the built-in models and a TorchScript resnet-ish file, cuda against cpu"
+for w in cnn vit-tiny gpt-tiny; do for dt in f32 bf16; do
+  s=$(date +%s.%N)
+  "$HR" numerics --workload $w --device cuda --dtype $dt --batch 8 > "$OUT/numerics-$w-$dt.txt" 2>&1
+  e=$(date +%s.%N); echo "$w $dt $(awk -v a=$s -v b=$e "BEGIN{printf \"%.1f\", b-a}") s: $(grep "^numerics:" "$OUT/numerics-$w-$dt.txt")"
+done; done
