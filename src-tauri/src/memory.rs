@@ -943,11 +943,19 @@ mod tests {
             output: Some(c("output", 0.05)),
             grads: vec![c("layer7.weight", 0.2)],
             seconds: 0.4,
+            fallback_ops: vec!["aten::_linalg_solve_ex.result".into()],
             error: None,
         };
         let v = NumericsView::of(&r);
         assert!(!v.within);
         assert!(v.verdict.contains("layer `layer7`"), "{}", v.verdict);
+        // The operators that fell back are said with it: their errors are the CPU's.
+        assert!(
+            v.verdict
+                .ends_with("1 operator fell back to the CPU by then (aten::_linalg_solve_ex.result): it was computed there"),
+            "{}",
+            v.verdict
+        );
         assert_eq!(v.rows.len(), 8);
         let over: Vec<&str> = v
             .rows

@@ -44,6 +44,10 @@ pub struct NumericsReport {
     pub grads: Vec<Compared>,
     #[serde(default)]
     pub seconds: f64,
+    /// The operators that fell back to the CPU (PyTorch's MPS fallback warnings) by the end of
+    /// the compared pass: the errors of those layers are the CPU's, not the device's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallback_ops: Vec<String>,
     /// Why there is no comparison (the model could not be copied or run twice).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -80,8 +84,23 @@ impl NumericsReport {
         self.error.is_none() && self.worst().is_none_or(|w| w.rel <= self.tolerance)
     }
 
-    /// The verdict in one sentence, with the figures.
+    /// The verdict in one sentence, with the figures; the operators that fell back to the CPU
+    /// after it.
     pub fn verdict(&self) -> String {
+        let mut v = self.comparison();
+        if self.error.is_none() && !self.fallback_ops.is_empty() {
+            let n = self.fallback_ops.len();
+            v.push_str(&format!(
+                "; {n} operator{} fell back to the CPU by then ({}): {} computed there",
+                if n == 1 { "" } else { "s" },
+                self.fallback_ops.join(", "),
+                if n == 1 { "it was" } else { "they were" }
+            ));
+        }
+        v
+    }
+
+    fn comparison(&self) -> String {
         if let Some(e) = &self.error {
             return format!("numerics: not compared ({e})");
         }

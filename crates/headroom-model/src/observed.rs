@@ -1056,12 +1056,17 @@ fn note(o: &mut Observed, ev: Event) {
             "release_forced" => o.release_forced = value.as_str().map(str::to_owned),
             "sync_site" => o.sync_site = value.as_str().map(str::to_owned),
             "numerics" => {
-                o.numerics = Some(serde_json::from_value(value).unwrap_or_else(|e| {
-                    crate::numerics::NumericsReport {
+                let mut n: crate::numerics::NumericsReport = serde_json::from_value(value)
+                    .unwrap_or_else(|e| crate::numerics::NumericsReport {
                         error: Some(format!("the observer's comparison did not parse: {e}")),
                         ..crate::numerics::NumericsReport::default()
-                    }
-                }));
+                    });
+                // The fallback warnings came before the comparison's event, the pass's own
+                // included (PyTorch warns of each operator once per process).
+                if n.fallback_ops.is_empty() {
+                    n.fallback_ops.clone_from(&o.fallback_ops);
+                }
+                o.numerics = Some(n);
             }
             "profile" => {
                 o.profile = Some(

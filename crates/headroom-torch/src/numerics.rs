@@ -268,6 +268,7 @@ pub fn run_numerics(req: &NumericsRequest, emit: &mut dyn FnMut(Event)) -> Resul
         output,
         grads,
         seconds: began.elapsed().as_secs_f64(),
+        fallback_ops: Vec::new(),
         error: None,
     }));
     Ok(())

@@ -291,3 +291,53 @@ fn a_built_in_model_and_a_torchscript_file_are_compared_in_the_worker_layer_by_l
     assert!(err.contains("needs --input-shape"), "{err}");
     assert_eq!(home.runs().len(), before);
 }
+
+/// TRAIN with a model that warns as PyTorch's MPS backend does when an operator falls back to
+/// the CPU (PyTorch says it once per process, at the first call; there is no MPS here to make it
+/// say so itself).
+const FALLS_BACK: &str = r#"
+import warnings, torch
+from torch import nn
+torch.manual_seed(0)
+class Net(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.body = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10))
+        s.warned = False
+    def forward(s, x):
+        if not s.warned:
+            s.warned = True
+            warnings.warn("The operator 'aten::_linalg_solve_ex.result' is not currently supported on the MPS backend and will fall back to run on the CPU. This may have performance implications.")
+        return s.body(x)
+m = Net()
+opt = torch.optim.SGD(m.parameters(), 0.1)
+x = torch.randn(128, 32); y = torch.randint(0, 10, (128,))
+for epoch in range(2):
+    for i in range(0, 128, 32):
+        loss = nn.functional.cross_entropy(m(x[i:i+32]), y[i:i+32])
+        opt.zero_grad(); loss.backward(); opt.step()
+"#;
+
+#[test]
+fn the_operators_that_fell_back_to_the_cpu_by_the_compared_pass_are_named_with_the_verdict() {
+    let home = Home::new();
+    let script = home.path().join("train.py");
+    std::fs::write(&script, FALLS_BACK).expect("write");
+    let script = script.to_str().expect("utf-8");
+    let (n, _) = numerics(&home, script, &[], &[], true);
+    assert_eq!(
+        n["fallback_ops"],
+        serde_json::json!(["aten::_linalg_solve_ex.result"]),
+        "{n}"
+    );
+    let (_, text) = numerics(&home, script, &[], &[], false);
+    assert!(
+        text.contains("; 1 operator fell back to the CPU by then (aten::_linalg_solve_ex.result): it was computed there"),
+        "{text}"
+    );
+    // A script that warns of nothing has none.
+    let clean = home.path().join("clean.py");
+    std::fs::write(&clean, TRAIN).expect("write");
+    let (n, _) = numerics(&home, clean.to_str().expect("utf-8"), &[], &[], true);
+    assert!(n.get("fallback_ops").is_none(), "{n}");
+}
