@@ -904,6 +904,7 @@ fn auto_sweep(
                 c.cpu_run_id.unwrap_or(0)
             );
         }
+        super::sweep::output::print_answer(&out.sweep);
     }
     if let Some(path) = &a.chart {
         chart_points(

@@ -105,6 +105,9 @@ fn mlx_runs_the_cnn_on_the_same_contract() {
         line.contains(" samples/s") && line.contains("vs Headroom on cpu"),
         "{line}"
     );
+    // The comparison comes before the answer, which stays the last line on screen.
+    let last = text.lines().last().unwrap_or_default();
+    assert!(last.starts_with("recommended: batch 2 · "), "{text}");
     let rec = home
         .runs()
         .into_iter()

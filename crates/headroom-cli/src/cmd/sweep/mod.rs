@@ -238,6 +238,9 @@ pub fn run_on(args: &SweepArgs, remote: Option<Launcher>) -> Result<ExitCode> {
     if let (Some(c), false) = (&mlx, args.json) {
         println!("\n{}", c.line());
     }
+    if !args.json {
+        output::print_answer(&report);
+    }
     super::settle_ledger(&ledger)?;
     Ok(match (report.run_id, report.run_status()) {
         (Some(_), Some(RunStatus::Complete)) => ExitCode::SUCCESS,

@@ -168,7 +168,12 @@ pub(crate) fn print_human(r: &Report) {
         if let Some(u) = &s.uncertain {
             println!("uncertain: {u}");
         }
-        // The answer, one line, last on screen.
+    }
+}
+
+/// The answer, one line, last on screen: after [`print_human`] and anything a comparison adds.
+pub(crate) fn print_answer(r: &Report) {
+    if let Some(s) = &r.summary {
         println!();
         match (s.recommended_batch, &s.headline) {
             (Some(_), Some(h)) => println!("recommended: {h}"),
