@@ -639,6 +639,9 @@ pub struct NumericsRequest {
     /// A layer whose output the compared side scales by 1.04 (the tests' wrong layer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub perturb: Option<String>,
+    /// The f32 reference on `device` too (the dtype's own difference there), not on the CPU.
+    #[serde(default)]
+    pub reference_on_device: bool,
 }
 
 /// `headroom profile`: one batch, where its time goes — data, forward, backward — and each

@@ -235,6 +235,8 @@ pub struct NumericsInput {
     pub threads: Option<u32>,
     /// A layer the compared side scales by 1.04 (the tests' wrong layer).
     pub perturb: Option<String>,
+    /// The f32 reference on the same device instead of the CPU.
+    pub reference_on_device: bool,
 }
 
 impl NumericsInput {
@@ -259,6 +261,7 @@ impl NumericsInput {
             tolerance: self.tolerance,
             threads: self.threads,
             perturb: self.perturb.clone(),
+            reference_on_device: self.reference_on_device,
         })
     }
 }

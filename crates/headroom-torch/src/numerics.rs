@@ -51,7 +51,8 @@ fn compared(name: &str, e: (f64, f64)) -> Compared {
     }
 }
 
-/// One batch of inputs on the CPU in f32 (token ids for a language model), from seed 1.
+/// One batch of inputs on the CPU in f32 (token ids for a language model), from seed 1: both
+/// sides get these, moved.
 fn inputs(w: &Workload, batch: u32) -> Result<Tensor, TorchError> {
     tch::manual_seed(1);
     let mut shape = vec![i64::from(batch)];
@@ -151,7 +152,7 @@ fn layer_errors(
             ));
         }
         let (rc, tc) = (
-            ScriptChildren::load(path, Device::Cpu)?,
+            ScriptChildren::load(path, reference.vs.device())?,
             ScriptChildren::load(path, dev)?,
         );
         if rc.names.is_empty() {
@@ -224,7 +225,12 @@ pub fn run_numerics(req: &NumericsRequest, emit: &mut dyn FnMut(Event)) -> Resul
     crate::fit_threads(req.threads, dev, emit)?;
     let info = device::info(dev)?;
     let shape = req.input_shape.as_deref();
-    let mut reference = workloads::build(&req.workload, shape, Dtype::F32, Device::Cpu)?;
+    let ref_dev = if req.reference_on_device {
+        dev
+    } else {
+        Device::Cpu
+    };
+    let mut reference = workloads::build(&req.workload, shape, Dtype::F32, ref_dev)?;
     let mut test = workloads::build(&req.workload, shape, req.dtype, dev)?;
     guarded(|| {
         test.vs.copy(&reference.vs)?;
@@ -240,8 +246,9 @@ pub fn run_numerics(req: &NumericsRequest, emit: &mut dyn FnMut(Event)) -> Resul
         info.available,
     )));
     let began = Instant::now();
-    let x_ref = inputs(&reference, req.batch)?;
-    let x_test = moved(&x_ref, dev, test.kind)?;
+    let x_cpu = inputs(&reference, req.batch)?;
+    let x_ref = moved(&x_cpu, ref_dev, Kind::Float)?;
+    let x_test = moved(&x_cpu, dev, test.kind)?;
     let (layers, note) = guarded(|| layer_errors(req, &reference, &test, dev, &x_ref, &x_test))?;
     let (output, grads) = guarded(|| output_and_grads(&reference, &test, &x_ref, &x_test))?;
     device::synchronize(dev)?;
@@ -261,7 +268,7 @@ pub fn run_numerics(req: &NumericsRequest, emit: &mut dyn FnMut(Event)) -> Resul
     emit(Event::Numerics(NumericsReport {
         device: device::label(dev),
         dtype: dtype.to_owned(),
-        reference: "cpu f32".to_owned(),
+        reference: format!("{} f32", device::label(ref_dev)),
         mode,
         tolerance: req.tolerance,
         layers,

@@ -55,6 +55,10 @@ pub struct NumericsArgs {
     /// With --workload: one sample's shape without the batch (required for a TorchScript file).
     #[arg(long, requires = "workload")]
     input_shape: Option<String>,
+    /// Where the f32 reference runs: on the CPU, or on the compared side's device (so a
+    /// --dtype bf16 comparison there is the dtype's own difference, without the device's).
+    #[arg(long, default_value = "cpu", value_parser = ["cpu", "device"])]
+    reference: String,
     #[command(flatten)]
     run: RunArgs,
 }
@@ -69,6 +73,7 @@ pub fn numerics(a: NumericsArgs) -> Result<ExitCode> {
         bail!("`headroom numerics` takes --dtype; --numerics is `headroom run`'s");
     }
     r.numerics = Some(a.dtype);
+    r.numerics_on_device = a.reference == "device";
     r.steps = r.steps.or(Some(3));
     run(&r)
 }
@@ -90,6 +95,7 @@ fn numerics_of_workload(a: &NumericsArgs, workload: &str) -> Result<ExitCode> {
         perturb: std::env::var("HEADROOM_NUMERICS_PERTURB")
             .ok()
             .filter(|p| !p.is_empty()),
+        reference_on_device: a.reference == "device",
     }
     .request()?;
     let ledger = super::open_ledger()?;
@@ -280,6 +286,9 @@ pub struct RunArgs {
     /// pass.
     #[arg(long, default_value_t = 1e-3, value_name = "X")]
     tolerance: f64,
+    /// `headroom numerics --reference device`: the f32 reference on the program's device.
+    #[arg(skip)]
+    numerics_on_device: bool,
     /// A Jupyter notebook to run top to bottom in a fresh kernel (`jupyter execute`, from
     /// nbclient), observed as a script is: its DataLoaders' passes are its epochs, and every
     /// option above applies (`--release both`, `--sweep release=none,both`). A notebook you
@@ -963,6 +972,12 @@ fn observer_env(a: &RunArgs) -> Result<Vec<(String, String)>> {
             );
         }
         env.extend(headroom_core::instrument::numerics_env(d, a.tolerance));
+        if a.numerics_on_device {
+            env.push((
+                "HEADROOM_NUMERICS_REFERENCE".to_owned(),
+                "device".to_owned(),
+            ));
+        }
     }
     Ok(env)
 }

@@ -124,6 +124,21 @@ fn a_perturbed_layer_is_caught_there_a_clean_model_passes_and_bf16_differs_by_it
     assert_eq!(n["dtype"], "bf16");
     let first = rel(&n, "body.0");
     assert!((1e-4..2e-2).contains(&first), "{first}");
+    // With the f32 reference on the program's device (the CPU here, as the model is), the
+    // same comparison: the dtype's own difference there.
+    let (n, _) = numerics(
+        &home,
+        script,
+        &["--dtype", "bf16", "--reference", "device"],
+        &[],
+        true,
+    );
+    assert_eq!(
+        (n["reference"].as_str(), n["device"].as_str()),
+        (Some("cpu f32"), Some("cpu")),
+        "{n}"
+    );
+    assert!((rel(&n, "body.0") - first).abs() < 1e-9, "{n}");
 
     // One layer wrong by 4 % on the compared side: caught there, the layers before it clean.
     let perturb = [("HEADROOM_NUMERICS_PERTURB", "body.2")];
@@ -139,7 +154,7 @@ fn a_perturbed_layer_is_caught_there_a_clean_model_passes_and_bf16_differs_by_it
     );
     // Each is kept as a run, and `decide` cites the newest comparison with its run.
     let runs = home.runs();
-    assert_eq!(runs.len(), 5, "{runs:?}");
+    assert_eq!(runs.len(), 6, "{:?}", runs.len());
     let cited = reasons(&home, "numerics");
     assert_eq!(cited.len(), 1, "{cited:?}");
     assert!(
@@ -218,6 +233,14 @@ fn a_built_in_model_and_a_torchscript_file_are_compared_in_the_worker_layer_by_l
     let (n, _) = workload(&home, "cnn", &["--dtype", "bf16", "--batch", "4"], &[]);
     let stem = rel(&n, "stem");
     assert!((1e-4..2e-2).contains(&stem), "{stem} {n}");
+    let (m, _) = workload(
+        &home,
+        "cnn",
+        &["--dtype", "bf16", "--batch", "4", "--reference", "device"],
+        &[],
+    );
+    assert_eq!(m["reference"], "cpu f32", "{m}");
+    assert!((rel(&m, "stem") - stem).abs() < 1e-12, "{m}");
 
     // One layer 4 % wrong on the compared side: caught there, the layers before it exact.
     let (n, id) = workload(

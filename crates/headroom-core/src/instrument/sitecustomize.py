@@ -1176,7 +1176,9 @@ def _numerics(torch, ob):
     `bf16`/`f16`); both copies in eval mode (dropout off), so both compute one function. Each
     layer's output and the gradients of the outputs' sum are compared; the program's own model
     and step are untouched. HEADROOM_NUMERICS_PERTURB names a layer whose output the compared
-    side scales by 1.04 (for the tests: a layer that is wrong must be caught there)."""
+    side scales by 1.04 (for the tests: a layer that is wrong must be caught there).
+    HEADROOM_NUMERICS_REFERENCE=device keeps the f32 reference on the program's device: the
+    dtype's own difference there, without the device's against the CPU."""
     import copy
     import time
     from torch.nn.modules import module as nn_module
@@ -1187,6 +1189,7 @@ def _numerics(torch, ob):
     except ValueError:
         tolerance = 1e-3
     perturb = os.environ.get("HEADROOM_NUMERICS_PERTURB") or None
+    on_device = os.environ.get("HEADROOM_NUMERICS_REFERENCE") == "device"
     dtype = {"bf16": torch.bfloat16, "f16": torch.float16}.get(dtype_name)
     state = {"done": False, "depth": 0, "handle": None}
 
@@ -1262,9 +1265,11 @@ def _numerics(torch, ob):
                 break
             device = device or torch.device("cpu")
             event["device"] = str(device)
-            ref = copy.deepcopy(module).to("cpu").float().eval()
+            ref_device = device if on_device else torch.device("cpu")
+            event["reference"] = f"{ref_device} f32"
+            ref = copy.deepcopy(module).to(ref_device).float().eval()
             test = copy.deepcopy(module).eval()
-            r_outs, r_out, r_grads = run(ref, args, kwargs, "cpu", True, None, None)
+            r_outs, r_out, r_grads = run(ref, args, kwargs, ref_device, True, None, None)
             t_outs, t_out, t_grads = run(test, args, kwargs, device, False, dtype, perturb)
             for name, b in r_outs.items():
                 a = t_outs.get(name)
