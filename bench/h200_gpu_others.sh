@@ -48,8 +48,9 @@ for name in ("alone", "beside"):
 PY
 ls -la "$OUT"
 echo "== numerics --workload (issue 45): the built-in models and a TorchScript resnet-ish file, cuda against cpu"
-for w in cnn vit-tiny gpt-tiny; do for dt in f32 bf16; do
+for w in cnn vit-tiny gpt-tiny; do for dt in f32 bf16 bf16-on-device; do
+  ref=cpu; [ $dt = bf16-on-device ] && { ref=device; }
   s=$(date +%s.%N)
-  "$HR" numerics --workload $w --device cuda --dtype $dt --batch 8 > "$OUT/numerics-$w-$dt.txt" 2>&1
+  "$HR" numerics --workload $w --device cuda --dtype ${dt%%-*} --reference $ref --batch 8 > "$OUT/numerics-$w-$dt.txt" 2>&1
   e=$(date +%s.%N); echo "$w $dt $(awk -v a=$s -v b=$e "BEGIN{printf \"%.1f\", b-a}") s: $(grep "^numerics:" "$OUT/numerics-$w-$dt.txt")"
 done; done
