@@ -72,12 +72,17 @@ pub fn compare(
     Some(out)
 }
 
-/// Summarises `points` of a sweep that ended for `limit` under `budget` bytes.
-pub fn summarize(points: &[Point], limit: Limit, budget: u64) -> SweepSummary {
-    let ok: Vec<&Point> = points
+/// The points measured: ok, with a throughput.
+fn measured(points: &[Point]) -> Vec<&Point> {
+    points
         .iter()
         .filter(|p| p.status == PointStatus::Ok && p.samples_per_s.is_some())
-        .collect();
+        .collect()
+}
+
+/// Summarises `points` of a sweep that ended for `limit` under `budget` bytes.
+pub fn summarize(points: &[Point], limit: Limit, budget: u64) -> SweepSummary {
+    let ok: Vec<&Point> = measured(points);
     let sps = |p: &Point| p.samples_per_s.unwrap_or(0.0);
     let best = ok.iter().copied().max_by(|a, b| sps(a).total_cmp(&sps(b)));
     let knee = best.and_then(|b| {
@@ -173,10 +178,7 @@ pub fn annotate(s: &mut SweepSummary, points: &[Point]) {
 /// the best, and the measured batch just below the recommended one (whose figure decides
 /// whether the recommended one is a knee or still rising).
 fn rests_on(points: &[Point], recommended: u32) -> Vec<&Point> {
-    let ok: Vec<&Point> = points
-        .iter()
-        .filter(|p| p.status == PointStatus::Ok && p.samples_per_s.is_some())
-        .collect();
+    let ok: Vec<&Point> = measured(points);
     let sps = |p: &Point| p.samples_per_s.unwrap_or(0.0);
     let best = ok
         .iter()
@@ -268,10 +270,7 @@ pub fn warnings_line(points: &[Point], warnings: &[String]) -> Option<String> {
 /// other work". The points' own lines ([`Point::cautions`]) stay the detail behind it. `None`
 /// when no measured point carries a caution.
 pub fn caution_line(points: &[Point]) -> Option<String> {
-    let measured: Vec<&Point> = points
-        .iter()
-        .filter(|p| p.status == PointStatus::Ok && p.samples_per_s.is_some())
-        .collect();
+    let measured: Vec<&Point> = measured(points);
     let flagged: Vec<&&Point> = measured
         .iter()
         .filter(|p| !p.cautions().is_empty())
@@ -383,10 +382,7 @@ pub const DIP_SHARE: f64 = 0.10;
 /// measured neighbours by more than [`DIP_SHARE`] and the three points' own intervals — and
 /// that was not measured again yet: the first such, smallest batch first.
 pub fn shape_break(points: &[Point]) -> Option<u32> {
-    let mut ok: Vec<&Point> = points
-        .iter()
-        .filter(|p| p.status == PointStatus::Ok && p.samples_per_s.is_some())
-        .collect();
+    let mut ok: Vec<&Point> = measured(points);
     ok.sort_by_key(|p| p.batch);
     let sps = |p: &Point| p.samples_per_s.unwrap_or(0.0);
     let ci = |p: &Point| p.ci_share().unwrap_or(0.0);
