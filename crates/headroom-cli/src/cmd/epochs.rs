@@ -4,7 +4,6 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use headroom_core::jobs::JobStatus;
 use headroom_core::jobs::{self, sweep::CancelToken};
 use headroom_model::budget::format_bytes;
 use headroom_model::epochs::{EpochSample, EpochVerdictKind};
@@ -113,16 +112,10 @@ pub fn run(a: &EpochsArgs) -> Result<ExitCode> {
             println!("recorded as run {id} ({})", out.status);
         }
     }
-    Ok(match (out.run_id, out.status) {
-        (Some(_), JobStatus::Complete) => ExitCode::SUCCESS,
-        (None, _) => {
-            if let Some(e) = &out.error {
-                if a.json {
-                    eprintln!("headroom: error: {}", e.message);
-                }
-            }
-            ExitCode::from(2)
-        }
-        _ => ExitCode::from(3),
-    })
+    Ok(super::job_exit(
+        out.run_id,
+        out.status,
+        out.error.as_ref(),
+        a.json,
+    ))
 }

@@ -57,6 +57,28 @@ pub fn settle_ledger(ledger: &headroom_store::ledger::Ledger) -> anyhow::Result<
     )
 }
 
+/// The exit code of a worker job (`epochs`, `profile`, `numerics --workload`): 0 complete, 2
+/// nothing recorded (its error said on stderr under --json, where the text output did not say
+/// it), 3 recorded but not complete.
+pub(crate) fn job_exit(
+    run_id: Option<i64>,
+    status: headroom_core::jobs::JobStatus,
+    error: Option<&headroom_core::jobs::sweep::JobError>,
+    json: bool,
+) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    match (run_id, status) {
+        (Some(_), headroom_core::jobs::JobStatus::Complete) => ExitCode::SUCCESS,
+        (None, _) => {
+            if let (Some(e), true) = (error, json) {
+                eprintln!("headroom: error: {}", e.message);
+            }
+            ExitCode::from(2)
+        }
+        _ => ExitCode::from(3),
+    }
+}
+
 /// What to run and where: shared by `sweep` and `epochs`.
 #[derive(Debug, clap::Args)]
 pub struct WorkloadArgs {

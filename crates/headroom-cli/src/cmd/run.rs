@@ -80,7 +80,7 @@ pub fn numerics(a: NumericsArgs) -> Result<ExitCode> {
 
 /// `headroom numerics --workload W`: the comparison in the worker, recorded as a `numerics` run.
 fn numerics_of_workload(a: &NumericsArgs, workload: &str) -> Result<ExitCode> {
-    use headroom_core::jobs::{self, sweep::CancelToken, JobStatus};
+    use headroom_core::jobs::{self, sweep::CancelToken};
     let r = &a.run;
     let req = headroom_model::requests::NumericsInput {
         what: headroom_model::requests::WorkloadInput {
@@ -149,16 +149,12 @@ fn numerics_of_workload(a: &NumericsArgs, workload: &str) -> Result<ExitCode> {
             println!("recorded as run {id} ({})", out.status);
         }
     }
-    Ok(match (out.run_id, out.status) {
-        (Some(_), JobStatus::Complete) => ExitCode::SUCCESS,
-        (None, _) => {
-            if let (Some(e), true) = (&out.error, r.json) {
-                eprintln!("headroom: error: {}", e.message);
-            }
-            ExitCode::from(2)
-        }
-        _ => ExitCode::from(3),
-    })
+    Ok(super::job_exit(
+        out.run_id,
+        out.status,
+        out.error.as_ref(),
+        r.json,
+    ))
 }
 
 /// Arguments of `headroom run`.
