@@ -309,34 +309,88 @@ mod tests {
     }
 }
 
-/// The name and the process group in a line of `/proc/PID/stat` (`12 (pt_data_worker) S 7 12
-/// …`: the name is in parentheses and may hold spaces and parentheses itself).
-pub fn stat_name_and_group(stat: &str) -> Option<(String, u32)> {
-    let open = stat.find('(')?;
-    let close = stat.rfind(')')?;
-    let name = stat.get(open + 1..close)?.to_owned();
-    let mut rest = stat.get(close + 1..)?.split_whitespace();
-    let _state = rest.next()?;
-    let _ppid = rest.next()?;
-    let group = rest.next()?.parse().ok()?;
-    Some((name, group))
+/// The fields of a `/proc/PID/stat` line that Headroom reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stat {
+    /// The command name (`comm`), which may hold spaces and parentheses.
+    pub name: String,
+    /// `R`, `S`, `D`, `Z` (a zombie: ended, its parent not yet told), `T`, …
+    pub state: char,
+    /// The process group.
+    pub group: u32,
+}
+
+impl Stat {
+    /// Parses a line of `/proc/PID/stat` (`12 (pt_data_worker) S 7 12 …`: the name is in
+    /// parentheses and may hold spaces and parentheses itself).
+    pub fn parse(stat: &str) -> Option<Self> {
+        let open = stat.find('(')?;
+        let close = stat.rfind(')')?;
+        let name = stat.get(open + 1..close)?.to_owned();
+        let mut rest = stat.get(close + 1..)?.split_whitespace();
+        let state = rest.next()?.chars().next()?;
+        let _ppid = rest.next()?;
+        let group = rest.next()?.parse().ok()?;
+        Some(Self { name, state, group })
+    }
+
+    /// Process `pid`'s, from /proc (Linux); `None` where it cannot be read (gone, or no /proc).
+    pub fn of(pid: u32) -> Option<Self> {
+        Self::parse(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    }
+
+    /// Whether the process has ended (a zombie still answers `kill(pid, 0)`).
+    pub fn ended(&self) -> bool {
+        self.state == 'Z'
+    }
+}
+
+/// The processes of group `pgid` with their stat lines, from /proc (Linux); `None` where /proc
+/// cannot be read, so that a caller can tell "none" from "cannot know".
+pub fn group_members(pgid: u32) -> Option<Vec<(u32, Stat)>> {
+    let dir = std::fs::read_dir("/proc").ok()?;
+    Some(
+        dir.flatten()
+            .filter_map(|e| {
+                let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+                let stat = Stat::of(pid)?;
+                (stat.group == pgid).then_some((pid, stat))
+            })
+            .collect(),
+    )
 }
 
 #[cfg(test)]
 mod stat_tests {
+    use super::Stat;
+
     #[test]
-    fn a_stat_line_gives_its_name_and_group_even_with_odd_names() {
+    fn a_stat_line_gives_its_name_state_and_group_even_with_odd_names() {
         let line =
             "4242 (pt_data_worker) S 4200 4200 31 34816 4200 4194368 2000 0 0 0 3 1 0 0 20 0 1 0";
+        let s = Stat::parse(line).expect("parsed");
         assert_eq!(
-            super::stat_name_and_group(line),
-            Some(("pt_data_worker".to_owned(), 4200))
+            (s.name.as_str(), s.state, s.group),
+            ("pt_data_worker", 'S', 4200)
         );
-        let odd = "7 (a (b) c) R 1 9 9 0 -1";
+        assert!(!s.ended());
+        let odd = Stat::parse("7 (a (b) c) Z 1 9 9 0 -1").expect("parsed");
         assert_eq!(
-            super::stat_name_and_group(odd),
-            Some(("a (b) c".to_owned(), 9))
+            (odd.name.as_str(), odd.state, odd.group),
+            ("a (b) c", 'Z', 9)
         );
-        assert_eq!(super::stat_name_and_group("garbage"), None);
+        assert!(odd.ended());
+        assert_eq!(Stat::parse("garbage"), None);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn this_process_is_read_and_found_in_its_group() {
+        let me = std::process::id();
+        let s = Stat::of(me).expect("our own stat");
+        assert!(!s.ended());
+        let members = super::group_members(s.group).expect("/proc is readable");
+        assert!(members.iter().any(|(pid, _)| *pid == me), "{members:?}");
+        assert_eq!(Stat::of(u32::MAX), None);
     }
 }

@@ -292,14 +292,8 @@ fn alive(pid: u32) -> bool {
     }
     // A zombie (ended, its parent not yet told) still answers kill(0).
     #[cfg(target_os = "linux")]
-    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        if let Some(state) = stat
-            .rsplit(')')
-            .next()
-            .and_then(|r| r.split_whitespace().next())
-        {
-            return state != "Z";
-        }
+    if let Some(stat) = crate::sysmem::Stat::of(pid) {
+        return !stat.ended();
     }
     true
 }
@@ -436,23 +430,14 @@ fn group_alive(group: i32) -> bool {
     }
 }
 
-/// Whether a process of group `pgid` lives that is not a zombie (Linux's /proc).
+/// Whether a process of group `pgid` lives that is not a zombie (Linux's /proc; when it cannot
+/// be read, yes).
 #[cfg(target_os = "linux")]
 fn any_live_member(pgid: i32) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return true;
+    let Ok(pgid) = u32::try_from(pgid) else {
+        return false;
     };
-    entries.filter_map(Result::ok).any(|e| {
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            return false;
-        };
-        let Some(rest) = stat.rsplit(')').next() else {
-            return false;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        // state, ppid, pgrp
-        fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string()
-    })
+    crate::sysmem::group_members(pgid).is_none_or(|members| members.iter().any(|(_, s)| !s.ended()))
 }
 
 /// Streams run `id`'s output to `out` from its start (or its last `tail` bytes) until the run

@@ -55,16 +55,10 @@ pub fn end_group(pgid: u32, bound: Duration) -> Option<String> {
 
 /// The processes of group `pgid` as `NAME (PID)`, from /proc (Linux; elsewhere none).
 pub(super) fn group_members(pgid: u32) -> Vec<String> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            let (name, group) = crate::sysmem::stat_name_and_group(&stat)?;
-            (group == pgid).then(|| format!("{name} ({pid})"))
-        })
+    crate::sysmem::group_members(pgid)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(pid, s)| format!("{} ({pid})", s.name))
         .collect()
 }
 
