@@ -138,6 +138,17 @@ pub fn pid_pss(pid: u32) -> Option<u64> {
     }
 }
 
+/// What process `pid` costs the machine with the pages it shares split among their sharers:
+/// its PSS on Linux, its physical footprint on macOS (which leaves shared file pages out);
+/// `None` when it cannot be read (gone, another user's, another system).
+pub fn pid_share(pid: u32) -> Option<u64> {
+    if cfg!(target_os = "macos") {
+        pid_rss(pid)
+    } else {
+        pid_pss(pid)
+    }
+}
+
 /// The memory figures of one process as the macOS kernel reports them in `rusage_info_v2`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RusageMemory {

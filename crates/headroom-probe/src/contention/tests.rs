@@ -362,3 +362,49 @@ fn this_machine_samples_itself() {
     let again = s.sample(&ContentionConfig::default(), &[], None);
     assert!(again.swap_growth_bytes.is_some());
 }
+
+/// Headroom's own processes are charged their share (PSS here) where it can be read, the rest
+/// their resident bytes; the training run under the app stays the training run's.
+#[test]
+fn headroom_is_charged_its_share_of_shared_pages() {
+    let cfg = ContentionConfig::default();
+    let procs = vec![
+        p(500, 1, "headroom-app", "", 150),
+        p(501, 500, "WebKitWebProces", "", 120),
+        p(504, 500, "headroom", "", 20),
+        p(505, 504, "python3", "", 3000),
+    ];
+    let share = |pid: u32| match pid {
+        500 => Some(90 << 20),
+        501 => Some(40 << 20),
+        505 => Some(1),
+        _ => None,
+    };
+    let groups = classify_with(&procs, &cfg, &[505], Some(500), &share);
+    let get = |g: Group| groups.iter().find(|x| x.group == g).map(|x| x.bytes);
+    assert_eq!(get(Group::Headroom), Some((90 + 40 + 20) << 20));
+    assert_eq!(get(Group::Training), Some(3000 << 20));
+}
+
+/// On this machine: the sampling process is in Headroom's group at its PSS, which is below the
+/// resident bytes sysinfo reports for it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_real_sample_charges_this_process_its_pss() {
+    let mut s = Sampler::new();
+    let r = s.sample(&ContentionConfig::default(), &[], None);
+    let own = r
+        .groups
+        .iter()
+        .find(|g| g.group == Group::Headroom)
+        .expect("this process is Headroom's own");
+    let pss = crate::sysmem::pid_pss(std::process::id()).expect("our own PSS");
+    let rss = crate::sysmem::pid_rss(std::process::id()).expect("our own RSS");
+    assert!(pss < rss, "PSS {pss} against RSS {rss}");
+    let (lo, hi) = (pss as f64 * 0.8, pss as f64 * 1.2);
+    assert!(
+        (lo..hi).contains(&(own.bytes as f64)),
+        "charged {} against PSS {pss}",
+        own.bytes
+    );
+}
