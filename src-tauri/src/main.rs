@@ -69,10 +69,6 @@ pub fn show_popover_on<R: Runtime>(app: &AppHandle<R>, panel: &str) {
 }
 
 fn main() {
-    // Before GTK starts (and before any thread): see `popover::gdk_gl_default`.
-    if let Some(v) = popover::gdk_gl_default(std::env::var_os("GDK_GL").as_deref()) {
-        std::env::set_var("GDK_GL", v);
-    }
     let open = std::env::args().any(|a| a == "--open")
         || std::env::var_os("HEADROOM_APP_OPEN").is_some_and(|v| v == "1");
     eprintln!("headroom-app: workers from {}", commands::describe_worker());

@@ -22,16 +22,6 @@ pub fn keep_for() -> Duration {
     crate::util::seconds_env("HEADROOM_APP_KEEP_POPOVER_S", KEEP_FOR)
 }
 
-/// What `GDK_GL` should be set to at start where the user did not set it: `disable` on Linux.
-/// GTK 3 opens a GL context at start only to choose its X visuals, and that maps Mesa's
-/// software renderer (libLLVM, 26 MiB) into an app that may never show a page: measured under
-/// Xvfb, the never-opened app holds 63 MiB instead of 94 (`bench/popover_footprint.sh`). The
-/// popover's page then draws without GL (WebKit says "Disabled hardware acceleration" once per
-/// page), which a 640 px panel does not need. A value the user set is theirs to keep.
-pub fn gdk_gl_default(set: Option<&std::ffi::OsStr>) -> Option<&'static str> {
-    (cfg!(target_os = "linux") && set.is_none()).then_some("disable")
-}
-
 /// The popover's window: the one there is, or one made now from the configuration (opening on
 /// `panel` when one is given: the page reads it at its start, before any event could reach it).
 pub fn window<R: Runtime>(app: &AppHandle<R>, panel: Option<&str>) -> Option<WebviewWindow<R>> {
@@ -114,17 +104,6 @@ mod tests {
         assert_eq!(keep_from(Some(" 0 ")), Duration::ZERO);
         assert_eq!(keep_from(Some("soon")), KEEP_FOR);
         assert_eq!(keep_from(None), Duration::from_secs(60));
-    }
-
-    #[test]
-    fn gtk_gets_no_gl_unless_the_user_asked_for_it() {
-        let linux = cfg!(target_os = "linux");
-        assert_eq!(gdk_gl_default(None), linux.then_some("disable"));
-        assert_eq!(
-            gdk_gl_default(Some(std::ffi::OsStr::new("always"))),
-            None,
-            "the user's GDK_GL stays"
-        );
     }
 
     #[test]
