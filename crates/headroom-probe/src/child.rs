@@ -324,7 +324,13 @@ mod tests {
         let f = run_within(&mut cmd, Duration::from_millis(500)).expect("ran");
         assert!(f.timed_out());
         let pid: u32 = f.stdout.trim().parse().expect("the grandchild's pid");
-        let gone = || crate::sysmem::Stat::of(pid).is_none_or(|s| s.ended());
+        let gone = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+            })
+        };
         let t0 = Instant::now();
         while !gone() && t0.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(20));
