@@ -423,6 +423,16 @@ impl ConditionLog {
         }
     }
 
+    /// Asks for a reading now without waiting for it (a short span's readings: a point timed
+    /// for a second has one every few steps, not one at each end only).
+    pub fn ask(&self) {
+        if self.thread.is_some() {
+            let mut flag = lock(&self.wake.0);
+            *flag = true;
+            self.wake.1.notify_all();
+        }
+    }
+
     /// The conditions from `from` to `to` seconds, with what could not be read.
     pub fn span(&self, from: f64, to: f64) -> TimedConditions {
         let source = lock(&self.source).clone();
@@ -584,6 +594,16 @@ mod tests {
         let to = slow.mark();
         assert!(to > from, "{from} {to}");
         assert_eq!(slow.span(from, to).samples, 2);
+        // A reading asked for without waiting comes at once, not at the 30 s cadence.
+        slow.ask();
+        let asked = Instant::now();
+        while slow.span(from, slow.now()).samples < 3 {
+            assert!(
+                asked.elapsed() < Duration::from_secs(2),
+                "the asked reading came"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
         let begun = Instant::now();
         drop(slow);
         assert!(

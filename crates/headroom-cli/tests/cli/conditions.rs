@@ -164,3 +164,63 @@ fn each_epoch_of_a_built_in_epochs_run_keeps_its_conditions() {
         "{said}"
     );
 }
+
+/// A user-script sweep's point is read over its timed steps, not to its process's end: a start
+/// whose output stays open seconds after it was stopped (something it began still holds it, as
+/// a CUDA process's teardown or a worker does) keeps none of that wait in its span, so its
+/// joules per sample are its steps' own.
+#[test]
+fn a_user_sweeps_point_is_read_to_its_last_step_not_to_its_exit() {
+    let home = Home::new();
+    let script = home.path().join("slow_exit.py");
+    std::fs::write(
+        &script,
+        "import argparse, subprocess, time\nimport torch\n\
+         p = argparse.ArgumentParser(); p.add_argument('--batch-size', type=int, default=8)\n\
+         b = p.parse_args().batch_size\n\
+         # Something begun beside the loop holds its output for 4 s after the loop is gone.\n\
+         subprocess.Popen(['sleep', '4'], start_new_session=True)\n\
+         model = torch.nn.Linear(16, 4)\n\
+         opt = torch.optim.SGD(model.parameters(), lr=0.1)\n\
+         for i in range(400):\n    \
+             loss = model(torch.randn(b, 16)).square().mean()\n    \
+             opt.zero_grad(); loss.backward(); opt.step()\n    \
+             time.sleep(0.01)\n",
+    )
+    .expect("script");
+    let py = python();
+    let (out, v) = home.json(&[
+        "run",
+        "--json",
+        "--sweep",
+        "batch=auto",
+        "--max-batch",
+        "16",
+        "--",
+        py.to_str().expect("utf-8"),
+        script.to_str().expect("utf-8"),
+        "--batch-size",
+        "{batch}",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let points = v["sweep"]["points"].as_array().expect("points");
+    assert!(!points.is_empty(), "{v}");
+    for p in points {
+        assert_eq!(p["status"], "ok", "{p}");
+        let c = &p["conditions"];
+        let secs = c["seconds"].as_f64().expect("its span");
+        let steps = p["timed_steps"].as_f64().expect("timed steps");
+        let timed = steps * p["step_ms_p50"].as_f64().expect("p50") / 1000.0;
+        // From its first timed step to its last: about its timed steps' time, none of the
+        // seconds its output stayed open after the stop (the exit read 1.9 s more here).
+        assert!(
+            secs > 0.0 && secs < timed + 0.6,
+            "{secs} s against {timed} s: {c}"
+        );
+        assert!(c["samples"].as_u64().unwrap_or(0) >= 2, "{c}");
+    }
+}

@@ -112,10 +112,12 @@ pub(super) fn measure(
         crate::conditions::INTERVAL,
     );
     let mut timed_from = None;
+    // The last timed step and the last reading asked for, in the conditions' time.
+    let (mut last_step, mut asked) = (None, 0.0);
     let mut timing = false;
     let batch = b.batch;
     // Each step as it comes: warming up, then timed until the step time settles.
-    let mut told = 0;
+    let (mut told, mut shown, mut shown_at) = (0, None, 0.0);
     let outcome = drive(b.launched, &matcher, &b.opts, ledger, &mut |p| {
         if p.steps == told {
             return;
@@ -135,19 +137,41 @@ pub(super) fn measure(
             }
             load.start();
             timed_from = Some(conditions.mark());
+            asked = conditions.now();
         }
-        on(&Update::Progress {
-            batch,
-            phase,
-            step: p.steps,
-            of: 0,
-        });
+        let now = conditions.now();
+        if timing {
+            last_step = Some(now);
+            // A reading every few steps: a point timed for a second has its power through it.
+            if now - asked >= ASK_EVERY_S {
+                conditions.ask();
+                asked = now;
+            }
+        }
+        // The sweep's progress at most every tenth of a second (steps come faster).
+        if shown != Some(phase) || now - shown_at >= 0.1 {
+            (shown, shown_at) = (Some(phase), now);
+            on(&Update::Progress {
+                batch,
+                phase,
+                step: p.steps,
+                of: 0,
+            });
+        }
     })
     .map(|mut w| {
         let l = timing.then(|| load.read(&[])).flatten();
         // From its first timed step where the start was told of one; a start that settled
         // before its progress was told (a fast script) from when it was let through.
-        w.conditions = Some(conditions.span(timed_from.unwrap_or(0.0), conditions.mark()));
+        // To its last timed step: the stop and the process's exit (idle power) are no part
+        // of the point.
+        let end = conditions.mark();
+        let from = timed_from.unwrap_or(0.0);
+        // A start timed for less than a reading's spacing keeps the span to its exit.
+        let to = last_step
+            .filter(|t| *t > from && conditions.span(from, *t).samples >= 2)
+            .unwrap_or(end);
+        w.conditions = Some(conditions.span(from, to));
         (w, l)
     });
     for g in waiting {
@@ -155,6 +179,9 @@ pub(super) fn measure(
     }
     outcome
 }
+
+/// Seconds between the readings asked for while a start is timed.
+const ASK_EVERY_S: f64 = 0.2;
 
 /// How long a start begun at a gate may take to import torch (the observer's sign of life)
 /// before the sweep stops beginning starts ahead: a program without torch never reaches a gate.

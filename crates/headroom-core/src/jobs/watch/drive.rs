@@ -145,7 +145,7 @@ pub fn drive(
     };
     let mut child_done = None;
     let (mut asked_at, mut killed_after_grace) = (None::<Instant>, false);
-    let (mut told_at, mut told_epochs) = (Instant::now(), 0usize);
+    let (mut told_at, mut told_epochs, mut told_steps) = (Instant::now(), 0usize, 0usize);
     // What else used the machine while the run was timed, as a sweep's points record it: read
     // from its start, then again from the end of its warm-up steps once it has them. A sweep's
     // start (`settle`) is read by its sweep, which also leaves out the starts at their gates.
@@ -163,13 +163,21 @@ pub fn drive(
     let mut conditions = (!opts.settle)
         .then(|| crate::conditions::ConditionLog::start(None, crate::conditions::INTERVAL));
     let mut conditions_from = 0.0;
+    // When the last step came, in the conditions' time: the run's span ends there, not with the
+    // process's exit (its shutdown at idle power is no part of the joules per sample).
+    let (mut last_step_at, mut steps_seen) = (None, 0usize);
     // When each epoch ended, in the conditions' time: each epoch's span.
     let mut epoch_ends: Vec<f64> = Vec::new();
     // Lines, events and readings until both pipes close (the child and anything holding them
     // is done).
     while readers.iter().any(|h| !h.is_finished()) {
-        if t.epochs.len() != told_epochs || told_at.elapsed() >= opts.interval {
-            (told_at, told_epochs) = (Instant::now(), t.epochs.len());
+        // A sweep's start is told of each step as it comes (its sweep times the start's
+        // conditions to its last step, not to the process's exit).
+        if t.epochs.len() != told_epochs
+            || told_at.elapsed() >= opts.interval
+            || (opts.settle && t.steps() != told_steps)
+        {
+            (told_at, told_epochs, told_steps) = (Instant::now(), t.epochs.len(), t.steps());
             on(&t.progress(started, pid));
         }
         let sig = opts.interrupt.swap(0, Ordering::SeqCst);
@@ -249,6 +257,10 @@ pub fn drive(
             while epoch_ends.len() < t.epochs.len() {
                 epoch_ends.push(c.now());
             }
+            if t.steps() != steps_seen {
+                steps_seen = t.steps();
+                last_step_at = Some(c.now());
+            }
         }
         if !load_from_steps && t.steps() > super::SETTLE_WARMUP {
             load_from_steps = true;
@@ -285,7 +297,14 @@ pub fn drive(
         .as_ref()
         .map(crate::conditions::ConditionLog::mark);
     if let (Some(c), Some(end)) = (&conditions, conditions_end) {
-        t.conditions = Some(c.span(conditions_from, end));
+        let to = last_step_at
+            .filter(|at| {
+                load_from_steps
+                    && *at > conditions_from
+                    && c.span(conditions_from, *at).samples >= 2
+            })
+            .unwrap_or(end);
+        t.conditions = Some(c.span(conditions_from, to));
     }
     stop.store(true, Ordering::SeqCst);
     let _ = sampler_thread.join();
