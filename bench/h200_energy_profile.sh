@@ -16,7 +16,8 @@
 #    the window costs and the operators it names.
 # 6. `headroom numerics` on the resnet50 and a small transformer, cuda against a CPU copy, in
 #    f32 and bf16: the time it takes and the largest error and where.
-# RUN_S, MAX_BATCH, PAIRS and PROFILE_PAIRS shorten it (30, 512, 3, 2 by default).
+# RUN_S, MAX_BATCH, PAIRS and PROFILE_PAIRS shorten it (30, 512, 3, 2 by default); PARTS picks
+# which of run, usersweep, sweep, numerics, profile to run (all by default).
 # Raw output in OUT; `python3 bench/energy_check.py OUT` prints the tables.
 set -uo pipefail
 HR=${1:-dist/headroom}
@@ -37,13 +38,20 @@ PY
 SMI=$!
 sleep 2
 S=bench/steady_cuda.py
+PARTS=${PARTS:-run,usersweep,sweep,numerics,profile}
+part() { [[ ",$PARTS," == *",$1,"* ]]; }
+if part run; then
 echo "== run"
 "$HR" run --json -- python3 $S -b 128 --seconds "${RUN_S:-30}" \
   --stamps "$OUT/run.stamps" > "$OUT/run.json" 2> "$OUT/run.stderr"
+fi
+if part usersweep; then
 echo "== user sweep"
 "$HR" run --sweep batch=auto --max-batch "${MAX_BATCH:-512}" --json -- \
   python3 $S -b {batch} --seconds 120 --stamps "$OUT/usersweep.stamps" \
   > "$OUT/usersweep.json" 2> "$OUT/usersweep.stderr"
+fi
+if part sweep; then
 echo "== built-in sweep, conditions on/off"
 for i in $(seq "${PAIRS:-3}"); do for mode in on off; do
   s=$(date +%s.%N)
@@ -52,6 +60,8 @@ for i in $(seq "${PAIRS:-3}"); do for mode in on off; do
   e=$(date +%s.%N)
   echo "$mode $i $s $e" >> "$OUT/sweep.walls"
 done; done
+fi
+if part numerics; then
 echo "== numerics (issue 45)"
 for model in resnet50 transformer; do for dt in f32 bf16; do
   s=$(date +%s.%N)
@@ -60,6 +70,8 @@ for model in resnet50 transformer; do for dt in f32 bf16; do
   e=$(date +%s.%N)
   echo "$model $dt $s $e" >> "$OUT/numerics.walls"
 done; done
+fi
+if part profile; then
 echo "== profile window"
 for i in $(seq "${PROFILE_PAIRS:-2}"); do for mode in plain window; do
   extra=""; [ $mode = window ] && extra="--profile-window 20"
@@ -69,6 +81,7 @@ for i in $(seq "${PROFILE_PAIRS:-2}"); do for mode in plain window; do
   e=$(date +%s.%N)
   echo "$mode $i $s $e" >> "$OUT/profile.walls"
 done; done
+fi
 kill $SMI 2>/dev/null; pkill -f "nvidia-smi --query-gpu=power" 2>/dev/null
 find "$OUT/home" -name '*.json' -size +1M -delete 2>/dev/null
 ls -la "$OUT"
