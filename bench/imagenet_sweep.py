@@ -56,10 +56,26 @@ print(f"own: iterations {done} samples/s {samples / (last - first):.3f}", flush=
 '''
 
 
+class Done:
+    def __init__(self, returncode, stdout, stderr, stamped):
+        self.returncode, self.stdout, self.stderr, self.stamped = returncode, stdout, stderr, stamped
+
+
 def run(cmd, env=None):
+    """The command's output, and its stderr with each line's seconds since the start (where a
+    sweep's time goes: each start's lines, its first step, its stop)."""
+    import threading
     t = time.time()
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    return p, time.time() - t
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    err = []
+    def read():
+        for line in p.stderr:
+            err.append((time.time() - t, line))
+    th = threading.Thread(target=read); th.start()
+    out = p.stdout.read()
+    p.wait(); th.join()
+    stamped = "".join(f"{at:7.2f} {line}" for at, line in err)
+    return Done(p.returncode, out, "".join(l for _, l in err), stamped), time.time() - t
 
 
 def main():
@@ -68,6 +84,7 @@ def main():
     ap.add_argument("--python", default="python3")
     ap.add_argument("--out", required=True)
     ap.add_argument("--sweeps", type=int, default=3)
+    ap.add_argument("--only-sweeps", action="store_true", help="the sweeps alone (no timer run, no waiting rounds, no decide)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     script = os.path.join(a.out, "train.py")
@@ -77,6 +94,8 @@ def main():
     results = {}
 
     # 1. One run against the script's own timer.
+    if a.only_sweeps:
+        return sweeps(a, hr, script, env, results)
     p, wall = run([hr, "run", "--json", "--", a.python, script, "-b", "256", "--iters", "120"], env)
     own = [l for l in p.stderr.splitlines() if "own: " in l]
     v = json.loads(p.stdout) if p.stdout.strip().startswith("{") else {}
@@ -86,13 +105,18 @@ def main():
                         "rc": p.returncode, "wall_s": wall}
     print(f"timer: headroom {mine} samples/s, script's own {theirs}; steps {v.get('steps')} batch {v.get('batch')}", flush=True)
 
+    sweeps(a, hr, script, env, results)
+    waiting(a, hr, script, env, results)
+
+
+def sweeps(a, hr, script, env, results):
     # 2. batch=auto, three times.
     results["sweeps"] = []
     for k in range(a.sweeps):
         p, wall = run([hr, "run", "--json", "--sweep", "batch=auto", "--", a.python, script,
                        "-b", "{batch}", "--workers", "12"], env)
         open(os.path.join(a.out, f"sweep{k}.json"), "w").write(p.stdout)
-        open(os.path.join(a.out, f"sweep{k}.err"), "w").write(p.stderr)
+        open(os.path.join(a.out, f"sweep{k}.err"), "w").write(p.stamped)
         try:
             doc = json.loads(p.stdout)
         except ValueError:
@@ -113,6 +137,10 @@ def main():
         for w in warn:
             print(f"   warning: {w}", flush=True)
 
+    json.dump(results, open(os.path.join(a.out, "imagenet_sweep.json"), "w"), indent=1)
+
+
+def waiting(a, hr, script, env, results):
     # 3. A start waiting at its gate: batch=auto up to 64 (16 is timed while 64 waits at its
     # gate, stopped whole while 16 is timed), and the same with no start begun ahead; 8 workers.
     results["waiting"] = []

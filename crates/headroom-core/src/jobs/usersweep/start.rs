@@ -112,8 +112,9 @@ pub(super) fn measure(
         crate::conditions::INTERVAL,
     );
     let mut timed_from = None;
-    // The last timed step and the last reading asked for, in the conditions' time.
-    let (mut last_step, mut asked) = (None, 0.0);
+    // When each step after the warm-up came, and the last reading asked for, in the
+    // conditions' time.
+    let (mut stamps, mut asked): (Vec<(u32, f64)>, f64) = (Vec::new(), 0.0);
     let mut timing = false;
     let batch = b.batch;
     // Each step as it comes: warming up, then timed until the step time settles.
@@ -141,7 +142,7 @@ pub(super) fn measure(
         }
         let now = conditions.now();
         if timing {
-            last_step = Some(now);
+            stamps.push((p.steps, now));
             // A reading every few steps: a point timed for a second has its power through it.
             if now - asked >= ASK_EVERY_S {
                 conditions.ask();
@@ -161,16 +162,10 @@ pub(super) fn measure(
     })
     .map(|mut w| {
         let l = timing.then(|| load.read(&[])).flatten();
-        // From its first timed step where the start was told of one; a start that settled
-        // before its progress was told (a fast script) from when it was let through.
-        // To its last timed step: the stop and the process's exit (idle power) are no part
-        // of the point.
         let end = conditions.mark();
-        let from = timed_from.unwrap_or(0.0);
-        // A start timed for less than a reading's spacing keeps the span to its exit.
-        let to = last_step
-            .filter(|t| *t > from && conditions.span(from, *t).samples >= 2)
-            .unwrap_or(end);
+        let (from, to) = timed_span(&stamps, w.steps, timed_from, end, |a, b| {
+            conditions.span(a, b).samples
+        });
         w.conditions = Some(conditions.span(from, to));
         (w, l)
     });
@@ -178,6 +173,36 @@ pub(super) fn measure(
         crate::jobs::watch::signal_group(*g, libc::SIGCONT);
     }
     outcome
+}
+
+/// The span a start's conditions are read over, in the conditions' time: the steps its
+/// samples/s comes from (the last `timed` of those `stamps` record: step count, time), so that
+/// its joules per sample are the power over the same steps — not the steps before its timing
+/// settled, nor the stop and the process's exit (idle power) after them. Where that span holds
+/// fewer than two readings (`readings(from, to)`), from the first step after the warm-up
+/// (`timed_from`, or when the start was let through), then to `end` (its exit).
+fn timed_span(
+    stamps: &[(u32, f64)],
+    timed: u32,
+    timed_from: Option<f64>,
+    end: f64,
+    readings: impl Fn(f64, f64) -> u32,
+) -> (f64, f64) {
+    let begun = timed_from.unwrap_or(0.0);
+    let Some(&(total, last)) = stamps.last() else {
+        return (begun, end);
+    };
+    let first = total.saturating_sub(timed.max(1)) + 1;
+    let window = stamps
+        .iter()
+        .find(|(n, _)| *n >= first)
+        .map(|(_, t)| t.max(begun))
+        .filter(|t| *t < last && readings(*t, last) >= 2);
+    match window {
+        Some(from) => (from, last),
+        None if last > begun && readings(begun, last) >= 2 => (begun, last),
+        None => (begun, end),
+    }
 }
 
 /// Seconds between the readings asked for while a start is timed.
@@ -406,4 +431,34 @@ pub(super) fn add_point(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::timed_span;
+
+    #[test]
+    fn a_starts_span_is_its_timed_steps_where_they_have_readings() {
+        // Steps 6..=20 after the warm-up, one every 0.1 s from 1.0 s; its timing settled over
+        // the last 8; readings every 0.2 s from 1.0 s; the exit read at 5.0 s.
+        let stamps: Vec<(u32, f64)> = (6..=20)
+            .map(|n| (n, 1.0 + f64::from(n - 6) * 0.1))
+            .collect();
+        let readings = |a: f64, b: f64| {
+            (0..40)
+                .map(|i| 1.0 + f64::from(i) * 0.2)
+                .filter(|t| *t >= a && *t <= b)
+                .count() as u32
+        };
+        let last = stamps[stamps.len() - 1].1;
+        let (from, to) = timed_span(&stamps, 8, Some(1.0), 5.0, readings);
+        // Its window: steps 13..=20 (the last 8), 1.7 s to 2.4 s.
+        assert!((from - 1.7).abs() < 1e-9 && to == last, "{from} {to}");
+        // Too few readings in the window: from the end of the warm-up, still to the last step.
+        let sparse = |a: f64, b: f64| u32::from(a <= 1.0 && b >= 1.0) + u32::from(b >= 2.0);
+        assert_eq!(timed_span(&stamps, 8, Some(1.0), 5.0, sparse), (1.0, last));
+        // None at all between the steps: to the exit, as a start too short to read.
+        assert_eq!(timed_span(&stamps, 8, Some(1.0), 5.0, |_, _| 1), (1.0, 5.0));
+        assert_eq!(timed_span(&[], 8, None, 5.0, readings), (0.0, 5.0));
+    }
 }
