@@ -26,10 +26,12 @@
 # HEADROOM_PROFILE_DIR names. The profiled iterations count, untimed.
 #
 # With HEADROOM_GATE set (a sweep that starts its next run while the current one is measured),
-# the process stops before its first batch-sized work (a DataLoader's iteration, before its
-# workers start; its first module call; or, at the latest, after its first optimizer step) and
-# waits until Headroom creates the file that variable names: its start-up overlaps another run,
-# its measurement does not, and no worker of its prefetches beside the run being measured.
+# the process stops before its first batch-sized work (its first DataLoader batch, its first
+# module call or, at the latest, after its first optimizer step) and waits until Headroom creates
+# the file that variable names: its start-up overlaps another run, its measurement does not.
+# Its DataLoader's workers have started by then and prefetch while it waits; the sweep stops
+# its whole group while another start is timed. (Waiting before the workers start was measured
+# on the H200 — bench/README.md — and made each sweep about 5 s slower for no gain.)
 
 import os
 import sys
@@ -738,9 +740,6 @@ def _install(torch, ob):
             ob.open_loaders.remove(state)
 
     def loader_iter(self):
-        # A start at its gate waits before its workers exist: they would load batches on the
-        # cores the run being measured uses.
-        ob.gate()
         state = self.__dict__.get("_headroom")
         if state is None:
             state = {"epochs": 0, "open": False, "from_step": 0}

@@ -45,24 +45,6 @@ for i in range(30):
     open(sys.argv[1], "w").write(f"step {i}")
 "#;
 
-/// A DataLoader with two workers: it waits before the workers are started.
-const LOADER_LOOP: &str = r#"
-import sys, torch, torch.nn as nn
-from torch.utils.data import DataLoader, TensorDataset
-loader = DataLoader(TensorDataset(torch.randn(64, 8)), batch_size=4, num_workers=2)
-model = nn.Linear(8, 2)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-open(sys.argv[1], "w").write("before")
-i = 0
-for (x,) in loader:
-    loss = model(x).sum()
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    open(sys.argv[1], "w").write(f"step {i}")
-    i += 1
-"#;
-
 struct Case {
     dir: tempfile::TempDir,
     marker: PathBuf,
@@ -134,39 +116,6 @@ fn held_then_let_through(script: &str) {
 #[test]
 fn a_loop_without_a_dataloader_waits_at_its_first_module_call() {
     held_then_let_through(MODULE_LOOP);
-}
-
-/// The processes `pid` started (its DataLoader workers), from the kernel's list of each thread's
-/// children.
-fn children(pid: u32) -> Vec<String> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    tasks
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
-        .flat_map(|c| c.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
-        .collect()
-}
-
-#[test]
-fn a_dataloader_loop_waits_before_its_workers_start() {
-    let c = case(LOADER_LOOP);
-    let mut l = launch(&c.command, &c.opts, true).expect("launch");
-    wait_for(&mut l, GateState::Waiting);
-    std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(marker(&c), "before", "no step while at the gate");
-    assert_eq!(
-        children(l.pid()),
-        Vec::<String>::new(),
-        "no worker loads batches while the start waits"
-    );
-    let ledger = Ledger::open(&c.dir.path().join("ledger.sqlite")).expect("ledger");
-    let matcher = EpochMatcher::new(headroom_core::readings::DEFAULT_EPOCH_PATTERN).expect("re");
-    let w = drive(l, &matcher, &c.opts, &ledger, &mut |_| {}).expect("drive");
-    assert_eq!(w.exit_code, Some(0), "{w:?}");
-    assert_eq!(marker(&c), "step 15");
-    assert!(w.waited_s.is_some_and(|s| s >= 0.5), "{w:?}");
 }
 
 #[test]
