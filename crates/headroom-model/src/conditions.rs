@@ -140,6 +140,29 @@ pub struct TimedConditions {
 pub const THROTTLE_WARN_SHARE: f64 = 0.1;
 
 impl TimedConditions {
+    /// [`Self::over`], with the energy from `edges` where they cover the span: the counter's
+    /// value at each moment it moved (`(t, joules)`, polled every few milliseconds while a short
+    /// span is timed). A counter that moves every 100 ms (NVML's) read at a second's two ends
+    /// is off by up to a fifth; between two of its own updates it is exact, and the span's
+    /// energy is that mean power over the whole span.
+    pub fn over_edges(
+        samples: &[ConditionSample],
+        edges: &[(f64, f64)],
+        from: f64,
+        to: f64,
+        source: Option<&str>,
+    ) -> Self {
+        let mut c = Self::over(samples, from, to, source);
+        if let Some(w) = edge_watts(edges, from, to) {
+            c.energy_j = Some(w * c.seconds);
+            c.energy_source = Some(format!(
+                "{}, read at its updates",
+                source.unwrap_or("energy counter")
+            ));
+        }
+        c
+    }
+
     /// The readings with `from <= t <= to`, summed: the span `[from, to]` of a job sampled
     /// throughout. `source` names the energy counter the readings carry, if any.
     pub fn over(samples: &[ConditionSample], from: f64, to: f64, source: Option<&str>) -> Self {
@@ -306,6 +329,20 @@ fn thermal_name(t: Option<ThermalState>) -> &'static str {
     }
 }
 
+/// The mean power between the first and the last counter update inside `[from, to]`, where
+/// there are at least three and they cover half the span or more.
+fn edge_watts(edges: &[(f64, f64)], from: f64, to: f64) -> Option<f64> {
+    let inside: Vec<&(f64, f64)> = edges
+        .iter()
+        .filter(|(t, _)| *t >= from && *t <= to)
+        .collect();
+    let (first, last) = (inside.first()?, inside.last()?);
+    let covered = last.0 - first.0;
+    let rise = last.1 - first.1;
+    (inside.len() >= 3 && covered > 0.0 && covered >= (to - from) / 2.0 && rise >= 0.0)
+        .then(|| rise / covered)
+}
+
 /// The energy over the readings: the counter's rise from the first to the last reading that
 /// carries it, else the sampled CPU and GPU power integrated over time (trapezoids).
 fn energy(samples: &[&ConditionSample], source: Option<&str>) -> Option<(f64, String)> {
@@ -452,5 +489,37 @@ mod tests {
         assert_eq!(Span::of([]), None);
         let s = Span::of([1.0, f64::NAN, 3.0]).expect("span");
         assert_eq!((s.min, s.mean, s.max), (1.0, 2.0, 3.0));
+    }
+
+    #[test]
+    fn a_short_span_takes_its_energy_from_the_counters_updates() {
+        // A counter that moves every 0.1 s at 500 W; readings at 0.0 and 1.0 s that each saw
+        // it up to 0.1 s late (stale): from their two ends alone a 1 s span reads 400 W.
+        let counter = |t: f64| 500.0 * (t / 0.1).floor() * 0.1;
+        let at = |t: f64, seen: f64| ConditionSample {
+            t,
+            energy_j: Some(counter(seen)),
+            ..ConditionSample::default()
+        };
+        let samples = [at(0.0, 0.0), at(1.0, 0.8)];
+        let ends = TimedConditions::over(&samples, 0.0, 1.0, Some("NVML energy counter"));
+        assert!((ends.energy_j.unwrap() - 400.0).abs() < 1e-9);
+        // The updates, each seen within 5 ms of when it happened.
+        let edges: Vec<(f64, f64)> = (1..10)
+            .map(|k| {
+                let t = f64::from(k) * 0.1;
+                (t + 0.005, counter(t + 1e-9))
+            })
+            .collect();
+        let c =
+            TimedConditions::over_edges(&samples, &edges, 0.0, 1.0, Some("NVML energy counter"));
+        assert!((c.energy_j.unwrap() - 500.0).abs() < 1e-6, "{c:?}");
+        assert_eq!(
+            c.energy_source.as_deref(),
+            Some("NVML energy counter, read at its updates")
+        );
+        // Too few updates inside (a span shorter than three of them): the readings' figure.
+        let few = TimedConditions::over_edges(&samples, &edges[..2], 0.0, 1.0, None);
+        assert_eq!(few.energy_j, ends.energy_j);
     }
 }

@@ -24,6 +24,9 @@ pub const INTERVAL: Duration = Duration::from_secs(1);
 /// where a reader misbehaves).
 pub const OFF_ENV: &str = "HEADROOM_CONDITIONS";
 
+/// How often the energy counter is polled while [`ConditionLog::fine`] is on.
+const FINE_POLL: Duration = Duration::from_millis(5);
+
 /// One RAPL domain (a CPU package): its counter file and where it wraps.
 #[derive(Debug, Clone)]
 struct Rapl {
@@ -272,6 +275,44 @@ impl Reader {
         s
     }
 
+    /// The energy counters alone (NVML's and RAPL's, summed as [`Self::read`] does), quick
+    /// enough to poll every few milliseconds; `None` where there is no counter (macOS reads
+    /// power over time).
+    pub fn energy_now(&mut self) -> Option<f64> {
+        let mut energy: Option<f64> = None;
+        #[cfg(not(target_os = "macos"))]
+        if let Some(n) = &self.nvidia {
+            #[allow(clippy::cast_precision_loss)]
+            {
+                energy = n
+                    .nvml
+                    .device_by_index(n.index)
+                    .ok()
+                    .and_then(|d| d.total_energy_consumption().ok())
+                    .map(|mj| mj as f64 / 1e3);
+            }
+        }
+        if !self.rapl.is_empty() {
+            let mut uj = 0u64;
+            for d in &mut self.rapl {
+                if let Some(now) = std::fs::read_to_string(&d.energy)
+                    .ok()
+                    .and_then(|t| t.trim().parse::<u64>().ok())
+                {
+                    if let Some(last) = d.last {
+                        d.total += wrapped_rise(last, now, d.range);
+                    }
+                    d.last = Some(now);
+                }
+                uj += d.total;
+            }
+            #[allow(clippy::cast_precision_loss)]
+            let j = uj as f64 / 1e6;
+            energy = Some(energy.unwrap_or(0.0) + j);
+        }
+        energy
+    }
+
     fn read_linux(&mut self, s: &mut ConditionSample) {
         if let Some((source, battery)) = crate::readiness::linux::read_power_supply(&self.root) {
             match source {
@@ -312,6 +353,10 @@ pub struct ConditionLog {
     wake: Arc<(Mutex<bool>, std::sync::Condvar)>,
     thread: Option<std::thread::JoinHandle<()>>,
     started: Instant,
+    /// Set while a short span is timed: the energy counter is polled every few milliseconds
+    /// and each moment it moved kept in `edges`.
+    fine: Arc<AtomicBool>,
+    edges: Arc<Mutex<Vec<(f64, f64)>>>,
     source: Arc<Mutex<Option<String>>>,
     unavailable: Arc<Mutex<Vec<String>>>,
 }
@@ -325,6 +370,8 @@ impl ConditionLog {
         let unavailable = Arc::new(Mutex::new(Vec::new()));
         let started = Instant::now();
         let wake = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+        let fine = Arc::new(AtomicBool::new(false));
+        let edges = Arc::new(Mutex::new(Vec::new()));
         let off = std::env::var(OFF_ENV).is_ok_and(|v| v == "off");
         let thread = (!off)
             .then(|| {
@@ -335,6 +382,7 @@ impl ConditionLog {
                     Arc::clone(&unavailable),
                     Arc::clone(&wake),
                 );
+                let (fine, edges) = (Arc::clone(&fine), Arc::clone(&edges));
                 let device = device.map(str::to_owned);
                 std::thread::Builder::new()
                     .name("headroom-conditions".into())
@@ -344,6 +392,7 @@ impl ConditionLog {
                         *lock(&source) = reader.energy_source();
                         *lock(&unavailable) = std::mem::take(&mut reader.unavailable);
                         let mut asked = false;
+                        let mut counter = None;
                         while !stop.load(Ordering::SeqCst) {
                             let t = started.elapsed().as_secs_f64();
                             // A reading asked for is quick (macmon's power over a tenth of a second).
@@ -363,10 +412,25 @@ impl ConditionLog {
                                 if *flag || left.is_zero() || stop.load(Ordering::SeqCst) {
                                     break;
                                 }
+                                let polling = fine.load(Ordering::SeqCst);
+                                let slice = if polling { left.min(FINE_POLL) } else { left };
                                 flag = wake
                                     .1
-                                    .wait_timeout(flag, left)
+                                    .wait_timeout(flag, slice)
                                     .map_or_else(|e| e.into_inner().0, |(g, _)| g);
+                                if polling {
+                                    // Each moment the counter moved, to the poll's precision.
+                                    let now = reader.energy_now();
+                                    if now.is_some() && now != counter {
+                                        if let Some(j) = now {
+                                            let t = started.elapsed().as_secs_f64();
+                                            lock(&edges).push((t, j));
+                                        }
+                                    }
+                                    counter = now;
+                                } else {
+                                    counter = None;
+                                }
                             }
                             asked = std::mem::take(&mut *flag);
                         }
@@ -383,6 +447,8 @@ impl ConditionLog {
             wake,
             thread,
             started,
+            fine,
+            edges,
             source,
             unavailable,
         }
@@ -433,10 +499,26 @@ impl ConditionLog {
         }
     }
 
+    /// Polls the energy counter every few milliseconds (on) or not (off): on while a span
+    /// shorter than a few of the counter's updates is timed (a sweep's point), so that its
+    /// joules come from the counter's own updates ([`TimedConditions::over_edges`]).
+    pub fn fine(&self, on: bool) {
+        self.fine.store(on, Ordering::SeqCst);
+        if on {
+            self.ask();
+        }
+    }
+
     /// The conditions from `from` to `to` seconds, with what could not be read.
     pub fn span(&self, from: f64, to: f64) -> TimedConditions {
         let source = lock(&self.source).clone();
-        let mut c = TimedConditions::over(&lock(&self.samples), from, to, source.as_deref());
+        let mut c = TimedConditions::over_edges(
+            &lock(&self.samples),
+            &lock(&self.edges),
+            from,
+            to,
+            source.as_deref(),
+        );
         c.unavailable = lock(&self.unavailable).clone();
         c
     }
@@ -571,6 +653,14 @@ mod tests {
         let c = TimedConditions::over(&[a, b], 0.0, 1.0, r.energy_source().as_deref());
         assert!((c.energy_j.unwrap() - 17.0).abs() < 1e-6);
         assert_eq!(c.throttled_share, Some(0.5));
+        // The counters alone (what a short span polls), on the same running total.
+        assert!((r.energy_now().unwrap() - 17.0).abs() < 1e-6);
+        write(
+            root,
+            "sys/class/powercap/intel-rapl:0/energy_uj",
+            "14500000\n",
+        );
+        assert!((r.energy_now().unwrap() - 18.5).abs() < 1e-6);
     }
 
     #[test]

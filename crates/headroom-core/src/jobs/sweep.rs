@@ -295,7 +295,10 @@ impl Session<'_> {
                         if let Some(b) = &busy {
                             b.reset();
                         }
-                        timed_from = conditions.as_ref().map_or(0.0, |c| c.mark());
+                        timed_from = conditions.as_ref().map_or(0.0, |c| {
+                            c.fine(true);
+                            c.mark()
+                        });
                     }
                     last_phase = Some(phase);
                     (self.on)(&Update::Progress {
@@ -306,6 +309,9 @@ impl Session<'_> {
                     });
                 }
                 Event::Point(mut p) => {
+                    if let Some(c) = &conditions {
+                        c.fine(false);
+                    }
                     current = None;
                     last_phase = None;
                     if p.gpu_busy.is_none() && p.status == PointStatus::Ok {

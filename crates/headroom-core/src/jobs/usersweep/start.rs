@@ -138,6 +138,7 @@ pub(super) fn measure(
             }
             load.start();
             timed_from = Some(conditions.mark());
+            conditions.fine(true);
             asked = conditions.now();
         }
         let now = conditions.now();
@@ -162,6 +163,7 @@ pub(super) fn measure(
     })
     .map(|mut w| {
         let l = timing.then(|| load.read(&[])).flatten();
+        conditions.fine(false);
         let end = conditions.mark();
         let (from, to) = timed_span(&stamps, w.steps, timed_from, end, |a, b| {
             conditions.span(a, b).samples
