@@ -131,6 +131,9 @@ pub struct TimedConditions {
     /// Where the energy came from ("NVML energy counter", "power × time").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy_source: Option<String>,
+    /// Why a span read with a counter has no energy (too short for the counter's updates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_note: Option<String>,
     /// What this machine could not read (said once per job).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unavailable: Vec<String>,
@@ -142,12 +145,14 @@ pub const THROTTLE_WARN_SHARE: f64 = 0.1;
 impl TimedConditions {
     /// [`Self::over`], with the energy from `edges` where they cover the span: the counter's
     /// value at each moment it moved (`(t, joules)`, polled every few milliseconds while a short
-    /// span is timed). A counter that moves every 100 ms (NVML's) read at a second's two ends
-    /// is off by up to a fifth; between two of its own updates it is exact, and the span's
-    /// energy is that mean power over the whole span.
+    /// span is timed; `polled`: the counter was polled through this span). A counter that moves
+    /// every 100 ms (NVML's) read at a second's two ends is off by up to a fifth; between two
+    /// of its own updates it is exact, and the span's energy is that mean power over the whole
+    /// span. A polled span with fewer updates than that needs has no energy, and says why.
     pub fn over_edges(
         samples: &[ConditionSample],
         edges: &[(f64, f64)],
+        polled: bool,
         from: f64,
         to: f64,
         source: Option<&str>,
@@ -158,6 +163,15 @@ impl TimedConditions {
             c.energy_source = Some(format!(
                 "{}, read at its updates",
                 source.unwrap_or("energy counter")
+            ));
+        } else if polled && c.energy_j.is_some() {
+            let moved = edges.iter().filter(|(t, _)| *t >= from && *t <= to).count();
+            c.energy_j = None;
+            c.energy_source = None;
+            c.energy_note = Some(format!(
+                "not measured: {:.2} s is too short for the energy counter, which moved {moved} time{} in it",
+                c.seconds,
+                if moved == 1 { "" } else { "s" }
             ));
         }
         c
@@ -216,6 +230,7 @@ impl TimedConditions {
             temp_c: pick(|s| s.temp_c),
             energy_j,
             energy_source,
+            energy_note: None,
             unavailable: Vec::new(),
         }
     }
@@ -511,15 +526,28 @@ mod tests {
                 (t + 0.005, counter(t + 1e-9))
             })
             .collect();
-        let c =
-            TimedConditions::over_edges(&samples, &edges, 0.0, 1.0, Some("NVML energy counter"));
+        let c = TimedConditions::over_edges(
+            &samples,
+            &edges,
+            true,
+            0.0,
+            1.0,
+            Some("NVML energy counter"),
+        );
         assert!((c.energy_j.unwrap() - 500.0).abs() < 1e-6, "{c:?}");
         assert_eq!(
             c.energy_source.as_deref(),
             Some("NVML energy counter, read at its updates")
         );
-        // Too few updates inside (a span shorter than three of them): the readings' figure.
-        let few = TimedConditions::over_edges(&samples, &edges[..2], 0.0, 1.0, None);
-        assert_eq!(few.energy_j, ends.energy_j);
+        // Too few updates inside (a span shorter than three of them): no figure, and why.
+        let few = TimedConditions::over_edges(&samples, &edges[..2], true, 0.0, 1.0, None);
+        assert_eq!(few.energy_j, None);
+        assert_eq!(
+            few.energy_note.as_deref(),
+            Some("not measured: 1.00 s is too short for the energy counter, which moved 2 times in it")
+        );
+        // A span not polled (a long run read every second): its readings' figure.
+        let long = TimedConditions::over_edges(&samples, &[], false, 0.0, 1.0, None);
+        assert_eq!(long.energy_j, ends.energy_j);
     }
 }

@@ -357,6 +357,8 @@ pub struct ConditionLog {
     /// and each moment it moved kept in `edges`.
     fine: Arc<AtomicBool>,
     edges: Arc<Mutex<Vec<(f64, f64)>>>,
+    /// When the polling was on: `(from, to)`, `to` unset while it still is.
+    polled: Mutex<Vec<(f64, Option<f64>)>>,
     source: Arc<Mutex<Option<String>>>,
     unavailable: Arc<Mutex<Vec<String>>>,
 }
@@ -449,6 +451,7 @@ impl ConditionLog {
             started,
             fine,
             edges,
+            polled: Mutex::new(Vec::new()),
             source,
             unavailable,
         }
@@ -503,18 +506,32 @@ impl ConditionLog {
     /// shorter than a few of the counter's updates is timed (a sweep's point), so that its
     /// joules come from the counter's own updates ([`TimedConditions::over_edges`]).
     pub fn fine(&self, on: bool) {
-        self.fine.store(on, Ordering::SeqCst);
+        if self.thread.is_none() || self.fine.swap(on, Ordering::SeqCst) == on {
+            return;
+        }
+        let now = self.now();
+        let mut polled = lock(&self.polled);
         if on {
+            polled.push((now, None));
+            drop(polled);
             self.ask();
+        } else if let Some(last) = polled.last_mut() {
+            last.1 = Some(now);
         }
     }
 
     /// The conditions from `from` to `to` seconds, with what could not be read.
     pub fn span(&self, from: f64, to: f64) -> TimedConditions {
         let source = lock(&self.source).clone();
+        // Polled through it: polling began by its start and ended no earlier than a reading's
+        // wait before its end (a span's end is marked just after the polling stops).
+        let polled = lock(&self.polled)
+            .iter()
+            .any(|(a, b)| *a <= from && b.is_none_or(|b| b + 0.25 >= to));
         let mut c = TimedConditions::over_edges(
             &lock(&self.samples),
             &lock(&self.edges),
+            polled,
             from,
             to,
             source.as_deref(),

@@ -532,6 +532,10 @@ energy_j?: number | null,
  */
 energy_source?: string | null, 
 /**
+ * Why a span read with a counter has no energy (too short for the counter's updates).
+ */
+energy_note?: string | null, 
+/**
  * What this machine could not read (said once per job).
  */
 unavailable?: Array<string>, };
