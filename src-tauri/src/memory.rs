@@ -943,6 +943,7 @@ mod tests {
             output: Some(c("output", 0.05)),
             grads: vec![c("layer7.weight", 0.2)],
             seconds: 0.4,
+            tf32: Vec::new(),
             fallback_ops: vec!["aten::_linalg_solve_ex.result".into()],
             error: None,
         };

@@ -48,6 +48,10 @@ pub struct NumericsReport {
     /// the compared pass: the errors of those layers are the CPU's, not the device's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fallback_ops: Vec<String>,
+    /// What PyTorch let run in TF32 on the compared CUDA device (`convolutions`, `matrix
+    /// multiplications`): there an f32 comparison also measures TF32's rounding.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tf32: Vec<String>,
     /// Why there is no comparison (the model could not be copied or run twice).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -88,6 +92,17 @@ impl NumericsReport {
     /// after it.
     pub fn verdict(&self) -> String {
         let mut v = self.comparison();
+        if !self.within() && self.error.is_none() && self.dtype == "f32" && !self.tf32.is_empty() {
+            let flag = |what: &str| match what {
+                "convolutions" => "`torch.backends.cudnn.allow_tf32 = False`",
+                _ => "`torch.backends.cuda.matmul.allow_tf32 = False`",
+            };
+            v.push_str(&format!(
+                "; TF32 was on for {} (PyTorch's default on CUDA), which rounds f32 inputs to 10 bits of mantissa: differences near 1e-3 are expected from it — set {} in the script to compare in full f32",
+                self.tf32.join(" and "),
+                self.tf32.iter().map(|w| flag(w)).collect::<Vec<_>>().join(" and ")
+            ));
+        }
         if self.error.is_none() && !self.fallback_ops.is_empty() {
             let n = self.fallback_ops.len();
             v.push_str(&format!(
@@ -181,6 +196,21 @@ mod tests {
             r.verdict(),
             "numerics: cuda:0 f32 agrees with cpu f32 within 1.0e-3 everywhere (2 layers, the output and 1 gradients; largest 8.0e-6 at `fc.weight`)"
         );
+        // Within the tolerance, TF32 needs no word; past it in f32 on CUDA, it is named.
+        r.tf32 = vec!["convolutions".into()];
+        assert!(!r.verdict().contains("TF32"));
+        r.layers.push(c("layer2.0.conv2", 1.02e-3));
+        assert!(
+            r.verdict().ends_with("; TF32 was on for convolutions (PyTorch's default on CUDA), which rounds f32 inputs to 10 bits of mantissa: differences near 1e-3 are expected from it — set `torch.backends.cudnn.allow_tf32 = False` in the script to compare in full f32"),
+            "{}",
+            r.verdict()
+        );
+        r.dtype = "bf16".into();
+        assert!(
+            !r.verdict().contains("TF32"),
+            "bf16's own difference is not TF32's"
+        );
+        r.dtype = "f32".into();
         r.error = Some("RuntimeError('no deepcopy')".into());
         assert!(!r.within());
         assert!(r.verdict().starts_with("numerics: not compared ("));

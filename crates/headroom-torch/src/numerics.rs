@@ -276,6 +276,13 @@ pub fn run_numerics(req: &NumericsRequest, emit: &mut dyn FnMut(Event)) -> Resul
         grads,
         seconds: began.elapsed().as_secs_f64(),
         fallback_ops: Vec::new(),
+        // libtorch lets cuDNN's convolutions use TF32 unless told not to (matmuls not), and
+        // the worker never tells it: on CUDA the compared f32 convolutions are TF32's.
+        tf32: if dev.is_cuda() {
+            vec!["convolutions".to_owned()]
+        } else {
+            Vec::new()
+        },
         error: None,
     }));
     Ok(())

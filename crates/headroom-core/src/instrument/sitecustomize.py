@@ -1268,6 +1268,23 @@ def _numerics(torch, ob):
                 break
             device = device or torch.device("cpu")
             event["device"] = str(device)
+            if device.type == "cuda":
+                # What cuDNN and cuBLAS may compute in TF32 there (read quietly: newer PyTorch
+                # warns that these flags give way to fp32_precision).
+                import warnings
+
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    tf32 = []
+                    try:
+                        if torch.backends.cudnn.allow_tf32:
+                            tf32.append("convolutions")
+                        if torch.backends.cuda.matmul.allow_tf32:
+                            tf32.append("matrix multiplications")
+                    except Exception:
+                        pass
+                if tf32:
+                    event["tf32"] = tf32
             ref_device = device if on_device else torch.device("cpu")
             event["reference"] = f"{ref_device} f32"
             ref = copy.deepcopy(module).to(ref_device).float().eval()
