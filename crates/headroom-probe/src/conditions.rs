@@ -395,6 +395,8 @@ impl ConditionLog {
                         *lock(&unavailable) = std::mem::take(&mut reader.unavailable);
                         let mut asked = false;
                         let mut counter = None;
+                        // Polling is for a counter: without one (macOS, a VM) it never wakes.
+                        let has_counter = reader.energy_now().is_some();
                         while !stop.load(Ordering::SeqCst) {
                             let t = started.elapsed().as_secs_f64();
                             // A reading asked for is quick (macmon's power over a tenth of a second).
@@ -414,7 +416,7 @@ impl ConditionLog {
                                 if *flag || left.is_zero() || stop.load(Ordering::SeqCst) {
                                     break;
                                 }
-                                let polling = fine.load(Ordering::SeqCst);
+                                let polling = has_counter && fine.load(Ordering::SeqCst);
                                 let slice = if polling { left.min(FINE_POLL) } else { left };
                                 flag = wake
                                     .1
