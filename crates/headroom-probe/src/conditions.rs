@@ -366,6 +366,12 @@ pub struct ConditionLog {
 impl ConditionLog {
     /// Starts reading for a job on `device` (none: the CPU).
     pub fn start(device: Option<&str>, interval: Duration) -> Self {
+        Self::start_at(device, interval, Path::new("/"))
+    }
+
+    /// [`Self::start`], reading the kernel's files under `root` ("/" but in tests).
+    fn start_at(device: Option<&str>, interval: Duration, root: &Path) -> Self {
+        let root = root.to_owned();
         let samples = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let source = Arc::new(Mutex::new(None));
@@ -390,7 +396,7 @@ impl ConditionLog {
                     .name("headroom-conditions".into())
                     .spawn(move || {
                         // The reader lives on this thread (macmon's sampler is not Send).
-                        let mut reader = Reader::new(device.as_deref(), Path::new("/"));
+                        let mut reader = Reader::new(device.as_deref(), &root);
                         *lock(&source) = reader.energy_source();
                         *lock(&unavailable) = std::mem::take(&mut reader.unavailable);
                         let mut asked = false;
@@ -680,6 +686,62 @@ mod tests {
             "14500000\n",
         );
         assert!((r.energy_now().unwrap() - 18.5).abs() < 1e-6);
+    }
+
+    /// A RAPL counter that moves only every 100 ms (as NVML's does) at 50 W: a point of 0.6 s
+    /// polled through takes its energy from the counter's updates, not from its two ends.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_polled_span_reads_the_counter_at_its_updates() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let root = dir.path().to_owned();
+        let file = "sys/class/powercap/intel-rapl:0/energy_uj";
+        write(
+            &root,
+            "sys/class/powercap/intel-rapl:0/max_energy_range_uj",
+            "262143328850\n",
+        );
+        write(&root, file, "0\n");
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (root, stop) = (root.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let begun = Instant::now();
+                while !stop.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(100));
+                    // 50 W since the start, in whole tenths of a second.
+                    let tenths = (begun.elapsed().as_secs_f64() * 10.0).floor();
+                    let uj = (tenths * 5.0 * 1e6) as u64;
+                    let tmp = root.join("energy.tmp");
+                    std::fs::write(&tmp, format!("{uj}\n")).expect("write");
+                    std::fs::rename(&tmp, root.join(file)).expect("rename");
+                }
+            })
+        };
+        let log = ConditionLog::start_at(None, Duration::from_secs(30), &root);
+        std::thread::sleep(Duration::from_millis(150));
+        log.fine(true);
+        let from = log.mark();
+        std::thread::sleep(Duration::from_millis(600));
+        log.fine(false);
+        let to = log.mark();
+        let c = log.span(from, to);
+        stop.store(true, Ordering::SeqCst);
+        writer.join().expect("writer");
+        let watts = c.watts().expect("energy from the polled counter");
+        assert!((watts - 50.0).abs() < 50.0 * 0.15, "{watts} W: {c:?}");
+        assert_eq!(
+            c.energy_source.as_deref(),
+            Some("RAPL package counters, read at its updates"),
+            "{c:?}"
+        );
+        // Not polled: the two readings' figure, with no updates read.
+        let plain = ConditionLog::start_at(None, Duration::from_secs(30), &root);
+        let (a, b) = (plain.mark(), plain.mark());
+        assert_eq!(
+            plain.span(a, b).energy_source.as_deref(),
+            Some("RAPL package counters")
+        );
     }
 
     #[test]
