@@ -253,26 +253,33 @@ impl Reader {
         if let Some(m) = &mut self.mac {
             m.read(&mut s, interval);
         }
-        if !self.rapl.is_empty() {
-            let mut uj = 0u64;
-            for d in &mut self.rapl {
-                if let Some(now) = std::fs::read_to_string(&d.energy)
-                    .ok()
-                    .and_then(|t| t.trim().parse::<u64>().ok())
-                {
-                    if let Some(last) = d.last {
-                        d.total += wrapped_rise(last, now, d.range);
-                    }
-                    d.last = Some(now);
-                }
-                uj += d.total;
-            }
-            #[allow(clippy::cast_precision_loss)]
-            let j = uj as f64 / 1e6;
+        if let Some(j) = self.rapl_joules() {
             energy = Some(energy.unwrap_or(0.0) + j);
         }
         s.energy_j = energy;
         s
+    }
+
+    /// RAPL's package counters, summed since the first reading (their wraps counted).
+    fn rapl_joules(&mut self) -> Option<f64> {
+        if self.rapl.is_empty() {
+            return None;
+        }
+        let mut uj = 0u64;
+        for d in &mut self.rapl {
+            if let Some(now) = std::fs::read_to_string(&d.energy)
+                .ok()
+                .and_then(|t| t.trim().parse::<u64>().ok())
+            {
+                if let Some(last) = d.last {
+                    d.total += wrapped_rise(last, now, d.range);
+                }
+                d.last = Some(now);
+            }
+            uj += d.total;
+        }
+        #[allow(clippy::cast_precision_loss)]
+        Some(uj as f64 / 1e6)
     }
 
     /// The energy counters alone (NVML's and RAPL's, summed as [`Self::read`] does), quick
@@ -292,22 +299,7 @@ impl Reader {
                     .map(|mj| mj as f64 / 1e3);
             }
         }
-        if !self.rapl.is_empty() {
-            let mut uj = 0u64;
-            for d in &mut self.rapl {
-                if let Some(now) = std::fs::read_to_string(&d.energy)
-                    .ok()
-                    .and_then(|t| t.trim().parse::<u64>().ok())
-                {
-                    if let Some(last) = d.last {
-                        d.total += wrapped_rise(last, now, d.range);
-                    }
-                    d.last = Some(now);
-                }
-                uj += d.total;
-            }
-            #[allow(clippy::cast_precision_loss)]
-            let j = uj as f64 / 1e6;
+        if let Some(j) = self.rapl_joules() {
             energy = Some(energy.unwrap_or(0.0) + j);
         }
         energy
