@@ -237,6 +237,7 @@ pub(crate) fn begin_worker_run(
     kind: crate::ledger::RunKind,
     h: &crate::protocol::Hello,
     dtype: crate::protocol::Dtype,
+    shape: JobShape,
     request_json: String,
 ) -> Result<i64, CoreError> {
     if h.protocol != crate::protocol::PROTOCOL_VERSION {
@@ -254,7 +255,7 @@ pub(crate) fn begin_worker_run(
         device_name: h.device_name.clone(),
         workload: h.workload.clone(),
         dtype: Some(dtype),
-        mode: Some(crate::protocol::Mode::Train),
+        mode: shape.mode,
         libtorch: h.libtorch.clone(),
         git_commit: git.commit,
         git_dirty: git.dirty,
@@ -264,7 +265,43 @@ pub(crate) fn begin_worker_run(
         owner_pid: Some(std::process::id()),
     })?;
     ledger.add_sample(id, crate::ledger::HELLO_SEQ, "hello", h)?;
+    if let Some(b) = shape.batch {
+        ledger.set_batch(id, b)?;
+    }
     Ok(id)
+}
+
+/// What a worker job's run is recorded as: training or inference (none for a numerics or
+/// profile job, which is neither), and its batch where it runs at one given batch (a sweep's
+/// is the one it chooses, written at its end).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct JobShape {
+    pub mode: Option<crate::protocol::Mode>,
+    pub batch: Option<u32>,
+}
+
+impl JobShape {
+    pub(crate) fn of(job: &crate::protocol::Job) -> Self {
+        use crate::protocol::{Job, Mode};
+        match job {
+            Job::Sweep(r) => Self {
+                mode: Some(r.mode),
+                batch: None,
+            },
+            Job::Epochs(r) => Self {
+                mode: Some(Mode::Train),
+                batch: Some(r.batch),
+            },
+            Job::Numerics(r) => Self {
+                mode: None,
+                batch: Some(r.batch),
+            },
+            Job::Profile(r) => Self {
+                mode: None,
+                batch: Some(r.batch),
+            },
+        }
+    }
 }
 
 /// `why` a worker job ended early, with the worker's last non-empty stderr line when it left one.
@@ -321,6 +358,7 @@ impl<R: serde::Serialize> OneReport<R> {
                         kind,
                         &h,
                         dtype,
+                        JobShape::of(job),
                         request_json.clone(),
                     )?);
                     hello = Some(h);

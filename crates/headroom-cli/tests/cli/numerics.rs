@@ -201,11 +201,23 @@ fn a_built_in_model_and_a_torchscript_file_are_compared_in_the_worker_layer_by_l
     let home = Home::new();
     // The built-in cnn, f32 on both sides: every top-level layer, the output and the gradients
     // agree within 1e-5 (here to the last bit: the same kernels on the same CPU).
-    let (n, _) = workload(&home, "cnn", &["--tolerance", "1e-5", "--batch", "4"], &[]);
+    let (n, id) = workload(&home, "cnn", &["--tolerance", "1e-5", "--batch", "4"], &[]);
     assert_eq!(
         (n["device"].as_str(), n["dtype"].as_str()),
         (Some("cpu"), Some("f32"))
     );
+    // Kept at the batch it compared, and as neither training nor inference.
+    let run = home
+        .runs()
+        .into_iter()
+        .find(|r| r["id"].as_i64() == Some(id))
+        .expect("its run");
+    assert_eq!(
+        (&run["chosen_batch"], &run["mode"]),
+        (&Value::from(4), &Value::Null),
+        "{run}"
+    );
+    assert!(n["tf32"].is_null(), "no TF32 on the CPU: {n}");
     assert_eq!(
         names(&n),
         ["stem", "s0b0", "s0b1", "s1b0", "s1b1", "s2b0", "s2b1", "head"],

@@ -89,6 +89,7 @@ pub fn run_epochs(
                     crate::ledger::RunKind::Epochs,
                     &h,
                     req.dtype,
+                    super::JobShape::of(&Job::Epochs(req.clone())),
                     serde_json::to_string(req)?,
                 )?);
                 if let Some(id) = out.run_id {

@@ -50,6 +50,7 @@ pub(super) enum Stmt {
     SetStatus,
     SetBudget,
     SetLibtorch,
+    SetBatch,
     CacheChecksum,
 }
 
@@ -85,6 +86,7 @@ impl Stmt {
             Self::SetStatus => "UPDATE runs SET status = ?2, note = ?3 WHERE id = ?1",
             Self::SetBudget => "UPDATE runs SET budget_bytes = ?2 WHERE id = ?1",
             Self::SetLibtorch => "UPDATE runs SET libtorch = ?2 WHERE id = ?1",
+            Self::SetBatch => "UPDATE runs SET chosen_batch = ?2 WHERE id = ?1",
             Self::CacheChecksum => {
                 "INSERT INTO data_checksums (path, bytes, mtime_ns, sha256) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT(path) DO UPDATE SET bytes = ?2, mtime_ns = ?3, sha256 = ?4"

@@ -276,6 +276,13 @@ impl Ledger {
         Ok(())
     }
 
+    /// Records run `run_id`'s batch where the run has one from its start (a numerics, profile
+    /// or epochs job at the batch it was given).
+    pub fn set_batch(&self, run_id: i64, batch: u32) -> Result<(), CoreError> {
+        self.write(Op::new(Stmt::SetBatch, vec![run_id.into(), batch.into()]))?;
+        Ok(())
+    }
+
     /// Closes run `run_id` with `status`, its summary (if any) and a note (e.g. why it stopped).
     pub fn finish_run(
         &self,
