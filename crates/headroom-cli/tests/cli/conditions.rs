@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::common::{points, python, Home};
+use crate::common::{points, python, run_python, Home};
 
 /// The energy is either measured (joules over the span, a source named) or named as not
 /// readable here, never silently absent.
@@ -188,20 +188,11 @@ fn a_user_sweeps_point_is_read_to_its_last_step_not_to_its_exit() {
              time.sleep(0.01)\n",
     )
     .expect("script");
-    let py = python();
-    let (out, v) = home.json(&[
-        "run",
-        "--json",
-        "--sweep",
-        "batch=auto",
-        "--max-batch",
-        "16",
-        "--",
-        py.to_str().expect("utf-8"),
-        script.to_str().expect("utf-8"),
-        "--batch-size",
-        "{batch}",
-    ]);
+    let (out, v) = run_python(
+        &home,
+        &["--sweep", "batch=auto", "--max-batch", "16"],
+        &[script.to_str().expect("utf-8"), "--batch-size", "{batch}"],
+    );
     assert!(
         out.status.success(),
         "{}",
