@@ -112,10 +112,13 @@ impl Nvidia {
         Ok(Self { nvml, index })
     }
 
-    fn read(&self, s: &mut ConditionSample) -> Option<f64> {
+    /// Power, utilisation, temperature and throttling (the energy is [`Self::energy`]).
+    fn read(&self, s: &mut ConditionSample) {
         use nvml_wrapper::bitmasks::device::ThrottleReasons;
         use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
-        let d = self.nvml.device_by_index(self.index).ok()?;
+        let Ok(d) = self.nvml.device_by_index(self.index) else {
+            return;
+        };
         s.gpu_watts = d.power_usage().ok().map(|mw| f64::from(mw) / 1e3);
         s.gpu_util = d.utilization_rates().ok().map(|u| f64::from(u.gpu) / 100.0);
         let gpu = d.temperature(TemperatureSensor::Gpu).ok().map(f64::from);
@@ -137,6 +140,11 @@ impl Nvidia {
                 s.thermal = Some(ThermalState::Serious);
             }
         }
+    }
+
+    /// The GPU's energy counter, joules.
+    fn energy(&self) -> Option<f64> {
+        let d = self.nvml.device_by_index(self.index).ok()?;
         #[allow(clippy::cast_precision_loss)]
         d.total_energy_consumption().ok().map(|mj| mj as f64 / 1e3)
     }
@@ -243,20 +251,16 @@ impl Reader {
         if cfg!(target_os = "linux") {
             self.read_linux(&mut s);
         }
-        let mut energy: Option<f64> = None;
         #[cfg(not(target_os = "macos"))]
         if let Some(n) = &self.nvidia {
-            energy = n.read(&mut s);
+            n.read(&mut s);
             let _ = interval;
         }
         #[cfg(target_os = "macos")]
         if let Some(m) = &mut self.mac {
             m.read(&mut s, interval);
         }
-        if let Some(j) = self.rapl_joules() {
-            energy = Some(energy.unwrap_or(0.0) + j);
-        }
-        s.energy_j = energy;
+        s.energy_j = self.energy_now();
         s
     }
 
@@ -282,23 +286,14 @@ impl Reader {
         Some(uj as f64 / 1e6)
     }
 
-    /// The energy counters alone (NVML's and RAPL's, summed as [`Self::read`] does), quick
+    /// The energy counters alone (NVML's and RAPL's, summed: a reading's `energy_j`), quick
     /// enough to poll every few milliseconds; `None` where there is no counter (macOS reads
     /// power over time).
     pub fn energy_now(&mut self) -> Option<f64> {
-        let mut energy: Option<f64> = None;
         #[cfg(not(target_os = "macos"))]
-        if let Some(n) = &self.nvidia {
-            #[allow(clippy::cast_precision_loss)]
-            {
-                energy = n
-                    .nvml
-                    .device_by_index(n.index)
-                    .ok()
-                    .and_then(|d| d.total_energy_consumption().ok())
-                    .map(|mj| mj as f64 / 1e3);
-            }
-        }
+        let mut energy = self.nvidia.as_ref().and_then(Nvidia::energy);
+        #[cfg(target_os = "macos")]
+        let mut energy = None;
         if let Some(j) = self.rapl_joules() {
             energy = Some(energy.unwrap_or(0.0) + j);
         }
@@ -423,11 +418,9 @@ impl ConditionLog {
                                 if polling {
                                     // Each moment the counter moved, to the poll's precision.
                                     let now = reader.energy_now();
-                                    if now.is_some() && now != counter {
-                                        if let Some(j) = now {
-                                            let t = started.elapsed().as_secs_f64();
-                                            lock(&edges).push((t, j));
-                                        }
+                                    if let Some(j) = now.filter(|_| now != counter) {
+                                        let t = started.elapsed().as_secs_f64();
+                                        lock(&edges).push((t, j));
                                     }
                                     counter = now;
                                 } else {

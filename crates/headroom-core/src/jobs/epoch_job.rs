@@ -75,7 +75,8 @@ pub fn run_epochs(
     // end of the one before.
     let mut conditions: Option<crate::conditions::ConditionLog> = None;
     let (mut began, mut from) = (0.0, 0.0);
-    let mut worker = Worker::start(exe, &Job::Epochs(req.clone()))?;
+    let job = Job::Epochs(req.clone());
+    let mut worker = Worker::start(exe, &job)?;
     cancel.set_pid(Some(worker.pid()));
     if cancel.is_cancelled() {
         cancel.cancel();
@@ -89,7 +90,7 @@ pub fn run_epochs(
                     crate::ledger::RunKind::Epochs,
                     &h,
                     req.dtype,
-                    super::JobShape::of(&Job::Epochs(req.clone())),
+                    super::JobShape::of(&job),
                     serde_json::to_string(req)?,
                 )?);
                 if let Some(id) = out.run_id {
