@@ -120,12 +120,19 @@ if us and st:
 # 4. The sampler's cost.
 walls = read_walls("sweep.walls")
 if walls:
-    print("\n| conditions | built-in sweep wall s (cnn, 64/256/1024, three runs) | median |")
+    print("\n| conditions | built-in sweep wall s (cnn, 64/256/1024, one per pair) | median |")
     print("|---|---|---:|")
     for mode in ("on", "off"):
         w = walls.get(mode, [])
         print(f"| {mode} | {', '.join(f'{x:.2f}' for x in w)} | {statistics.median(w):.2f} |")
     print(f"ratio of medians on/off: {statistics.median(walls['on']) / statistics.median(walls['off']):.4f}")
+    # Each pair ran back to back (on, then off): the ratio within a pair leaves out the drift
+    # between pairs. Its median, and the middle half of them.
+    pairs = sorted(a / b for a, b in zip(walls.get("on", []), walls.get("off", [])))
+    if len(pairs) >= 4:
+        q = len(pairs) // 4
+        print(f"on/off within each of {len(pairs)} pairs: median {statistics.median(pairs):.4f}, "
+              f"middle half {pairs[q]:.4f}–{pairs[-q - 1]:.4f}, mean {statistics.mean(pairs):.4f}")
     sw = load("sweep-on-1.json")
     if sw:
         pts = sw.get("points") or sw.get("sweep", {}).get("points", [])

@@ -4,7 +4,7 @@
 #
 #     OUT=DIR bash bench/h200_energy_profile.sh dist/headroom
 #
-# 1. `nvidia-smi` samples the GPU's power every 100 ms through everything below (each line
+# 1. `nvidia-smi` samples the GPU's power every 100 ms (SMI_MS) through everything below (each line
 #    stamped with this host's clock as it arrives: `bench/energy_check.py` integrates it).
 # 2. `headroom run` of a steady resnet50 loop (`bench/steady_cuda.py`, 30 s): its NVML energy
 #    against nvidia-smi's power × time over the same steps.
@@ -26,11 +26,11 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
 export HEADROOM_HOME="$OUT/home"
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader > "$OUT/gpu.txt" 2>&1
-python3 - "$OUT/power.txt" <<'PY' &
+python3 - "$OUT/power.txt" "${SMI_MS:-100}" <<'PY' &
 import subprocess, sys, time
 out = open(sys.argv[1], "w", buffering=1)
 p = subprocess.Popen(["nvidia-smi", "--query-gpu=power.draw.instant,power.draw",
-                      "--format=csv,noheader,nounits", "-lms", "100"],
+                      "--format=csv,noheader,nounits", "-lms", sys.argv[2]],
                      stdout=subprocess.PIPE, text=True)
 for line in p.stdout:
     out.write(f"{time.time():.6f}, {line.strip()}\n")

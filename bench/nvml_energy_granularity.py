@@ -55,8 +55,28 @@ while time.perf_counter() - t0 < seconds:
         last = e
         powers.append(power_mw() / 1000)
     time.sleep(0.001)
+# The reference the energy checks integrate: nvidia-smi's instant power, asked for every 10 ms
+# over the same load — how often does it change?
+import subprocess
+smi = subprocess.Popen(["nvidia-smi", "--query-gpu=power.draw.instant", "--format=csv,noheader,nounits",
+                        "-lms", "10"], stdout=subprocess.PIPE, text=True)
+smi_rows = []
+t1 = time.perf_counter()
+for line in smi.stdout:
+    now = time.perf_counter()
+    try:
+        smi_rows.append((now, float(line.strip())))
+    except ValueError:
+        pass
+    if now - t1 > seconds:
+        break
+smi.kill()
 stop = True
 th.join()
+moved = [smi_rows[0]] + [b for a, b in zip(smi_rows, smi_rows[1:]) if b[1] != a[1]] if smi_rows else []
+smi_gaps = [b[0] - a[0] for a, b in zip(moved, moved[1:])]
+print(f"nvidia-smi -lms 10: {len(smi_rows)} lines in {seconds:.1f} s, the value changed {len(moved) - 1} times"
+      + (f" (median spacing {statistics.median(smi_gaps) * 1000:.0f} ms, min {min(smi_gaps) * 1000:.0f}, max {max(smi_gaps) * 1000:.0f})" if smi_gaps else ""))
 gaps = [b[0] - a[0] for a, b in zip(changes, changes[1:])]
 implied = [d / 1000 / g for (_, d), g in zip(changes[1:], gaps)]
 took = (time.perf_counter() - t0) / max(calls, 1)

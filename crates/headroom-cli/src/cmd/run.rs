@@ -896,10 +896,18 @@ fn auto_sweep(
                 t.seconds,
                 t.first_step_s
                     .map_or_else(|| "-".into(), |f| format!("{f:.1} s")),
-                t.waited_s.map_or_else(String::new, |w| format!(
+                t.waited_s.filter(|_| t.ahead).map_or_else(String::new, |w| format!(
                     " (begun ahead: {w:.1} s of its start-up overlapped the start before it)"
-                ))
+                )),
             );
+            if let Some(r) = t.release_s {
+                eprintln!(
+                    "headroom:     stopped, its processes gone {r:.1} s later{}",
+                    t.device_free_s.map_or_else(String::new, |d| format!(
+                        ", its device memory free {d:.1} s later"
+                    ))
+                );
+            }
         }
         super::sweep::output::print_human(&out.sweep);
         if let Some(c) = &out.comparison {

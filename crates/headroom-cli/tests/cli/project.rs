@@ -349,6 +349,15 @@ fn starts_begun_ahead_wait_at_their_gate_and_leave_nothing_behind() {
         of(16)["waited_s"].as_f64().is_some(),
         "16 waited for 64 to start up"
     );
+    // 64 was the one begun ahead, 16 not; each start's release was timed (a CPU sweep lists
+    // no device memory).
+    assert_eq!(of(64)["ahead"], true, "{starts:#?}");
+    assert_eq!(of(16)["ahead"], false, "{starts:#?}");
+    for t in &starts {
+        let r = t["release_s"].as_f64().expect("release timed");
+        assert!((0.0..20.0).contains(&r), "{t}");
+        assert!(t["device_free_s"].is_null(), "{t}");
+    }
     // A start begun ahead and not asked for left no run; the ones measured each left one.
     let runs = home.runs();
     let recorded = runs.iter().filter(|r| r["kind"] == "run").count();

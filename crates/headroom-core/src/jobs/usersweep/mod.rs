@@ -29,7 +29,7 @@ pub use devices::{default_device, default_devices, parse_devices, DeviceChoice};
 
 mod devices;
 mod start;
-use start::{add_point, as_point, begin_start, failed_start, measure, release, Ahead};
+use start::{add_point, as_point, begin_start, failed_start, measure, release, Ahead, Released};
 #[cfg(test)]
 mod tests;
 
@@ -107,18 +107,29 @@ pub struct StartTime {
     pub seconds: f64,
     /// From its start to its first step.
     pub first_step_s: Option<f64>,
-    /// Begun ahead of its turn: how long it waited at its gate while another start was measured
-    /// (its start-up up to there cost the sweep no wall time).
+    /// Started at a gate: how long after its start the gate opened. For a start begun ahead of
+    /// its turn ([`StartTime::ahead`]), its start-up up to there cost the sweep no wall time;
+    /// for another, the gate held it until the start begun beside it was at its own.
     pub waited_s: Option<f64>,
+    /// Begun ahead of its turn, while the start before it was measured.
+    pub ahead: bool,
+    /// From its stop until its processes (DataLoader workers too) were gone.
+    pub release_s: Option<f64>,
+    /// From its stop until the device listed it no more (CUDA): the next start's gate opened
+    /// then.
+    pub device_free_s: Option<f64>,
 }
 
 impl StartTime {
-    fn of(batch: u32, w: &WatchOutcome) -> Self {
+    fn of(batch: u32, w: &WatchOutcome, r: &Released, ahead: bool) -> Self {
         Self {
             batch,
             seconds: w.seconds,
             first_step_s: w.first_step_s,
             waited_s: w.waited_s,
+            ahead,
+            release_s: Some(r.processes_s),
+            device_free_s: r.device_s,
         }
     }
 }
@@ -315,7 +326,9 @@ pub fn run_script_sweep(
             step: 0,
             of: 0,
         });
-        let begun = match ahead.take(batch) {
+        let taken = ahead.take(batch);
+        let was_ahead = taken.is_some();
+        let begun = match taken {
             Some(b) => b,
             None => {
                 ahead.abort_all();
@@ -340,7 +353,9 @@ pub fn run_script_sweep(
         let (w, load) = measure(begun, accel, ledger, on, &waiting)?;
         // Nothing of this start may be left when the next one passes its gate: its processes
         // gone and the device memory it held free again.
-        let fault = std::mem::replace(&mut released_late, release(pid, w.run_id, accel));
+        let seen = w.observed.as_ref().and_then(|o| o.device.as_deref());
+        let released = release(pid, w.run_id, accel.map(|d| d.device.as_str()).or(seen));
+        let fault = std::mem::replace(&mut released_late, released.late.clone());
         if let Some(why) = &released_late {
             on(&Update::Warning {
                 message: why.clone(),
@@ -354,7 +369,7 @@ pub fn run_script_sweep(
             ahead.stop();
         }
         out.runs.push(w.run_id);
-        out.seconds.push(StartTime::of(batch, &w));
+        out.seconds.push(StartTime::of(batch, &w, &released, was_ahead));
         if w.interrupted {
             interrupted = true;
         }
@@ -437,11 +452,12 @@ pub fn run_script_sweep(
         let b = begin_start(s, batch, Some(base), budgets.host_kill, base_id, false)?;
         let pid = b.launched.pid();
         let (w, load) = measure(b, Some(base), ledger, on, &[])?;
-        if let Some(why) = release(pid, w.run_id, Some(base)) {
+        let released = release(pid, w.run_id, Some(base.device.as_str()));
+        if let Some(why) = released.late.clone() {
             on(&Update::Warning { message: why });
         }
         out.runs.push(w.run_id);
-        out.seconds.push(StartTime::of(batch, &w));
+        out.seconds.push(StartTime::of(batch, &w, &released, false));
         interrupted |= w.interrupted;
         let mut p = as_point(&w, batch, budgets.host_kill);
         failed_start(ledger, &w, &p)?;

@@ -48,22 +48,46 @@ pub(super) fn begin_start(
 /// once it has been stopped.
 pub(super) const RELEASE_BOUND: Duration = Duration::from_secs(20);
 
+/// How a stopped start went: whether it was released in time, and how long it took.
+pub(super) struct Released {
+    /// What still held on at [`RELEASE_BOUND`]; `None`: all released.
+    pub(super) late: Option<String>,
+    /// From the stop until its processes (its DataLoader workers too) were gone.
+    pub(super) processes_s: f64,
+    /// From the stop until the device listed it no more (CUDA only).
+    pub(super) device_s: Option<f64>,
+}
+
 /// Ends what is left of the start `pid` (its own process group) and waits until it is gone
 /// and, on CUDA, until the device lists it no more; says what still held on at the bound.
-pub(super) fn release(pid: u32, run_id: i64, device: Option<&DeviceChoice>) -> Option<String> {
-    if let Some(left) = crate::jobs::watch::end_group(pid, RELEASE_BOUND) {
-        return Some(format!(
+/// `device`: the one the sweep put into the command, else the one the start was seen to use
+/// (a script that picks its own GPU).
+pub(super) fn release(pid: u32, run_id: i64, device: Option<&str>) -> Released {
+    let stopped = std::time::Instant::now();
+    let late = crate::jobs::watch::end_group(pid, RELEASE_BOUND).map(|left| {
+        format!(
             "run {run_id}'s processes were still there {} s after it ended: {left}",
             RELEASE_BOUND.as_secs()
-        ));
+        )
+    });
+    let processes_s = stopped.elapsed().as_secs_f64();
+    let mut out = Released {
+        late,
+        processes_s,
+        device_s: None,
+    };
+    if out.late.is_some() {
+        return out;
     }
-    let index = device.and_then(|d| {
+    let Some(index) = device.and_then(|d| {
         let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
-        crate::gpu_busy::nvidia_index(&d.device, visible.as_deref())
-    })?;
-    let until = std::time::Instant::now() + RELEASE_BOUND;
+        crate::gpu_busy::nvidia_index(d, visible.as_deref())
+    }) else {
+        return out;
+    };
+    let until = stopped + RELEASE_BOUND;
     loop {
-        let text = crate::child::tool_stdout(
+        let Some(text) = crate::child::tool_stdout(
             "nvidia-smi",
             &[
                 "-i",
@@ -71,17 +95,23 @@ pub(super) fn release(pid: u32, run_id: i64, device: Option<&DeviceChoice>) -> O
                 "--query-compute-apps=pid,process_name,used_gpu_memory",
                 "--format=csv,noheader,nounits",
             ],
-        )?;
+        ) else {
+            return out;
+        };
         let held = crate::load::parse_nvidia_compute_apps(&text)
             .into_iter()
             .find(|a| a.0 == pid);
-        let (_, _, bytes) = held?;
+        let Some((_, _, bytes)) = held else {
+            out.device_s = Some(stopped.elapsed().as_secs_f64());
+            return out;
+        };
         if std::time::Instant::now() >= until {
-            return Some(format!(
+            out.late = Some(format!(
                 "run {run_id}'s process {pid} still held {} on cuda:{index} {} s after it ended",
                 bytes.map_or_else(|| "memory".to_owned(), format_bytes),
                 RELEASE_BOUND.as_secs()
             ));
+            return out;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
