@@ -144,6 +144,23 @@ if walls:
                       f"{w / p['samples_per_s'] * 1000:.3f} mJ/sample, {p['samples_per_s'] / w:.0f} samples/J, "
                       f"GPU busy {p.get('gpu_busy')} (NVML)")
 
+# 4b. Built-in sweep points against nvidia-smi over each point's own span.
+built = sorted(out.glob("builtin-*.json")) + sorted(out.glob("sweep-on-*.json"))[:2]
+if built:
+    print("\n| built-in sweep | batch | timed s | Headroom W (NVML) | nvidia-smi W | ratio | note |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    for f in built:
+        d = load(f.name) or {}
+        for p in d.get("points") or d.get("sweep", {}).get("points", []):
+            c = p.get("conditions") or {}
+            if p.get("status") != "ok" or c.get("from_unix") is None:
+                continue
+            a = c["from_unix"]; b = a + c["seconds"]
+            ref = integrate(P, a, b) / (b - a) if b > a else None
+            hr = c["energy_j"] / c["seconds"] if c.get("energy_j") else None
+            ratio = f"{hr / ref:.3f}" if hr and ref else ""
+            print(f"| {f.stem} | {p['batch']} | {c['seconds']:.2f} | {hr or 0:.0f} | {ref or 0:.0f} | {ratio} | {c.get('energy_note') or ''} |")
+
 # 5. The profiler window.
 walls = read_walls("profile.walls")
 if walls:

@@ -12,12 +12,14 @@
 #    sample against nvidia-smi over the point's timed steps (from the loop's own step stamps).
 # 4. A built-in sweep with the conditions sampler on and off, alternating, three pairs: the
 #    sampler's cost on the sweep's wall time; its points' joules per sample.
+# 4b. Built-in sweeps (the default search, and three long points): each point's joules per
+#    sample against nvidia-smi over the point's own span (`conditions.from_unix`).
 # 5. `headroom run --profile-window 20` against a plain run of the same loop (150 steps): what
 #    the window costs and the operators it names.
 # 6. `headroom numerics` on the resnet50 and a small transformer, cuda against a CPU copy, in
 #    f32 and bf16: the time it takes and the largest error and where.
 # RUN_S, MAX_BATCH, PAIRS and PROFILE_PAIRS shorten it (30, 512, 3, 2 by default); PARTS picks
-# which of run, usersweep, sweep, numerics, profile to run (all by default).
+# which of run, usersweep, sweep, builtin, numerics, profile to run (all by default).
 # Raw output in OUT; `python3 bench/energy_check.py OUT` prints the tables.
 set -uo pipefail
 HR=${1:-dist/headroom}
@@ -38,7 +40,7 @@ PY
 SMI=$!
 sleep 2
 S=bench/steady_cuda.py
-PARTS=${PARTS:-run,usersweep,sweep,numerics,profile}
+PARTS=${PARTS:-run,usersweep,sweep,builtin,numerics,profile}
 part() { [[ ",$PARTS," == *",$1,"* ]]; }
 if part run; then
 echo "== run"
@@ -60,6 +62,14 @@ for i in $(seq "${PAIRS:-3}"); do for mode in on off; do
   e=$(date +%s.%N)
   echo "$mode $i $s $e" >> "$OUT/sweep.walls"
 done; done
+fi
+if part builtin; then
+echo "== built-in sweeps, each point against nvidia-smi (the search, then long points)"
+for i in 1 2; do
+  "$HR" sweep --device cuda --workload cnn --json > "$OUT/builtin-auto-$i.json" 2> "$OUT/builtin-auto-$i.stderr"
+  "$HR" sweep --device cuda --workload cnn --batches 256,1024,4096 --steps 60 --json \
+    > "$OUT/builtin-long-$i.json" 2> "$OUT/builtin-long-$i.stderr"
+done
 fi
 if part numerics; then
 echo "== numerics (issue 45)"

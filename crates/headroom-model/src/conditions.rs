@@ -137,6 +137,10 @@ pub struct TimedConditions {
     /// What this machine could not read (said once per job).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unavailable: Vec<String>,
+    /// When the span began, in seconds since the Unix epoch: to line a point up with another
+    /// tool's readings (`nvidia-smi`'s power, a script's own stamps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_unix: Option<f64>,
 }
 
 /// A throttled share at or above this marks a figure (one reading in ten).
@@ -232,6 +236,7 @@ impl TimedConditions {
             energy_source,
             energy_note: None,
             unavailable: Vec::new(),
+            from_unix: None,
         }
     }
 

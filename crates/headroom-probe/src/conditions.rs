@@ -340,6 +340,8 @@ pub struct ConditionLog {
     wake: Arc<(Mutex<bool>, std::sync::Condvar)>,
     thread: Option<std::thread::JoinHandle<()>>,
     started: Instant,
+    /// `started` on the wall clock, in seconds since the Unix epoch.
+    started_unix: f64,
     /// Set while a short span is timed: the energy counter is polled every few milliseconds
     /// and each moment it moved kept in `edges`.
     fine: Arc<AtomicBool>,
@@ -364,6 +366,9 @@ impl ConditionLog {
         let source = Arc::new(Mutex::new(None));
         let unavailable = Arc::new(Mutex::new(Vec::new()));
         let started = Instant::now();
+        let started_unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
         let wake = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
         let fine = Arc::new(AtomicBool::new(false));
         let edges = Arc::new(Mutex::new(Vec::new()));
@@ -442,6 +447,7 @@ impl ConditionLog {
             wake,
             thread,
             started,
+            started_unix,
             fine,
             edges,
             polled: Mutex::new(Vec::new()),
@@ -530,6 +536,7 @@ impl ConditionLog {
             source.as_deref(),
         );
         c.unavailable = lock(&self.unavailable).clone();
+        c.from_unix = Some(self.started_unix + from);
         c
     }
 
@@ -713,6 +720,13 @@ mod tests {
         let c = log.span(from, to);
         stop.store(true, Ordering::SeqCst);
         writer.join().expect("writer");
+        // The span on the wall clock: it began 0.6 s (and a little) before now.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_secs_f64();
+        let began = now - c.from_unix.expect("the span's start on the wall clock");
+        assert!((0.6..5.0).contains(&began), "began {began} s ago: {c:?}");
         let watts = c.watts().expect("energy from the polled counter");
         assert!((watts - 50.0).abs() < 50.0 * 0.15, "{watts} W: {c:?}");
         assert_eq!(

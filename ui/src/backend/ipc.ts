@@ -538,7 +538,12 @@ energy_note?: string | null,
 /**
  * What this machine could not read (said once per job).
  */
-unavailable?: Array<string>, };
+unavailable?: Array<string>, 
+/**
+ * When the span began, in seconds since the Unix epoch: to line a point up with another
+ * tool's readings (`nvidia-smi`'s power, a script's own stamps).
+ */
+from_unix?: number | null, };
 
 export type Span = { min: number, mean: number, max: number, };
 
