@@ -30,6 +30,15 @@ pub const GATE_ENV: &str = "HEADROOM_GATE";
 /// observer reports a longer wait for a batch; 0 turns it off).
 pub const STALL_ENV: &str = "HEADROOM_STALL_S";
 
+/// The environment variable that sets how often the observer sends what it buffered, in
+/// seconds (0.25 unless told): a start that is stopped once its step time settles asks for
+/// [`SETTLE_FLUSH_S`], so it is stopped within a few steps of settling, not a quarter second
+/// of steps later.
+pub const FLUSH_ENV: &str = "HEADROOM_FLUSH_S";
+
+/// The observer's send interval for a start stopped once it settles.
+pub const SETTLE_FLUSH_S: f64 = 0.02;
+
 /// The stall threshold when the user gives none (`run --stall-after`): long enough for a first
 /// batch from a slow disk, short enough that a hang is seen within minutes.
 pub const DEFAULT_STALL_S: u32 = 120;

@@ -72,6 +72,12 @@ class _Observer:
         except ValueError:
             self.stall_s = 0.0
         self.amp = os.environ.get("HEADROOM_AMP") or None
+        # How often what was buffered is sent (a sweep's start asks for less, to be stopped
+        # soon after its timing settles).
+        try:
+            self.flush_s = float(os.environ.get("HEADROOM_FLUSH_S", "0.25"))
+        except ValueError:
+            self.flush_s = 0.25
         # Set while Headroom runs copies of the model itself (`headroom numerics`): its own
         # module calls are not the program's.
         self.quiet = False
@@ -180,7 +186,7 @@ class _Observer:
             if self.dead:
                 return
             self.buffer.append(json.dumps(event, separators=(",", ":")))
-            if now or self.clock() - self.last_flush > 0.25:
+            if now or self.clock() - self.last_flush > self.flush_s:
                 self.flush_locked()
 
     def flush(self):
