@@ -31,9 +31,9 @@ pub const GATE_ENV: &str = "HEADROOM_GATE";
 pub const STALL_ENV: &str = "HEADROOM_STALL_S";
 
 /// The environment variable that sets how often the observer sends what it buffered, in
-/// seconds (0.25 unless told): a start that is stopped once its step time settles asks for
-/// [`SETTLE_FLUSH_S`], so it is stopped within a few steps of settling, not a quarter second
-/// of steps later.
+/// seconds (0.25 unless told): a start that is stopped once its step time settles, or after
+/// a number of steps, asks for [`SETTLE_FLUSH_S`], so it is stopped within a few steps of
+/// that, not a quarter second of steps later.
 pub const FLUSH_ENV: &str = "HEADROOM_FLUSH_S";
 
 /// The observer's send interval for a start stopped once it settles.

@@ -376,3 +376,49 @@ fn the_operators_that_fell_back_to_the_cpu_by_the_compared_pass_are_named_with_t
     let (n, _) = numerics(&home, clean.to_str().expect("utf-8"), &[], &[], true);
     assert!(n.get("fallback_ops").is_none(), "{n}");
 }
+
+/// A run stopped after a number of steps (`--steps`, and `numerics`'s few) has its observer
+/// send what it saw every 0.02 s instead of every 0.25 s, so the stop comes within a few steps
+/// of the limit: the script sees the setting and is stopped long before its loop's end. How
+/// close to the limit is timing, measured rather than asserted here: on this 2-core VM a loop
+/// of 30 ms steps asked to stop at 4 ran 4 (it ran 10 with the 0.25 s buffering);
+/// `bench/settle_overrun.py` measures the same for a sweep's starts.
+#[test]
+fn a_run_stopped_after_its_steps_hears_of_them_promptly() {
+    let home = Home::new();
+    let script = home.path().join("steps.py");
+    let stamps = home.path().join("stamps");
+    std::fs::write(
+        &script,
+        r#"
+import os, sys, time, torch
+print("flush", os.environ.get("HEADROOM_FLUSH_S"), flush=True)
+m = torch.nn.Linear(8, 2); opt = torch.optim.SGD(m.parameters(), lr=0.1)
+out = open(sys.argv[1], "a", buffering=1)
+for i in range(200):
+    opt.zero_grad(); m(torch.randn(4, 8)).sum().backward(); opt.step()
+    out.write(f"{i + 1}\n")
+    time.sleep(0.03)
+"#,
+    )
+    .expect("script");
+    let (out, run) = crate::common::run_python(
+        &home,
+        &["--steps", "4"],
+        &[
+            script.to_str().expect("utf-8"),
+            stamps.to_str().expect("utf-8"),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("flush 0.02"), "{err}");
+    assert!(
+        err.contains("stopping the command at its limit of 4 steps"),
+        "{err}"
+    );
+    let ran = std::fs::read_to_string(&stamps)
+        .expect("stamps")
+        .lines()
+        .count();
+    assert!((4..50).contains(&ran), "ran {ran} of 200 steps: {run}");
+}

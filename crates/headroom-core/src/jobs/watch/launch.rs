@@ -176,8 +176,13 @@ pub fn launch(command: &[String], opts: &WatchOptions, gated: bool) -> Result<La
             crate::instrument::DEFAULT_STALL_S.to_string(),
         );
     }
-    // (Headroom's own environment may set it, for a benchmark of what it changes.)
-    if opts.instrument && opts.settle && std::env::var_os(crate::instrument::FLUSH_ENV).is_none() {
+    // A start stopped once it settles, or after so many steps (`--steps`, `numerics`): it is
+    // stopped on what the observer sent, so that must come promptly. (Headroom's own
+    // environment may set it, for a benchmark of what it changes.)
+    if opts.instrument
+        && (opts.settle || opts.max_steps.is_some())
+        && std::env::var_os(crate::instrument::FLUSH_ENV).is_none()
+    {
         cmd.env(
             crate::instrument::FLUSH_ENV,
             crate::instrument::SETTLE_FLUSH_S.to_string(),
