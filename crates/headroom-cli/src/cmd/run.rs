@@ -896,9 +896,11 @@ fn auto_sweep(
                 t.seconds,
                 t.first_step_s
                     .map_or_else(|| "-".into(), |f| format!("{f:.1} s")),
-                t.waited_s.filter(|_| t.ahead).map_or_else(String::new, |w| format!(
-                    " (begun ahead: {w:.1} s of its start-up overlapped the start before it)"
-                )),
+                t.waited_s
+                    .filter(|_| t.ahead)
+                    .map_or_else(String::new, |w| format!(
+                        " (begun ahead: {w:.1} s of its start-up overlapped the start before it)"
+                    )),
             );
             if let Some(r) = t.release_s {
                 eprintln!(

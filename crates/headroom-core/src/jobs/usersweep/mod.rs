@@ -369,7 +369,8 @@ pub fn run_script_sweep(
             ahead.stop();
         }
         out.runs.push(w.run_id);
-        out.seconds.push(StartTime::of(batch, &w, &released, was_ahead));
+        out.seconds
+            .push(StartTime::of(batch, &w, &released, was_ahead));
         if w.interrupted {
             interrupted = true;
         }
