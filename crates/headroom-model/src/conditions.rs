@@ -143,6 +143,21 @@ pub struct TimedConditions {
     pub from_unix: Option<f64>,
 }
 
+/// NVML's energy counter moves about every 0.1 s (measured on an H100 and an H200, median
+/// spacing 99–101 ms), so a sweep point timed for the default quarter second holds two or three
+/// of its updates: too few for its joules ([`TimedConditions::over_edges`] leaves them out and
+/// says why). A built-in point on such a device, with its energy read, is timed at least this
+/// long: about six updates.
+pub const COARSE_COUNTER_TIMED_S: f64 = 0.6;
+
+/// The least time a built-in sweep point on `device` (`cpu`, `mps`, `cuda:0`) is timed for, so
+/// that its energy can be read, when the sweep reads energy at all (`energy`): CUDA's NVML
+/// counter needs [`COARSE_COUNTER_TIMED_S`]; RAPL moves every millisecond and a Mac's power is
+/// sampled, so elsewhere `None` (the worker's own target stands).
+pub fn energy_timed_s(device: &str, energy: bool) -> Option<f64> {
+    (energy && device.starts_with("cuda")).then_some(COARSE_COUNTER_TIMED_S)
+}
+
 /// A throttled share at or above this marks a figure (one reading in ten).
 pub const THROTTLE_WARN_SHARE: f64 = 0.1;
 
@@ -500,6 +515,32 @@ mod tests {
         let empty = TimedConditions::over(&s, 20.0, 30.0, None);
         assert_eq!(empty.samples, 0);
         assert!(empty.warnings_for("x").is_empty() && empty.energy_j.is_none());
+    }
+
+    #[test]
+    fn a_cuda_point_whose_energy_is_read_is_timed_long_enough_for_the_counter() {
+        assert_eq!(energy_timed_s("cuda:0", true), Some(COARSE_COUNTER_TIMED_S));
+        assert_eq!(energy_timed_s("cuda", true), Some(0.6));
+        // A point timed that long, on a counter that moves every 0.1 s at 300 W (its updates
+        // seen within 5 ms), has its energy; one of the default quarter second, starting just
+        // after an update, has not.
+        let counter = |t: f64| 300.0 * (t / 0.1).floor() * 0.1;
+        let edges: Vec<(f64, f64)> = (1..40)
+            .map(|k| {
+                let t = f64::from(k) * 0.1;
+                (t + 0.005, counter(t + 1e-9))
+            })
+            .collect();
+        let span = |from: f64, len: f64| {
+            TimedConditions::over_edges(&[], &edges, true, from, from + len, None)
+        };
+        let long = span(1.01, COARSE_COUNTER_TIMED_S);
+        let w = long.energy_j.expect("energy") / long.seconds;
+        assert!((w - 300.0).abs() < 1e-6, "{long:?}");
+        assert_eq!(span(1.01, 0.25).energy_j, None);
+        assert_eq!(energy_timed_s("cuda:0", false), None);
+        assert_eq!(energy_timed_s("cpu", true), None);
+        assert_eq!(energy_timed_s("mps", true), None);
     }
 
     #[test]

@@ -164,6 +164,7 @@ impl SweepInput {
             predict: self.predict,
             host_inputs: self.host_inputs,
             prior: Vec::new(),
+            energy: false,
         })
     }
 

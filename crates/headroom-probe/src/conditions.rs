@@ -352,6 +352,12 @@ pub struct ConditionLog {
     unavailable: Arc<Mutex<Vec<String>>>,
 }
 
+/// Whether the conditions are not read at all (`HEADROOM_CONDITIONS=off`, for benchmarks of
+/// their cost).
+pub fn off() -> bool {
+    std::env::var(OFF_ENV).is_ok_and(|v| v == "off")
+}
+
 impl ConditionLog {
     /// Starts reading for a job on `device` (none: the CPU).
     pub fn start(device: Option<&str>, interval: Duration) -> Self {
@@ -372,7 +378,7 @@ impl ConditionLog {
         let wake = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
         let fine = Arc::new(AtomicBool::new(false));
         let edges = Arc::new(Mutex::new(Vec::new()));
-        let off = std::env::var(OFF_ENV).is_ok_and(|v| v == "off");
+        let off = off();
         let thread = (!off)
             .then(|| {
                 let (samples, stop, source, unavailable, wake) = (

@@ -26,6 +26,7 @@ fn cancelling_a_sweep_kills_its_worker_and_keeps_its_points() {
         predict: true,
         host_inputs: false,
         prior: Vec::new(),
+        energy: false,
     };
     let token = CancelToken::new("cancelled from the test");
     // Another thread cancels, as the app's Cancel button does, once the first point is in.
@@ -85,4 +86,14 @@ fn cancelling_a_sweep_kills_its_worker_and_keeps_its_points() {
     assert!(run
         .note
         .is_some_and(|n| n.contains("cancelled from the test")));
+    // A local sweep reads the machine's energy, and its request says so (a point on a device
+    // with a coarse energy counter is then timed long enough for it); recorded as sent.
+    let sent: serde_json::Value = serde_json::from_str(
+        &ledger
+            .request_json(out.run_id.expect("a run"))
+            .expect("read")
+            .expect("its request"),
+    )
+    .expect("json");
+    assert_eq!(sent["energy"], true, "{sent}");
 }

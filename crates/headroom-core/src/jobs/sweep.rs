@@ -469,6 +469,12 @@ pub fn run_sweep_on(
     cancel: &CancelToken,
     on: &mut dyn FnMut(&Update),
 ) -> Result<SweepOutcome, CoreError> {
+    // Its energy is read here (never on a remote worker's machine): points long enough for the
+    // device's counter. Recorded as sent.
+    let req = &SweepRequest {
+        energy: launcher.remote().is_none() && !crate::conditions::off(),
+        ..req.clone()
+    };
     let mut session = Session {
         launcher,
         req,
