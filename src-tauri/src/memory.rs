@@ -1027,6 +1027,7 @@ mod tests {
             tree_pss_bytes: None,
             processes: 1,
             children_bytes: None,
+            process_peak_bytes: None,
         });
         redraw(&mut w, &EpochThresholds::default());
         assert!(w.chart_svg.contains("seconds") && w.chart_svg.contains("process tree"));

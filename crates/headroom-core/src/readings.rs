@@ -288,6 +288,7 @@ pub fn read_memory(pid: u32, t: f64) -> Option<MemoryReading> {
         tree_pss_bytes: all_pss.then(|| pss.iter().map(|(_, v)| v).sum()),
         processes: u32::try_from(tree.len()).unwrap_or(u32::MAX),
         children_bytes,
+        process_peak_bytes: crate::sysmem::pid_peak_rss(pid),
     })
 }
 

@@ -53,6 +53,23 @@ pub struct MemoryReading {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub children_bytes: Option<u64>,
+    /// The most resident memory the process has held since it started, where the OS keeps it
+    /// (Linux's `VmHWM`): a peak between two readings (a step's activations, freed before the
+    /// next reading) is not missed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub process_peak_bytes: Option<u64>,
+}
+
+impl MemoryReading {
+    /// The tree's peak as far as this reading knows it: its bytes now, or the process's own
+    /// high-water mark with its descendants' bytes now, whichever is more.
+    pub fn tree_peak_bytes(&self) -> u64 {
+        let children = self.tree_bytes.saturating_sub(self.process_bytes);
+        self.process_peak_bytes.map_or(self.tree_bytes, |p| {
+            self.tree_bytes.max(p.saturating_add(children))
+        })
+    }
 }
 
 /// Round trips to an artifact store.
@@ -82,5 +99,29 @@ impl ArtifactRtt {
             (None, Some(e)) => format!("{} from {}: unknown ({e})", self.target, self.from),
             (None, None) => format!("{} from {}: unknown", self.target, self.from),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MemoryReading;
+
+    #[test]
+    fn a_trees_peak_counts_the_processs_high_water_mark_with_its_childrens_bytes_now() {
+        let r = |own: u64, tree: u64, hwm: Option<u64>| MemoryReading {
+            t: 0.0,
+            process_bytes: own,
+            tree_bytes: tree,
+            tree_pss_bytes: None,
+            processes: 2,
+            children_bytes: None,
+            process_peak_bytes: hwm,
+        };
+        // No high-water mark: the tree now.
+        assert_eq!(r(100, 150, None).tree_peak_bytes(), 150);
+        // The process peaked at 300 between readings; its child holds 50 now.
+        assert_eq!(r(100, 150, Some(300)).tree_peak_bytes(), 350);
+        // A mark below what the tree holds now changes nothing.
+        assert_eq!(r(100, 150, Some(100)).tree_peak_bytes(), 150);
     }
 }

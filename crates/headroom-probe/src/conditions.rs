@@ -119,7 +119,11 @@ impl Nvidia {
         let Ok(d) = self.nvml.device_by_index(self.index) else {
             return;
         };
-        s.gpu_watts = d.power_usage().ok().map(|mw| f64::from(mw) / 1e3);
+        // The instant reading where the driver has it: on Ampere and newer `power_usage` is a
+        // one-second average, which a point of a second or less reads mostly from before it
+        // (an H100 cnn point at 529 W by the energy counter read 232 W that way).
+        s.gpu_watts =
+            instant_watts(&d).or_else(|| d.power_usage().ok().map(|mw| f64::from(mw) / 1e3));
         s.gpu_util = d.utilization_rates().ok().map(|u| f64::from(u.gpu) / 100.0);
         let gpu = d.temperature(TemperatureSensor::Gpu).ok().map(f64::from);
         s.temp_c = match (gpu, s.temp_c) {
@@ -148,6 +152,37 @@ impl Nvidia {
         #[allow(clippy::cast_precision_loss)]
         d.total_energy_consumption().ok().map(|mj| mj as f64 / 1e3)
     }
+}
+
+/// NVML's field for the GPU's instant power draw, in milliwatts (`NVML_FI_DEV_POWER_INSTANT`).
+#[cfg(not(target_os = "macos"))]
+const NVML_POWER_INSTANT: u32 = 186;
+
+/// The GPU's instant power in watts, from NVML's field values; `None` where the driver or the
+/// GPU does not give it.
+#[cfg(not(target_os = "macos"))]
+fn instant_watts(d: &nvml_wrapper::Device<'_>) -> Option<f64> {
+    let sample = d
+        .field_values_for(&[nvml_wrapper::structs::device::FieldId(NVML_POWER_INSTANT)])
+        .ok()?
+        .into_iter()
+        .next()?
+        .ok()?;
+    milliwatts(&sample.value.ok()?)
+}
+
+/// A field value in milliwatts as watts (the field's type is the driver's choice).
+#[cfg(not(target_os = "macos"))]
+fn milliwatts(v: &nvml_wrapper::enums::device::SampleValue) -> Option<f64> {
+    use nvml_wrapper::enums::device::SampleValue;
+    #[allow(clippy::cast_precision_loss)]
+    let mw = match *v {
+        SampleValue::F64(x) => x,
+        SampleValue::U32(x) => f64::from(x),
+        SampleValue::U64(x) => x as f64,
+        SampleValue::I64(x) => x as f64,
+    };
+    (mw.is_finite() && mw >= 0.0).then(|| mw / 1e3)
 }
 
 /// Reads the machine's state now.
@@ -747,6 +782,17 @@ mod tests {
             plain.span(a, b).energy_source.as_deref(),
             Some("RAPL package counters")
         );
+    }
+
+    #[test]
+    #[cfg(not(target_os = "macos"))]
+    fn nvmls_instant_power_field_is_read_in_milliwatts_whatever_its_type() {
+        use nvml_wrapper::enums::device::SampleValue;
+        assert_eq!(milliwatts(&SampleValue::U32(529_000)), Some(529.0));
+        assert_eq!(milliwatts(&SampleValue::U64(72_500)), Some(72.5));
+        assert_eq!(milliwatts(&SampleValue::F64(1500.0)), Some(1.5));
+        assert_eq!(milliwatts(&SampleValue::I64(-1)), None);
+        assert_eq!(milliwatts(&SampleValue::F64(f64::NAN)), None);
     }
 
     #[test]

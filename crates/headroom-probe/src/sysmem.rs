@@ -115,6 +115,22 @@ pub fn pid_rss(pid: u32) -> Option<u64> {
     }
 }
 
+/// The most resident memory process `pid` has held since it started (`VmHWM`, Linux; the
+/// kernel keeps it exactly, so a peak between two readings is not missed); `None` elsewhere or
+/// once the process is gone.
+pub fn pid_peak_rss(pid: u32) -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        parse_proc_status(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+            .map(|(_, hwm)| hwm)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
 /// The `Pss:` line of `/proc/<pid>/smaps_rollup` text, in bytes: resident memory with pages
 /// shared between processes split among them, so a process tree's sum counts each page once.
 pub fn parse_smaps_rollup_pss(text: &str) -> Option<u64> {

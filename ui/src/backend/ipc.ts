@@ -642,7 +642,13 @@ tree_pss_bytes: number | null, processes: number,
  * The descendants' own memory (PSS where the OS gives it, so pages shared with the
  * parent after a fork count once; else resident bytes): DataLoader workers, mostly.
  */
-children_bytes?: number, };
+children_bytes?: number, 
+/**
+ * The most resident memory the process has held since it started, where the OS keeps it
+ * (Linux's `VmHWM`): a peak between two readings (a step's activations, freed before the
+ * next reading) is not missed.
+ */
+process_peak_bytes?: number, };
 
 export type OverviewSnapshot = { 
 /**

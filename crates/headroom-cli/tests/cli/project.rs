@@ -179,9 +179,20 @@ fn batch_auto_under_a_budget_finds_the_knee_and_the_largest_batch_and_refuses_th
                     .is_some_and(|b| b > budget)
         })
         .collect();
+    // Or, where the jump to the line's fit landed just over the budget (measured: on a loaded
+    // machine a CPU start's peak moves by a few per cent), the search narrowed below it until
+    // the next batch up was within the bisection's 2 % of the largest.
+    let measured_over = points.iter().any(|p| {
+        p["status"] == "over_budget"
+            && p["peak_bytes"].as_u64().is_some_and(|b| b > budget)
+            && p["batch"]
+                .as_u64()
+                .is_some_and(|b| b > largest && b <= largest + largest / 50 + 1)
+    });
     assert!(
-        refused.iter().any(|p| p["batch"].as_u64() > Some(largest)
-            && p["message"].as_str().is_some_and(|m| m.contains("not run"))),
+        measured_over
+            || refused.iter().any(|p| p["batch"].as_u64() > Some(largest)
+                && p["message"].as_str().is_some_and(|m| m.contains("not run"))),
         "{points:#?}"
     );
     // Each ok point has throughput from the settled steps of its own start.

@@ -342,7 +342,10 @@ impl Tally {
         r: MemoryReading,
         root: u32,
     ) -> Result<(), CoreError> {
-        self.peak = self.peak.max(r.tree_bytes);
+        // The kernel's high-water mark too: a CPU step's activations, freed between two
+        // readings, are the point's peak (sampled alone, a short start read low and the sweep's
+        // memory line with it).
+        self.peak = self.peak.max(r.tree_peak_bytes());
         // Until the observer hears from the trainer, it is taken to be the root; an estimate
         // made for another process than the trainer (Jupyter's kernel, before it imported
         // torch) is dropped.
