@@ -53,9 +53,9 @@ pub struct MemoryReading {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub children_bytes: Option<u64>,
-    /// The most resident memory the process has held since it started, where the OS keeps it
-    /// (Linux's `VmHWM`): a peak between two readings (a step's activations, freed before the
-    /// next reading) is not missed.
+    /// The most memory the process has held since it started, where the OS keeps it (Linux's
+    /// `VmHWM`, macOS's lifetime peak footprint): a peak between two readings (a step's
+    /// activations, freed before the next reading) is not missed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub process_peak_bytes: Option<u64>,

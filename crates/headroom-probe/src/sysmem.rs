@@ -115,16 +115,21 @@ pub fn pid_rss(pid: u32) -> Option<u64> {
     }
 }
 
-/// The most resident memory process `pid` has held since it started (`VmHWM`, Linux; the
-/// kernel keeps it exactly, so a peak between two readings is not missed); `None` elsewhere or
-/// once the process is gone.
+/// The most memory process `pid` has been charged for since it started, kept exactly by the
+/// kernel so a peak between two readings is not missed: `VmHWM` on Linux, the lifetime peak of
+/// the physical footprint (`ri_lifetime_max_phys_footprint`) on macOS; `None` elsewhere or once
+/// the process is gone.
 pub fn pid_peak_rss(pid: u32) -> Option<u64> {
     #[cfg(target_os = "linux")]
     {
         parse_proc_status(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
             .map(|(_, hwm)| hwm)
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(target_os = "macos")]
+    {
+        macos::pid_peak_footprint(pid)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     {
         let _ = pid;
         None
@@ -237,6 +242,24 @@ mod macos {
         }
         let bytes: Vec<u8> = raw.iter().flat_map(|w| w.to_ne_bytes()).collect();
         super::parse_rusage_info_v2(&bytes).map(|m| m.phys_footprint)
+    }
+
+    /// The lifetime peak of `pid`'s physical footprint, from `proc_pid_rusage`'s v4 record
+    /// (macOS 10.14 and later).
+    pub(super) fn pid_peak_footprint(pid: u32) -> Option<u64> {
+        let pid = libc::c_int::try_from(pid).ok()?;
+        // SAFETY: a plain struct of integers; zero is a valid value for each.
+        let mut info: libc::rusage_info_v4 = unsafe { std::mem::zeroed() };
+        // SAFETY: the kernel writes at most sizeof(rusage_info_v4) bytes for this flavor into
+        // `info`, which is exactly that struct.
+        let rc = unsafe {
+            libc::proc_pid_rusage(
+                pid,
+                libc::RUSAGE_INFO_V4,
+                std::ptr::addr_of_mut!(info).cast(),
+            )
+        };
+        (rc == 0).then_some(info.ri_lifetime_max_phys_footprint)
     }
 
     pub(super) fn process_memory() -> Option<(u64, u64)> {

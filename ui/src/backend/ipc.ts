@@ -644,9 +644,9 @@ tree_pss_bytes: number | null, processes: number,
  */
 children_bytes?: number, 
 /**
- * The most resident memory the process has held since it started, where the OS keeps it
- * (Linux's `VmHWM`): a peak between two readings (a step's activations, freed before the
- * next reading) is not missed.
+ * The most memory the process has held since it started, where the OS keeps it (Linux's
+ * `VmHWM`, macOS's lifetime peak footprint): a peak between two readings (a step's
+ * activations, freed before the next reading) is not missed.
  */
 process_peak_bytes?: number, };
 
