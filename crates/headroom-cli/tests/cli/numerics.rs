@@ -382,7 +382,9 @@ fn the_operators_that_fell_back_to_the_cpu_by_the_compared_pass_are_named_with_t
 /// of the limit: the script sees the setting and is stopped long before its loop's end. How
 /// close to the limit is timing, measured rather than asserted here: on this 2-core VM a loop
 /// of 30 ms steps asked to stop at 4 ran 4 (it ran 10 with the 0.25 s buffering);
-/// `bench/settle_overrun.py` measures the same for a sweep's starts.
+/// `bench/settle_overrun.py` measures the same for a sweep's starts. Each step's stamp is
+/// written as the step begins: the stop can land between the fourth step and a stamp written
+/// after it (a CI run counted 3).
 #[test]
 fn a_run_stopped_after_its_steps_hears_of_them_promptly() {
     let home = Home::new();
@@ -396,8 +398,8 @@ print("flush", os.environ.get("HEADROOM_FLUSH_S"), flush=True)
 m = torch.nn.Linear(8, 2); opt = torch.optim.SGD(m.parameters(), lr=0.1)
 out = open(sys.argv[1], "a", buffering=1)
 for i in range(200):
-    opt.zero_grad(); m(torch.randn(4, 8)).sum().backward(); opt.step()
     out.write(f"{i + 1}\n")
+    opt.zero_grad(); m(torch.randn(4, 8)).sum().backward(); opt.step()
     time.sleep(0.03)
 "#,
     )
