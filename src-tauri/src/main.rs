@@ -3,7 +3,9 @@
 //! `headroom_core`; sweeps and libtorch run in `headroom worker` child processes, never here.
 //!
 //! `headroom-app --open` (or `HEADROOM_APP_OPEN=1`) shows the popover at start, for machines
-//! without a tray host (Xvfb in the end-to-end tests, some Linux desktops).
+//! without a tray host (Xvfb in the end-to-end tests, some Linux desktops). `headroom-app
+//! --popover` is the popover's process started by `headroom-tray` (see [`linked`]): no tray of
+//! its own, its orders on standard input, ended when closed and idle.
 
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
@@ -18,6 +20,7 @@ mod handoff;
 #[cfg(test)]
 mod ipc;
 mod ledger;
+mod linked;
 mod login_item;
 mod memory;
 mod notify;
@@ -71,6 +74,7 @@ pub fn show_popover_on<R: Runtime>(app: &AppHandle<R>, panel: &str) {
 fn main() {
     let open = std::env::args().any(|a| a == "--open")
         || std::env::var_os("HEADROOM_APP_OPEN").is_some_and(|v| v == "1");
+    let linked = std::env::args().any(|a| a == "--popover");
     eprintln!("headroom-app: workers from {}", commands::describe_worker());
     // A second start on the same Headroom folder hands over to the first in the single-instance
     // plugin (registered first) and exits there. The folder's lock below stays as the guard
@@ -98,7 +102,11 @@ fn main() {
             app.manage(single::Held { _lock: lock });
             #[cfg(target_os = "macos")]
             app.set_activation_policy(tauri::ActivationPolicy::Accessory);
-            tray::build(app.handle())?;
+            if linked {
+                linked::start(app.handle());
+            } else {
+                tray::build(app.handle())?;
+            }
             notify::init(app.handle());
             overview::start(app.handle());
             remote::follow_remote_runs(app.handle());

@@ -160,6 +160,13 @@ impl ProfileView {
 #[derive(Debug, Default)]
 pub struct MemorySlot(Mutex<Option<RunningMemory>>);
 
+impl MemorySlot {
+    /// Whether a memory job (a watch, an epochs run) runs now.
+    pub fn running(&self) -> bool {
+        lock(&self.0).as_ref().is_some_and(RunningMemory::is_running)
+    }
+}
+
 /// The tray's line for a snapshot.
 pub fn tray_line(s: &MemorySnapshot) -> MemoryLine {
     MemoryLine {

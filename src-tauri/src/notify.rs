@@ -4,56 +4,12 @@
 use tauri::{AppHandle, Emitter, Runtime};
 use tauri_plugin_notification::{Action, ActionType, NotificationExt};
 
-/// What a notification is about; it decides the buttons it carries and the panel a click opens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Memory contention or a verdict that moved to the remote host: carries "Open the Remote
-    /// panel", and a click on the notification itself opens that panel too.
-    Contention,
-    /// A leak seen by a watch or an epochs run; a click opens the Memory panel.
-    Leak,
-    /// Anything else; a click opens the Overview.
-    Verdict,
-}
+pub use headroom_core::menubar::{panel_for, Kind, CONTINUE_REMOTE, OPEN_REMOTE};
 
 /// The action type of contention notifications (their buttons).
 const CONTENTION_ACTIONS: &str = "headroom-contention";
-/// The button that opens the Remote panel.
-pub const OPEN_REMOTE: &str = "open-remote";
-/// The button that starts the current project's training on the remote host, detached.
-pub const CONTINUE_REMOTE: &str = "continue-remote";
 /// The app event that button raises (heard by `handoff`, which knows the remote hosts).
 pub const CONTINUE_EVENT: &str = "headroom://continue-remote";
-
-impl Kind {
-    /// The notification id: one per kind, so a click can be traced back to what it was about.
-    fn id(self) -> i32 {
-        match self {
-            Kind::Contention => 1,
-            Kind::Leak => 2,
-            Kind::Verdict => 3,
-        }
-    }
-
-    fn from_id(id: i32) -> Option<Kind> {
-        [Kind::Contention, Kind::Leak, Kind::Verdict]
-            .into_iter()
-            .find(|k| k.id() == id)
-    }
-}
-
-/// The panel to show for `action` (an action id, or `tap` for a click on the notification
-/// itself) on a notification with id `id`, when one is known.
-pub fn panel_for(action: &str, id: Option<i32>) -> &'static str {
-    if action == OPEN_REMOTE {
-        return "remote";
-    }
-    match id.and_then(Kind::from_id) {
-        Some(Kind::Contention) => "remote",
-        Some(Kind::Leak) => "memory",
-        Some(Kind::Verdict) | None => "overview",
-    }
-}
 
 /// Registers the notification buttons and what a click on them does: show the popover on the
 /// panel the notification is about. Call once at start, before any notification is shown (a
@@ -120,17 +76,6 @@ pub fn watch_crossed(title: &str, growth: f64, threshold: f64) -> (String, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_click_opens_the_panel_the_notification_is_about() {
-        assert_eq!(panel_for(OPEN_REMOTE, Some(Kind::Leak.id())), "remote");
-        assert_eq!(panel_for(OPEN_REMOTE, None), "remote");
-        assert_eq!(panel_for("tap", Some(Kind::Contention.id())), "remote");
-        assert_eq!(panel_for("tap", Some(Kind::Leak.id())), "memory");
-        assert_eq!(panel_for("tap", Some(Kind::Verdict.id())), "overview");
-        assert_eq!(panel_for("tap", Some(99)), "overview");
-        assert_eq!(panel_for("tap", None), "overview");
-    }
 
     #[test]
     fn the_crossing_message_cites_both_figures() {

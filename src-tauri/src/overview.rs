@@ -5,14 +5,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use headroom_decide::{Column, Decision, Rule};
+use headroom_decide::Decision;
 use headroom_probe::contention::{ContentionReport, Sampler};
 use serde::Serialize;
 use tauri::{AppHandle, Emitter, Manager, Runtime, State};
 
 use crate::error::{AppError, ErrorCode};
-use crate::notify::Kind;
 use crate::tray::{DecisionLine, TrayPart};
+use headroom_core::menubar::change_notice;
 use crate::util::lock;
 
 /// Event carrying each new [`OverviewSnapshot`] to the UI.
@@ -44,44 +44,15 @@ impl OverviewSlot {
     /// snapshot is dropped — it must not be shown as if it were the new project's — and the tray
     /// forgets its decision until the next one.
     pub fn choose<R: Runtime>(&self, app: &AppHandle<R>, project: Option<String>) {
-        *lock(&self.project) = project;
+        *lock(&self.project) = project.clone();
         *lock(&self.latest) = None;
+        crate::tray::to_tray(&crate::tray::ToTray::Project(project));
         crate::tray::tell(app, TrayPart::Decision(None));
     }
 
     pub(crate) fn project(&self) -> Option<String> {
         lock(&self.project).clone()
     }
-}
-
-/// What to tell the user when the decision moves from `prev` to `next`: a new verdict, or
-/// contention newly raised. Nothing on the first sample unless contention is already raised.
-/// A notice that points at the remote host carries the button that opens the Remote panel.
-pub fn change_notice(prev: Option<&Decision>, next: &Decision) -> Option<(Kind, String, String)> {
-    let contention =
-        next.fired(Rule::Contention) && !prev.is_some_and(|p| p.fired(Rule::Contention));
-    if contention {
-        let why = next
-            .reasons
-            .iter()
-            .find(|r| r.rule == Rule::Contention)
-            .map_or_else(String::new, |r| r.text.clone());
-        return Some((
-            Kind::Contention,
-            "Headroom: memory contention — move the run to the remote host".into(),
-            format!("{why}. Open Headroom for the decision table."),
-        ));
-    }
-    let prev = prev?;
-    (prev.verdict != next.verdict).then(|| {
-        let to = next.verdict.map_or("fix first", |c| c.label());
-        let kind = if next.verdict == Some(Column::Remote) {
-            Kind::Contention
-        } else {
-            Kind::Verdict
-        };
-        (kind, format!("Headroom: now {to}"), next.headline.clone())
-    })
 }
 
 /// One recomputation from the ledger, the configuration and `sampler`.
@@ -114,7 +85,10 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
             if let Some((kind, title, body)) =
                 change_notice(prev.as_ref().map(|p| &p.decision), &snap.decision)
             {
-                crate::notify::send(&app, kind, &title, &body);
+                // Started by `headroom-tray`, which notifies from its own loop.
+                if !crate::tray::external() {
+                    crate::notify::send(&app, kind, &title, &body);
+                }
             }
             // A hidden popover is not redrawn (its WebKit process stays asleep: about half the
             // app's idle CPU, bench/README.md); `show_popover` sends it the latest on showing.
@@ -167,50 +141,4 @@ pub async fn overview(state: State<'_, OverviewSlot>) -> Result<OverviewSnapshot
     tauri::async_runtime::spawn_blocking(move || compute(&mut Sampler::new(), project.as_deref()))
         .await
         .map_err(|e| AppError::new(ErrorCode::Internal, e.to_string()))
-}
-
-#[cfg(test)]
-mod tests {
-    use headroom_decide::{decide, Facts};
-    use headroom_store::config::DecideThresholds;
-
-    use super::*;
-
-    fn decided(contention: &[&str], parity: bool) -> Decision {
-        let f = Facts {
-            contention: contention.iter().map(|s| (*s).to_owned()).collect(),
-            cuda_parity_required: parity,
-            ..Facts::default()
-        };
-        decide(&f, &DecideThresholds::default())
-    }
-
-    #[test]
-    fn a_notice_when_contention_starts_or_the_verdict_moves_not_otherwise() {
-        let calm = decided(&[], false);
-        assert_eq!(calm.verdict, Some(Column::Cpu));
-        assert_eq!(change_notice(None, &calm), None, "no news at start");
-        assert_eq!(change_notice(Some(&calm), &calm), None);
-        let squeezed = decided(
-            &["conferencing and IDEs hold 10.0 GiB (31 % of 32.0 GiB RAM; threshold 25 %)"],
-            false,
-        );
-        let (kind, title, body) = change_notice(Some(&calm), &squeezed).expect("contention starts");
-        assert_eq!(kind, Kind::Contention, "carries the Remote panel button");
-        assert!(title.contains("memory contention"), "{title}");
-        assert!(body.contains("31 % of 32.0 GiB"), "{body}");
-        assert!(
-            change_notice(None, &squeezed).is_some(),
-            "raised at start is news"
-        );
-        assert_eq!(change_notice(Some(&squeezed), &squeezed), None, "said once");
-        let (kind, title, body) = change_notice(Some(&squeezed), &calm).expect("back to the CPU");
-        assert_eq!(kind, Kind::Verdict);
-        assert_eq!(title, "Headroom: now CPU");
-        assert!(body.starts_with("CPU"), "{body}");
-        let parity = decided(&[], true);
-        let (kind, title, _) = change_notice(Some(&calm), &parity).expect("moves remote");
-        assert_eq!(kind, Kind::Contention);
-        assert_eq!(title, "Headroom: now remote");
-    }
 }

@@ -392,6 +392,13 @@ pub async fn run_migration_step(
 #[derive(Debug, Default)]
 pub struct VncSlot(Mutex<Option<(String, Tunnel)>>);
 
+impl VncSlot {
+    /// Whether a tunnel to a host's screen is open.
+    pub fn open(&self) -> bool {
+        lock(&self.0).is_some()
+    }
+}
+
 /// Opens the tunnel to the host's screen and hands the URL to the OS viewer; returns the URL.
 #[tauri::command]
 pub async fn open_vnc(state: State<'_, VncSlot>, name: String) -> Result<String, AppError> {

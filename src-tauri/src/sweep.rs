@@ -85,6 +85,11 @@ impl Drop for RunningSweep {
 pub struct SweepSlot(Mutex<Option<RunningSweep>>);
 
 impl SweepSlot {
+    /// Whether a sweep runs now.
+    pub fn running(&self) -> bool {
+        lock(&self.0).as_ref().is_some_and(RunningSweep::is_running)
+    }
+
     /// The current (or last) sweep's snapshot.
     pub fn snapshot(&self) -> Option<SweepSnapshot> {
         lock(&self.0).as_ref().map(RunningSweep::snapshot)

@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod error;
+pub mod instance;
 pub mod ledger;
 pub mod paths;
 pub mod project;

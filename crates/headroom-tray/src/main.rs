@@ -1,0 +1,339 @@
+//! `headroom-tray`: Headroom in the menu bar at the cost of a tray icon. This process holds the
+//! icon (its colour the readiness verdict and the decision), its menu, the global shortcut and
+//! the decision's loop with its notifications — and no WebKit. The popover is `headroom-app
+//! --popover`, started when it is opened and told what to show on its standard input; it ends
+//! once closed and idle (`headroom-app`'s `linked` module), so a closed Headroom is this process
+//! alone. Its panels' parts of the tray's look come back as lines on its standard output.
+//!
+//! `headroom-app` is looked for beside this binary (`HEADROOM_APP_BIN` says where otherwise).
+//! `headroom-app` started alone still runs the whole app in one process (its own tray).
+
+mod popover;
+
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use global_hotkey::hotkey::HotKey;
+use global_hotkey::{GlobalHotKeyEvent, GlobalHotKeyManager, HotKeyState};
+use headroom_core::menubar::{
+    change_notice, icon_rgba, look, DecisionLine, Kind, ToPopover, ToTray, TrayFacts, TrayLook,
+    TrayPart, MENU,
+};
+use tao::event::{Event, StartCause};
+use tao::event_loop::{ControlFlow, EventLoopBuilder, EventLoopProxy};
+use tray_icon::menu::{Menu, MenuEvent, MenuItem};
+use tray_icon::{Icon, MouseButton, MouseButtonState, TrayIcon, TrayIconBuilder, TrayIconEvent};
+
+/// What reaches the event loop.
+#[derive(Debug)]
+pub enum Msg {
+    /// A menu item, by id.
+    Menu(String),
+    /// The icon clicked (macOS, Windows; Linux's AppIndicator trays report no clicks).
+    Click,
+    /// The shortcut pressed.
+    Shortcut,
+    /// A line from the popover's process, of its generation.
+    FromPopover(u64, ToTray),
+    /// The popover's process of that generation ended.
+    PopoverGone(u64),
+    /// A part of the look from this process's own threads (the decision, readiness).
+    Part(TrayPart),
+    /// A notification's button or click: show the popover on this panel.
+    Open(String),
+}
+
+const ICON_SIZE: u32 = 32;
+
+fn icon(l: &TrayLook) -> Option<Icon> {
+    Icon::from_rgba(icon_rgba(l.colour, ICON_SIZE), ICON_SIZE, ICON_SIZE).ok()
+}
+
+fn main() {
+    // GTK opens GL only to choose its visuals: 25 MiB of Mesa's libLLVM in a process that draws
+    // an icon (bench/README.md). The popover's process gets the environment as it was.
+    #[cfg(target_os = "linux")]
+    let gl_set_here = std::env::var_os("GDK_GL").is_none();
+    #[cfg(target_os = "linux")]
+    if gl_set_here {
+        std::env::set_var("GDK_GL", "disable");
+    }
+    let _lock = match headroom_store::instance::acquire("tray.lock", "Headroom's tray") {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("headroom-tray: {e}");
+            std::process::exit(0);
+        }
+    };
+    let mut builder = EventLoopBuilder::<Msg>::with_user_event();
+    let event_loop = builder.build();
+    #[cfg(target_os = "macos")]
+    let event_loop = {
+        use tao::platform::macos::{ActivationPolicy, EventLoopExtMacOS};
+        let mut l = event_loop;
+        l.set_activation_policy(ActivationPolicy::Accessory);
+        l
+    };
+    let proxy = event_loop.create_proxy();
+    {
+        let p = proxy.clone();
+        MenuEvent::set_event_handler(Some(move |e: MenuEvent| {
+            let _ = p.send_event(Msg::Menu(e.id.0));
+        }));
+        let p = proxy.clone();
+        TrayIconEvent::set_event_handler(Some(move |e: TrayIconEvent| {
+            if let TrayIconEvent::Click {
+                button: MouseButton::Left,
+                button_state: MouseButtonState::Up,
+                ..
+            } = e
+            {
+                let _ = p.send_event(Msg::Click);
+            }
+        }));
+        let p = proxy.clone();
+        GlobalHotKeyEvent::set_event_handler(Some(move |e: GlobalHotKeyEvent| {
+            if e.state == HotKeyState::Pressed {
+                let _ = p.send_event(Msg::Shortcut);
+            }
+        }));
+    }
+    let mut app = popover::Popover::new(proxy.clone());
+    #[cfg(target_os = "linux")]
+    if gl_set_here {
+        app.without_env("GDK_GL");
+    }
+    let project = Arc::new(Mutex::new(None::<String>));
+    let keys = GlobalHotKeyManager::new()
+        .map_err(|e| eprintln!("headroom-tray: no global shortcut here: {e}"))
+        .ok();
+    let mut shortcut: Option<HotKey> = None;
+    let mut facts = TrayFacts::default();
+    let mut shown: Option<TrayLook> = None;
+    let mut tray: Option<TrayIcon> = None;
+    event_loop.run(move |event, _, flow| {
+        *flow = ControlFlow::Wait;
+        let mut changed = false;
+        match event {
+            // The icon is made once the loop runs (macOS needs its application running).
+            Event::NewEvents(StartCause::Init) => {
+                tray = make_tray(&look(&facts));
+                shown = Some(look(&facts));
+                shortcut = apply_shortcut(keys.as_ref(), shortcut.take());
+                decision_loop(proxy.clone(), project.clone());
+                readiness_once(proxy.clone());
+                eprintln!("headroom-tray: ready (pid {})", std::process::id());
+            }
+            Event::UserEvent(msg) => match msg {
+                Msg::Menu(id) => match id.as_str() {
+                    "quit" => {
+                        app.quit();
+                        *flow = ControlFlow::Exit;
+                    }
+                    "open" => app.order(ToPopover::Show(None)),
+                    panel => app.order(ToPopover::Show(Some(panel.to_owned()))),
+                },
+                Msg::Click | Msg::Shortcut => app.order(ToPopover::Toggle),
+                Msg::Open(panel) => app.order(ToPopover::Show(Some(panel))),
+                Msg::FromPopover(generation, line) if app.is_current(generation) => match line {
+                    ToTray::Part(part) => {
+                        facts.take(part);
+                        changed = true;
+                    }
+                    ToTray::Project(p) => {
+                        if let Ok(mut g) = project.lock() {
+                            *g = p;
+                        }
+                        // Its decision is judged from the next sample on.
+                        facts.take(TrayPart::Decision(None));
+                        changed = true;
+                    }
+                    ToTray::Settings => {
+                        shortcut = apply_shortcut(keys.as_ref(), shortcut.take());
+                    }
+                },
+                Msg::FromPopover(..) => {}
+                Msg::PopoverGone(generation) => app.gone(generation),
+                Msg::Part(part) => {
+                    facts.take(part);
+                    changed = true;
+                }
+            },
+            _ => {}
+        }
+        if changed {
+            let l = look(&facts);
+            if shown.as_ref() != Some(&l) {
+                if let Some(t) = &tray {
+                    let _ = t.set_icon(icon(&l));
+                    let _ = t.set_tooltip(Some(&l.tooltip));
+                }
+                shown = Some(l);
+            }
+        }
+    });
+}
+
+/// The tray icon with its menu, or `None` where the desktop has no tray (the shortcut still
+/// opens the popover).
+fn make_tray(first: &TrayLook) -> Option<TrayIcon> {
+    let menu = Menu::new();
+    for (id, label) in MENU {
+        if let Err(e) = menu.append(&MenuItem::with_id(*id, *label, true, None)) {
+            eprintln!("headroom-tray: menu item {label}: {e}");
+        }
+    }
+    let mut b = TrayIconBuilder::new()
+        .with_id("headroom")
+        .with_menu(Box::new(menu))
+        .with_menu_on_left_click(false)
+        .with_tooltip(&first.tooltip);
+    if let Some(i) = icon(first) {
+        b = b.with_icon(i);
+    }
+    b.build()
+        .map_err(|e| eprintln!("headroom-tray: no tray icon here: {e}"))
+        .ok()
+}
+
+/// Registers the configured shortcut in place of `old` (the settings read again).
+fn apply_shortcut(keys: Option<&GlobalHotKeyManager>, old: Option<HotKey>) -> Option<HotKey> {
+    let keys = keys?;
+    if let Some(o) = old {
+        let _ = keys.unregister(o);
+    }
+    let want = match headroom_store::config::load() {
+        Ok(c) => c.app.shortcut.trim().to_owned(),
+        Err(e) => {
+            eprintln!("headroom-tray: [app] settings not read ({e}); the default shortcut");
+            headroom_store::config::DEFAULT_SHORTCUT.to_owned()
+        }
+    };
+    if want.is_empty() {
+        return None;
+    }
+    let key = match HotKey::from_str(&want) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("headroom-tray: app.shortcut = {want:?} does not read: {e}");
+            return None;
+        }
+    };
+    match keys.register(key) {
+        Ok(()) => Some(key),
+        Err(e) => {
+            eprintln!("headroom-tray: {want} could not be registered ({e}); another app may hold it");
+            None
+        }
+    }
+}
+
+/// The decision, recomputed in the background as the app's Overview does: painted on the icon
+/// when it changes, told as a notification when the verdict moves or contention starts.
+fn decision_loop(proxy: EventLoopProxy<Msg>, project: Arc<Mutex<Option<String>>>) {
+    std::thread::spawn(move || {
+        let mut sampler = headroom_probe::contention::Sampler::new();
+        // No popover here: the process list is read only when it could raise contention.
+        sampler.set_light(true);
+        let mut prev: Option<headroom_decide::Decision> = None;
+        let mut chosen: Option<String> = None;
+        let mut ticks: u32 = 0;
+        loop {
+            let now_project = project.lock().map(|p| p.clone()).unwrap_or_default();
+            if now_project != chosen {
+                // Another project: its decision is news only from its own first sample.
+                prev = None;
+                chosen = now_project;
+            }
+            let (now, _problem) =
+                headroom_core::jobs::decide_now::now(&mut sampler, chosen.as_deref());
+            if let Some((kind, title, body)) = change_notice(prev.as_ref(), &now.decision) {
+                notify(&proxy, kind, &title, &body);
+            }
+            let line = DecisionLine::of(&now.decision);
+            if prev.as_ref().map(DecisionLine::of) != Some(line.clone()) {
+                if proxy
+                    .send_event(Msg::Part(TrayPart::Decision(Some(line))))
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            prev = Some(now.decision);
+            // glibc keeps freed heap pages in its arenas: hand them back once a minute.
+            #[cfg(all(target_os = "linux", target_env = "gnu"))]
+            if ticks.is_multiple_of(12) {
+                // SAFETY: malloc_trim only releases free memory at the top of the heaps.
+                unsafe {
+                    libc::malloc_trim(0);
+                }
+            }
+            ticks = ticks.wrapping_add(1);
+            std::thread::sleep(Duration::from_secs(now.interval_s.max(1)));
+        }
+    });
+}
+
+/// One readiness check at start, recorded in the ledger only when it found something new (as
+/// the app's Readiness panel does); its lights colour the icon.
+fn readiness_once(proxy: EventLoopProxy<Msg>) {
+    std::thread::spawn(move || {
+        use headroom_core::jobs;
+        let exe = match jobs::worker_binary() {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("headroom-tray: no readiness check: {e}");
+                return;
+            }
+        };
+        let report =
+            jobs::doctor::check(&exe, &jobs::doctor::DoctorOptions::default(), &mut |_| {});
+        if let Err(e) = jobs::open_ledger()
+            .and_then(|l| jobs::doctor::record_if_changed(&l, &report, r#"{"from":"tray"}"#))
+        {
+            eprintln!("headroom-tray: this readiness check was not recorded: {e}");
+        }
+        let _ = proxy.send_event(Msg::Part(TrayPart::Readiness(Box::new(report))));
+    });
+}
+
+/// Shows a notification (also written to stderr, so one the desktop cannot show is not lost).
+/// On Linux a contention notice carries the button that opens the Remote panel, and a click on
+/// any notice opens the panel it is about.
+fn notify(proxy: &EventLoopProxy<Msg>, kind: Kind, title: &str, body: &str) {
+    eprintln!("headroom-tray: notification: {title}: {body}");
+    let mut n = notify_rust::Notification::new();
+    n.appname("Headroom").summary(title).body(body);
+    #[cfg(all(unix, not(target_os = "macos")))]
+    {
+        if kind == Kind::Contention {
+            n.action(headroom_core::menubar::OPEN_REMOTE, "Open the Remote panel");
+        }
+        n.action("default", "Open Headroom");
+        let proxy = proxy.clone();
+        match n.show() {
+            Ok(handle) => {
+                std::thread::spawn(move || {
+                    handle.wait_for_action(|action| {
+                        if action != "__closed" {
+                            let panel = headroom_core::menubar::panel_for(
+                                action,
+                                Some(kind.id()),
+                            );
+                            let _ = proxy.send_event(Msg::Open(panel.to_owned()));
+                        }
+                    });
+                });
+            }
+            Err(e) => eprintln!("headroom-tray: the notification could not be shown: {e}"),
+        }
+    }
+    #[cfg(target_os = "macos")]
+    {
+        let _ = (proxy, kind);
+        if let Err(e) = n.show() {
+            eprintln!("headroom-tray: the notification could not be shown: {e}");
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! The popover's process: `headroom-app --popover`, started on the first order that finds none
+//! running, told each order as a line on its standard input; its standard output read for the
+//! tray's parts. Each start is a generation: lines and the end of an older one are ignored.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use headroom_core::menubar::{ToPopover, ToTray};
+use tao::event_loop::EventLoopProxy;
+
+use crate::Msg;
+
+/// The running popover's process and the end of the pipe its orders go through.
+pub struct Popover {
+    proxy: EventLoopProxy<Msg>,
+    running: Option<(Child, ChildStdin)>,
+    generation: u64,
+    without: Vec<&'static str>,
+}
+
+/// Where `headroom-app` is: `HEADROOM_APP_BIN`, else beside this binary.
+pub fn app_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("HEADROOM_APP_BIN") {
+        return PathBuf::from(p);
+    }
+    let me = std::env::current_exe().unwrap_or_default();
+    me.with_file_name(format!("headroom-app{}", std::env::consts::EXE_SUFFIX))
+}
+
+impl Popover {
+    pub fn new(proxy: EventLoopProxy<Msg>) -> Self {
+        Self {
+            proxy,
+            running: None,
+            generation: 0,
+            without: Vec::new(),
+        }
+    }
+
+    /// Leaves `key` out of the popover's environment (one this process set for itself).
+    pub fn without_env(&mut self, key: &'static str) {
+        self.without.push(key);
+    }
+
+    /// Whether `generation` is the running start's.
+    pub fn is_current(&self, generation: u64) -> bool {
+        self.running.is_some() && generation == self.generation
+    }
+
+    /// Gives `order` to the popover, starting one where none runs (a toggle then shows it).
+    pub fn order(&mut self, order: ToPopover) {
+        if let Some((_, stdin)) = self.running.as_mut() {
+            if writeln!(stdin, "{}", order.line())
+                .and_then(|()| stdin.flush())
+                .is_ok()
+            {
+                return;
+            }
+            // Its end of the pipe is closed: it is ending; start another.
+            self.reap();
+        }
+        let order = match order {
+            ToPopover::Toggle => ToPopover::Show(None),
+            ToPopover::Quit => return,
+            o => o,
+        };
+        if let Err(e) = self.start() {
+            eprintln!("headroom-tray: cannot start the popover: {e}");
+            return;
+        }
+        if let Some((_, stdin)) = self.running.as_mut() {
+            let _ = writeln!(stdin, "{}", order.line()).and_then(|()| stdin.flush());
+        }
+    }
+
+    fn start(&mut self) -> std::io::Result<()> {
+        let bin = app_binary();
+        let mut cmd = Command::new(&bin);
+        cmd.arg("--popover")
+            .env_remove("HEADROOM_APP_OPEN")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        for key in &self.without {
+            cmd.env_remove(key);
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", bin.display())))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::io::Error::other("no pipe to the popover"));
+        };
+        self.generation += 1;
+        let (generation, proxy) = (self.generation, self.proxy.clone());
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                match serde_json::from_str::<ToTray>(&line) {
+                    Ok(t) => {
+                        let _ = proxy.send_event(Msg::FromPopover(generation, t));
+                    }
+                    // Something else on its standard output: passed on, not lost.
+                    Err(_) => eprintln!("{line}"),
+                }
+            }
+            let _ = proxy.send_event(Msg::PopoverGone(generation));
+        });
+        eprintln!(
+            "headroom-tray: popover started (pid {}, {})",
+            child.id(),
+            bin.display()
+        );
+        self.running = Some((child, stdin));
+        Ok(())
+    }
+
+    /// The start of `generation` ended (its output closed): reaped.
+    pub fn gone(&mut self, generation: u64) {
+        if generation == self.generation {
+            self.reap();
+        }
+    }
+
+    fn reap(&mut self) {
+        if let Some((mut child, stdin)) = self.running.take() {
+            drop(stdin);
+            let _ = child.wait();
+        }
+    }
+
+    /// Quit: the popover is told to end and given a few seconds (a running sweep stops with
+    /// it), then ended.
+    pub fn quit(&mut self) {
+        let Some((mut child, mut stdin)) = self.running.take() else {
+            return;
+        };
+        let _ = writeln!(stdin, "{}", ToPopover::Quit.line()).and_then(|()| stdin.flush());
+        drop(stdin);
+        let until = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < until {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}

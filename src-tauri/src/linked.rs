@@ -1,0 +1,87 @@
+//! The app as `headroom-tray`'s popover (`headroom-app --popover`): the tray, its shortcut and
+//! the decision's notifications live in that small process, which starts this one when the
+//! popover is opened. Orders come in on standard input ([`ToPopover`], a line each); the tray's
+//! parts go out on standard output ([`crate::tray::to_tray`]). Once its window is gone (dropped
+//! a while after the close, [`crate::popover::keep_for`]) and no job runs — a sweep, a memory
+//! job, a screen tunnel —, the process ends, and WebKit's processes with it: a closed Headroom
+//! is then the tray process alone.
+
+use std::io::BufRead as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use headroom_core::menubar::ToPopover;
+use tauri::{AppHandle, Manager, Runtime};
+
+/// How often the idle check looks.
+const IDLE_EVERY: Duration = Duration::from_millis(500);
+
+/// Whether a job of this app runs now: the process must live on without its window.
+pub fn busy<R: Runtime>(app: &AppHandle<R>) -> bool {
+    app.state::<crate::sweep::SweepSlot>().running()
+        || app.state::<crate::memory::MemorySlot>().running()
+        || app.state::<crate::remote::VncSlot>().open()
+}
+
+/// Whether the process should end now: its window was made and is gone (or the tray process
+/// that started it is gone and it has no window), and nothing runs.
+pub fn should_end(window_made: bool, window_now: bool, tray_gone: bool, busy: bool) -> bool {
+    !window_now && !busy && (window_made || tray_gone)
+}
+
+/// Hands the tray to `headroom-tray`, follows its orders and ends the process when idle.
+pub fn start<R: Runtime>(app: &AppHandle<R>) {
+    crate::tray::set_external();
+    let tray_gone = Arc::new(AtomicBool::new(false));
+    let (handle, gone) = (app.clone(), tray_gone.clone());
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines().map_while(Result::ok) {
+            let Some(order) = ToPopover::parse(&line) else {
+                eprintln!("headroom-app: an order from the tray that does not read: {line:?}");
+                continue;
+            };
+            let h = handle.clone();
+            let _ = handle.run_on_main_thread(move || match order {
+                ToPopover::Show(None) => crate::show_popover(&h),
+                ToPopover::Show(Some(panel)) => crate::show_popover_on(&h, &panel),
+                ToPopover::Toggle => crate::desktop::toggle_popover(&h),
+                ToPopover::Quit => h.exit(0),
+            });
+        }
+        // The tray process ended (or closed its end): this one ends once idle.
+        gone.store(true, Ordering::SeqCst);
+    });
+    let app = app.clone();
+    std::thread::spawn(move || {
+        let mut made = false;
+        loop {
+            std::thread::sleep(IDLE_EVERY);
+            let now = app.get_webview_window(crate::POPOVER).is_some();
+            made |= now;
+            if should_end(made, now, tray_gone.load(Ordering::SeqCst), busy(&app)) {
+                eprintln!("headroom-app: the popover is closed and nothing runs: ending");
+                app.exit(0);
+                return;
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_popovers_process_ends_only_when_its_window_is_gone_and_nothing_runs() {
+        use super::should_end;
+        // Started, the window not made yet: wait for the tray's order.
+        assert!(!should_end(false, false, false, false));
+        // Showing, or hidden within its keep time: the window is there.
+        assert!(!should_end(true, true, false, false));
+        // Dropped: end, unless a job runs.
+        assert!(should_end(true, false, false, false));
+        assert!(!should_end(true, false, false, true));
+        // The tray process gone before any window: end when idle.
+        assert!(should_end(false, false, true, false));
+        assert!(!should_end(false, false, true, true));
+    }
+}
