@@ -21,6 +21,7 @@ fi
 export HEADROOM_E2E_TAURI_DRIVER="$DRIVER"
 BIN="${CARGO_TARGET_DIR:-$PWD/target}/release"
 export HEADROOM_E2E_APP="$BIN/headroom-app"
+export HEADROOM_E2E_TRAY="$BIN/headroom-tray"
 export HEADROOM_E2E_WORKER="$BIN/headroom"
 export HEADROOM_E2E_VENV="$PWD/.venv"
 export HEADROOM_E2E_OUT="${CARGO_TARGET_DIR:-$PWD/target}/e2e"

@@ -163,7 +163,9 @@ pub struct MemorySlot(Mutex<Option<RunningMemory>>);
 impl MemorySlot {
     /// Whether a memory job (a watch, an epochs run) runs now.
     pub fn running(&self) -> bool {
-        lock(&self.0).as_ref().is_some_and(RunningMemory::is_running)
+        lock(&self.0)
+            .as_ref()
+            .is_some_and(RunningMemory::is_running)
     }
 }
 

@@ -12,8 +12,8 @@ use tauri::{AppHandle, Emitter, Manager, Runtime, State};
 
 use crate::error::{AppError, ErrorCode};
 use crate::tray::{DecisionLine, TrayPart};
-use headroom_core::menubar::change_notice;
 use crate::util::lock;
+use headroom_core::menubar::change_notice;
 
 /// Event carrying each new [`OverviewSnapshot`] to the UI.
 pub const OVERVIEW_EVENT: &str = "headroom://overview";

@@ -141,4 +141,3 @@ fn repaint<R: Runtime>(app: &AppHandle<R>, shown: &Mutex<Option<TrayLook>>, l: T
         *shown = Some(l);
     }
 }
-

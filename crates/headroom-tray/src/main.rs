@@ -223,7 +223,9 @@ fn apply_shortcut(keys: Option<&GlobalHotKeyManager>, old: Option<HotKey>) -> Op
     match keys.register(key) {
         Ok(()) => Some(key),
         Err(e) => {
-            eprintln!("headroom-tray: {want} could not be registered ({e}); another app may hold it");
+            eprintln!(
+                "headroom-tray: {want} could not be registered ({e}); another app may hold it"
+            );
             None
         }
     }
@@ -317,10 +319,7 @@ fn notify(proxy: &EventLoopProxy<Msg>, kind: Kind, title: &str, body: &str) {
                 std::thread::spawn(move || {
                     handle.wait_for_action(|action| {
                         if action != "__closed" {
-                            let panel = headroom_core::menubar::panel_for(
-                                action,
-                                Some(kind.id()),
-                            );
+                            let panel = headroom_core::menubar::panel_for(action, Some(kind.id()));
                             let _ = proxy.send_event(Msg::Open(panel.to_owned()));
                         }
                     });

@@ -2154,7 +2154,15 @@ fn every_tab_light_and_dark_in_the_real_window() {
 
 /// The WebKit processes under the app now (the app's descendants named `WebKitWebProces…`).
 fn web_processes(app: u32) -> usize {
-    let mut seen = vec![app];
+    descendants(app)
+        .iter()
+        .filter(|(_, comm)| comm.starts_with("WebKitWebProces"))
+        .count()
+}
+
+/// Every process under `pid` (its children's children too), with its command name.
+fn descendants(pid: u32) -> Vec<(u32, String)> {
+    let mut seen = vec![pid];
     let mut i = 0;
     while i < seen.len() {
         let p = seen[i];
@@ -2171,11 +2179,12 @@ fn web_processes(app: u32) -> usize {
     }
     seen.iter()
         .skip(1)
-        .filter(|p| {
+        .filter_map(|p| {
             std::fs::read_to_string(format!("/proc/{p}/comm"))
-                .is_ok_and(|c| c.starts_with("WebKitWebProces"))
+                .ok()
+                .map(|c| (*p, c.trim().to_owned()))
         })
-        .count()
+        .collect()
 }
 
 /// A closed popover holds no web page: once it has stayed hidden for its keep time (3 s here, a
@@ -2264,4 +2273,158 @@ fn a_closed_popover_drops_its_web_page_and_the_shortcut_makes_it_again() {
     s.click(&s.wait(r#"[data-testid="cancel-sweep"]"#, 5));
     s.close();
     drop(driver);
+}
+
+/// Whether `pid` runs (a process that ended but is not reaped yet — its parent gone, as here —
+/// is a zombie: it holds no memory).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+        .unwrap_or(false)
+}
+
+/// A process's proportional set size in KiB (`/proc/PID/smaps_rollup`).
+fn pss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Pss:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The menu bar without WebKit: `headroom-tray` starts alone (no app, no web process under it),
+/// the shortcut starts the popover's process and shows its window, the shortcut again closes
+/// it and — once its keep time is over (2 s here) — that process ends with WebKit's, leaving the
+/// tray alone; the shortcut makes it again; a second tray on the same folder leaves at once.
+#[test]
+#[ignore = "needs Xvfb and a D-Bus session: run scripts/e2e.sh"]
+fn the_tray_process_starts_the_popover_on_open_and_is_alone_once_it_is_closed() {
+    let home = tempfile::tempdir().expect("temp HEADROOM_HOME");
+    let user_home = tempfile::tempdir().expect("a HOME");
+    let tray_bin = env_path("HEADROOM_E2E_TRAY");
+    let start = || {
+        Command::new(&tray_bin)
+            .env("HEADROOM_HOME", home.path())
+            .env("HEADROOM_SSH_DIR", home.path().join("ssh"))
+            .env("HEADROOM_BIN", env_path("HEADROOM_E2E_WORKER"))
+            .env("HEADROOM_APP_BIN", env_path("HEADROOM_E2E_APP"))
+            .env("HEADROOM_APP_KEEP_POPOVER_S", "2")
+            .env("VIRTUAL_ENV", env_path("HEADROOM_E2E_VENV"))
+            .env("HOME", user_home.path())
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("HEADROOM_APP_OPEN")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start headroom-tray")
+    };
+    struct Killed(Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            for (p, comm) in descendants(self.0.id()) {
+                if comm == "headroom-app" {
+                    let _ = Command::new("kill").arg(p.to_string()).status();
+                }
+            }
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut tray = Killed(start());
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let err = tray.0.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for l in BufReader::new(err).lines().map_while(Result::ok) {
+            eprintln!("tray: {l}");
+            let _ = tx.send(l);
+        }
+    });
+    let wait_line = |what: &str, secs: u64| {
+        let until = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(l) if l.contains(what) => return l,
+                Ok(_) => {}
+                Err(_) => panic!("headroom-tray did not say {what:?} within {secs} s"),
+            }
+        }
+    };
+    wait_line("headroom-tray: ready", 30);
+    let pid = tray.0.id();
+    let apps = |pid: u32| -> Vec<u32> {
+        descendants(pid)
+            .into_iter()
+            .filter(|(_, c)| c == "headroom-app")
+            .map(|(p, _)| p)
+            .collect()
+    };
+    assert!(apps(pid).is_empty(), "no popover process before an open");
+    assert!(!popover_shown(), "no window before an open");
+    let alone = pss_kib(pid);
+    // Open: the popover's process starts and maps its window.
+    let pressed = Instant::now();
+    key("ctrl+shift+h");
+    wait_shown(true, 30, "the shortcut pressed on the tray");
+    let mapped = pressed.elapsed();
+    let first = apps(pid);
+    assert_eq!(
+        first.len(),
+        1,
+        "one popover process: {:?}",
+        descendants(pid)
+    );
+    let until = Instant::now() + Duration::from_secs(20);
+    while web_processes(pid) == 0 {
+        assert!(Instant::now() < until, "no web page under the open popover");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Close: hidden at once, the process gone after its keep time, WebKit's with it.
+    key("ctrl+shift+h");
+    wait_shown(false, 10, "the shortcut pressed again");
+    wait_line("popover is closed and nothing runs: ending", 30);
+    let until = Instant::now() + Duration::from_secs(20);
+    while !descendants(pid).is_empty() {
+        assert!(
+            Instant::now() < until,
+            "still under the tray after the close: {:?}",
+            descendants(pid)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let closed = pss_kib(pid);
+    eprintln!(
+        "tray alone: {:.1} MiB PSS before the first open, {:.1} MiB once closed; the window mapped {mapped:?} after the key",
+        alone as f64 / 1024.0,
+        closed as f64 / 1024.0
+    );
+    // Open again: a new popover process.
+    let pressed = Instant::now();
+    key("ctrl+shift+h");
+    wait_shown(true, 30, "the shortcut pressed a third time");
+    eprintln!("opened again: mapped {:?} after the key", pressed.elapsed());
+    let again = apps(pid);
+    assert_eq!(again.len(), 1, "{:?}", descendants(pid));
+    assert_ne!(again, first, "a new process");
+    // A second tray on the same folder leaves at once, saying why.
+    let second = start().wait_with_output().expect("a second headroom-tray");
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(second.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("Headroom's tray is already running (pid {pid})")),
+        "{said}"
+    );
+    // The tray ended while its popover is hidden but kept: the popover's process ends once the
+    // keep time drops its window, not later.
+    key("ctrl+shift+h");
+    wait_shown(false, 10, "the shortcut pressed a fourth time");
+    let _ = tray.0.kill();
+    let _ = tray.0.wait();
+    let until = Instant::now() + Duration::from_secs(15);
+    while again.iter().any(|p| running(*p)) {
+        assert!(Instant::now() < until, "the popover outlived its tray");
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
