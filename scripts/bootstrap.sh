@@ -83,6 +83,6 @@ echo "bootstrap: building the UI (ui/, Vite)"
 # reruns its build script when this variable changes, not when PATH does) rebuilds against this
 # clone's torch when a target dir is shared between clones.
 export VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" LIBTORCH_USE_PYTORCH="$PWD/.venv"
-echo "bootstrap: building headroom and headroom-app (release; the first build takes several minutes)"
-cargo build --release --locked -p headroom-cli -p headroom-app
-echo "bootstrap: ready: target/release/headroom, target/release/headroom-app"
+echo "bootstrap: building headroom, headroom-app and headroom-tray (release; the first build takes several minutes)"
+cargo build --release --locked -p headroom-cli -p headroom-app -p headroom-tray
+echo "bootstrap: ready: target/release/headroom, target/release/headroom-app, target/release/headroom-tray"

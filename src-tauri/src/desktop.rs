@@ -160,9 +160,9 @@ pub fn place<R: Runtime>(w: &tauri::WebviewWindow<R>) {
 /// (re)registered. What went wrong is kept as the key's note, not raised: the app runs on.
 pub fn apply<R: Runtime>(app: &AppHandle<R>, wanted: &AppConfig) {
     let state = app.state::<DesktopState>();
-    if crate::tray::external() {
+    if crate::relay::external() {
         // `headroom-tray` holds the shortcut: it reads the settings again when told.
-        crate::tray::to_tray(&crate::tray::ToTray::Settings);
+        crate::relay::to_tray(&headroom_core::menubar::ToTray::Settings);
         let want = wanted.shortcut.trim();
         state.set_note(
             "app.shortcut",

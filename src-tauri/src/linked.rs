@@ -1,7 +1,7 @@
 //! The app as `headroom-tray`'s popover (`headroom-app --popover`): the tray, its shortcut and
 //! the decision's notifications live in that small process, which starts this one when the
 //! popover is opened. Orders come in on standard input ([`ToPopover`], a line each); the tray's
-//! parts go out on standard output ([`crate::tray::to_tray`]). Once its window is gone (dropped
+//! parts go out on standard output ([`crate::relay::to_tray`]). Once its window is gone (dropped
 //! a while after the close, [`crate::popover::keep_for`]) and no job runs — a sweep, a memory
 //! job, a screen tunnel —, the process ends, and WebKit's processes with it: a closed Headroom
 //! is then the tray process alone.
@@ -32,7 +32,7 @@ pub fn should_end(window_made: bool, window_now: bool, tray_gone: bool, busy: bo
 
 /// Hands the tray to `headroom-tray`, follows its orders and ends the process when idle.
 pub fn start<R: Runtime>(app: &AppHandle<R>) {
-    crate::tray::set_external();
+    crate::relay::set_external();
     let tray_gone = Arc::new(AtomicBool::new(false));
     let (handle, gone) = (app.clone(), tray_gone.clone());
     std::thread::spawn(move || {

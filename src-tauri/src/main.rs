@@ -27,6 +27,7 @@ mod notify;
 mod overview;
 mod popover;
 mod projects;
+mod relay;
 mod remote;
 mod settings;
 mod single;

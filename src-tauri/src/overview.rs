@@ -46,7 +46,7 @@ impl OverviewSlot {
     pub fn choose<R: Runtime>(&self, app: &AppHandle<R>, project: Option<String>) {
         *lock(&self.project) = project.clone();
         *lock(&self.latest) = None;
-        crate::tray::to_tray(&crate::tray::ToTray::Project(project));
+        crate::relay::to_tray(&headroom_core::menubar::ToTray::Project(project));
         crate::tray::tell(app, TrayPart::Decision(None));
     }
 
@@ -86,7 +86,7 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
                 change_notice(prev.as_ref().map(|p| &p.decision), &snap.decision)
             {
                 // Started by `headroom-tray`, which notifies from its own loop.
-                if !crate::tray::external() {
+                if !crate::relay::external() {
                     crate::notify::send(&app, kind, &title, &body);
                 }
             }

@@ -5,8 +5,6 @@
 //! popover's process), the app has no tray of its own: each part goes to that process as a line
 //! on standard output.
 
-use std::io::Write as _;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub use headroom_core::menubar::{
@@ -24,39 +22,16 @@ use crate::util::lock;
 /// listeners only, never to the popover.
 pub const TRAY_EVENT: &str = "headroom://tray";
 
-/// Set when `headroom-tray` started this app: the tray is in that process.
-static EXTERNAL: AtomicBool = AtomicBool::new(false);
-
-/// From now on the tray is `headroom-tray`'s: parts go to it on standard output.
-pub fn set_external() {
-    EXTERNAL.store(true, Ordering::SeqCst);
-}
-
-/// Whether `headroom-tray` holds the tray (this app is its popover's process).
-pub fn external() -> bool {
-    EXTERNAL.load(Ordering::SeqCst)
-}
-
 /// Tells the tray one part (a no-op before the tray is built). The tray process judges the
 /// decision itself: this app's decisions are not sent to it.
 pub fn tell<R: Runtime>(app: &AppHandle<R>, part: TrayPart) {
-    if external() {
+    if crate::relay::external() {
         if !matches!(part, TrayPart::Decision(_)) {
-            to_tray(&ToTray::Part(part));
+            crate::relay::to_tray(&ToTray::Part(part));
         }
         return;
     }
     let _ = app.emit_to(EventTarget::App, TRAY_EVENT, part);
-}
-
-/// Writes `message` to the tray process, a line on standard output (nothing when this app has
-/// its own tray). A tray process that is gone is no error here: the app runs on.
-pub fn to_tray(message: &ToTray) {
-    if !external() {
-        return;
-    }
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{}", message.line()).and_then(|()| out.flush());
 }
 
 /// The tray icon's id.

@@ -99,11 +99,11 @@ fn main() {
             }
         }));
     }
-    let mut app = popover::Popover::new(proxy.clone());
     #[cfg(target_os = "linux")]
-    if gl_set_here {
-        app.without_env("GDK_GL");
-    }
+    let set_here = if gl_set_here { vec!["GDK_GL"] } else { vec![] };
+    #[cfg(not(target_os = "linux"))]
+    let set_here = vec![];
+    let mut app = popover::Popover::new(proxy.clone(), set_here);
     let project = Arc::new(Mutex::new(None::<String>));
     let keys = GlobalHotKeyManager::new()
         .map_err(|e| eprintln!("headroom-tray: no global shortcut here: {e}"))
@@ -254,13 +254,13 @@ fn decision_loop(proxy: EventLoopProxy<Msg>, project: Arc<Mutex<Option<String>>>
                 notify(&proxy, kind, &title, &body);
             }
             let line = DecisionLine::of(&now.decision);
-            if prev.as_ref().map(DecisionLine::of) != Some(line.clone()) {
-                if proxy
+            if prev.as_ref().map(DecisionLine::of) != Some(line.clone())
+                && proxy
                     .send_event(Msg::Part(TrayPart::Decision(Some(line))))
                     .is_err()
-                {
-                    return;
-                }
+            {
+                // The event loop is gone: the process is ending.
+                return;
             }
             prev = Some(now.decision);
             // glibc keeps freed heap pages in its arenas: hand them back once a minute.

@@ -30,18 +30,15 @@ pub fn app_binary() -> PathBuf {
 }
 
 impl Popover {
-    pub fn new(proxy: EventLoopProxy<Msg>) -> Self {
+    /// The popover to start with `without` left out of its environment (what this process set
+    /// for itself only).
+    pub fn new(proxy: EventLoopProxy<Msg>, without: Vec<&'static str>) -> Self {
         Self {
             proxy,
             running: None,
             generation: 0,
-            without: Vec::new(),
+            without,
         }
-    }
-
-    /// Leaves `key` out of the popover's environment (one this process set for itself).
-    pub fn without_env(&mut self, key: &'static str) {
-        self.without.push(key);
     }
 
     /// Whether `generation` is the running start's.
