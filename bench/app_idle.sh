@@ -11,7 +11,8 @@ SECS=${1:-60}
 export HEADROOM_HOME="$(mktemp -d)"
 if [ -n "${IDLE_CONFIG:-}" ]; then printf '%s\n' "$IDLE_CONFIG" > "$HEADROOM_HOME/config.toml"; fi
 BIN="${CARGO_TARGET_DIR:-$PWD/target}/release"
-export HEADROOM_BIN="$BIN/headroom"
+# The whole app in one process (started plain it would become headroom-tray).
+export HEADROOM_BIN="$BIN/headroom" HEADROOM_APP_ALONE=1
 source bench/proc_tree.sh
 xvfb-run -a dbus-run-session -- "$BIN/headroom-app" &
 runner=$!

@@ -11,7 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-20}
 BIN="${CARGO_TARGET_DIR:-$PWD/target}/release"
-export HEADROOM_BIN="$BIN/headroom"
+# The whole app in one process (started plain it would become headroom-tray).
+export HEADROOM_BIN="$BIN/headroom" HEADROOM_APP_ALONE=1
 source bench/proc_tree.sh
 shown() { xdotool search --onlyvisible --name '^Headroom$' >/dev/null 2>&1; }
 measure() {  # mode, keep seconds, open at start, [env assignments for the app]

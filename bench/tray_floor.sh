@@ -34,6 +34,8 @@ echo "|---|---:|---:|---|"
 measure "tray only, GTK's GL on" "" "$TARGET/release/tray-floor"
 measure "tray only, GDK_GL=disable" disable "$TARGET/release/tray-floor"
 APP="${CARGO_TARGET_DIR:-$PWD/target}/release/headroom-app"
+# The whole app in one process (started plain it would become headroom-tray).
+export HEADROOM_APP_ALONE=1
 if [ -x "$APP" ]; then
   export HEADROOM_BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/headroom"
   measure "headroom-app never opened, GDK_GL=disable" disable "$APP"

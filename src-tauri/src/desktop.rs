@@ -160,6 +160,7 @@ pub fn place<R: Runtime>(w: &tauri::WebviewWindow<R>) {
 /// (re)registered. What went wrong is kept as the key's note, not raised: the app runs on.
 pub fn apply<R: Runtime>(app: &AppHandle<R>, wanted: &AppConfig) {
     let state = app.state::<DesktopState>();
+    state.set_note("app.open_at_login", login_entry(app, wanted.open_at_login));
     if crate::relay::external() {
         // `headroom-tray` holds the shortcut: it reads the settings again when told.
         crate::relay::to_tray(&headroom_core::menubar::ToTray::Settings);
@@ -172,14 +173,8 @@ pub fn apply<R: Runtime>(app: &AppHandle<R>, wanted: &AppConfig) {
                 format!("{want} opens and closes the popover (held by Headroom's tray process)")
             },
         );
-        state.set_note(
-            "app.open_at_login",
-            "the login entry is made by a start of `headroom-app` alone (not yet by `headroom-tray`)"
-                .to_owned(),
-        );
         return;
     }
-    state.set_note("app.open_at_login", login_entry(app, wanted.open_at_login));
 
     let mut now = lock(&state.shortcut);
     let want = wanted.shortcut.trim().to_owned();

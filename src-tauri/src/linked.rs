@@ -14,6 +14,45 @@ use std::time::Duration;
 use headroom_core::menubar::ToPopover;
 use tauri::{AppHandle, Manager, Runtime};
 
+/// `headroom-app` started plain — no argument, no `HEADROOM_APP_OPEN=1`: the desktop entry, the
+/// login item, a double click — becomes `headroom-tray` when that binary is beside it, so the
+/// light two-process menu bar is what a user starts; `HEADROOM_APP_ALONE=1` keeps the whole app
+/// in this one process. Where an app already runs on this Headroom folder (it holds `app.lock`)
+/// this start goes on as before and hands over to it (the single-instance plugin). Returns only
+/// when it did not become the tray.
+pub fn become_the_tray_when_started_plain() {
+    let plain = std::env::args_os().len() == 1
+        && std::env::var_os("HEADROOM_APP_OPEN").is_none_or(|v| v != "1")
+        && std::env::var_os("HEADROOM_APP_ALONE").is_none_or(|v| v != "1");
+    if !plain {
+        return;
+    }
+    let Ok(me) = std::env::current_exe() else {
+        return;
+    };
+    let tray = me.with_file_name(format!("headroom-tray{}", std::env::consts::EXE_SUFFIX));
+    if !tray.is_file() {
+        return;
+    }
+    let app_running = headroom_store::paths::data_dir().is_ok_and(|dir| {
+        matches!(
+            headroom_store::instance::acquire_in(&dir, "app.lock", "Headroom"),
+            Err(headroom_store::instance::LockError::Held(_))
+        )
+    });
+    if app_running {
+        return;
+    }
+    use std::os::unix::process::CommandExt as _;
+    let e = std::process::Command::new(&tray)
+        .env("HEADROOM_APP_BIN", &me)
+        .exec();
+    eprintln!(
+        "headroom-app: cannot start {} ({e}); running the whole app in this process",
+        tray.display()
+    );
+}
+
 /// How often the idle check looks.
 const IDLE_EVERY: Duration = Duration::from_millis(500);
 

@@ -5,7 +5,9 @@
 //! `headroom-app --open` (or `HEADROOM_APP_OPEN=1`) shows the popover at start, for machines
 //! without a tray host (Xvfb in the end-to-end tests, some Linux desktops). `headroom-app
 //! --popover` is the popover's process started by `headroom-tray` (see [`linked`]): no tray of
-//! its own, its orders on standard input, ended when closed and idle.
+//! its own, its orders on standard input, ended when closed and idle. Started plain (no
+//! argument: the desktop entry, the login item), it becomes `headroom-tray` where that binary is
+//! beside it (`HEADROOM_APP_ALONE=1`: the whole app in one process).
 
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
@@ -76,6 +78,9 @@ fn main() {
     let open = std::env::args().any(|a| a == "--open")
         || std::env::var_os("HEADROOM_APP_OPEN").is_some_and(|v| v == "1");
     let linked = std::env::args().any(|a| a == "--popover");
+    if !linked {
+        linked::become_the_tray_when_started_plain();
+    }
     eprintln!("headroom-app: workers from {}", commands::describe_worker());
     // A second start on the same Headroom folder hands over to the first in the single-instance
     // plugin (registered first) and exits there. The folder's lock below stays as the guard

@@ -66,8 +66,17 @@ fn main() {
             std::process::exit(0);
         }
     };
-    let mut builder = EventLoopBuilder::<Msg>::with_user_event();
-    let event_loop = builder.build();
+    // Without a display GTK cannot start and tao panics: said in a line instead.
+    std::panic::set_hook(Box::new(|_| {}));
+    let built = std::panic::catch_unwind(|| EventLoopBuilder::<Msg>::with_user_event().build());
+    let _ = std::panic::take_hook();
+    let Ok(event_loop) = built else {
+        eprintln!(
+            "headroom-tray: no display to put a menu bar on (is DISPLAY or WAYLAND_DISPLAY set?); \
+             `headroom` runs everything from a terminal"
+        );
+        std::process::exit(1);
+    };
     #[cfg(target_os = "macos")]
     let event_loop = {
         use tao::platform::macos::{ActivationPolicy, EventLoopExtMacOS};

@@ -2294,7 +2294,8 @@ fn pss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-/// The menu bar without WebKit: `headroom-tray` starts alone (no app, no web process under it),
+/// The menu bar without WebKit: `headroom-app` started plain becomes `headroom-tray`, alone (no
+/// app, no web process under it),
 /// the shortcut starts the popover's process and shows its window, the shortcut again closes
 /// it and — once its keep time is over (2 s here) — that process ends with WebKit's, leaving the
 /// tray alone; the shortcut makes it again; a second tray on the same folder leaves at once.
@@ -2303,18 +2304,17 @@ fn pss_kib(pid: u32) -> u64 {
 fn the_tray_process_starts_the_popover_on_open_and_is_alone_once_it_is_closed() {
     let home = tempfile::tempdir().expect("temp HEADROOM_HOME");
     let user_home = tempfile::tempdir().expect("a HOME");
-    let tray_bin = env_path("HEADROOM_E2E_TRAY");
-    let start = || {
-        Command::new(&tray_bin)
+    let start = |bin: PathBuf| {
+        Command::new(bin)
             .env("HEADROOM_HOME", home.path())
             .env("HEADROOM_SSH_DIR", home.path().join("ssh"))
             .env("HEADROOM_BIN", env_path("HEADROOM_E2E_WORKER"))
-            .env("HEADROOM_APP_BIN", env_path("HEADROOM_E2E_APP"))
             .env("HEADROOM_APP_KEEP_POPOVER_S", "2")
             .env("VIRTUAL_ENV", env_path("HEADROOM_E2E_VENV"))
             .env("HOME", user_home.path())
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("HEADROOM_APP_OPEN")
+            .env_remove("HEADROOM_APP_ALONE")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -2332,7 +2332,9 @@ fn the_tray_process_starts_the_popover_on_open_and_is_alone_once_it_is_closed() 
             let _ = self.0.wait();
         }
     }
-    let mut tray = Killed(start());
+    // Started plain, as the desktop entry and the login item start it, the app becomes the tray
+    // (the same process: `exec`).
+    let mut tray = Killed(start(env_path("HEADROOM_E2E_APP")));
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     let err = tray.0.stderr.take().expect("stderr");
     std::thread::spawn(move || {
@@ -2354,6 +2356,13 @@ fn the_tray_process_starts_the_popover_on_open_and_is_alone_once_it_is_closed() 
     };
     wait_line("headroom-tray: ready", 30);
     let pid = tray.0.id();
+    assert_eq!(
+        std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .expect("comm")
+            .trim(),
+        "headroom-tray",
+        "the plain start became the tray"
+    );
     let apps = |pid: u32| -> Vec<u32> {
         descendants(pid)
             .into_iter()
@@ -2409,7 +2418,9 @@ fn the_tray_process_starts_the_popover_on_open_and_is_alone_once_it_is_closed() 
     assert_eq!(again.len(), 1, "{:?}", descendants(pid));
     assert_ne!(again, first, "a new process");
     // A second tray on the same folder leaves at once, saying why.
-    let second = start().wait_with_output().expect("a second headroom-tray");
+    let second = start(env_path("HEADROOM_E2E_TRAY"))
+        .wait_with_output()
+        .expect("a second headroom-tray");
     let said = String::from_utf8_lossy(&second.stderr);
     assert!(second.status.success(), "{said}");
     assert!(
