@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds Headroom's installable bundle, libtorch inside, so that neither the app nor `headroom`
 # needs a checkout or a Python venv:
-#   Linux: dist/Headroom_<version>_<arch>[_cuda].deb — /usr/bin/headroom-app, /usr/bin/headroom
-#          and /usr/bin/headroom-worker (Tauri sidecars), the icons and desktop entry, and the
+#   Linux: dist/Headroom_<version>_<arch>[_cuda].deb — /usr/bin/headroom-app, /usr/bin/headroom,
+#          /usr/bin/headroom-worker and /usr/bin/headroom-tray (the menu bar without WebKit, which
+#          a plain start of the app becomes; Tauri sidecars), the icons and desktop entry, and the
 #          libtorch libraries `headroom-worker` links (it is the only binary that does) in
 #          /usr/lib/headroom, found through an rpath of $ORIGIN/../lib/headroom.
-#   macOS: Headroom.app and a .dmg — `headroom` and `headroom-worker` in Contents/MacOS beside
+#   macOS: Headroom.app and a .dmg — `headroom`, `headroom-worker` and `headroom-tray` in Contents/MacOS beside
 #          the app, the libtorch dylibs in Contents/Frameworks, found through
 #          @rpath = @executable_path/../Frameworks.
 # HEADROOM_BUNDLE_FLAVOUR=cpu (default: libtorch's CPU libraries only, no libtorch_cuda) or cuda
@@ -34,9 +35,11 @@ rm -rf "$stage"
 mkdir -p "$stage/sidecar" "$stage/lib"
 cli="$stage/sidecar/headroom-$triple"
 sidecar="$stage/sidecar/headroom-worker-$triple"
+tray="$stage/sidecar/headroom-tray-$triple"
 cp "$TARGET_DIR/release/headroom" "$cli"
 cp "$TARGET_DIR/release/headroom-worker" "$sidecar"
-chmod 755 "$cli" "$sidecar"
+cp "$TARGET_DIR/release/headroom-tray" "$tray"
+chmod 755 "$cli" "$sidecar" "$tray"
 # The bundle's build has a target folder of its own: `tauri build` copies the sidecars (the
 # patched headroom-worker, RUNPATH $ORIGIN/../lib/headroom) beside the app it builds, which in
 # the development target folder would replace the worker every `headroom sweep` of the checkout
@@ -54,7 +57,7 @@ Linux)
       echo "bundle: patchelf is missing: sudo apt-get install patchelf" >&2; exit 1
     fi
   fi
-  strip "$cli" "$sidecar"
+  strip "$cli" "$sidecar" "$tray"
   # The build links libtorch_cuda on purpose (so CUDA works from a venv); the CPU bundle drops
   # it: the worker calls nothing in it directly, it only registers the CUDA backend.
   if [ "$flavour" = cpu ]; then patchelf --remove-needed libtorch_cuda.so "$sidecar"; fi
@@ -86,7 +89,7 @@ Darwin)
     sign() { codesign --force --options runtime --timestamp --sign "$identity" "$@"; }
     echo "bundle: signing with $identity, hardened runtime"
   fi
-  sign "$sidecar" "$cli"
+  sign "$sidecar" "$cli" "$tray"
   for name in libtorch.dylib libtorch_cpu.dylib libc10.dylib libomp.dylib; do
     cp "$TORCH_LIB/$name" "$stage/lib/$name"
     chmod 644 "$stage/lib/$name"

@@ -60,7 +60,7 @@ echo "bundle_test: installed in $(( $(date +%s) - t0 )) s"
 
 # The package's files: the three binaries, the desktop entry, icons, libtorch beside them.
 files=$(in_root dpkg -L headroom)
-for want in /usr/bin/headroom /usr/bin/headroom-worker /usr/bin/headroom-app /usr/lib/headroom/libtorch_cpu.so \
+for want in /usr/bin/headroom /usr/bin/headroom-worker /usr/bin/headroom-app /usr/bin/headroom-tray /usr/lib/headroom/libtorch_cpu.so \
             /usr/lib/headroom/libc10.so /usr/share/doc/headroom/LIBRARIES; do
   grep -qx "$want" <<<"$files" || fail "the package has no $want"
 done
@@ -76,7 +76,7 @@ for lib in "$root"/usr/lib/headroom/*.so*; do
   r=$(readelf -dW "$lib" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p;s/.*(RPATH).*\[\(.*\)\]/\1/p')
   [ -z "$r" ] || [ "$r" = '$ORIGIN' ] || fail "$(basename "$lib") has rpath '$r'"
 done
-for bin in /usr/bin/headroom /usr/bin/headroom-worker /usr/bin/headroom-app; do
+for bin in /usr/bin/headroom /usr/bin/headroom-worker /usr/bin/headroom-app /usr/bin/headroom-tray; do
   missing=$(in_root ldd "$bin" | grep "not found" || true)
   [ -z "$missing" ] || fail "$bin: $missing"
   in_root ldd "$bin" | grep -E "=> /(work|root|tmp)/" && fail "$bin resolves a library outside the system and the bundle"
@@ -129,6 +129,15 @@ if command -v Xvfb >/dev/null; then
   grep -q "workers from /usr/bin/headroom$" "$root/tmp/app.log" \
     || { cat "$root/tmp/app.log" >&2; fail "headroom-app did not find its worker beside itself"; }
   echo "bundle_test: headroom-app ran 10 s from the package, workers from /usr/bin/headroom"
+  # Started plain, as its desktop entry starts it, the app becomes the menu bar without WebKit.
+  set +e
+  in_root sh -c "DISPLAY=:$n HEADROOM_HOME=/root/hr-tray timeout 10 headroom-app > /tmp/tray.log 2>&1"
+  rc=$?
+  set -e
+  [ "$rc" = 124 ] || { cat "$root/tmp/tray.log" >&2; fail "headroom-app started plain exited ($rc) instead of running"; }
+  grep -q "headroom-tray: ready" "$root/tmp/tray.log" \
+    || { cat "$root/tmp/tray.log" >&2; fail "headroom-app started plain did not become headroom-tray"; }
+  echo "bundle_test: headroom-app started plain ran 10 s as headroom-tray"
 else
   echo "bundle_test: no Xvfb here; the app's start was not tried"
 fi
