@@ -77,6 +77,8 @@ impl Popover {
         let mut cmd = Command::new(&bin);
         cmd.arg("--popover")
             .env_remove("HEADROOM_APP_OPEN")
+            // The tray is in the Headroom group of the popover's memory bar.
+            .env("HEADROOM_TRAY_PID", std::process::id().to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());

@@ -149,6 +149,25 @@ fn is_interpreter(p: &Proc) -> bool {
     n.starts_with("python")
 }
 
+/// The process whose tree is Headroom's own: this one, or the tray process that started it
+/// (`headroom-tray` starts the popover's app with `HEADROOM_TRAY_PID`), so the tray is in the
+/// Headroom group the popover shows.
+pub fn own_root() -> u32 {
+    own_root_from(
+        std::env::var("HEADROOM_TRAY_PID").ok().as_deref(),
+        std::os::unix::process::parent_id(),
+        std::process::id(),
+    )
+}
+
+/// [`own_root`] from its inputs: the tray's pid counts only while it is this process's parent
+/// (a process that inherited the variable further down is not the popover).
+pub fn own_root_from(tray: Option<&str>, parent: u32, me: u32) -> u32 {
+    tray.and_then(|t| t.trim().parse::<u32>().ok())
+        .filter(|t| *t == parent && *t > 1)
+        .unwrap_or(me)
+}
+
 /// The app `p` itself is, by the configured lists: its group and the name to show.
 fn own_app(p: &Proc, cfg: &ContentionConfig) -> Option<(Group, String)> {
     let mut cands: Vec<&str> = vec![p.name.as_str()];
@@ -650,7 +669,7 @@ impl Sampler {
             &procs,
             cfg,
             training,
-            Some(std::process::id()),
+            Some(own_root()),
             &crate::sysmem::pid_share,
         );
         let (swap, pressure, detail) = system_pressure(cfg);

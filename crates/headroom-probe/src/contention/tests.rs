@@ -408,3 +408,21 @@ fn a_real_sample_charges_this_process_its_pss() {
         own.bytes
     );
 }
+
+#[test]
+fn the_tray_that_started_the_popover_is_the_root_of_headrooms_own_group() {
+    use super::own_root_from;
+    assert_eq!(own_root_from(None, 10, 20), 20);
+    assert_eq!(
+        own_root_from(Some("10"), 10, 20),
+        10,
+        "the tray is the parent"
+    );
+    assert_eq!(
+        own_root_from(Some("11"), 10, 20),
+        20,
+        "inherited further down"
+    );
+    assert_eq!(own_root_from(Some("tray"), 10, 20), 20);
+    assert_eq!(own_root_from(Some("1"), 1, 20), 20, "init is nobody's tray");
+}
