@@ -79,6 +79,7 @@ contract! {
     projects::list_projects() -> Vec<Project>;
     projects::add_project(project: arg Project, replace: arg bool) -> Project;
     projects::select_project(name: arg Option<String>) -> bool;
+    projects::selected_project() -> Option<String>;
     projects::sweep_project(name: arg String, devices: arg Option<String>, on_update: channel SweepSnapshot) -> SweepSnapshot;
     settings::settings() -> Vec<Setting>;
     settings::set_setting(key: arg String, value: arg String) -> Vec<Setting>;

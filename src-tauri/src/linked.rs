@@ -72,6 +72,13 @@ pub fn should_end(window_made: bool, window_now: bool, tray_gone: bool, busy: bo
 /// Hands the tray to `headroom-tray`, follows its orders and ends the process when idle.
 pub fn start<R: Runtime>(app: &AppHandle<R>) {
     crate::relay::set_external();
+    // The project the tray judges from, so the panels open on it (`HEADROOM_APP_PROJECT`).
+    if let Some(p) = std::env::var("HEADROOM_APP_PROJECT")
+        .ok()
+        .filter(|p| !p.is_empty())
+    {
+        app.state::<crate::overview::OverviewSlot>().start_with(Some(p));
+    }
     let tray_gone = Arc::new(AtomicBool::new(false));
     let (handle, gone) = (app.clone(), tray_gone.clone());
     std::thread::spawn(move || {

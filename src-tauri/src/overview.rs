@@ -50,6 +50,12 @@ impl OverviewSlot {
         crate::tray::tell(app, TrayPart::Decision(None));
     }
 
+    /// Starts judged from `project` (the tray process's choice, for a new popover process):
+    /// nothing is told, the tray knows it.
+    pub fn start_with(&self, project: Option<String>) {
+        *lock(&self.project) = project;
+    }
+
     pub(crate) fn project(&self) -> Option<String> {
         lock(&self.project).clone()
     }

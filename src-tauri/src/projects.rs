@@ -50,6 +50,13 @@ pub async fn select_project(
     Ok(true)
 }
 
+/// The project the Overview is judged from now (none: every run): a popover made again — after
+/// a close dropped its page, or in a new popover process — opens on it, not on the first.
+#[tauri::command]
+pub async fn selected_project(overview: State<'_, OverviewSlot>) -> Result<Option<String>, AppError> {
+    Ok(overview.project())
+}
+
 /// "Sweep my training": `batch=auto` on the project, live in the Sweep panel's snapshot;
 /// `cancel_sweep` stops the running start and keeps what was measured. With `devices`
 /// ("Compare with the CPU": `cpu,mps`, or empty for this machine's CPU and accelerator) the

@@ -61,6 +61,24 @@ describe("the project bar", () => {
     expect(get<HTMLInputElement>(root, "project-python").parentElement!.hidden).toBe(false);
   });
 
+  it("opens on the project picked before a page made again, not on the first", async () => {
+    const project = (name: string) => ({ name, dir: `/tmp/${name}`, python: null, command: ["python", "train.py", "{batch}"] });
+    const b = mockBackend({ projects: [project("cifar"), project("lm")], selectedProject: "lm" });
+    const root = document.createElement("div");
+    mount(root, b);
+    await flush();
+    await flush();
+    expect(get<HTMLSelectElement>(root, "project-picker").value).toBe("lm");
+    expect(b.calls).toContain("selectProject:lm");
+    // One the app no longer has (removed meanwhile): the first.
+    const gone = mockBackend({ projects: [project("cifar"), project("lm")], selectedProject: "old" });
+    const again = document.createElement("div");
+    mount(again, gone);
+    await flush();
+    await flush();
+    expect(get<HTMLSelectElement>(again, "project-picker").value).toBe("cifar");
+  });
+
   it("sweeps, compares and watches the picked project, each in its panel, with Cancel and Stop", async () => {
     const b = mockBackend({});
     const root = document.createElement("div");

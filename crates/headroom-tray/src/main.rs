@@ -112,8 +112,8 @@ fn main() {
     let set_here = if gl_set_here { vec!["GDK_GL"] } else { vec![] };
     #[cfg(not(target_os = "linux"))]
     let set_here = vec![];
-    let mut app = popover::Popover::new(proxy.clone(), set_here);
     let project = Arc::new(Mutex::new(None::<String>));
+    let mut app = popover::Popover::new(proxy.clone(), project.clone(), set_here);
     let keys = GlobalHotKeyManager::new()
         .map_err(|e| eprintln!("headroom-tray: no global shortcut here: {e}"))
         .ok();

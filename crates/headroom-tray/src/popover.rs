@@ -5,6 +5,7 @@
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use headroom_core::menubar::{ToPopover, ToTray};
@@ -15,6 +16,8 @@ use crate::Msg;
 /// The running popover's process and the end of the pipe its orders go through.
 pub struct Popover {
     proxy: EventLoopProxy<Msg>,
+    /// The project the decision is judged from: a new popover starts on it.
+    project: Arc<Mutex<Option<String>>>,
     running: Option<(Child, ChildStdin)>,
     generation: u64,
     without: Vec<&'static str>,
@@ -32,9 +35,14 @@ pub fn app_binary() -> PathBuf {
 impl Popover {
     /// The popover to start with `without` left out of its environment (what this process set
     /// for itself only).
-    pub fn new(proxy: EventLoopProxy<Msg>, without: Vec<&'static str>) -> Self {
+    pub fn new(
+        proxy: EventLoopProxy<Msg>,
+        project: Arc<Mutex<Option<String>>>,
+        without: Vec<&'static str>,
+    ) -> Self {
         Self {
             proxy,
+            project,
             running: None,
             generation: 0,
             without,
@@ -85,6 +93,10 @@ impl Popover {
         for key in &self.without {
             cmd.env_remove(key);
         }
+        match self.project.lock().ok().and_then(|p| p.clone()) {
+            Some(p) => cmd.env("HEADROOM_APP_PROJECT", p),
+            None => cmd.env_remove("HEADROOM_APP_PROJECT"),
+        };
         let mut child = cmd
             .spawn()
             .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", bin.display())))?;

@@ -79,6 +79,8 @@ export const commands = {
   addProject: (project: Project, replace: boolean): Promise<Project> => invoke<Project>("add_project", { project, replace }),
   /** `projects::select_project` */
   selectProject: (name: string | null): Promise<boolean> => invoke<boolean>("select_project", { name }),
+  /** `projects::selected_project` */
+  selectedProject: (): Promise<string | null> => invoke<string | null>("selected_project"),
   /** `projects::sweep_project` */
   sweepProject: (name: string, devices: string | null, onUpdate: Channel<SweepSnapshot>): Promise<SweepSnapshot> => invoke<SweepSnapshot>("sweep_project", { name, devices, onUpdate }),
   /** `settings::settings` */

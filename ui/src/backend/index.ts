@@ -103,6 +103,8 @@ export interface Backend {
   addProject(project: Project, replace: boolean): Promise<Project>;
   /** Picks the project the Overview is judged from (null: every run). */
   selectProject(name: string | null): Promise<boolean>;
+  /** The project picked now (null: none yet): a page made again opens on it. */
+  selectedProject(): Promise<string | null>;
   /** "Sweep my training": batch=auto on the project, live like a built-in sweep; with devices
    * ("Compare with the CPU": "cpu,mps", or "" for this machine's pair) over its {device}. */
   sweepProject(name: string, devices: string | null, onUpdate: (s: SweepSnapshot) => void): Promise<SweepSnapshot>;

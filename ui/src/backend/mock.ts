@@ -61,6 +61,8 @@ export function mockBackend(opts: {
   /** What the folder chooser answers (null: the user cancelled). */
   pickedFolder?: string | null;
   projects?: Project[];
+  /** The project the app says is picked now (a page made again). */
+  selectedProject?: string | null;
   /** How each migration step goes when run: passed, or failed with this detail and fix. */
   steps?: Partial<Record<Step, (password: string | null) => { passed: boolean; detail: string; fix?: string; runs?: number[] }>>;
   /** Progress lines a migration step sends while it runs. */
@@ -74,6 +76,7 @@ export function mockBackend(opts: {
 }): MockBackend {
   const remote: Record<string, RemoteRun[]> = structuredClone(opts.remoteRuns ?? {});
   const projects: Project[] = [...(opts.projects ?? [])];
+  let selected: string | null = opts.selectedProject ?? null;
   const hosts: HostProfile[] = [...(opts.hosts ?? [])];
   const migrations: Record<string, Migration> = {};
   let overviewListener: ((s: OverviewSnapshot) => void) | null = null;
@@ -170,7 +173,12 @@ export function mockBackend(opts: {
     },
     async selectProject(name) {
       m.calls.push(`selectProject:${name ?? ""}`);
+      selected = name;
       return true;
+    },
+    async selectedProject() {
+      m.calls.push("selectedProject");
+      return selected;
     },
     async watchProject(name, batch, device, release, profileWindow, numerics, onUpdate) {
       m.calls.push(

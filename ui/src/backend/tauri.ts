@@ -54,6 +54,7 @@ export function tauriBackend(): Backend {
     listProjects: () => commands.listProjects(),
     addProject: (project, replace) => commands.addProject(project, replace),
     selectProject: (name) => commands.selectProject(name),
+    selectedProject: () => commands.selectedProject(),
     sweepProject: (name, devices, onUpdate) => commands.sweepProject(name, devices, channel(onUpdate)),
     watchProject: (name, batch, device, release, profileWindow, numerics, onUpdate) =>
       commands.watchProject(name, batch, device, release, profileWindow, numerics, channel(onUpdate)),

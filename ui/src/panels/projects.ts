@@ -207,7 +207,9 @@ export function projectBar(
 
   async function load(): Promise<void> {
     projects = await backend.listProjects().catch(() => []);
-    fill(picker.value || projects[0]?.name);
+    // A page made again (the popover closed and opened) opens on the project picked before.
+    const chosen = picker.value || (await backend.selectedProject().catch(() => null));
+    fill(chosen && projects.some((p) => p.name === chosen) ? chosen : projects[0]?.name);
     if (picker.value) void backend.selectProject(picker.value).catch(() => false);
   }
   picker.addEventListener("change", () => {
