@@ -2,7 +2,33 @@
 //! (heard as an app event, so the notifications need not know the remote hosts) starts the
 //! chosen project's training on the remote host, detached.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use tauri::{AppHandle, Listener, Runtime};
+
+/// Hand-offs under way: the popover's process lives on for them without a window.
+static UNDER_WAY: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether a hand-off is under way.
+pub fn under_way() -> bool {
+    UNDER_WAY.load(Ordering::SeqCst) > 0
+}
+
+/// Counts one hand-off while it lives.
+struct Counted;
+
+impl Counted {
+    fn new() -> Self {
+        UNDER_WAY.fetch_add(1, Ordering::SeqCst);
+        Self
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        UNDER_WAY.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 /// Listens for the notification's button (call once at start).
 pub fn listen<R: Runtime>(app: &AppHandle<R>) {
@@ -19,7 +45,9 @@ pub fn continue_on_remote<R: tauri::Runtime>(app: &tauri::AppHandle<R>) {
     use headroom_core::jobs::remote_runs::ContinueOn;
     use tauri::Manager;
     let app = app.clone();
+    let counted = Counted::new();
     std::thread::spawn(move || {
+        let _counted = counted;
         let project = app.state::<crate::overview::OverviewSlot>().project();
         let open_wizard = |why: &str| {
             eprintln!("headroom-app: continue on the remote host: {why}");

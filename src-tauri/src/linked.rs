@@ -61,12 +61,14 @@ pub fn busy<R: Runtime>(app: &AppHandle<R>) -> bool {
     app.state::<crate::sweep::SweepSlot>().running()
         || app.state::<crate::memory::MemorySlot>().running()
         || app.state::<crate::remote::VncSlot>().open()
+        || crate::handoff::under_way()
 }
 
-/// Whether the process should end now: its window was made and is gone (or the tray process
-/// that started it is gone and it has no window), and nothing runs.
-pub fn should_end(window_made: bool, window_now: bool, tray_gone: bool, busy: bool) -> bool {
-    !window_now && !busy && (window_made || tray_gone)
+/// Whether the process should end now: it was given an order (or its window was made) and
+/// has no window now (or the tray process that started it is gone and it has no window), and
+/// nothing runs.
+pub fn should_end(ordered: bool, window_now: bool, tray_gone: bool, busy: bool) -> bool {
+    !window_now && !busy && (ordered || tray_gone)
 }
 
 /// Hands the tray to `headroom-tray`, follows its orders and ends the process when idle.
@@ -77,39 +79,48 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
         .ok()
         .filter(|p| !p.is_empty())
     {
-        app.state::<crate::overview::OverviewSlot>().start_with(Some(p));
+        app.state::<crate::overview::OverviewSlot>()
+            .start_with(Some(p));
     }
     let tray_gone = Arc::new(AtomicBool::new(false));
-    let (handle, gone) = (app.clone(), tray_gone.clone());
+    // Set once an order was carried out: a hand-off started without a window ends the process
+    // once done, like a window closed.
+    let ordered = Arc::new(AtomicBool::new(false));
+    let (handle, gone, done) = (app.clone(), tray_gone.clone(), ordered.clone());
     std::thread::spawn(move || {
         for line in std::io::stdin().lock().lines().map_while(Result::ok) {
             let Some(order) = ToPopover::parse(&line) else {
                 eprintln!("headroom-app: an order from the tray that does not read: {line:?}");
                 continue;
             };
-            let h = handle.clone();
-            let _ = handle.run_on_main_thread(move || match order {
-                ToPopover::Show(None) => crate::show_popover(&h),
-                ToPopover::Show(Some(panel)) => crate::show_popover_on(&h, &panel),
-                ToPopover::Toggle => crate::desktop::toggle_popover(&h),
-                ToPopover::Quit => h.exit(0),
+            let (h, done) = (handle.clone(), done.clone());
+            let _ = handle.run_on_main_thread(move || {
+                match order {
+                    ToPopover::Show(None) => crate::show_popover(&h),
+                    ToPopover::Show(Some(panel)) => crate::show_popover_on(&h, &panel),
+                    ToPopover::Toggle => crate::desktop::toggle_popover(&h),
+                    ToPopover::Continue => crate::handoff::continue_on_remote(&h),
+                    ToPopover::Quit => h.exit(0),
+                }
+                // After the order: a hand-off is counted as under way by now.
+                done.store(true, Ordering::SeqCst);
             });
         }
         // The tray process ended (or closed its end): this one ends once idle.
         gone.store(true, Ordering::SeqCst);
     });
     let app = app.clone();
-    std::thread::spawn(move || {
-        let mut made = false;
-        loop {
-            std::thread::sleep(IDLE_EVERY);
-            let now = app.get_webview_window(crate::POPOVER).is_some();
-            made |= now;
-            if should_end(made, now, tray_gone.load(Ordering::SeqCst), busy(&app)) {
-                eprintln!("headroom-app: the popover is closed and nothing runs: ending");
-                app.exit(0);
-                return;
-            }
+    std::thread::spawn(move || loop {
+        std::thread::sleep(IDLE_EVERY);
+        let now = app.get_webview_window(crate::POPOVER).is_some();
+        let (was_ordered, gone) = (
+            ordered.load(Ordering::SeqCst),
+            tray_gone.load(Ordering::SeqCst),
+        );
+        if should_end(was_ordered, now, gone, busy(&app)) {
+            eprintln!("headroom-app: the popover is closed and nothing runs: ending");
+            app.exit(0);
+            return;
         }
     });
 }
@@ -119,11 +130,11 @@ mod tests {
     #[test]
     fn the_popovers_process_ends_only_when_its_window_is_gone_and_nothing_runs() {
         use super::should_end;
-        // Started, the window not made yet: wait for the tray's order.
+        // Started, no order carried out yet: wait for it.
         assert!(!should_end(false, false, false, false));
         // Showing, or hidden within its keep time: the window is there.
         assert!(!should_end(true, true, false, false));
-        // Dropped: end, unless a job runs.
+        // Dropped (or a hand-off done without a window): end, unless a job runs.
         assert!(should_end(true, false, false, false));
         assert!(!should_end(true, false, false, true));
         // The tray process gone before any window: end when idle.

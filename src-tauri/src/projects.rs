@@ -53,7 +53,9 @@ pub async fn select_project(
 /// The project the Overview is judged from now (none: every run): a popover made again — after
 /// a close dropped its page, or in a new popover process — opens on it, not on the first.
 #[tauri::command]
-pub async fn selected_project(overview: State<'_, OverviewSlot>) -> Result<Option<String>, AppError> {
+pub async fn selected_project(
+    overview: State<'_, OverviewSlot>,
+) -> Result<Option<String>, AppError> {
     Ok(overview.project())
 }
 

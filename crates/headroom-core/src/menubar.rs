@@ -350,13 +350,16 @@ impl ToTray {
 }
 
 /// What the tray process tells the popover's process on its standard input, a line each:
-/// `show`, `show PANEL`, `toggle`, `quit`.
+/// `show`, `show PANEL`, `toggle`, `continue`, `quit`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToPopover {
     /// Show the popover, on a panel when one is named.
     Show(Option<String>),
     /// Show it, or hide it when it shows (the tray icon's click, the shortcut).
     Toggle,
+    /// The contention notice's "Continue on the remote host": the chosen project's training
+    /// started there, detached (the popover opens only where that cannot be done yet).
+    Continue,
     /// End (the tray's Quit).
     Quit,
 }
@@ -368,6 +371,7 @@ impl ToPopover {
             Self::Show(None) => "show".into(),
             Self::Show(Some(p)) => format!("show {p}"),
             Self::Toggle => "toggle".into(),
+            Self::Continue => "continue".into(),
             Self::Quit => "quit".into(),
         }
     }
@@ -381,6 +385,7 @@ impl ToPopover {
                 Self::Show(Some(p.to_owned()))
             }
             ("toggle", None) => Self::Toggle,
+            ("continue", None) => Self::Continue,
             ("quit", None) => Self::Quit,
             _ => return None,
         };
@@ -648,6 +653,7 @@ mod tests {
             ToPopover::Show(None),
             ToPopover::Show(Some("readiness".into())),
             ToPopover::Toggle,
+            ToPopover::Continue,
             ToPopover::Quit,
         ] {
             assert_eq!(ToPopover::parse(&o.line()), Some(o.clone()), "{}", o.line());

@@ -42,6 +42,8 @@ pub enum Msg {
     Part(TrayPart),
     /// A notification's button or click: show the popover on this panel.
     Open(String),
+    /// The contention notice's "Continue on the remote host".
+    Continue,
 }
 
 const ICON_SIZE: u32 = 32;
@@ -145,6 +147,7 @@ fn main() {
                 },
                 Msg::Click | Msg::Shortcut => app.order(ToPopover::Toggle),
                 Msg::Open(panel) => app.order(ToPopover::Show(Some(panel))),
+                Msg::Continue => app.order(ToPopover::Continue),
                 Msg::FromPopover(generation, line) if app.is_current(generation) => match line {
                     ToTray::Part(part) => {
                         facts.take(part);
@@ -310,8 +313,9 @@ fn readiness_once(proxy: EventLoopProxy<Msg>) {
 }
 
 /// Shows a notification (also written to stderr, so one the desktop cannot show is not lost).
-/// On Linux a contention notice carries the button that opens the Remote panel, and a click on
-/// any notice opens the panel it is about.
+/// On Linux a contention notice carries the buttons "Continue on the remote host" (the popover's
+/// process hands the training over, without a window where it can) and "Open the Remote panel",
+/// and a click on any notice opens the panel it is about.
 fn notify(proxy: &EventLoopProxy<Msg>, kind: Kind, title: &str, body: &str) {
     eprintln!("headroom-tray: notification: {title}: {body}");
     let mut n = notify_rust::Notification::new();
@@ -319,6 +323,10 @@ fn notify(proxy: &EventLoopProxy<Msg>, kind: Kind, title: &str, body: &str) {
     #[cfg(all(unix, not(target_os = "macos")))]
     {
         if kind == Kind::Contention {
+            n.action(
+                headroom_core::menubar::CONTINUE_REMOTE,
+                "Continue on the remote host",
+            );
             n.action(headroom_core::menubar::OPEN_REMOTE, "Open the Remote panel");
         }
         n.action("default", "Open Headroom");
@@ -327,7 +335,9 @@ fn notify(proxy: &EventLoopProxy<Msg>, kind: Kind, title: &str, body: &str) {
             Ok(handle) => {
                 std::thread::spawn(move || {
                     handle.wait_for_action(|action| {
-                        if action != "__closed" {
+                        if action == headroom_core::menubar::CONTINUE_REMOTE {
+                            let _ = proxy.send_event(Msg::Continue);
+                        } else if action != "__closed" {
                             let panel = headroom_core::menubar::panel_for(action, Some(kind.id()));
                             let _ = proxy.send_event(Msg::Open(panel.to_owned()));
                         }
