@@ -5,18 +5,24 @@
 # (Private_Dirty of its [heap] and anonymous mappings) and the processes in the tree; prints one
 # row per minute and the least-squares slope of the tree's PSS in KiB per minute. The Overview's
 # background loop samples the machine every 5 s meanwhile, as it does for a user.
-# Usage, after scripts/bootstrap.sh: bash bench/popover_closed_series.sh [MINUTES]
+# MODE=tray: the same for the two-process menu bar — headroom-tray started, the popover opened and
+# closed with the shortcut (its process then ends), the tray process's tree measured.
+# Usage, after scripts/bootstrap.sh: [MODE=tray] bash bench/popover_closed_series.sh [MINUTES]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MINUTES=${1:-30}
 BIN="${CARGO_TARGET_DIR:-$PWD/target}/release"
 export HEADROOM_BIN="$BIN/headroom" HEADROOM_HOME="$(mktemp -d)" HEADROOM_APP_KEEP_POPOVER_S=2
+if [ "${MODE:-app}" = tray ]; then
+  start="'$BIN/headroom-tray' & app=\$!; sleep 8; xdotool key --clearmodifiers ctrl+shift+h; sleep 5"
+else
+  start="HEADROOM_APP_ALONE=1 '$BIN/headroom-app' --open & app=\$!; sleep 10"
+fi
 xvfb-run -a -s "-screen 0 1280x1024x24" dbus-run-session -- bash -c "
   source bench/proc_tree.sh
-  '$BIN/headroom-app' --open & app=\$!
-  sleep 10
+  $start
   xdotool key --clearmodifiers ctrl+shift+h
-  sleep 5
+  sleep 8
   echo '| minute | tree PSS MiB | tree RSS MiB | app RSS MiB | app anonymous dirty MiB | processes |'
   echo '|---:|---:|---:|---:|---:|---|'
   for m in \$(seq 0 $MINUTES); do

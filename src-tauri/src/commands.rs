@@ -159,7 +159,8 @@ pub async fn cancel_sweep(state: State<'_, SweepSlot>) -> Result<bool, AppError>
 pub async fn sweep_snapshot(
     state: State<'_, SweepSlot>,
 ) -> Result<Option<SweepSnapshot>, AppError> {
-    Ok(state.snapshot())
+    // None this session: the last sweep of an earlier popover process, as it ended.
+    Ok(state.snapshot().or_else(|| crate::kept::kept("sweep")))
 }
 
 /// The newest runs in the ledger.

@@ -21,6 +21,7 @@ mod error;
 mod handoff;
 #[cfg(test)]
 mod ipc;
+mod kept;
 mod ledger;
 mod linked;
 mod login_item;

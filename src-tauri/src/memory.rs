@@ -454,6 +454,7 @@ pub async fn start_epochs(
             redraw(&mut s, &t);
             s.clone()
         };
+        crate::kept::keep("memory", &last);
         crate::tray::tell(&handle, TrayPart::Memory(Some(tray_line(&last))));
         let _ = on_update.send(last);
     });
@@ -647,6 +648,7 @@ pub async fn watch_project(
             }
             s.clone()
         };
+        crate::kept::keep("memory", &last);
         crate::tray::tell(&handle, TrayPart::Memory(Some(tray_line(&last))));
         let _ = on_update.send(last);
     });
@@ -791,6 +793,7 @@ pub async fn start_watch(
             }
             s.clone()
         };
+        crate::kept::keep("memory", &last);
         crate::tray::tell(&handle, TrayPart::Memory(Some(tray_line(&last))));
         let _ = on_update.send(last);
     });
@@ -815,7 +818,11 @@ pub async fn stop_memory(state: State<'_, MemorySlot>) -> Result<bool, AppError>
 pub async fn memory_snapshot(
     state: State<'_, MemorySlot>,
 ) -> Result<Option<MemorySnapshot>, AppError> {
-    Ok(lock(&state.0).as_ref().map(|m| lock(&m.snapshot).clone()))
+    // None this session: the last memory job of an earlier popover process, as it ended.
+    Ok(lock(&state.0)
+        .as_ref()
+        .map(|m| lock(&m.snapshot).clone())
+        .or_else(|| crate::kept::kept("memory")))
 }
 
 #[cfg(test)]

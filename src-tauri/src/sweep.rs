@@ -200,6 +200,8 @@ pub fn launch<R: Runtime>(
             finish(&mut s, outcome)
         };
         send(&last);
+        // For a popover made in a new process (this one ends once closed and idle).
+        crate::kept::keep("sweep", &last);
         crate::tray::tell(&handle, TrayPart::Sweep(Some(tray_line(&last))));
     });
     *held = Some(RunningSweep {

@@ -43,6 +43,19 @@ pub fn acquire(name: &str, what: &str) -> Result<InstanceLock, String> {
     }
 }
 
+/// The pid written in `name`'s lock file (in Headroom's folder, else in its fallback place), if
+/// one reads: who holds it when it is held.
+pub fn holder(name: &str) -> Option<u32> {
+    let dir = crate::paths::data_dir().ok()?;
+    [fallback_dir(&dir), dir].iter().find_map(|d| {
+        std::fs::read_to_string(d.join(name))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
 /// The temporary folder's lock place for Headroom's folder `dir`.
 pub fn fallback_dir(dir: &Path) -> PathBuf {
     let mut h = std::collections::hash_map::DefaultHasher::new();

@@ -64,10 +64,27 @@ fn main() {
     let _lock = match headroom_store::instance::acquire("tray.lock", "Headroom's tray") {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("headroom-tray: {e}");
+            // Started again (a double click on the app): the running tray opens its popover.
+            let asked = headroom_store::instance::holder("tray.lock")
+                .and_then(|pid| i32::try_from(pid).ok())
+                .filter(|pid| *pid > 1)
+                // SAFETY: kill only sends SIGUSR1, which the tray waits for (`open_on_signal`).
+                .is_some_and(|pid| unsafe { libc::kill(pid, libc::SIGUSR1) } == 0);
+            eprintln!(
+                "headroom-tray: {e}{}",
+                if asked { "; its popover opens" } else { "" }
+            );
             std::process::exit(0);
         }
     };
+    // SIGUSR1 ("open the popover", from a second start) is waited for by one thread: blocked
+    // here, before any thread starts, so every thread inherits the mask (the popover's process
+    // gets a clean one: std resets it at exec).
+    let usr1 = sigusr1_set();
+    // SAFETY: a valid signal set; blocking SIGUSR1 in this thread only (and those it starts).
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_BLOCK, &raw const usr1, std::ptr::null_mut());
+    }
     // Without a display GTK cannot start and tao panics: said in a line instead.
     std::panic::set_hook(Box::new(|_| {}));
     let built = std::panic::catch_unwind(|| EventLoopBuilder::<Msg>::with_user_event().build());
@@ -133,6 +150,7 @@ fn main() {
                 shown = Some(look(&facts));
                 shortcut = apply_shortcut(keys.as_ref(), shortcut.take());
                 decision_loop(proxy.clone(), project.clone());
+                open_on_signal(proxy.clone(), usr1);
                 readiness_once(proxy.clone());
                 eprintln!("headroom-tray: ready (pid {})", std::process::id());
             }
@@ -354,4 +372,27 @@ fn notify(proxy: &EventLoopProxy<Msg>, kind: Kind, title: &str, body: &str) {
             eprintln!("headroom-tray: the notification could not be shown: {e}");
         }
     }
+}
+
+/// The set holding SIGUSR1 alone.
+fn sigusr1_set() -> libc::sigset_t {
+    let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigemptyset initialises the set; sigaddset adds a valid signal to it.
+    unsafe {
+        libc::sigemptyset(set.as_mut_ptr());
+        libc::sigaddset(set.as_mut_ptr(), libc::SIGUSR1);
+        set.assume_init()
+    }
+}
+
+/// Opens the popover each time SIGUSR1 arrives (a second start of Headroom asks for it).
+fn open_on_signal(proxy: EventLoopProxy<Msg>, set: libc::sigset_t) {
+    std::thread::spawn(move || loop {
+        let mut sig: libc::c_int = 0;
+        // SAFETY: `set` is a valid set, blocked in every thread of this process.
+        let rc = unsafe { libc::sigwait(&raw const set, &raw mut sig) };
+        if rc == 0 && sig == libc::SIGUSR1 && proxy.send_event(Msg::Menu("open".into())).is_err() {
+            return;
+        }
+    });
 }
