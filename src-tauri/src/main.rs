@@ -124,6 +124,12 @@ fn main() {
             }
             Ok(())
         })
+        .on_page_load(|_, page| {
+            // The tray process (and its end-to-end test) times an open to the page loaded.
+            if relay::external() && page.event() == tauri::webview::PageLoadEvent::Finished {
+                eprintln!("headroom-app: page loaded");
+            }
+        })
         .on_window_event(|window, event| {
             // Closing the popover hides it (its webview goes a minute later); a running sweep
             // goes on and the tray shows it.

@@ -2378,6 +2378,8 @@ fn the_tray_process_starts_the_popover_on_open_and_is_alone_once_it_is_closed() 
     key("ctrl+shift+h");
     wait_shown(true, 30, "the shortcut pressed on the tray");
     let mapped = pressed.elapsed();
+    wait_line("headroom-app: page loaded", 30);
+    let loaded = pressed.elapsed();
     let first = apps(pid);
     assert_eq!(
         first.len(),
@@ -2405,7 +2407,7 @@ fn the_tray_process_starts_the_popover_on_open_and_is_alone_once_it_is_closed() 
     }
     let closed = pss_kib(pid);
     eprintln!(
-        "tray alone: {:.1} MiB PSS before the first open, {:.1} MiB once closed; the window mapped {mapped:?} after the key",
+        "tray alone: {:.1} MiB PSS before the first open, {:.1} MiB once closed; the window mapped {mapped:?} and its page loaded {loaded:?} after the key",
         alone as f64 / 1024.0,
         closed as f64 / 1024.0
     );
@@ -2424,8 +2426,10 @@ fn the_tray_process_starts_the_popover_on_open_and_is_alone_once_it_is_closed() 
         "{said}"
     );
     wait_shown(true, 30, "a second start");
+    let mapped = pressed.elapsed();
+    wait_line("headroom-app: page loaded", 30);
     eprintln!(
-        "opened again by a second start: mapped {:?} after it",
+        "opened again by a second start: mapped {mapped:?}, page loaded {:?} after it",
         pressed.elapsed()
     );
     let again = apps(pid);
