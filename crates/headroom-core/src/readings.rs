@@ -257,7 +257,7 @@ pub use headroom_model::samples::MemoryReading;
 
 /// Reads `pid`'s memory and its tree's; `None` once the process is gone.
 pub fn read_memory(pid: u32, t: f64) -> Option<MemoryReading> {
-    let own = crate::sysmem::pid_rss(pid)?;
+    let (own, peak) = crate::sysmem::pid_rss_and_peak(pid)?;
     let tree = process_tree(pid);
     let tree_bytes: u64 = tree
         .iter()
@@ -288,7 +288,7 @@ pub fn read_memory(pid: u32, t: f64) -> Option<MemoryReading> {
         tree_pss_bytes: all_pss.then(|| pss.iter().map(|(_, v)| v).sum()),
         processes: u32::try_from(tree.len()).unwrap_or(u32::MAX),
         children_bytes,
-        process_peak_bytes: crate::sysmem::pid_peak_rss(pid),
+        process_peak_bytes: peak,
     })
 }
 

@@ -115,19 +115,20 @@ pub fn pid_rss(pid: u32) -> Option<u64> {
     }
 }
 
-/// The most memory process `pid` has been charged for since it started, kept exactly by the
-/// kernel so a peak between two readings is not missed: `VmHWM` on Linux, the lifetime peak of
-/// the physical footprint (`ri_lifetime_max_phys_footprint`) on macOS; `None` elsewhere or once
-/// the process is gone.
-pub fn pid_peak_rss(pid: u32) -> Option<u64> {
+/// [`pid_rss`] and the most memory process `pid` has been charged for since it started, kept
+/// exactly by the kernel so a peak between two readings is not missed: `VmHWM` on Linux (both
+/// from one read of its status), the lifetime peak of the physical footprint
+/// (`ri_lifetime_max_phys_footprint`) on macOS; `None` once the process is gone, and no peak
+/// where the OS keeps none.
+pub fn pid_rss_and_peak(pid: u32) -> Option<(u64, Option<u64>)> {
     #[cfg(target_os = "linux")]
     {
         parse_proc_status(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
-            .map(|(_, hwm)| hwm)
+            .map(|(rss, hwm)| (rss, Some(hwm)))
     }
     #[cfg(target_os = "macos")]
     {
-        macos::pid_peak_footprint(pid)
+        Some((macos::pid_rss(pid)?, macos::pid_peak_footprint(pid)))
     }
     #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     {
