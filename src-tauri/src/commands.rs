@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use headroom_core::jobs::JobStatus;
-use headroom_core::jobs::{self, doctor::DoctorOptions, sweep::CancelToken};
+use headroom_core::jobs::{self, sweep::CancelToken};
 use headroom_model::protocol::SweepRequest;
 use headroom_model::requests::{SweepInput, WorkloadInput};
 use headroom_probe::readiness::Report;
@@ -32,22 +32,9 @@ pub async fn readiness(
     app: AppHandle,
     state: State<'_, ReadinessSlot>,
 ) -> Result<Report, AppError> {
-    let report = blocking(|| {
-        let exe = jobs::worker_binary()?;
-        let mut report = jobs::doctor::check(&exe, &DoctorOptions::default(), &mut |_| {});
-        // A ledger that cannot be written (damaged, disk full) does not hide the verdict: the
-        // report says it was not recorded and why, with what to do. A check that found what the
-        // last one found adds no run (each start and opening refreshes the lights).
-        if let Err(e) = jobs::open_ledger()
-            .and_then(|l| jobs::doctor::record_if_changed(&l, &report, r#"{"from":"app"}"#))
-        {
-            report
-                .notes
-                .push(format!("This check was not recorded in the ledger: {e}"));
-        }
-        Ok(report)
-    })
-    .await?;
+    // A check that found what the last one found adds no run (each start and opening
+    // refreshes the lights).
+    let report = blocking(|| Ok(jobs::doctor::refresh("app")?)).await?;
     *lock(&state.0) = Some(report.clone());
     crate::tray::tell(&app, TrayPart::Readiness(Box::new(report.clone())));
     Ok(report)

@@ -36,7 +36,7 @@ pub fn become_the_tray_when_started_plain() {
     }
     let app_running = headroom_store::paths::data_dir().is_ok_and(|dir| {
         matches!(
-            headroom_store::instance::acquire_in(&dir, "app.lock", "Headroom"),
+            headroom_store::instance::acquire_in(&dir, crate::single::LOCK, "Headroom"),
             Err(headroom_store::instance::LockError::Held(_))
         )
     });

@@ -10,7 +10,10 @@ pub struct Held {
     pub _lock: InstanceLock,
 }
 
+/// The lock's file in Headroom's folder.
+pub const LOCK: &str = "app.lock";
+
 /// Takes the app's lock, or says which process holds it.
 pub fn acquire() -> Result<InstanceLock, String> {
-    headroom_store::instance::acquire("app.lock", "Headroom")
+    headroom_store::instance::acquire(LOCK, "Headroom")
 }

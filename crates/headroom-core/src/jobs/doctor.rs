@@ -98,6 +98,23 @@ pub fn check(exe: &Path, opts: &DoctorOptions, on_found: &mut dyn FnMut(usize)) 
     Report::new(machine, conditions, libtorch, pythons)
 }
 
+/// The lights' refresh, as the app's start, an opening of its popover and the menu bar's
+/// start do it: checks with the default options and records the report only when something
+/// changed ([`record_if_changed`]), `from` naming who asked. A ledger that cannot be written
+/// (damaged, disk full) does not hide the verdict: the report's notes say it was not recorded,
+/// and why. Fails only when the worker binary is missing.
+pub fn refresh(from: &str) -> Result<Report, CoreError> {
+    let exe = super::worker_binary()?;
+    let mut report = check(&exe, &DoctorOptions::default(), &mut |_| {});
+    let request = serde_json::json!({ "from": from }).to_string();
+    if let Err(e) = super::open_ledger().and_then(|l| record_if_changed(&l, &report, &request)) {
+        report
+            .notes
+            .push(format!("This check was not recorded in the ledger: {e}"));
+    }
+    Ok(report)
+}
+
 /// Records `report` as [`record`] does, unless the newest readiness check recorded on this
 /// host found the same ([`Report::what_matters`]: a Python, torch, MPS flags, the power state
 /// changed): the app's refreshes (each start, each opening) add a run only when something
