@@ -29,6 +29,7 @@ mod memory;
 mod notify;
 mod overview;
 mod popover;
+mod prewarm;
 mod projects;
 mod relay;
 mod remote;
@@ -76,6 +77,7 @@ pub fn show_popover_on<R: Runtime>(app: &AppHandle<R>, panel: &str) {
 }
 
 fn main() {
+    prewarm::run_if_asked();
     let open = std::env::args().any(|a| a == "--open")
         || std::env::var_os("HEADROOM_APP_OPEN").is_some_and(|v| v == "1");
     let linked = std::env::args().any(|a| a == "--popover");

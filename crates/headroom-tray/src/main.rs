@@ -152,6 +152,7 @@ fn main() {
                 decision_loop(proxy.clone(), project.clone());
                 open_on_signal(proxy.clone(), usr1);
                 readiness_once(proxy.clone());
+                prewarm_the_popover();
                 eprintln!("headroom-tray: ready (pid {})", std::process::id());
             }
             Event::UserEvent(msg) => match msg {
@@ -311,24 +312,50 @@ fn decision_loop(proxy: EventLoopProxy<Msg>, project: Arc<Mutex<Option<String>>>
 /// the app's Readiness panel does); its lights colour the icon.
 fn readiness_once(proxy: EventLoopProxy<Msg>) {
     std::thread::spawn(move || {
-        use headroom_core::jobs;
-        let exe = match jobs::worker_binary() {
-            Ok(e) => e,
+        let report = match headroom_core::jobs::doctor::refresh("tray") {
+            Ok(r) => r,
             Err(e) => {
                 eprintln!("headroom-tray: no readiness check: {e}");
                 return;
             }
         };
-        let report =
-            jobs::doctor::check(&exe, &jobs::doctor::DoctorOptions::default(), &mut |_| {});
-        if let Err(e) = jobs::open_ledger()
-            .and_then(|l| jobs::doctor::record_if_changed(&l, &report, r#"{"from":"tray"}"#))
-        {
-            eprintln!("headroom-tray: this readiness check was not recorded: {e}");
+        for n in report.notes.iter().filter(|n| n.contains("not recorded")) {
+            eprintln!("headroom-tray: {n}");
         }
         let _ = proxy.send_event(Msg::Part(TrayPart::Readiness(Box::new(report))));
     });
 }
+
+/// A few seconds after the start, `headroom-app --prewarm` reads the popover's files into the
+/// disk cache (Linux; see its `prewarm` module), so that the first open after a reboot does not
+/// wait on the disk. `HEADROOM_TRAY_PREWARM=0` leaves it out.
+fn prewarm_the_popover() {
+    if !cfg!(target_os = "linux")
+        || std::env::var_os("HEADROOM_TRAY_PREWARM").is_some_and(|v| v == "0")
+    {
+        return;
+    }
+    std::thread::spawn(|| {
+        std::thread::sleep(PREWARM_AFTER);
+        let app = popover::app_binary();
+        match std::process::Command::new(&app)
+            .arg("--prewarm")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .status()
+        {
+            Ok(s) if s.success() => {}
+            Ok(s) => eprintln!("headroom-tray: {} --prewarm ended {s}", app.display()),
+            Err(e) => eprintln!(
+                "headroom-tray: cannot start {} --prewarm: {e}",
+                app.display()
+            ),
+        }
+    });
+}
+
+/// How long after its start the tray reads the popover's files ahead: the login's own work first.
+const PREWARM_AFTER: Duration = Duration::from_secs(3);
 
 /// Shows a notification (also written to stderr, so one the desktop cannot show is not lost).
 /// On Linux a contention notice carries the buttons "Continue on the remote host" (the popover's
