@@ -103,9 +103,21 @@ pub fn check(exe: &Path, opts: &DoctorOptions, on_found: &mut dyn FnMut(usize)) 
 /// changed ([`record_if_changed`]), `from` naming who asked. A ledger that cannot be written
 /// (damaged, disk full) does not hide the verdict: the report's notes say it was not recorded,
 /// and why. Fails only when the worker binary is missing.
+///
+/// The check runs on a thread of its own below normal priority ([`BACKGROUND_NICE`]; on Linux
+/// the interpreters and the libtorch worker it starts inherit it): the Pythons it imports torch
+/// in would otherwise take the CPU from a popover opening beside it (on 2 cores an open during
+/// the menu bar's start-up check took twice as long, `bench/first_open.py`).
 pub fn refresh(from: &str) -> Result<Report, CoreError> {
     let exe = super::worker_binary()?;
-    let mut report = check(&exe, &DoctorOptions::default(), &mut |_| {});
+    let mut report = std::thread::scope(|s| {
+        s.spawn(|| {
+            lower_this_threads_priority();
+            check(&exe, &DoctorOptions::default(), &mut |_| {})
+        })
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    });
     let request = serde_json::json!({ "from": from }).to_string();
     if let Err(e) = super::open_ledger().and_then(|l| record_if_changed(&l, &report, &request)) {
         report
@@ -113,6 +125,22 @@ pub fn refresh(from: &str) -> Result<Report, CoreError> {
             .push(format!("This check was not recorded in the ledger: {e}"));
     }
     Ok(report)
+}
+
+/// The nice value a background refresh runs at.
+pub const BACKGROUND_NICE: i32 = 10;
+
+/// Lowers the calling thread's scheduling priority to [`BACKGROUND_NICE`] (Linux, where the nice
+/// value is a thread's and the processes it starts inherit it; elsewhere nothing: macOS's
+/// `setpriority` would lower the whole process).
+fn lower_this_threads_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: `gettid` and `setpriority` on this thread's own id change only its priority.
+    unsafe {
+        let tid = libc::gettid();
+        #[allow(clippy::cast_sign_loss)]
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, BACKGROUND_NICE);
+    }
 }
 
 /// Records `report` as [`record`] does, unless the newest readiness check recorded on this
@@ -250,5 +278,28 @@ mod tests {
             .is_some());
         assert_eq!(record_if_changed(&ledger, &newer, "{}").expect("r"), None);
         assert_eq!(ledger.list_runs(10).expect("l").len(), 3);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_background_thread_and_what_it_starts_run_below_normal_and_the_caller_does_not() {
+        let niceness = || {
+            let out = std::process::Command::new("nice").output().expect("nice");
+            String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .parse::<i32>()
+                .expect("a niceness")
+        };
+        let before = niceness();
+        let inside = std::thread::spawn(move || {
+            lower_this_threads_priority();
+            niceness()
+        })
+        .join()
+        .expect("thread");
+        if before <= BACKGROUND_NICE {
+            assert_eq!(inside, BACKGROUND_NICE, "from {before}");
+        }
+        assert_eq!(niceness(), before, "the calling thread kept its priority");
     }
 }
