@@ -326,9 +326,10 @@ fn readiness_once(proxy: EventLoopProxy<Msg>) {
     });
 }
 
-/// A few seconds after the start, `headroom-app --prewarm` reads the popover's files into the
-/// disk cache (Linux; see its `prewarm` module), so that the first open after a reboot does not
-/// wait on the disk. `HEADROOM_TRAY_PREWARM=0` leaves it out.
+/// A few seconds after the start, unless the popover was opened by then, `headroom-app
+/// --prewarm` reads the popover's files into the disk cache (Linux; see its `prewarm` module),
+/// so that the first open after a reboot does not wait on the disk. `HEADROOM_TRAY_PREWARM=0`
+/// leaves it out.
 fn prewarm_the_popover() {
     if !cfg!(target_os = "linux")
         || std::env::var_os("HEADROOM_TRAY_PREWARM").is_some_and(|v| v == "0")
@@ -337,6 +338,10 @@ fn prewarm_the_popover() {
     }
     std::thread::spawn(|| {
         std::thread::sleep(PREWARM_AFTER);
+        // Opened already: its files were read then.
+        if popover::ever_started() {
+            return;
+        }
         let app = popover::app_binary();
         match std::process::Command::new(&app)
             .arg("--prewarm")

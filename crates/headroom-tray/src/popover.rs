@@ -5,6 +5,7 @@
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,15 @@ pub struct Popover {
     running: Option<(Child, ChildStdin)>,
     generation: u64,
     without: Vec<&'static str>,
+}
+
+/// Whether a popover's process was ever started by this tray (its files are then in the disk
+/// cache: the read-ahead has nothing left to do).
+static EVER_STARTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether this tray has started a popover's process yet.
+pub fn ever_started() -> bool {
+    EVER_STARTED.load(Ordering::SeqCst)
 }
 
 /// Where `headroom-app` is: `HEADROOM_APP_BIN`, else beside this binary.
@@ -81,6 +91,7 @@ impl Popover {
     }
 
     fn start(&mut self) -> std::io::Result<()> {
+        EVER_STARTED.store(true, Ordering::SeqCst);
         let bin = app_binary();
         let mut cmd = Command::new(&bin);
         cmd.arg("--popover")
