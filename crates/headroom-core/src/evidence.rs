@@ -758,6 +758,7 @@ mod tests {
             best_samples_per_s: Some(1000.0),
             knee_batch: Some(batch),
             max_fit_batch: Some(batch),
+            predicted_fit_batch: None,
             first_failing_batch: None,
             limit: "list".into(),
             recommended_batch: Some(batch),

@@ -472,6 +472,12 @@ pub struct SweepSummary {
     pub max_fit_batch: Option<u32>,
     /// Smallest batch that failed (OOM or over budget), bounding `max_fit_batch` from above.
     pub first_failing_batch: Option<u32>,
+    /// The largest batch the memory line puts within the budget, where no start ran it: the
+    /// knee was found below it and the batch past it was refused on its prediction (a sweep
+    /// over the user's script, [`crate::planner::Planner::unverified_fit`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub predicted_fit_batch: Option<u32>,
     /// What stopped the search: `oom`, `budget`, `max_batch`, `list`, `error`.
     pub limit: String,
     /// The batch Headroom recommends.

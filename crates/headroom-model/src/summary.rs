@@ -149,6 +149,7 @@ pub fn summarize(points: &[Point], limit: Limit, budget: u64) -> SweepSummary {
         knee_batch: knee.map(|p| p.batch),
         max_fit_batch: max_fit,
         first_failing_batch: first_failing,
+        predicted_fit_batch: None,
         limit: limit.as_str().to_owned(),
         recommended_batch: recommended,
         reason,
@@ -161,6 +162,19 @@ pub fn summarize(points: &[Point], limit: Limit, budget: u64) -> SweepSummary {
     };
     annotate(&mut s, points);
     s
+}
+
+/// Records that the largest batch within the budget is `fit`, predicted by the memory line
+/// through the measured points and not run (the knee was found below it), in the summary and its
+/// reason.
+pub fn predicted_fit(s: &mut SweepSummary, fit: u32, peak: Option<u64>, budget: u64) {
+    s.predicted_fit_batch = Some(fit);
+    let peak = peak.map_or_else(String::new, |p| format!(" at {}", format_bytes(p)));
+    s.reason.push_str(&format!(
+        "; the largest batch within the {} budget is {fit} by the memory line{peak} — \
+         predicted, not run: the knee lies below it",
+        format_bytes(budget)
+    ));
 }
 
 /// Writes into `s` what the points say beyond their throughput (the machine's load beside them,

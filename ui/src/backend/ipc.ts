@@ -263,6 +263,12 @@ max_fit_batch: number | null,
  */
 first_failing_batch: number | null, 
 /**
+ * The largest batch the memory line puts within the budget, where no start ran it: the
+ * knee was found below it and the batch past it was refused on its prediction (a sweep
+ * over the user's script, [`crate::planner::Planner::unverified_fit`]).
+ */
+predicted_fit_batch?: number, 
+/**
  * What stopped the search: `oom`, `budget`, `max_batch`, `list`, `error`.
  */
 limit: string, 

@@ -37,6 +37,26 @@ pub const COSTLY_KNEE_RATIO: f64 = 5.0;
 /// 1316; 1303 peaked 0.8 % over the budget, 1264 fitted).
 pub const COSTLY_AIM: f64 = 0.03;
 
+/// With costly points, a knee probe whose throughput gained less than this per doubling of the
+/// batch over the fitting batch below it leaves the knee near: the next probe goes halfway (in the
+/// log) to the line's fit instead of running the fit itself. On a data-bound script the fit is
+/// the most expensive start of all (on the H200, resnet50 with 12 DataLoader workers took 20 s
+/// for its first batch of 1231 and 5 s to give its 121 GiB back) and buys no speed.
+pub const SLOW_GAIN: f64 = 0.20;
+
+/// A slow probe is followed by another only while the line's fit is at least this many times the
+/// probe (the next lands at least √1.5 ≈ 1.22 times above it); closer, the fit is verified.
+pub const PROBE_RATIO: f64 = 1.5;
+
+/// What a start begun ahead assumes of the one measured now (see [`Planner::speculate`]): its
+/// throughput this share above the best so far — still rising, slowly, the case that asks for
+/// the most starts on a costly sweep.
+pub const SPECULATED_GAIN: f64 = 0.10;
+
+/// A start begun ahead for a knee probe serves in its place when its batch is within this share
+/// of the probe's: a probe only has to land between its neighbours (see [`Planner::accepts`]).
+pub const PROBE_SLACK: f64 = 0.2;
+
 /// Throughput that grew at least this share of the batch's growth (×1.8 for a doubling) counts as
 /// proportional to the batch: the step time is flat, the range is launch-bound.
 pub const LINEAR_SCALING: f64 = 0.9;
@@ -102,6 +122,8 @@ pub struct Planner {
     done: Option<Limit>,
     /// Each point costs a process start (see [`Planner::costly`]).
     costly: bool,
+    /// The last batch asked for was a knee probe: a nearby batch serves as well.
+    probe: Option<u32>,
 }
 
 impl Planner {
@@ -117,12 +139,18 @@ impl Planner {
             outcomes: Vec::new(),
             done: None,
             costly: false,
+            probe: None,
         }
     }
 
     /// For points that each cost a start of the user's program (seconds each): the memory line
-    /// from two small points (the start and four times it), then straight to the largest batch
-    /// the line says fits, verified; then the knee narrowed in the log of the batch until the
+    /// from two small points (the start and four times it); then, when the line's fit is more
+    /// than [`COSTLY_KNEE_RATIO`] times the second, a knee probe halfway to it in the log of the
+    /// batch. A probe that gained much speed is followed by the largest batch the line says fits,
+    /// verified; one that gained little (under [`SLOW_GAIN`] a doubling) by another probe halfway
+    /// to the fit; one that gained nothing worth its memory (under 1/[`KNEE_SHARE`]) ends the
+    /// search upward, and the fit is then the line's prediction, not run
+    /// ([`Planner::unverified_fit`]). Then the knee is narrowed in the log of the batch until the
     /// batches around it are at most [`COSTLY_KNEE_RATIO`] apart. Few points, each one needed.
     #[must_use]
     pub fn costly(mut self) -> Self {
@@ -201,13 +229,18 @@ impl Planner {
     }
 
     /// The batch this planner would run after `batch` if `batch` fitted at the peak predicted for
-    /// it (none: none recorded) and ran at twice the best throughput so far, the outcome that
-    /// leaves the most to do (the knee between it and the batch below): a start worth beginning
-    /// while `batch` is measured. `None` when the sweep would end there.
+    /// it (none: none recorded) and ran at twice the best throughput so far (a costly sweep:
+    /// [`SPECULATED_GAIN`] above it), the outcome that leaves the most to do: a start worth
+    /// beginning while `batch` is measured. `None` when the sweep would end there.
     pub fn speculate(&self, batch: u32, predicted: Option<u64>) -> Option<u32> {
         let best = self.throughputs().iter().map(|o| o.1).fold(1.0, f64::max);
         let mut p = self.clone();
-        p.record(batch, PointStatus::Ok, predicted, Some(best * 2.0));
+        let gain = if self.costly {
+            1.0 + SPECULATED_GAIN
+        } else {
+            2.0
+        };
+        p.record(batch, PointStatus::Ok, predicted, Some(best * gain));
         for _ in 0..4 {
             match p.next_step() {
                 Next::Run { batch: b, .. } => return (b != batch).then_some(b),
@@ -323,9 +356,15 @@ impl Planner {
         if let Some(limit) = self.done {
             return Next::Done { limit };
         }
+        self.probe = None;
         let candidate = match &self.plan {
             BatchPlan::Explicit { batches } => self.next_explicit(batches.clone()),
-            BatchPlan::Search { start, max } if self.costly => self.next_costly(*start, *max),
+            BatchPlan::Search { start, max } if self.costly => {
+                self.next_costly(*start, *max).map(|(batch, probe)| {
+                    self.probe = probe.then_some(batch);
+                    batch
+                })
+            }
             BatchPlan::Search { start, max } => self.next_search(*start, *max),
         };
         match candidate {
@@ -424,7 +463,106 @@ impl Planner {
 }
 
 impl Planner {
-    fn next_costly(&self, start: u32, max: u32) -> Result<u32, Limit> {
+    /// Whether a start at `offered` (begun ahead) serves for the batch `wanted` that
+    /// [`Planner::next_step`] just asked for: the same batch, or — where `wanted` is a knee probe,
+    /// which only has to land between its neighbours — one within [`PROBE_SLACK`] of it,
+    /// between the bounds so far, not yet tried and predicted within the budget.
+    pub fn accepts(&self, wanted: u32, offered: u32) -> bool {
+        if offered == wanted {
+            return true;
+        }
+        if self.probe != Some(wanted) || self.tried(offered) {
+            return false;
+        }
+        let (good, bad) = self.bounds();
+        let near = (f64::from(offered) / f64::from(wanted) - 1.0).abs() <= PROBE_SLACK;
+        near && good.is_none_or(|g| offered > g)
+            && bad.is_none_or(|b| offered < b)
+            && self
+                .predict_peak(offered)
+                .is_none_or(|p| p <= self.budget)
+    }
+
+    /// The largest batch the memory line puts within the budget when no start verified it: the
+    /// search upward ended below it (the knee was found beneath) and the batch past it was
+    /// refused on its prediction. `None` when a start ran at or near it, or failed.
+    pub fn unverified_fit(&self) -> Option<u32> {
+        if !self.costly {
+            return None;
+        }
+        let (good, bad) = self.bounds();
+        let fit = self.predicted_fit()?;
+        let refused_past = bad.is_some_and(|b| {
+            b > fit
+                && self.outcomes.iter().all(|o| {
+                    o.status == PointStatus::Ok
+                        || (o.status == PointStatus::OverBudget && o.peak.is_none())
+                })
+        });
+        let below = good.is_some_and(|g| {
+            f64::from(g) < f64::from(fit) * (1.0 - COSTLY_AIM - BISECT_TOLERANCE)
+        });
+        (refused_past && below).then_some(fit)
+    }
+
+    /// The growth of throughput per doubling of the batch from the fitting batch below `top` to
+    /// `top` (0.1: 10 % a doubling).
+    fn gain_per_doubling(&self, top: u32) -> Option<f64> {
+        let ok = self.throughputs();
+        let at_top = ok.iter().find(|o| o.0 == top)?.1;
+        let &(below, at_below) = ok.iter().rev().find(|o| o.0 < top)?;
+        let doublings = (f64::from(top) / f64::from(below)).log2();
+        (at_below > 0.0 && doublings > 0.0)
+            .then(|| (at_top / at_below).powf(1.0 / doublings) - 1.0)
+    }
+
+    /// Whether the largest fitting batch `top` bought no speed worth its memory: it is not
+    /// [`KNEE_SHARE`] faster than the best batch below it, so the knee lies below and `top`
+    /// bounds it from above.
+    fn bent(&self, top: u32) -> bool {
+        let ok = self.throughputs();
+        let Some(at_top) = ok.iter().find(|o| o.0 == top).map(|o| o.1) else {
+            return false;
+        };
+        let best_below = ok
+            .iter()
+            .filter(|o| o.0 < top)
+            .map(|o| o.1)
+            .fold(f64::NAN, f64::max);
+        !best_below.is_nan() && at_top * KNEE_SHARE < best_below
+    }
+
+    /// Upward from the largest fitting batch `g` (nothing failed, the line's fit not reached):
+    /// a knee probe halfway to the fit in the log, the fit itself, or — once the knee is
+    /// below `g` — the batch past the line's fit, refused on its prediction. With the flag: a
+    /// probe.
+    fn upward(&self, g: u32, max: u32, fitting: usize) -> Option<(u32, bool)> {
+        let Some(fit) = self.guided(g, None, max) else {
+            return Some((g.saturating_mul(4).min(max), false));
+        };
+        if self.bent(g) {
+            return self
+                .predicted_fit()
+                .map(|f| f.saturating_add(1).max(g.saturating_add(1)).min(max))
+                .filter(|b| *b > g)
+                .map(|b| (b, false));
+        }
+        let ratio = f64::from(fit) / f64::from(g);
+        let first = fitting == 2 && ratio > COSTLY_KNEE_RATIO;
+        let slow = fitting > 2
+            && ratio >= PROBE_RATIO
+            && self.gain_per_doubling(g).is_some_and(|x| x < SLOW_GAIN);
+        if first || slow {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let mid = (f64::from(g) * f64::from(fit)).sqrt().round() as u32;
+            if mid > g && mid < fit {
+                return Some((mid, true));
+            }
+        }
+        Some((fit, false))
+    }
+
+    fn next_costly(&self, start: u32, max: u32) -> Result<(u32, bool), Limit> {
         let start = start.clamp(1, max.max(1));
         let (good, bad) = self.bounds();
         let fitting = self
@@ -433,12 +571,12 @@ impl Planner {
             .filter(|o| o.status == PointStatus::Ok)
             .count();
         let upper = match (good, bad) {
-            (None, None) => return Ok(start),
+            (None, None) => return Ok((start, false)),
             (None, Some(_)) => return Err(self.failure_limit().unwrap_or(Limit::Error)),
             // The second small point: four times the first, so the line's slope is measured
             // over a span the allocator's block sizes do not dominate.
             (Some(g), None) if fitting == 1 && g < max => {
-                return Ok(g.saturating_mul(4).min(max));
+                return Ok((g.saturating_mul(4).min(max), false));
             }
             (Some(g), None) if g >= max => None,
             // The verified jump landed within the aim of the line's fit: the batch just past
@@ -452,10 +590,12 @@ impl Planner {
                     .map(|f| f.saturating_add(1).max(g.saturating_add(1)).min(max))
                     .filter(|b| *b > g)
             }
-            (Some(g), None) => Some(
-                self.guided(g, None, max)
-                    .unwrap_or_else(|| g.saturating_mul(4).min(max)),
-            ),
+            (Some(g), None) => {
+                match self.upward(g, max, fitting) {
+                    Some((b, true)) if !self.tried(b) => return Ok((b, true)),
+                    other => other.map(|o| o.0),
+                }
+            }
             (Some(g), Some(b)) => {
                 let tolerance = (f64::from(g) * BISECT_TOLERANCE).max(1.0);
                 // Refused on its prediction (over budget, never run): the line has spoken.
@@ -495,11 +635,11 @@ impl Planner {
             }
         };
         if let Some(next) = upper.filter(|b| !self.tried(*b)) {
-            return Ok(next);
+            return Ok((next, false));
         }
         // The largest fitting batch is known: narrow the knee.
         if let Some(next) = self.knee_gap().filter(|b| !self.tried(*b)) {
-            return Ok(next);
+            return Ok((next, true));
         }
         Err(self.failure_limit().unwrap_or(Limit::MaxBatch))
     }

@@ -155,10 +155,13 @@ pub(crate) fn print_human(r: &Report) {
         } else {
             b(s.knee_batch)
         };
+        let largest = match s.predicted_fit_batch {
+            Some(f) => format!("{f} predicted, not run (largest run {})", b(s.max_fit_batch)),
+            None => b(s.max_fit_batch),
+        };
         println!(
-            "best batch {} · knee {knee} · largest that fits {} (stopped by {})",
+            "best batch {} · knee {knee} · largest that fits {largest} (stopped by {})",
             b(s.best_batch),
-            b(s.max_fit_batch),
             s.limit
         );
         println!("why: {}", s.reason);

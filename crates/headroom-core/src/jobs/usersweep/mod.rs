@@ -320,13 +320,18 @@ pub fn run_script_sweep(
             }
             Next::Run { batch, predicted } => (batch, predicted),
         };
+        // A start begun ahead near a knee probe serves as the probe.
+        let taken = ahead.take_if(|b| planner.accepts(batch, b));
+        let (batch, predicted) = match &taken {
+            Some(b) if b.batch != batch => (b.batch, planner.predict_peak(b.batch)),
+            _ => (batch, predicted),
+        };
         on(&Update::Progress {
             batch,
             phase: Phase::Setup,
             step: 0,
             of: 0,
         });
-        let taken = ahead.take(batch);
         let was_ahead = taken.is_some();
         let begun = match taken {
             Some(b) => b,
@@ -428,7 +433,15 @@ pub fn run_script_sweep(
         }
     };
     ahead.stop();
-    let summary = summarize(&out.sweep.points, limit, planner.budget());
+    let mut summary = summarize(&out.sweep.points, limit, planner.budget());
+    if let Some(fit) = planner.unverified_fit() {
+        crate::summary::predicted_fit(
+            &mut summary,
+            fit,
+            planner.predict_peak(fit),
+            planner.budget(),
+        );
+    }
     // The baseline at the recommended batch: the speed-up of the user's own script.
     if let (Some(base), Some(accel), Some(batch), false) = (
         s.devices.first(),

@@ -261,8 +261,9 @@ pub(super) struct Ahead {
 }
 
 impl Ahead {
-    pub(super) fn take(&mut self, batch: u32) -> Option<Begun> {
-        let i = self.waiting.iter().position(|b| b.batch == batch)?;
+    /// The start begun ahead whose batch `serves` (the planner's [`Planner::accepts`]).
+    pub(super) fn take_if(&mut self, serves: impl Fn(u32) -> bool) -> Option<Begun> {
+        let i = self.waiting.iter().position(|b| serves(b.batch))?;
         Some(self.waiting.swap_remove(i))
     }
 
