@@ -122,10 +122,26 @@ walls = read_walls("sweep.walls")
 if walls:
     print("\n| conditions | built-in sweep wall s (cnn, 64/256/1024, one per pair) | median |")
     print("|---|---|---:|")
-    for mode in ("on", "off"):
+    modes = [m for m in ("on", "coarse", "off") if walls.get(m)]
+    for mode in modes:
         w = walls.get(mode, [])
         print(f"| {mode} | {', '.join(f'{x:.2f}' for x in w)} | {statistics.median(w):.2f} |")
-    print(f"ratio of medians on/off: {statistics.median(walls['on']) / statistics.median(walls['off']):.4f}")
+    for mode in modes[:-1]:
+        print(f"ratio of medians {mode}/off: "
+              f"{statistics.median(walls[mode]) / statistics.median(walls['off']):.4f}")
+    # Where each mode's wall time went: the worker's steps (its points' steps_s) and the rest.
+    for mode in modes:
+        rows = []
+        for i in range(1, len(walls[mode]) + 1):
+            sw = load(f"sweep-{mode}-{i}.json")
+            pts = (sw or {}).get("points") or (sw or {}).get("sweep", {}).get("points", [])
+            if pts:
+                rows.append((sum(p.get("steps_s") or 0 for p in pts),
+                             [round(p.get("samples_per_s") or 0) for p in pts]))
+        if rows:
+            steps = statistics.median(r[0] for r in rows)
+            print(f"  {mode}: steps {steps:.2f} s a sweep (median); samples/s per point "
+                  f"{', '.join(str(r[1]) for r in rows[:3])}")
     # Each pair ran back to back (on, then off): the ratio within a pair leaves out the drift
     # between pairs. Its median, and the middle half of them.
     pairs = sorted(a / b for a, b in zip(walls.get("on", []), walls.get("off", [])))

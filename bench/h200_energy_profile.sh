@@ -18,6 +18,7 @@
 #    the window costs and the operators it names.
 # 6. `headroom numerics` on the resnet50 and a small transformer, cuda against a CPU copy, in
 #    f32 and bf16: the time it takes and the largest error and where.
+# MODES (default "on off"; "on coarse off" adds the sampler without its energy polling).
 # RUN_S, MAX_BATCH, PAIRS and PROFILE_PAIRS shorten it (30, 512, 3, 2 by default); PARTS picks
 # which of run, usersweep, sweep, builtin, numerics, profile to run (all by default).
 # Raw output in OUT; `python3 bench/energy_check.py OUT` prints the tables.
@@ -55,7 +56,7 @@ echo "== user sweep"
 fi
 if part sweep; then
 echo "== built-in sweep, conditions on/off"
-for i in $(seq "${PAIRS:-3}"); do for mode in on off; do
+for i in $(seq "${PAIRS:-3}"); do for mode in ${MODES:-on off}; do
   s=$(date +%s.%N)
   HEADROOM_CONDITIONS=$mode "$HR" sweep --device cuda --workload cnn --batches 64,256,1024 \
     --json > "$OUT/sweep-$mode-$i.json" 2> "$OUT/sweep-$mode-$i.stderr"

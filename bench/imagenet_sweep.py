@@ -136,6 +136,13 @@ def sweeps(a, hr, script, env, results):
             print(f"   batch {q[0]} {q[1]} {q[2]} peak {q[3]} {q[4] or ''}", flush=True)
         for w in warn:
             print(f"   warning: {w}", flush=True)
+        # Where each start's seconds went (begun ahead or cold; to its first step; released).
+        for t in doc.get("seconds", []):
+            print(f"   start {t.get('batch')}: {t.get('seconds', 0):.1f} s, first step "
+                  f"{t.get('first_step_s') or 0:.1f} s, waited {t.get('waited_s') or 0:.1f} s, "
+                  f"ahead {t.get('ahead')}, released {t.get('release_s') or 0:.1f} s, "
+                  f"device free {t.get('device_free_s') or 0:.1f} s", flush=True)
+        print(f"   predicted fit {s.get('predicted_fit_batch')}", flush=True)
 
     json.dump(results, open(os.path.join(a.out, "imagenet_sweep.json"), "w"), indent=1)
 

@@ -21,7 +21,8 @@ pub use headroom_model::conditions::{
 pub const INTERVAL: Duration = Duration::from_secs(1);
 
 /// Set to `off`, no conditions are read (to measure what reading them costs, or on a machine
-/// where a reader misbehaves).
+/// where a reader misbehaves); set to `coarse`, they are read but the energy counter is never
+/// polled ([`ConditionLog::fine`] does nothing: what the polling costs, measured apart).
 pub const OFF_ENV: &str = "HEADROOM_CONDITIONS";
 
 /// How often the energy counter is polled while [`ConditionLog::fine`] is on.
@@ -393,6 +394,11 @@ pub fn off() -> bool {
     std::env::var(OFF_ENV).is_ok_and(|v| v == "off")
 }
 
+/// Whether the energy counter is never polled (`HEADROOM_CONDITIONS=coarse`).
+fn coarse() -> bool {
+    std::env::var(OFF_ENV).is_ok_and(|v| v == "coarse")
+}
+
 impl ConditionLog {
     /// Starts reading for a job on `device` (none: the CPU).
     pub fn start(device: Option<&str>, interval: Duration) -> Self {
@@ -546,7 +552,7 @@ impl ConditionLog {
     /// shorter than a few of the counter's updates is timed (a sweep's point), so that its
     /// joules come from the counter's own updates ([`TimedConditions::over_edges`]).
     pub fn fine(&self, on: bool) {
-        if self.thread.is_none() || self.fine.swap(on, Ordering::SeqCst) == on {
+        if self.thread.is_none() || coarse() || self.fine.swap(on, Ordering::SeqCst) == on {
             return;
         }
         let now = self.now();

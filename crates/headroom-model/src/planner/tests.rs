@@ -466,7 +466,8 @@ fn knee_and_below(ran: &[u32], sps: impl Fn(u32) -> f64) -> (u32, u32) {
 }
 
 /// Throughput that grows with the batch up to the fit (compute-bound): the two small points,
-/// a knee probe, then the line's fit verified, then the knee narrowed.
+/// knee probes while the fit is far, then the line's fit verified — no more starts than the knee
+/// needs anyway.
 #[test]
 fn a_costly_sweep_that_keeps_gaining_verifies_the_fit_it_jumps_to() {
     // Budget fits (200_000 - 1000) / 100 = 1990; throughput ∝ batch^0.6 (+52 % a doubling).
@@ -479,12 +480,13 @@ fn a_costly_sweep_that_keeps_gaining_verifies_the_fit_it_jumps_to() {
         (300..=400).contains(&probe),
         "halfway (in the log) from 64 to the fit: {ran:?}"
     );
+    let fit = *ran.iter().max().expect("ran");
     assert!(
-        (1910..=1990).contains(&ran[3]),
-        "the probe gained much: the line's fit, verified: {ran:?}"
+        (1910..=1990).contains(&fit),
+        "the probes gained much: the line's fit, verified: {ran:?}"
     );
     assert_eq!(skipped.len(), 1, "{skipped:?}");
-    assert!(skipped[0] > ran[3]);
+    assert!(skipped[0] > fit);
     assert!(ran.len() <= 5, "few processes: {ran:?}");
     let (knee, below) = knee_and_below(&ran, sps);
     assert!(f64::from(knee) / f64::from(below) <= COSTLY_KNEE_RATIO, "{ran:?}");
@@ -568,6 +570,33 @@ fn the_h200_imagenet_figures_probe_the_knee_before_the_fit() {
         panic!("another probe")
     };
     assert!(next > probe && next < 900, "+21 % over ×4.4 is slow: {next}");
+
+    // The H100 (80 GB, a 70 GiB budget): 64 read low, so 210 gained fast; the fit 694 is more
+    // than 2.5 times above it, so a probe goes first — measured at 382, 2.6 % faster than 210,
+    // it ends the search.
+    let mut p = Planner::new(plan_h100(), 70u64 << 30, None, true).costly();
+    p.record(16, PointStatus::Ok, Some(2_009_071_616), Some(336.3));
+    p.record(64, PointStatus::Ok, Some(7_048_527_872), Some(1031.7));
+    p.record(210, PointStatus::Ok, Some(22_292_725_760), Some(1780.7));
+    let Next::Run { batch: probe, .. } = p.next_step() else {
+        panic!("a probe")
+    };
+    assert!((350..=420).contains(&probe), "{probe}");
+    p.record(probe, PointStatus::Ok, Some(40_324_038_656), Some(1819.0));
+    let Next::Skip { batch: past, .. } = p.next_step() else {
+        panic!("the batch past the fit, refused")
+    };
+    assert!(past > 690, "{past}");
+    p.record(past, PointStatus::OverBudget, None, None);
+    assert!(matches!(p.next_step(), Next::Done { limit: Limit::Budget }));
+    assert!(p.unverified_fit().is_some_and(|f| f > 690), "{:?}", p.unverified_fit());
+}
+
+fn plan_h100() -> BatchPlan {
+    BatchPlan::Search {
+        start: 16,
+        max: 65536,
+    }
 }
 
 /// What a sweep begins ahead: the start the planner asks for next when the one measured now
@@ -599,8 +628,8 @@ fn the_next_start_is_foreseen_and_only_asked_for_when_the_outcome_needs_it() {
     assert!(predicted.is_some() && probe > 64 && probe < 1000, "{probe}");
     let foreseen = p.speculate(probe, predicted).expect("the next probe");
     assert!(foreseen > probe && foreseen < 1990, "{foreseen}");
-    let next_after = |mut q: Planner, sps: f64| {
-        q.record(probe, PointStatus::Ok, Some(peak(probe)), Some(sps));
+    let next_after = |mut q: Planner, batch: u32, sps: f64| {
+        q.record(batch, PointStatus::Ok, Some(peak(batch)), Some(sps));
         loop {
             match q.next_step() {
                 Next::Run { batch, .. } => return Some((batch, q)),
@@ -609,16 +638,27 @@ fn the_next_start_is_foreseen_and_only_asked_for_when_the_outcome_needs_it() {
             }
         }
     };
-    // A little faster: the next probe, exactly the start begun ahead.
-    let (slow, _) = next_after(p.clone(), 700.0).expect("a probe");
+    // The fit is far above: the next probe, whether this one gained little or much.
+    let (slow, _) = next_after(p.clone(), probe, 700.0).expect("a probe");
     assert_eq!(slow, foreseen);
-    // Much faster: the fit, verified — not the start begun ahead, which is not taken for it.
-    let (fit, q) = next_after(p.clone(), 640.0 * f64::from(probe) / 64.0).expect("the fit");
-    assert!(fit > 1900, "{fit}");
-    assert!(!q.accepts(fit, foreseen));
+    let (fast, q) = next_after(p.clone(), probe, 640.0 * f64::from(probe) / 64.0).expect("a probe");
+    assert_eq!(fast, foreseen);
     // No faster: the knee is below, the fit is refused on its prediction, nothing more runs
     // above the probe.
-    assert!(next_after(p, 640.0).is_none_or(|(b, _)| b < probe));
+    assert!(next_after(p, probe, 640.0).is_none_or(|(b, _)| b < probe));
+
+    // Within 2.5 times of the fit: foreseen slow, the next probe; it came out fast, so the fit
+    // itself, verified — not the start begun ahead, which is not taken for it.
+    let at = f64::from(fast) * 10.0;
+    let mut r = q.clone();
+    let predicted = r.predict_peak(fast);
+    let ahead = r.speculate(fast, predicted).expect("the next probe");
+    let (fit, r2) = next_after(r.clone(), fast, at).expect("the fit");
+    assert!(fit > 1900 && ahead < fit, "{fit} {ahead}");
+    assert!(!r2.accepts(fit, ahead));
+    let (probe2, _) = next_after(r, fast, 640.0 * f64::from(probe) / 64.0 * 1.15).expect("probe");
+    assert_eq!(probe2, ahead);
+    drop(q);
 }
 
 /// A knee probe only has to land between its neighbours: a start begun ahead a little off the
