@@ -504,9 +504,7 @@ impl Planner {
         let near = (f64::from(offered) / f64::from(wanted) - 1.0).abs() <= PROBE_SLACK;
         near && good.is_none_or(|g| offered > g)
             && bad.is_none_or(|b| offered < b)
-            && self
-                .predict_peak(offered)
-                .is_none_or(|p| p <= self.budget)
+            && self.predict_peak(offered).is_none_or(|p| p <= self.budget)
     }
 
     /// The largest batch the memory line puts within the budget when no start verified it: the
@@ -525,9 +523,8 @@ impl Planner {
                         || (o.status == PointStatus::OverBudget && o.peak.is_none())
                 })
         });
-        let below = good.is_some_and(|g| {
-            f64::from(g) < f64::from(fit) * (1.0 - COSTLY_AIM - BISECT_TOLERANCE)
-        });
+        let below = good
+            .is_some_and(|g| f64::from(g) < f64::from(fit) * (1.0 - COSTLY_AIM - BISECT_TOLERANCE));
         (refused_past && below).then_some(fit)
     }
 
@@ -538,8 +535,7 @@ impl Planner {
         let at_top = ok.iter().find(|o| o.0 == top)?.1;
         let &(below, at_below) = ok.iter().rev().find(|o| o.0 < top)?;
         let doublings = (f64::from(top) / f64::from(below)).log2();
-        (at_below > 0.0 && doublings > 0.0)
-            .then(|| (at_top / at_below).powf(1.0 / doublings) - 1.0)
+        (at_below > 0.0 && doublings > 0.0).then(|| (at_top / at_below).powf(1.0 / doublings) - 1.0)
     }
 
     /// Whether the largest fitting batch `top` bought no speed worth its memory: it is not
@@ -614,12 +610,10 @@ impl Planner {
                     .map(|f| f.saturating_add(1).max(g.saturating_add(1)).min(max))
                     .filter(|b| *b > g)
             }
-            (Some(g), None) => {
-                match self.upward(g, max) {
-                    Some((b, true)) if !self.tried(b) => return Ok((b, true)),
-                    other => other.map(|o| o.0),
-                }
-            }
+            (Some(g), None) => match self.upward(g, max) {
+                Some((b, true)) if !self.tried(b) => return Ok((b, true)),
+                other => other.map(|o| o.0),
+            },
             (Some(g), Some(b)) => {
                 let tolerance = (f64::from(g) * BISECT_TOLERANCE).max(1.0);
                 // Refused on its prediction (over budget, never run): the line has spoken.

@@ -474,7 +474,11 @@ fn a_costly_sweep_that_keeps_gaining_verifies_the_fit_it_jumps_to() {
     let sps = |b: u32| f64::from(b).powf(0.6);
     let (ran, skipped, limit) = drive_costly(200_000, u64::MAX, sps);
     assert_eq!(limit, Limit::Budget);
-    assert_eq!(&ran[..2], &[16, 64], "the memory line from two small points");
+    assert_eq!(
+        &ran[..2],
+        &[16, 64],
+        "the memory line from two small points"
+    );
     let probe = ran[2];
     assert!(
         (300..=400).contains(&probe),
@@ -489,7 +493,10 @@ fn a_costly_sweep_that_keeps_gaining_verifies_the_fit_it_jumps_to() {
     assert!(skipped[0] > fit);
     assert!(ran.len() <= 5, "few processes: {ran:?}");
     let (knee, below) = knee_and_below(&ran, sps);
-    assert!(f64::from(knee) / f64::from(below) <= COSTLY_KNEE_RATIO, "{ran:?}");
+    assert!(
+        f64::from(knee) / f64::from(below) <= COSTLY_KNEE_RATIO,
+        "{ran:?}"
+    );
 }
 
 /// Throughput that saturates (a data-bound script): the probes find the knee below the fit,
@@ -526,23 +533,46 @@ fn a_costly_sweep_whose_knee_is_found_below_the_fit_does_not_run_the_fit() {
         }
         assert!(ran.len() < 20, "{ran:?}");
     };
-    assert_eq!(limit, Limit::Budget, "the batch past the fit is refused on its prediction");
-    assert!(ran.iter().all(|b| *b < 1000), "the fit is never run: {ran:?}");
+    assert_eq!(
+        limit,
+        Limit::Budget,
+        "the batch past the fit is refused on its prediction"
+    );
+    assert!(
+        ran.iter().all(|b| *b < 1000),
+        "the fit is never run: {ran:?}"
+    );
     assert_eq!(skipped, vec![1991], "{skipped:?}");
     assert_eq!(p.unverified_fit(), Some(1990), "{ran:?}");
     assert!(ran.len() <= 5, "few processes: {ran:?}");
     let (knee, below) = knee_and_below(&ran, sps);
-    assert!(f64::from(knee) / f64::from(below) <= COSTLY_KNEE_RATIO, "{ran:?}");
+    assert!(
+        f64::from(knee) / f64::from(below) <= COSTLY_KNEE_RATIO,
+        "{ran:?}"
+    );
     let top = *ran.iter().max().expect("ran");
     assert!(top > knee, "a batch above the knee bounds it: {ran:?}");
 
     // Verified, the fit is no prediction.
     let (ran, _, _) = drive_costly(200_000, u64::MAX, |b| f64::from(b).powf(0.6));
     assert!(ran.iter().any(|b| *b > 1900));
-    let mut q = Planner::new(BatchPlan::Search { start: 16, max: 65536 }, 200_000, None, true)
-        .costly();
+    let mut q = Planner::new(
+        BatchPlan::Search {
+            start: 16,
+            max: 65536,
+        },
+        200_000,
+        None,
+        true,
+    )
+    .costly();
     for b in ran {
-        q.record(b, PointStatus::Ok, Some(1000 + 100 * u64::from(b)), Some(f64::from(b)));
+        q.record(
+            b,
+            PointStatus::Ok,
+            Some(1000 + 100 * u64::from(b)),
+            Some(f64::from(b)),
+        );
     }
     q.record(1991, PointStatus::OverBudget, None, None);
     assert_eq!(q.unverified_fit(), None);
@@ -569,7 +599,10 @@ fn the_h200_imagenet_figures_probe_the_knee_before_the_fit() {
     let Next::Run { batch: next, .. } = p.next_step() else {
         panic!("another probe")
     };
-    assert!(next > probe && next < 900, "+21 % over ×4.4 is slow: {next}");
+    assert!(
+        next > probe && next < 900,
+        "+21 % over ×4.4 is slow: {next}"
+    );
 
     // The H100 (80 GB, a 70 GiB budget): 64 read low, so 210 gained fast; the fit 694 is more
     // than 2.5 times above it, so a probe goes first — measured at 382, 2.6 % faster than 210,
@@ -588,8 +621,17 @@ fn the_h200_imagenet_figures_probe_the_knee_before_the_fit() {
     };
     assert!(past > 690, "{past}");
     p.record(past, PointStatus::OverBudget, None, None);
-    assert!(matches!(p.next_step(), Next::Done { limit: Limit::Budget }));
-    assert!(p.unverified_fit().is_some_and(|f| f > 690), "{:?}", p.unverified_fit());
+    assert!(matches!(
+        p.next_step(),
+        Next::Done {
+            limit: Limit::Budget
+        }
+    ));
+    assert!(
+        p.unverified_fit().is_some_and(|f| f > 690),
+        "{:?}",
+        p.unverified_fit()
+    );
 }
 
 /// The first probe is guessed before anything runs (16 × the first batch): on both cards' figures
@@ -603,7 +645,11 @@ fn the_first_probe_is_guessed_before_anything_runs_and_serves_on_both_cards() {
         .is_none());
     assert!(matches!(p.next_step(), Next::Run { batch: 16, .. }));
     p.record(16, PointStatus::Ok, Some(2_009_071_616), Some(717.1));
-    assert_eq!(p.first_probe_guess(), None, "only before anything is measured");
+    assert_eq!(
+        p.first_probe_guess(),
+        None,
+        "only before anything is measured"
+    );
     p.record(64, PointStatus::Ok, Some(7_048_527_872), Some(1771.3));
     let Next::Run { batch: h200, .. } = p.next_step() else {
         panic!("a probe")
@@ -626,7 +672,11 @@ fn the_first_probe_is_guessed_before_anything_runs_and_serves_on_both_cards() {
         true,
     )
     .costly();
-    assert_eq!(small.first_probe_guess(), None, "past the largest batch allowed");
+    assert_eq!(
+        small.first_probe_guess(),
+        None,
+        "past the largest batch allowed"
+    );
 }
 
 fn plan_h100() -> BatchPlan {
@@ -687,7 +737,7 @@ fn the_next_start_is_foreseen_and_only_asked_for_when_the_outcome_needs_it() {
     // Within 2.5 times of the fit: foreseen slow, the next probe; it came out fast, so the fit
     // itself, verified — not the start begun ahead, which is not taken for it.
     let at = f64::from(fast) * 10.0;
-    let mut r = q.clone();
+    let r = q.clone();
     let predicted = r.predict_peak(fast);
     let ahead = r.speculate(fast, predicted).expect("the next probe");
     let (fit, r2) = next_after(r.clone(), fast, at).expect("the fit");

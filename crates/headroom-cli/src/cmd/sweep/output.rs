@@ -156,7 +156,10 @@ pub(crate) fn print_human(r: &Report) {
             b(s.knee_batch)
         };
         let largest = match s.predicted_fit_batch {
-            Some(f) => format!("{f} predicted, not run (largest run {})", b(s.max_fit_batch)),
+            Some(f) => format!(
+                "{f} predicted, not run (largest run {})",
+                b(s.max_fit_batch)
+            ),
             None => b(s.max_fit_batch),
         };
         println!(
