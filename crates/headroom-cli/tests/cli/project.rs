@@ -431,12 +431,6 @@ fn starts_begun_ahead_wait_at_their_gate_and_leave_nothing_behind() {
     // no device memory).
     assert_eq!(of(64)["ahead"], true, "{starts:#?}");
     assert_eq!(of(16)["ahead"], false, "{starts:#?}");
-    // 256, the first probe's guess, was begun with them: where the probe came out near it
-    // (within 25 %), that start served as the probe, begun ahead.
-    let probe = points[2]["batch"].as_u64().expect("a third point");
-    if (192..=320).contains(&probe) {
-        assert_eq!(of(probe)["ahead"], true, "{probe}: {starts:#?}");
-    }
     for t in &starts {
         let r = t["release_s"].as_f64().expect("release timed");
         assert!((0.0..20.0).contains(&r), "{t}");

@@ -62,14 +62,7 @@ pub const SPECULATED_GAIN: f64 = 0.10;
 
 /// A start begun ahead for a knee probe serves in its place when its batch is within this share
 /// of the probe's: a probe only has to land between its neighbours (see [`Planner::accepts`]).
-pub const PROBE_SLACK: f64 = 0.25;
-
-/// Where a costly sweep's first knee probe is guessed before anything is measured, as a multiple
-/// of its first batch: 16 × 16 = 256, halfway (in the log) from 64 to a fit of 1024. On the
-/// H200's resnet50 script the probe came out at 281 (a fit of 1231), on the H100's at 210 (711):
-/// both within [`PROBE_SLACK`], so the start begun with the first two serves as the probe and its
-/// start-up (13 s there) overlaps theirs.
-pub const FIRST_PROBE_GUESS: u32 = 16;
+pub const PROBE_SLACK: f64 = 0.2;
 
 /// Throughput that grew at least this share of the batch's growth (×1.8 for a doubling) counts as
 /// proportional to the batch: the step time is flat, the range is launch-bound.
@@ -263,18 +256,6 @@ impl Planner {
             }
         }
         None
-    }
-
-    /// Before anything is measured, where a costly search's first knee probe is likely to be
-    /// ([`FIRST_PROBE_GUESS`] times the first batch): a start worth beginning with the first two,
-    /// taken for the probe if it lands within [`PROBE_SLACK`] of it. `None` once a point is
-    /// recorded, for other plans, and where the guess would pass the largest batch allowed.
-    pub fn first_probe_guess(&self) -> Option<u32> {
-        let BatchPlan::Search { start, max } = self.plan else {
-            return None;
-        };
-        let guess = start.max(1).saturating_mul(FIRST_PROBE_GUESS);
-        (self.costly && self.outcomes.is_empty() && guess <= max).then_some(guess)
     }
 
     /// The largest batch the line predicts within the budget; `None` when memory does not grow

@@ -634,51 +634,6 @@ fn the_h200_imagenet_figures_probe_the_knee_before_the_fit() {
     );
 }
 
-/// The first probe is guessed before anything runs (16 × the first batch): on both cards' figures
-/// the start begun at that guess serves as the probe the measured points then ask for.
-#[test]
-fn the_first_probe_is_guessed_before_anything_runs_and_serves_on_both_cards() {
-    let mut p = Planner::new(plan_h100(), 125u64 << 30, None, true).costly();
-    assert_eq!(p.first_probe_guess(), Some(256));
-    assert!(Planner::new(plan_h100(), 1 << 30, None, true)
-        .first_probe_guess()
-        .is_none());
-    assert!(matches!(p.next_step(), Next::Run { batch: 16, .. }));
-    p.record(16, PointStatus::Ok, Some(2_009_071_616), Some(717.1));
-    assert_eq!(
-        p.first_probe_guess(),
-        None,
-        "only before anything is measured"
-    );
-    p.record(64, PointStatus::Ok, Some(7_048_527_872), Some(1771.3));
-    let Next::Run { batch: h200, .. } = p.next_step() else {
-        panic!("a probe")
-    };
-    assert!(p.accepts(h200, 256), "H200: {h200}");
-    let mut q = Planner::new(plan_h100(), 70u64 << 30, None, true).costly();
-    q.record(16, PointStatus::Ok, Some(2_009_071_616), Some(336.3));
-    q.record(64, PointStatus::Ok, Some(7_048_527_872), Some(1031.7));
-    let Next::Run { batch: h100, .. } = q.next_step() else {
-        panic!("a probe")
-    };
-    assert!(q.accepts(h100, 256), "H100: {h100}");
-    let small = Planner::new(
-        BatchPlan::Search {
-            start: 16,
-            max: 128,
-        },
-        1 << 30,
-        None,
-        true,
-    )
-    .costly();
-    assert_eq!(
-        small.first_probe_guess(),
-        None,
-        "past the largest batch allowed"
-    );
-}
-
 fn plan_h100() -> BatchPlan {
     BatchPlan::Search {
         start: 16,

@@ -334,19 +334,7 @@ pub fn run_script_sweep(
         });
         let was_ahead = taken.is_some();
         let begun = match taken {
-            // Begun ahead and at its gate: the start after it begins now, unwaited for (its
-            // start-up runs through this one's first batch and release; it is stopped whole
-            // while this one is timed).
-            Some(b) => {
-                if ahead.on && ahead.waiting.is_empty() {
-                    if let Some(n) = planner.speculate(batch, predicted) {
-                        if let Ok(nb) = begin_start(s, n, accel, budgets.host_kill, run_id, true) {
-                            ahead.waiting.push(nb);
-                        }
-                    }
-                }
-                b
-            }
+            Some(b) => b,
             None => {
                 ahead.abort_all();
                 let next = if ahead.on {
@@ -354,20 +342,13 @@ pub fn run_script_sweep(
                 } else {
                     None
                 };
-                // Before anything is measured, the first knee probe's likely batch too: its
-                // start-up overlaps the first two's, where it would otherwise come alone.
-                let guess = next.and_then(|_| planner.first_probe_guess());
                 let host_kill = budgets.host_kill;
                 let mut b = begin_start(s, batch, accel, host_kill, run_id, next.is_some())?;
-                let mut begun_ahead = false;
-                for n in next.into_iter().chain(guess) {
+                if let Some(n) = next {
                     if let Ok(nb) = begin_start(s, n, accel, host_kill, run_id, true) {
                         ahead.waiting.push(nb);
-                        begun_ahead = true;
+                        ahead.wait_at_gates(&mut b, &s.watch.interrupt);
                     }
-                }
-                if begun_ahead {
-                    ahead.wait_at_gates(&mut b, &s.watch.interrupt);
                 }
                 b
             }
