@@ -218,14 +218,10 @@ fn batch_auto_under_a_budget_finds_the_knee_and_the_largest_batch_and_refuses_th
     assert!(stderr.contains("step time settled"), "{stderr}");
 }
 
-/// A loop whose throughput stops growing with the batch (its data sets the pace): the knee is
-/// found by probes below the line's fit, and the fit — the costliest start (on the H200 a
-/// data-bound resnet50's took 42 s of a 62 s sweep) — is given as the line's prediction, not run,
-/// with the batch past it refused on its prediction.
-#[test]
-fn batch_auto_on_a_loop_that_stops_gaining_predicts_the_fit_instead_of_running_it() {
-    let home = Home::new();
-    write_project(&home, "mlp", &[]);
+/// `run --project mlp --sweep batch=auto` under a 1400 MiB budget (the `mlp` project written
+/// into `home`), its script given `env`: the output and its stderr.
+fn sweep_mlp(home: &Home, env: (&str, &str)) -> (std::process::Output, String) {
+    write_project(home, "mlp", &[]);
     let mut cmd = home.cmd(&[
         "run",
         "--project",
@@ -238,9 +234,20 @@ fn batch_auto_on_a_loop_that_stops_gaining_predicts_the_fit_instead_of_running_i
         "50",
         "--json",
     ]);
-    cmd.env("SLEEP_PER_SAMPLE", "0.0002");
+    cmd.env(env.0, env.1);
     let out = cmd.output().expect("run");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out, stderr)
+}
+
+/// A loop whose throughput stops growing with the batch (its data sets the pace): the knee is
+/// found by probes below the line's fit, and the fit — the costliest start (on the H200 a
+/// data-bound resnet50's took 42 s of a 62 s sweep) — is given as the line's prediction, not run,
+/// with the batch past it refused on its prediction.
+#[test]
+fn batch_auto_on_a_loop_that_stops_gaining_predicts_the_fit_instead_of_running_it() {
+    let home = Home::new();
+    let (out, stderr) = sweep_mlp(&home, ("SLEEP_PER_SAMPLE", "0.0002"));
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let v = after_output(&out.stdout, '{');
     let points = v["sweep"]["points"].as_array().expect("points").clone();
@@ -283,20 +290,7 @@ fn batch_auto_on_a_loop_that_stops_gaining_predicts_the_fit_instead_of_running_i
 #[test]
 fn a_script_that_crashes_at_one_batch_fails_that_point_and_keeps_the_rest() {
     let home = Home::new();
-    write_project(&home, "mlp", &[]);
-    let mut cmd = home.cmd(&[
-        "run",
-        "--project",
-        "mlp",
-        "--sweep",
-        "batch=auto",
-        "--budget",
-        "1400MiB",
-        "--json",
-    ]);
-    cmd.env("CRASH_AT", "100");
-    let out = cmd.output().expect("run");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (out, stderr) = sweep_mlp(&home, ("CRASH_AT", "100"));
     assert_eq!(out.status.code(), Some(3), "partial: {stderr}");
     assert!(
         stderr.contains("ValueError: shapes do not match at batch"),

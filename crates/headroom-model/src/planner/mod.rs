@@ -535,6 +535,14 @@ impl Planner {
         !best_below.is_nan() && at_top * KNEE_SHARE < best_below
     }
 
+    /// The batch just past the line's fit (above the fitting `g`, at most `max`): refused on its
+    /// prediction, it ends the search upward.
+    fn past_fit(&self, g: u32, max: u32) -> Option<u32> {
+        self.predicted_fit()
+            .map(|f| f.saturating_add(1).max(g.saturating_add(1)).min(max))
+            .filter(|b| *b > g)
+    }
+
     /// Upward from the largest fitting batch `g` (nothing failed, the line's fit not reached):
     /// a knee probe halfway to the fit in the log, the fit itself, or — once the knee is
     /// below `g` — the batch past the line's fit, refused on its prediction. With the flag: a
@@ -544,10 +552,10 @@ impl Planner {
             return Some((g.saturating_mul(4).min(max), false));
         };
         if self.bent(g) {
+            // Only to be refused: a largest batch allowed below the fit is not run either.
             return self
-                .predicted_fit()
-                .map(|f| f.saturating_add(1).max(g.saturating_add(1)).min(max))
-                .filter(|b| *b > g)
+                .past_fit(g, max)
+                .filter(|b| self.predict_peak(*b).is_some_and(|p| p > self.budget))
                 .map(|b| (b, false));
         }
         let ratio = f64::from(fit) / f64::from(g);
@@ -587,9 +595,7 @@ impl Planner {
                     f64::from(g) >= f64::from(f) * (1.0 - COSTLY_AIM - BISECT_TOLERANCE)
                 }) =>
             {
-                self.predicted_fit()
-                    .map(|f| f.saturating_add(1).max(g.saturating_add(1)).min(max))
-                    .filter(|b| *b > g)
+                self.past_fit(g, max)
             }
             (Some(g), None) => match self.upward(g, max) {
                 Some((b, true)) if !self.tried(b) => return Ok((b, true)),

@@ -356,11 +356,26 @@ fn drive_costly(
     capacity: u64,
     sps: impl Fn(u32) -> f64,
 ) -> (Vec<u32>, Vec<u32>, Limit) {
+    let (ran, skipped, limit, _) = drive_costly_planner(budget, capacity, sps);
+    (ran, skipped, limit)
+}
+
+/// A costly planner searching from 16 (up to 65536) under `budget` bytes.
+fn costly_planner(budget: u64) -> Planner {
     let plan = BatchPlan::Search {
         start: 16,
         max: 65536,
     };
-    let mut p = Planner::new(plan, budget, None, true).costly();
+    Planner::new(plan, budget, None, true).costly()
+}
+
+/// [`drive_costly`], with the planner as the sweep left it.
+fn drive_costly_planner(
+    budget: u64,
+    capacity: u64,
+    sps: impl Fn(u32) -> f64,
+) -> (Vec<u32>, Vec<u32>, Limit, Planner) {
+    let mut p = costly_planner(budget);
     let (mut ran, mut skipped) = (Vec::new(), Vec::new());
     for _ in 0..50 {
         match p.next_step() {
@@ -386,7 +401,7 @@ fn drive_costly(
                 skipped.push(batch);
                 p.record(batch, PointStatus::OverBudget, None, None);
             }
-            Next::Done { limit } => return (ran, skipped, limit),
+            Next::Done { limit } => return (ran, skipped, limit, p),
         }
     }
     panic!("costly planner did not finish");
@@ -508,31 +523,7 @@ fn a_costly_sweep_whose_knee_is_found_below_the_fit_does_not_run_the_fit() {
         let b = f64::from(b);
         2200.0 * b / (b + 20.0)
     };
-    let plan = BatchPlan::Search {
-        start: 16,
-        max: 65536,
-    };
-    let mut p = Planner::new(plan, 200_000, None, true).costly();
-    let (mut ran, mut skipped) = (Vec::new(), Vec::new());
-    let limit = loop {
-        match p.next_step() {
-            Next::Run { batch, .. } => {
-                ran.push(batch);
-                p.record(
-                    batch,
-                    PointStatus::Ok,
-                    Some(1000 + 100 * u64::from(batch)),
-                    Some(sps(batch)),
-                );
-            }
-            Next::Skip { batch, .. } => {
-                skipped.push(batch);
-                p.record(batch, PointStatus::OverBudget, None, None);
-            }
-            Next::Done { limit } => break limit,
-        }
-        assert!(ran.len() < 20, "{ran:?}");
-    };
+    let (ran, skipped, limit, p) = drive_costly_planner(200_000, u64::MAX, sps);
     assert_eq!(
         limit,
         Limit::Budget,
@@ -553,19 +544,36 @@ fn a_costly_sweep_whose_knee_is_found_below_the_fit_does_not_run_the_fit() {
     let top = *ran.iter().max().expect("ran");
     assert!(top > knee, "a batch above the knee bounds it: {ran:?}");
 
+    // A largest batch allowed below the fit is not run once the knee is found either.
+    let plan = BatchPlan::Search {
+        start: 16,
+        max: 1500,
+    };
+    let mut q = Planner::new(plan, 200_000, None, true).costly();
+    let mut ran = Vec::new();
+    loop {
+        match q.next_step() {
+            Next::Run { batch, .. } => {
+                ran.push(batch);
+                q.record(
+                    batch,
+                    PointStatus::Ok,
+                    Some(1000 + 100 * u64::from(batch)),
+                    Some(sps(batch)),
+                );
+            }
+            Next::Skip { batch, .. } => panic!("nothing to refuse under max: {batch}"),
+            Next::Done { .. } => break,
+        }
+        assert!(ran.len() < 20, "{ran:?}");
+    }
+    assert!(ran.iter().all(|b| *b < 1000), "{ran:?}");
+    assert_eq!(q.unverified_fit(), None);
+
     // Verified, the fit is no prediction.
     let (ran, _, _) = drive_costly(200_000, u64::MAX, |b| f64::from(b).powf(0.6));
     assert!(ran.iter().any(|b| *b > 1900));
-    let mut q = Planner::new(
-        BatchPlan::Search {
-            start: 16,
-            max: 65536,
-        },
-        200_000,
-        None,
-        true,
-    )
-    .costly();
+    let mut q = costly_planner(200_000);
     for b in ran {
         q.record(
             b,
@@ -645,11 +653,7 @@ fn plan_h100() -> BatchPlan {
 /// comes out as foreseen, and nothing it would not ask for.
 #[test]
 fn the_next_start_is_foreseen_and_only_asked_for_when_the_outcome_needs_it() {
-    let plan = BatchPlan::Search {
-        start: 16,
-        max: 65536,
-    };
-    let mut p = Planner::new(plan, 200_000, None, true).costly();
+    let mut p = costly_planner(200_000);
     let peak = |b: u32| 1000 + 100 * u64::from(b);
     assert!(matches!(p.next_step(), Next::Run { batch: 16, .. }));
     assert_eq!(
@@ -708,11 +712,7 @@ fn the_next_start_is_foreseen_and_only_asked_for_when_the_outcome_needs_it() {
 /// serves in its place; one too far off, or past the fit, does not.
 #[test]
 fn a_start_begun_ahead_near_a_probe_serves_as_the_probe() {
-    let plan = BatchPlan::Search {
-        start: 16,
-        max: 65536,
-    };
-    let mut p = Planner::new(plan, 200_000, None, true).costly();
+    let mut p = costly_planner(200_000);
     p.record(16, PointStatus::Ok, Some(2600), Some(160.0));
     p.record(64, PointStatus::Ok, Some(7400), Some(640.0));
     let Next::Run { batch: probe, .. } = p.next_step() else {
@@ -725,16 +725,7 @@ fn a_start_begun_ahead_near_a_probe_serves_as_the_probe() {
     assert!(!p.accepts(probe, 64), "already measured");
     assert!(!p.accepts(probe, 5000), "over the budget");
     // The two small points are no probes: only the batch itself.
-    let mut q = Planner::new(
-        BatchPlan::Search {
-            start: 16,
-            max: 65536,
-        },
-        200_000,
-        None,
-        true,
-    )
-    .costly();
+    let mut q = costly_planner(200_000);
     assert!(matches!(q.next_step(), Next::Run { batch: 16, .. }));
     assert!(!q.accepts(16, 17));
 }
