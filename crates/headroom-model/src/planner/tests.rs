@@ -591,12 +591,7 @@ fn a_costly_sweep_whose_knee_is_found_below_the_fit_does_not_run_the_fit() {
 /// 62 s sweep). The probe goes to 281 instead, and where that gained little, to the next probe.
 #[test]
 fn the_h200_imagenet_figures_probe_the_knee_before_the_fit() {
-    let plan = BatchPlan::Search {
-        start: 16,
-        max: 65536,
-    };
-    let budget = 125u64 << 30;
-    let mut p = Planner::new(plan, budget, None, true).costly();
+    let mut p = costly_planner(125u64 << 30);
     p.record(16, PointStatus::Ok, Some(2_009_071_616), Some(717.1));
     p.record(64, PointStatus::Ok, Some(7_048_527_872), Some(1771.3));
     let Next::Run { batch: probe, .. } = p.next_step() else {
@@ -615,7 +610,7 @@ fn the_h200_imagenet_figures_probe_the_knee_before_the_fit() {
     // The H100 (80 GB, a 70 GiB budget): 64 read low, so 210 gained fast; the fit 694 is more
     // than 2.5 times above it, so a probe goes first — measured at 382, 2.6 % faster than 210,
     // it ends the search.
-    let mut p = Planner::new(plan_h100(), 70u64 << 30, None, true).costly();
+    let mut p = costly_planner(70u64 << 30);
     p.record(16, PointStatus::Ok, Some(2_009_071_616), Some(336.3));
     p.record(64, PointStatus::Ok, Some(7_048_527_872), Some(1031.7));
     p.record(210, PointStatus::Ok, Some(22_292_725_760), Some(1780.7));
@@ -640,13 +635,6 @@ fn the_h200_imagenet_figures_probe_the_knee_before_the_fit() {
         "{:?}",
         p.unverified_fit()
     );
-}
-
-fn plan_h100() -> BatchPlan {
-    BatchPlan::Search {
-        start: 16,
-        max: 65536,
-    }
 }
 
 /// What a sweep begins ahead: the start the planner asks for next when the one measured now
