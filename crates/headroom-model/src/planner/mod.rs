@@ -551,7 +551,10 @@ impl Planner {
         let Some(fit) = self.guided(g, None, max) else {
             return Some((g.saturating_mul(4).min(max), false));
         };
-        if self.bent(g) {
+        // The two small points alone never bend the curve: on a loaded machine 16 and 64 can
+        // run equally fast while the batches above still gain, so the knee is judged only once
+        // a probe has run.
+        if self.throughputs().len() > 2 && self.bent(g) {
             // Only to be refused: a largest batch allowed below the fit is not run either.
             return self
                 .past_fit(g, max)

@@ -749,3 +749,30 @@ fn a_costly_sweep_narrows_after_an_oom_and_stops_on_an_error() {
         }
     );
 }
+
+/// Measured in CI on a loaded machine (a 1400 MiB budget): 16 at 630.5 samples/s, 64 at 617.8.
+/// Two small points alone never end the search upward — the next start is a knee probe, and
+/// only a probe no faster than the batches below it bends the curve.
+#[test]
+fn two_equally_fast_small_points_are_followed_by_a_probe_not_taken_for_the_knee() {
+    let budget = 1400u64 << 20;
+    let mut p = costly_planner(budget);
+    p.record(16, PointStatus::Ok, Some(652_898_304), Some(630.5));
+    p.record(64, PointStatus::Ok, Some(665_522_176), Some(617.8));
+    let Next::Run { batch: probe, .. } = p.next_step() else {
+        panic!("a probe, not a refusal: {:?}", p.next_step())
+    };
+    assert!(probe > 64, "{probe}");
+    let fit = p.predicted_fit().expect("the line's fit");
+    assert!(probe < fit, "a probe below the fit {fit}: {probe}");
+    // The probe no faster than 16: now the knee is below it and the search upward ends.
+    let peak = p.predict_peak(probe).expect("a prediction");
+    p.record(probe, PointStatus::Ok, Some(peak), Some(600.0));
+    match p.next_step() {
+        Next::Skip { batch, predicted } => {
+            assert!(batch > fit, "{batch}");
+            assert!(predicted > budget);
+        }
+        other => panic!("the batch past the fit, refused: {other:?}"),
+    }
+}
