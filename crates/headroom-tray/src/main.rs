@@ -154,6 +154,9 @@ fn main() {
                 readiness_once(proxy.clone());
                 prewarm_the_popover();
                 eprintln!("headroom-tray: ready (pid {})", std::process::id());
+                if open_at_start() {
+                    app.order(ToPopover::Show(None));
+                }
             }
             Event::UserEvent(msg) => match msg {
                 Msg::Menu(id) => match id.as_str() {
@@ -330,6 +333,14 @@ fn readiness_once(proxy: EventLoopProxy<Msg>) {
 /// --prewarm` reads the popover's files into the disk cache (Linux; see its `prewarm` module),
 /// so that the first open after a reboot does not wait on the disk. `HEADROOM_TRAY_PREWARM=0`
 /// leaves it out.
+/// `headroom-tray --open` (or `HEADROOM_TRAY_OPEN=1`, which a plain `headroom-app` start
+/// passes on when it becomes the tray) opens the popover once the tray is ready: for a first
+/// start from a terminal, and for the end-to-end test, which drives the popover's process.
+fn open_at_start() -> bool {
+    std::env::args().skip(1).any(|a| a == "--open")
+        || std::env::var_os("HEADROOM_TRAY_OPEN").is_some_and(|v| v == "1")
+}
+
 fn prewarm_the_popover() {
     if !cfg!(target_os = "linux")
         || std::env::var_os("HEADROOM_TRAY_PREWARM").is_some_and(|v| v == "0")

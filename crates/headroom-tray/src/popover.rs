@@ -96,6 +96,7 @@ impl Popover {
         let mut cmd = Command::new(&bin);
         cmd.arg("--popover")
             .env_remove("HEADROOM_APP_OPEN")
+            .env_remove("HEADROOM_TRAY_OPEN")
             // The tray is in the Headroom group of the popover's memory bar.
             .env("HEADROOM_TRAY_PID", std::process::id().to_string())
             .stdin(Stdio::piped())

@@ -93,8 +93,14 @@ fn try_request(method: &str, url: &str, body: Option<&Value>) -> Result<Value, (
 
 impl Session {
     fn new(driver: &Driver, app: &Path) -> Self {
+        Self::started(driver, app, &["--open"])
+    }
+
+    /// A session on `bin` started with `args` (WebKitWebDriver connects to whichever process
+    /// under it opens the inspector server it names in the environment).
+    fn started(driver: &Driver, bin: &Path, args: &[&str]) -> Self {
         let caps = json!({"capabilities": {"alwaysMatch": {
-            "tauri:options": {"application": app.display().to_string(), "args": ["--open"]}
+            "tauri:options": {"application": bin.display().to_string(), "args": args}
         }}});
         let v = request("POST", &format!("{}/session", driver.base), Some(&caps));
         let id = v["value"]["sessionId"]
@@ -2446,4 +2452,160 @@ fn the_tray_process_starts_the_popover_on_open_and_is_alone_once_it_is_closed() 
         assert!(Instant::now() < until, "the popover outlived its tray");
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// The same in the two-process menu bar, as a user runs it: WebDriver drives the popover's
+/// process that `headroom-tray --open` started. A sweep runs through the close: the popover's
+/// window and WebKit's web process go once the keep time (3 s here) is over, its process stays
+/// while the sweep runs, the shortcut on the tray shows the popover again with the sweep still
+/// drawing, and once the sweep is cancelled and the popover closed that process ends, leaving
+/// the tray alone.
+#[test]
+#[ignore = "needs Xvfb, tauri-driver and WebKitWebDriver: run scripts/e2e.sh"]
+fn a_sweep_runs_on_in_the_popovers_process_through_a_close_and_draws_after_a_reopen() {
+    let tray_bin = env_path("HEADROOM_E2E_TRAY");
+    let out = env_path("HEADROOM_E2E_OUT");
+    std::fs::create_dir_all(&out).expect("output dir");
+    let home = tempfile::tempdir().expect("temp HEADROOM_HOME");
+    let driver = start_driver_with(
+        home.path(),
+        &[
+            ("HEADROOM_APP_KEEP_POPOVER_S", Path::new("3")),
+            ("HEADROOM_TRAY_PREWARM", Path::new("0")),
+        ],
+    );
+    let s = Session::started(&driver, &tray_bin, &["--open"]);
+    s.wait(r#"[data-testid="verdict-headline"]"#, 60);
+    let pid_of = |name: &str| -> u32 {
+        let o = Command::new("pgrep")
+            .args(["-n", "-x", name])
+            .output()
+            .expect("pgrep");
+        String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("no {name} process"))
+    };
+    let tray = pid_of("headroom-tray");
+    let popover_processes = || -> Vec<u32> {
+        descendants(tray)
+            .into_iter()
+            .filter(|(_, c)| c == "headroom-app")
+            .map(|(p, _)| p)
+            .collect()
+    };
+    struct Reaped(Vec<u32>);
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            for p in &self.0 {
+                let _ = Command::new("kill").arg(p.to_string()).status();
+            }
+        }
+    }
+    let popover = popover_processes();
+    assert_eq!(popover.len(), 1, "one popover process under the tray");
+    let _reaped = Reaped(popover.clone());
+    let popover = popover[0];
+    assert!(web_processes(tray) >= 1, "the open popover has its page");
+    wait_shown(true, 10, "opened by headroom-tray --open");
+    s.click(&s.wait(r#"[data-testid="tab-sweep"]"#, 5));
+    s.click(&s.wait(r#"[data-testid="sweep-device"] option[value="cpu"]"#, 5));
+    s.type_into(&s.wait(r#"[data-testid="sweep-max-batch"]"#, 5), "4096");
+    s.click(&s.wait(r#"[data-testid="run-sweep"]"#, 5));
+    s.wait(r#"[data-testid="sweep-status"][data-state="running"]"#, 30);
+    s.wait(r#"[data-testid="sweep-point"]"#, 60);
+    // Closed through the tray's shortcut: the page goes after the keep time, the process stays.
+    key("ctrl+shift+h");
+    wait_shown(false, 10, "the shortcut pressed on the tray");
+    let hidden = Instant::now();
+    while web_processes(tray) > 0 {
+        assert!(
+            hidden.elapsed() < Duration::from_secs(20),
+            "the closed popover's web process is still there after 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        hidden.elapsed() >= Duration::from_secs(3),
+        "dropped before its keep time: {:?}",
+        hidden.elapsed()
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        running(popover),
+        "the popover's process ended with a sweep running in it"
+    );
+    assert_eq!(popover_processes(), vec![popover]);
+    assert_eq!(web_processes(tray), 0, "no WebKit process while closed");
+    let closed_pss = pss_kib(popover);
+    // Opened again through the tray: the same process makes the window and its page again.
+    let pressed = Instant::now();
+    key("ctrl+shift+h");
+    wait_shown(true, 10, "the shortcut pressed again");
+    let drawn = s.reattach(".panel:not([hidden]) > *", 20);
+    let drawn_at = pressed.elapsed();
+    assert!(!drawn.is_empty());
+    assert_eq!(popover_processes(), vec![popover], "no second popover");
+    s.click(&s.wait(r#"[data-testid="tab-sweep"]"#, 5));
+    // Looked up afresh each time: the panel redraws its status as points arrive.
+    let state = || {
+        let e = s.wait(r#"[data-testid="sweep-status"]"#, 5);
+        s.attr(&e, "data-state").unwrap_or_default()
+    };
+    let chart = s.wait(r#"[data-testid="sweep-chart"]:not([hidden])"#, 30);
+    assert!(s
+        .attr(&chart, "src")
+        .is_some_and(|src| src.starts_with("data:image/svg")));
+    let before = s.find_all(r#"[data-testid="sweep-point"]"#).len();
+    // Still drawing: another point arrives in the reopened popover, or the sweep ends there.
+    let until = Instant::now() + Duration::from_secs(120);
+    loop {
+        let now = s.find_all(r#"[data-testid="sweep-point"]"#).len();
+        let state = state();
+        if now > before || state != "running" {
+            eprintln!(
+                "two processes: page dropped {:?} after the close ({:.1} MiB PSS in the popover's process while closed), first panel drawn {drawn_at:?} after the reopening key; points {before} -> {now}, sweep {state}",
+                hidden.elapsed(),
+                closed_pss as f64 / 1024.0
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "no new point within 120 s of the reopening"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    s.screenshot(&out.join("two_process_reopened_sweep.png"));
+    if state() == "running" {
+        s.click(&s.wait(r#"[data-testid="cancel-sweep"]"#, 5));
+    }
+    let until = Instant::now() + Duration::from_secs(60);
+    while state() == "running" {
+        assert!(Instant::now() < until, "the sweep did not stop");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // Closed with nothing running: the popover's process ends, the tray stays alone.
+    key("ctrl+shift+h");
+    wait_shown(false, 10, "closed after the sweep");
+    let until = Instant::now() + Duration::from_secs(30);
+    while running(popover) {
+        assert!(
+            Instant::now() < until,
+            "the idle closed popover's process is still there after 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(running(tray), "the tray stays");
+    let until = Instant::now() + Duration::from_secs(20);
+    while !descendants(tray).is_empty() {
+        assert!(
+            Instant::now() < until,
+            "still under the tray after the popover's process ended: {:?}",
+            descendants(tray)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    s.close();
+    drop(driver);
 }
