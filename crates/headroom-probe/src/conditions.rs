@@ -386,6 +386,8 @@ pub struct ConditionLog {
     polled: Mutex<Vec<(f64, Option<f64>)>>,
     source: Arc<Mutex<Option<String>>>,
     unavailable: Arc<Mutex<Vec<String>>>,
+    /// `HEADROOM_CONDITIONS=coarse`, read once at the start: the counter is never polled.
+    coarse: bool,
 }
 
 /// Whether the conditions are not read at all (`HEADROOM_CONDITIONS=off`, for benchmarks of
@@ -500,6 +502,7 @@ impl ConditionLog {
             polled: Mutex::new(Vec::new()),
             source,
             unavailable,
+            coarse: coarse(),
         }
     }
 
@@ -552,7 +555,7 @@ impl ConditionLog {
     /// shorter than a few of the counter's updates is timed (a sweep's point), so that its
     /// joules come from the counter's own updates ([`TimedConditions::over_edges`]).
     pub fn fine(&self, on: bool) {
-        if self.thread.is_none() || coarse() || self.fine.swap(on, Ordering::SeqCst) == on {
+        if self.thread.is_none() || self.coarse || self.fine.swap(on, Ordering::SeqCst) == on {
             return;
         }
         let now = self.now();
