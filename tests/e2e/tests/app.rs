@@ -2193,6 +2193,38 @@ fn descendants(pid: u32) -> Vec<(u32, String)> {
         .collect()
 }
 
+/// Starts a CPU sweep of the built-in mlp up to batch 4096 (long enough to run through a close
+/// and a reopening) and waits for its first point.
+fn start_long_cpu_sweep(s: &Session) {
+    s.click(&s.wait(r#"[data-testid="tab-sweep"]"#, 5));
+    s.click(&s.wait(r#"[data-testid="sweep-device"] option[value="cpu"]"#, 5));
+    s.type_into(&s.wait(r#"[data-testid="sweep-max-batch"]"#, 5), "4096");
+    s.click(&s.wait(r#"[data-testid="run-sweep"]"#, 5));
+    s.wait(r#"[data-testid="sweep-status"][data-state="running"]"#, 30);
+    s.wait(r#"[data-testid="sweep-point"]"#, 60);
+}
+
+/// Closes the popover with the shortcut and waits until no WebKit web process is left under
+/// `root`, which must take at least the keep time (3 s in these tests); returns when it closed.
+fn close_and_wait_for_the_page_to_go(root: u32, what: &str) -> Instant {
+    key("ctrl+shift+h");
+    wait_shown(false, 10, what);
+    let hidden = Instant::now();
+    while web_processes(root) > 0 {
+        assert!(
+            hidden.elapsed() < Duration::from_secs(20),
+            "the closed popover's web process is still there after 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        hidden.elapsed() >= Duration::from_secs(3),
+        "dropped before its keep time: {:?}",
+        hidden.elapsed()
+    );
+    hidden
+}
+
 /// A closed popover holds no web page: once it has stayed hidden for its keep time (3 s here, a
 /// minute by default) its window and WebKit web process are gone, and the shortcut makes it
 /// again, drawn from the app's own state.
@@ -2220,27 +2252,8 @@ fn a_closed_popover_drops_its_web_page_and_the_shortcut_makes_it_again() {
     assert!(web_processes(pid) >= 1, "the open popover has its page");
     wait_shown(true, 10, "opened with --open");
     // A sweep that runs through the close and the reopening (mlp on the CPU up to batch 4096).
-    s.click(&s.wait(r#"[data-testid="tab-sweep"]"#, 5));
-    s.click(&s.wait(r#"[data-testid="sweep-device"] option[value="cpu"]"#, 5));
-    s.type_into(&s.wait(r#"[data-testid="sweep-max-batch"]"#, 5), "4096");
-    s.click(&s.wait(r#"[data-testid="run-sweep"]"#, 5));
-    s.wait(r#"[data-testid="sweep-status"][data-state="running"]"#, 30);
-    s.wait(r#"[data-testid="sweep-point"]"#, 60);
-    key("ctrl+shift+h");
-    wait_shown(false, 10, "the shortcut pressed once");
-    let hidden = Instant::now();
-    while web_processes(pid) > 0 {
-        assert!(
-            hidden.elapsed() < Duration::from_secs(20),
-            "the hidden popover's web process is still there after 20 s"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    assert!(
-        hidden.elapsed() >= Duration::from_secs(3),
-        "dropped before its keep time: {:?}",
-        hidden.elapsed()
-    );
+    start_long_cpu_sweep(&s);
+    close_and_wait_for_the_page_to_go(pid, "the shortcut pressed once");
     let any = Command::new("xdotool")
         .args(["search", "--name", "^Headroom$"])
         .output()
@@ -2508,28 +2521,9 @@ fn a_sweep_runs_on_in_the_popovers_process_through_a_close_and_draws_after_a_reo
     let popover = popover[0];
     assert!(web_processes(tray) >= 1, "the open popover has its page");
     wait_shown(true, 10, "opened by headroom-tray --open");
-    s.click(&s.wait(r#"[data-testid="tab-sweep"]"#, 5));
-    s.click(&s.wait(r#"[data-testid="sweep-device"] option[value="cpu"]"#, 5));
-    s.type_into(&s.wait(r#"[data-testid="sweep-max-batch"]"#, 5), "4096");
-    s.click(&s.wait(r#"[data-testid="run-sweep"]"#, 5));
-    s.wait(r#"[data-testid="sweep-status"][data-state="running"]"#, 30);
-    s.wait(r#"[data-testid="sweep-point"]"#, 60);
+    start_long_cpu_sweep(&s);
     // Closed through the tray's shortcut: the page goes after the keep time, the process stays.
-    key("ctrl+shift+h");
-    wait_shown(false, 10, "the shortcut pressed on the tray");
-    let hidden = Instant::now();
-    while web_processes(tray) > 0 {
-        assert!(
-            hidden.elapsed() < Duration::from_secs(20),
-            "the closed popover's web process is still there after 20 s"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    assert!(
-        hidden.elapsed() >= Duration::from_secs(3),
-        "dropped before its keep time: {:?}",
-        hidden.elapsed()
-    );
+    let hidden = close_and_wait_for_the_page_to_go(tray, "the shortcut pressed on the tray");
     std::thread::sleep(Duration::from_secs(2));
     assert!(
         running(popover),
