@@ -34,7 +34,7 @@ pub async fn readiness(
 ) -> Result<Report, AppError> {
     // A check that found what the last one found adds no run (each start and opening
     // refreshes the lights).
-    let report = blocking(|| Ok(jobs::doctor::refresh("app")?)).await?;
+    let report = blocking(|| Ok(jobs::doctor::refresh("app")?.report)).await?;
     *lock(&state.0) = Some(report.clone());
     crate::tray::tell(&app, TrayPart::Readiness(Box::new(report.clone())));
     Ok(report)

@@ -316,15 +316,19 @@ fn decision_loop(proxy: EventLoopProxy<Msg>, project: Arc<Mutex<Option<String>>>
 fn readiness_once(proxy: EventLoopProxy<Msg>) {
     std::thread::spawn(move || {
         let report = match headroom_core::jobs::doctor::refresh("tray") {
-            Ok(r) => r,
+            Ok(r) => {
+                if let Some(e) = &r.not_recorded {
+                    eprintln!(
+                        "headroom-tray: the readiness check was not recorded in the ledger: {e}"
+                    );
+                }
+                r.report
+            }
             Err(e) => {
                 eprintln!("headroom-tray: no readiness check: {e}");
                 return;
             }
         };
-        for n in report.notes.iter().filter(|n| n.contains("not recorded")) {
-            eprintln!("headroom-tray: {n}");
-        }
         let _ = proxy.send_event(Msg::Part(TrayPart::Readiness(Box::new(report))));
     });
 }

@@ -105,12 +105,6 @@ pub fn run(a: &EpochsArgs) -> Result<ExitCode> {
             };
             println!("\n{head}: {}", v.reason);
         }
-        if let Some(e) = &out.error {
-            eprintln!("headroom: {}", e.message);
-        }
-        if let Some(id) = out.run_id {
-            println!("recorded as run {id} ({})", out.status);
-        }
     }
     Ok(super::job_exit(
         out.run_id,

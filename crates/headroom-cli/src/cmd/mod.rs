@@ -57,9 +57,10 @@ pub fn settle_ledger(ledger: &headroom_store::ledger::Ledger) -> anyhow::Result<
     )
 }
 
-/// The exit code of a worker job (`epochs`, `profile`, `numerics --workload`): 0 complete, 2
-/// nothing recorded (its error said on stderr under --json, where the text output did not say
-/// it), 3 recorded but not complete.
+/// The end of a worker job (`epochs`, `profile`, `numerics --workload`): in text, its error and
+/// the run it was recorded as; under `--json` (whose document carries both) its error only when
+/// nothing was recorded. The exit code: 0 complete, 2 nothing recorded, 3 recorded but not
+/// complete.
 pub(crate) fn job_exit(
     run_id: Option<i64>,
     status: headroom_core::jobs::JobStatus,
@@ -67,14 +68,15 @@ pub(crate) fn job_exit(
     json: bool,
 ) -> std::process::ExitCode {
     use std::process::ExitCode;
+    if let Some(e) = error.filter(|_| !json || run_id.is_none()) {
+        eprintln!("headroom: error: {}", e.message);
+    }
+    if let (Some(id), false) = (run_id, json) {
+        println!("recorded as run {id} ({status})");
+    }
     match (run_id, status) {
         (Some(_), headroom_core::jobs::JobStatus::Complete) => ExitCode::SUCCESS,
-        (None, _) => {
-            if let (Some(e), true) = (error, json) {
-                eprintln!("headroom: error: {}", e.message);
-            }
-            ExitCode::from(2)
-        }
+        (None, _) => ExitCode::from(2),
         _ => ExitCode::from(3),
     }
 }

@@ -90,12 +90,6 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode> {
             None => {}
         }
     }
-    if let (Some(e), false) = (&out.error, a.json) {
-        eprintln!("headroom: error: {}", e.message);
-    }
-    if let (Some(id), false) = (out.run_id, a.json) {
-        println!("recorded as run {id} ({})", out.status);
-    }
     Ok(super::job_exit(
         out.run_id,
         out.status,

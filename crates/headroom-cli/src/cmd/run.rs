@@ -142,12 +142,6 @@ fn numerics_of_workload(a: &NumericsArgs, workload: &str) -> Result<ExitCode> {
             }
             println!("\n{}", n.verdict());
         }
-        if let Some(e) = &out.error {
-            eprintln!("headroom: error: {}", e.message);
-        }
-        if let Some(id) = out.run_id {
-            println!("recorded as run {id} ({})", out.status);
-        }
     }
     Ok(super::job_exit(
         out.run_id,

@@ -252,12 +252,14 @@ fn batch_auto_on_a_loop_that_stops_gaining_predicts_the_fit_instead_of_running_i
     let v = after_output(&out.stdout, '{');
     let points = v["sweep"]["points"].as_array().expect("points").clone();
     let s = &v["sweep"]["summary"];
-    let fit = s["predicted_fit_batch"].as_u64().expect("a predicted fit");
-    let largest = s["max_fit_batch"].as_u64().expect("largest run");
     let shape: Vec<(u64, f64)> = points
         .iter()
         .filter_map(|p| Some((p["batch"].as_u64()?, p["samples_per_s"].as_f64()?)))
         .collect();
+    let fit = s["predicted_fit_batch"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("a predicted fit: {shape:?} {s}"));
+    let largest = s["max_fit_batch"].as_u64().expect("largest run");
     // Measured here: 16, 64, then probes at 442, 1102 and 1769 (4139, 4560, 4577 samples/s),
     // the last no faster than the one below; the fit 2878 not run.
     assert!(

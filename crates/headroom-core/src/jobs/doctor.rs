@@ -98,19 +98,28 @@ pub fn check(exe: &Path, opts: &DoctorOptions, on_found: &mut dyn FnMut(usize)) 
     Report::new(machine, conditions, libtorch, pythons)
 }
 
+/// A refreshed report, and why it was not recorded where it could not be.
+#[derive(Debug)]
+pub struct Refreshed {
+    pub report: Report,
+    /// The ledger's error when the report was to be recorded and could not be (also in the
+    /// report's notes, for the panels that show them).
+    pub not_recorded: Option<String>,
+}
+
 /// The lights' refresh, as the app's start, an opening of its popover and the menu bar's
 /// start do it: checks with the default options and records the report only when something
 /// changed ([`record_if_changed`]), `from` naming who asked. A ledger that cannot be written
 /// (damaged, disk full) does not hide the verdict: the report's notes say it was not recorded,
-/// and why. Fails only when the worker binary is missing.
+/// and why, as does [`Refreshed::not_recorded`]. Fails only when the worker binary is missing.
 ///
 /// The check runs on a thread of its own below normal priority ([`BACKGROUND_NICE`]; on Linux
 /// the interpreters and the libtorch worker it starts inherit it): the Pythons it imports torch
 /// in would otherwise take the CPU from a popover opening beside it (on 2 cores an open during
 /// the menu bar's start-up check took twice as long, `bench/first_open.py`).
-pub fn refresh(from: &str) -> Result<Report, CoreError> {
+pub fn refresh(from: &str) -> Result<Refreshed, CoreError> {
     let exe = super::worker_binary()?;
-    let mut report = std::thread::scope(|s| {
+    let report = std::thread::scope(|s| {
         s.spawn(|| {
             lower_this_threads_priority();
             check(&exe, &DoctorOptions::default(), &mut |_| {})
@@ -119,12 +128,23 @@ pub fn refresh(from: &str) -> Result<Report, CoreError> {
         .unwrap_or_else(|p| std::panic::resume_unwind(p))
     });
     let request = serde_json::json!({ "from": from }).to_string();
-    if let Err(e) = super::open_ledger().and_then(|l| record_if_changed(&l, &report, &request)) {
+    let recorded = super::open_ledger().and_then(|l| record_if_changed(&l, &report, &request));
+    Ok(noted(report, recorded))
+}
+
+/// `report` with what recording it gave: where the ledger failed, a note that says so (the
+/// panels show the notes) and the reason apart (the menu bar logs it).
+fn noted(mut report: Report, recorded: Result<Option<i64>, CoreError>) -> Refreshed {
+    let not_recorded = recorded.err().map(|e| e.to_string());
+    if let Some(e) = &not_recorded {
         report
             .notes
             .push(format!("This check was not recorded in the ledger: {e}"));
     }
-    Ok(report)
+    Refreshed {
+        report,
+        not_recorded,
+    }
 }
 
 /// The nice value a background refresh runs at.
@@ -278,6 +298,26 @@ mod tests {
             .is_some());
         assert_eq!(record_if_changed(&ledger, &newer, "{}").expect("r"), None);
         assert_eq!(ledger.list_runs(10).expect("l").len(), 3);
+    }
+
+    #[test]
+    fn a_ledger_that_cannot_be_written_leaves_the_report_whole_and_says_why() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("l.sqlite3");
+        std::fs::write(&path, b"not a database, 32 bytes long....").expect("write");
+        let recorded = Ledger::open(&path).and_then(|l| record_if_changed(&l, &h200(), "{}"));
+        let r = noted(h200(), recorded);
+        let why = r.not_recorded.expect("the reason");
+        assert!(why.contains("l.sqlite3"), "{why}");
+        assert_eq!(r.report.lights, h200().lights, "the verdict is kept");
+        assert!(r.report.notes.iter().any(|n| n
+            .starts_with("This check was not recorded in the ledger")
+            && n.contains(&why)));
+        // Recorded (or found unchanged): no note, no reason.
+        let ledger = Ledger::open(&dir.path().join("ok.sqlite3")).expect("ledger");
+        let ok = noted(h200(), record_if_changed(&ledger, &h200(), "{}"));
+        assert!(ok.not_recorded.is_none());
+        assert_eq!(ok.report.notes, h200().notes);
     }
 
     #[cfg(target_os = "linux")]
