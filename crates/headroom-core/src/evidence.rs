@@ -18,6 +18,12 @@ use crate::CoreError;
 /// How many recent runs are searched for evidence.
 const RECENT: u32 = 200;
 
+/// The recent runs the evidence is searched in, newest first (every host's): read once and
+/// given to [`need_in`] and [`gather_in`], which a live judgement makes each tick.
+pub fn recent_runs(ledger: &Ledger) -> Result<Vec<RunRecord>, CoreError> {
+    ledger.list_runs(RECENT)
+}
+
 /// The pids recording runs that are still going on this host (their trees are the training).
 pub fn training_pids(ledger: &Ledger) -> Result<Vec<u32>, CoreError> {
     let mut pids = ledger.running_owners(&crate::machine::hostname())?;
@@ -30,10 +36,14 @@ pub fn training_pids(ledger: &Ledger) -> Result<Vec<u32>, CoreError> {
 /// peak or CPU sweep's chosen batch, whichever is newer. (A `--compare cpu` baseline follows its
 /// MPS sweep, so the MPS sweep is preferred.)
 pub fn measured_need(ledger: &Ledger) -> Result<Option<Need>, CoreError> {
+    need_in(ledger, &recent_runs(ledger)?)
+}
+
+/// [`measured_need`] from runs already read ([`recent_runs`]); the ledger gives a sweep's points.
+pub fn need_in(ledger: &Ledger, recent: &[RunRecord]) -> Result<Option<Need>, CoreError> {
     let host = crate::machine::hostname();
-    let mut runs: Vec<RunRecord> = ledger
-        .list_runs(RECENT)?
-        .into_iter()
+    let mut runs: Vec<&RunRecord> = recent
+        .iter()
         .filter(|r| r.host == host && r.status == RunStatus::Complete)
         .collect();
     // Stable: MPS sweeps first, each group newest first.
@@ -83,12 +93,23 @@ pub fn gather(
     contention: Option<&crate::contention::ContentionReport>,
     project: Option<&str>,
 ) -> Result<Facts, CoreError> {
+    gather_in(ledger, &recent_runs(ledger)?, config, contention, project)
+}
+
+/// [`gather`] from runs already read ([`recent_runs`]).
+pub fn gather_in(
+    ledger: &Ledger,
+    recent: &[RunRecord],
+    config: &crate::config::Config,
+    contention: Option<&crate::contention::ContentionReport>,
+    project: Option<&str>,
+) -> Result<Facts, CoreError> {
     let host = crate::machine::hostname();
     let oldest = crate::time::days_ago(f64::from(config.decide.max_age_days));
-    let mut runs: Vec<RunRecord> = ledger
-        .list_runs(RECENT)?
-        .into_iter()
+    let mut runs: Vec<RunRecord> = recent
+        .iter()
         .filter(|r| r.host == host && r.started_at.as_str() >= oldest.as_str())
+        .cloned()
         .collect();
     if let Some(name) = project {
         let mut keep = Vec::with_capacity(runs.len());
@@ -117,7 +138,7 @@ pub fn gather(
     f.slow_layer = slow_layer_fact(&runs);
     f.mlx = mlx_fact(&runs);
     f.numerics = numerics_fact(&runs);
-    f.remotes = remote_facts(ledger)?;
+    f.remotes = remote_facts(recent)?;
     Ok(f)
 }
 
@@ -174,9 +195,8 @@ fn run_project(ledger: &Ledger, r: &RunRecord) -> Result<Owner, CoreError> {
 }
 
 /// Every host profile with its newest check (and its newest sweep) from the ledger.
-fn remote_facts(ledger: &Ledger) -> Result<Vec<RemoteFact>, CoreError> {
+fn remote_facts(runs: &[RunRecord]) -> Result<Vec<RemoteFact>, CoreError> {
     let hosts = crate::remote::Hosts::load()?;
-    let runs = ledger.list_runs(RECENT)?;
     Ok(hosts
         .list()
         .map(|p| {

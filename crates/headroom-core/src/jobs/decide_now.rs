@@ -30,17 +30,21 @@ pub fn now(sampler: &mut Sampler, project: Option<&str>) -> (DecisionNow, Option
         problem = Some(e);
         Config::default()
     });
-    let ledger = super::open_ledger();
+    // The ledger's recent runs are read once a tick, for the need and for the facts.
+    let ledger =
+        super::open_ledger().and_then(|l| crate::evidence::recent_runs(&l).map(|r| (l, r)));
     let (need, training) = match &ledger {
-        Ok(l) => (
-            crate::evidence::measured_need(l).ok().flatten(),
+        Ok((l, recent)) => (
+            crate::evidence::need_in(l, recent).ok().flatten(),
             crate::evidence::training_pids(l).unwrap_or_default(),
         ),
         Err(_) => (None, Vec::new()),
     };
     let contention = sampler.sample(&config.contention, &training, need);
     let facts = ledger
-        .and_then(|l| crate::evidence::gather(&l, &config, Some(&contention), project))
+        .and_then(|(l, recent)| {
+            crate::evidence::gather_in(&l, &recent, &config, Some(&contention), project)
+        })
         .unwrap_or_else(|e| {
             problem.get_or_insert(e);
             Facts {
