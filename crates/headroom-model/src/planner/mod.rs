@@ -619,7 +619,7 @@ impl Planner {
                     .filter(|f| {
                         f64::from(g) >= f64::from(*f) * (1.0 - COSTLY_AIM - BISECT_TOLERANCE)
                     })
-                    .map(|f| f.saturating_add(1).max(g.saturating_add(1)))
+                    .and_then(|_| self.past_fit(g, max))
                     .filter(|c| *c < b && !self.tried(*c));
                 if refused || f64::from(b.saturating_sub(g)) <= tolerance {
                     None
