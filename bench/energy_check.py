@@ -120,7 +120,7 @@ if us and st:
 # 4. The sampler's cost.
 walls = read_walls("sweep.walls")
 if walls:
-    print("\n| conditions | built-in sweep wall s (cnn, 64/256/1024, one per pair) | median |")
+    print("\n| conditions | built-in cnn sweep wall s (one per pair) | median |")
     print("|---|---|---:|")
     modes = [m for m in ("on", "coarse", "off") if walls.get(m)]
     for mode in modes:
@@ -142,6 +142,24 @@ if walls:
             steps = statistics.median(r[0] for r in rows)
             print(f"  {mode}: steps {steps:.2f} s a sweep (median); samples/s per point "
                   f"{', '.join(str(r[1]) for r in rows[:3])}")
+    # The sampler's cost, part by part: the worker's steps (the same points time the same steps
+    # in every mode, so a difference is steps made slower), each batch's samples/s, and the
+    # rest of the wall time (process start, CUDA, the model, each point's setup, the answer).
+    for mode in modes:
+        rest, rate = [], {}
+        for i in range(1, len(walls[mode]) + 1):
+            sw = load(f"sweep-{mode}-{i}.json")
+            pts = (sw or {}).get("points") or []
+            if pts:
+                rest.append(walls[mode][i - 1] - sum(p.get("steps_s") or 0 for p in pts))
+                for p in pts:
+                    if p.get("samples_per_s"):
+                        rate.setdefault(p["batch"], []).append(p["samples_per_s"])
+        if rest:
+            q = sorted(rest)
+            print(f"  {mode}: wall minus steps, median {statistics.median(rest):.3f} s "
+                  f"(middle half {q[len(q) // 4]:.3f}–{q[-len(q) // 4 - 1]:.3f}); samples/s median "
+                  + ", ".join(f"{b}: {statistics.median(v):.0f}" for b, v in sorted(rate.items())))
     # Each pair ran back to back (on, then off): the ratio within a pair leaves out the drift
     # between pairs. Its median, and the middle half of them.
     pairs = sorted(a / b for a, b in zip(walls.get("on", []), walls.get("off", [])))
@@ -161,7 +179,7 @@ if walls:
                       f"GPU busy {p.get('gpu_busy')} (NVML)")
 
 # 4b. Built-in sweep points against nvidia-smi over each point's own span.
-built = sorted(out.glob("builtin-*.json")) + sorted(out.glob("sweep-on-*.json"))[:2]
+built = sorted(out.glob("builtin-*.json")) + sorted(out.glob("sweep-on-*.json"))
 if built:
     print("\n| built-in sweep | batch | timed s | Headroom W (NVML) | nvidia-smi W | ratio | note |")
     print("|---|---:|---:|---:|---:|---:|---|")
@@ -176,6 +194,42 @@ if built:
             hr = c["energy_j"] / c["seconds"] if c.get("energy_j") else None
             ratio = f"{hr / ref:.3f}" if hr and ref else ""
             print(f"| {f.stem} | {p['batch']} | {c['seconds']:.2f} | {hr or 0:.0f} | {ref or 0:.0f} | {ratio} | {c.get('energy_note') or ''} |")
+
+    # A short point's power against the same batch held for seconds (`builtin-long-*`, where
+    # both readers agree): which reader is off on a half-second span, and by how much. NVML's
+    # figures move every 100 ms and nvidia-smi's instant readings lag the load, so on short spans
+    # the two differ by more than either differs from the long figure.
+    held = {}
+    for f in sorted(out.glob("builtin-long-*.json")):
+        for p in (load(f.name) or {}).get("points") or []:
+            c = p.get("conditions") or {}
+            if p.get("status") == "ok" and c.get("energy_j") and c.get("from_unix") is not None:
+                a = c["from_unix"]; b = a + c["seconds"]
+                held.setdefault(p["batch"], []).append(
+                    (c["energy_j"] / c["seconds"], integrate(P, a, b) / (b - a)))
+    if held:
+        print("\n| batch | held long: Headroom W, nvidia-smi W | short points: Headroom W / held | nvidia-smi W / held |")
+        print("|---:|---|---|---|")
+        for batch, hs in sorted(held.items()):
+            ref = statistics.mean(h[0] for h in hs)
+            mine, smi = [], []
+            for f in built:
+                if "long" in f.stem:
+                    continue
+                for p in (load(f.name) or {}).get("points") or []:
+                    c = p.get("conditions") or {}
+                    if p.get("batch") == batch and p.get("status") == "ok" and c.get("energy_j"):
+                        a = c["from_unix"]; b = a + c["seconds"]
+                        mine.append(c["energy_j"] / c["seconds"] / ref)
+                        smi.append(integrate(P, a, b) / (b - a) / ref)
+            print(f"| {batch} | {', '.join(f'{h[0]:.0f}, {h[1]:.0f}' for h in hs)} | "
+                  f"{' '.join(f'{x:.3f}' for x in mine)} | {' '.join(f'{x:.3f}' for x in smi)} |")
+    # How many short points went without energy (too few counter updates), and why.
+    short = [p for f in built if "long" not in f.stem
+             for p in (load(f.name) or {}).get("points") or [] if p.get("status") == "ok"]
+    bare = [p for p in short if not (p.get("conditions") or {}).get("energy_j")]
+    print(f"built-in short points with energy: {len(short) - len(bare)} of {len(short)}"
+          + "".join(f"; {p['batch']}: {(p.get('conditions') or {}).get('energy_note')}" for p in bare))
 
 # 5. The profiler window.
 walls = read_walls("profile.walls")

@@ -12,14 +12,14 @@
 #    sample against nvidia-smi over the point's timed steps (from the loop's own step stamps).
 # 4. A built-in sweep with the conditions sampler on and off, alternating, three pairs: the
 #    sampler's cost on the sweep's wall time; its points' joules per sample.
-# 4b. Built-in sweeps (the default search, and three long points): each point's joules per
+# 4b. Built-in sweeps (the default search, and the three batches of 4 held for 200 steps): each point's joules per
 #    sample against nvidia-smi over the point's own span (`conditions.from_unix`).
 # 5. `headroom run --profile-window 20` against a plain run of the same loop (150 steps): what
 #    the window costs and the operators it names.
 # 6. `headroom numerics` on the resnet50 and a small transformer, cuda against a CPU copy, in
 #    f32 and bf16: the time it takes and the largest error and where.
 # MODES (default "on off"; "on coarse off" adds the sampler without its energy polling).
-# RUN_S, MAX_BATCH, PAIRS and PROFILE_PAIRS shorten it (30, 512, 3, 2 by default); PARTS picks
+# SWEEP_BATCHES: the batches of part 4 (64,256,1024). RUN_S, MAX_BATCH, PAIRS and PROFILE_PAIRS shorten it (30, 512, 3, 2 by default); PARTS picks
 # which of run, usersweep, sweep, builtin, numerics, profile to run (all by default).
 # Raw output in OUT; `python3 bench/energy_check.py OUT` prints the tables.
 set -uo pipefail
@@ -58,7 +58,7 @@ if part sweep; then
 echo "== built-in sweep, conditions on/off"
 for i in $(seq "${PAIRS:-3}"); do for mode in ${MODES:-on off}; do
   s=$(date +%s.%N)
-  HEADROOM_CONDITIONS=$mode "$HR" sweep --device cuda --workload cnn --batches 64,256,1024 \
+  HEADROOM_CONDITIONS=$mode "$HR" sweep --device cuda --workload cnn --batches "${SWEEP_BATCHES:-64,256,1024}" \
     --json > "$OUT/sweep-$mode-$i.json" 2> "$OUT/sweep-$mode-$i.stderr"
   e=$(date +%s.%N)
   echo "$mode $i $s $e" >> "$OUT/sweep.walls"
@@ -68,7 +68,7 @@ if part builtin; then
 echo "== built-in sweeps, each point against nvidia-smi (the search, then long points)"
 for i in 1 2; do
   "$HR" sweep --device cuda --workload cnn --json > "$OUT/builtin-auto-$i.json" 2> "$OUT/builtin-auto-$i.stderr"
-  "$HR" sweep --device cuda --workload cnn --batches 256,1024,4096 --steps 60 --json \
+  "$HR" sweep --device cuda --workload cnn --batches 64,256,1024 --steps 200 --json \
     > "$OUT/builtin-long-$i.json" 2> "$OUT/builtin-long-$i.stderr"
 done
 fi

@@ -144,19 +144,11 @@ pub struct TimedConditions {
 }
 
 /// NVML's energy counter moves about every 0.1 s (measured on an H100 and an H200, median
-/// spacing 99–101 ms), so a sweep point timed for the default quarter second holds two or three
-/// of its updates: too few for its joules ([`TimedConditions::over_edges`] leaves them out and
-/// says why). A built-in point on such a device, with its energy read, is timed at least this
-/// long: about six updates.
-pub const COARSE_COUNTER_TIMED_S: f64 = 0.6;
-
-/// The least time a built-in sweep point on `device` (`cpu`, `mps`, `cuda:0`) is timed for, so
-/// that its energy can be read, when the sweep reads energy at all (`energy`): CUDA's NVML
-/// counter needs [`COARSE_COUNTER_TIMED_S`]; RAPL moves every millisecond and a Mac's power is
-/// sampled, so elsewhere `None` (the worker's own target stands).
-pub fn energy_timed_s(device: &str, energy: bool) -> Option<f64> {
-    (energy && device.starts_with("cuda")).then_some(COARSE_COUNTER_TIMED_S)
-}
+/// spacing 99–101 ms): between two of its updates its power is exact (to the poll's precision),
+/// so a span's power needs two updates inside it, at least this far apart — one whole interval.
+/// The supervisor reads a built-in point through its steady steps (the warm-up's after the
+/// first, the timed and the split ones: 0.28–0.36 s a point on an H100), which hold two to four.
+pub const COUNTER_MIN_COVER_S: f64 = 0.09;
 
 /// A throttled share at or above this marks a figure (one reading in ten).
 pub const THROTTLE_WARN_SHARE: f64 = 0.1;
@@ -374,8 +366,11 @@ fn edge_watts(edges: &[(f64, f64)], from: f64, to: f64) -> Option<f64> {
     let (first, last) = (inside.first()?, inside.last()?);
     let covered = last.0 - first.0;
     let rise = last.1 - first.1;
-    (inside.len() >= 3 && covered > 0.0 && covered >= (to - from) / 2.0 && rise >= 0.0)
-        .then(|| rise / covered)
+    // Half the span; on a short one (under 0.6 s) all but about three of a 0.1 s counter's
+    // intervals, and one whole interval at least.
+    let span = to - from;
+    let enough = covered >= (span / 2.0).min(COUNTER_MIN_COVER_S.max(span - 0.3));
+    (inside.len() >= 2 && covered > 0.0 && enough && rise >= 0.0).then(|| rise / covered)
 }
 
 /// The energy over the readings: the counter's rise from the first to the last reading that
@@ -518,12 +513,8 @@ mod tests {
     }
 
     #[test]
-    fn a_cuda_point_whose_energy_is_read_is_timed_long_enough_for_the_counter() {
-        assert_eq!(energy_timed_s("cuda:0", true), Some(COARSE_COUNTER_TIMED_S));
-        assert_eq!(energy_timed_s("cuda", true), Some(0.6));
-        // A point timed that long, on a counter that moves every 0.1 s at 300 W (its updates
-        // seen within 5 ms), has its energy; one of the default quarter second, starting just
-        // after an update, has not.
+    fn a_span_of_a_quarter_second_or_more_takes_its_power_from_the_counters_updates() {
+        // A counter that moves every 0.1 s at 300 W, its updates seen up to 5 ms late.
         let counter = |t: f64| 300.0 * (t / 0.1).floor() * 0.1;
         let edges: Vec<(f64, f64)> = (1..40)
             .map(|k| {
@@ -534,13 +525,20 @@ mod tests {
         let span = |from: f64, len: f64| {
             TimedConditions::over_edges(&[], &edges, true, from, from + len, None)
         };
-        let long = span(1.01, COARSE_COUNTER_TIMED_S);
-        let w = long.energy_j.expect("energy") / long.seconds;
-        assert!((w - 300.0).abs() < 1e-6, "{long:?}");
-        assert_eq!(span(1.01, 0.25).energy_j, None);
-        assert_eq!(energy_timed_s("cuda:0", false), None);
-        assert_eq!(energy_timed_s("cpu", true), None);
-        assert_eq!(energy_timed_s("mps", true), None);
+        // Wherever a steady window of a built-in point (0.28 s or more) begins, it has its
+        // power, and it is exact.
+        for k in 0..20 {
+            let s = span(1.0 + f64::from(k) * 0.005, 0.28);
+            let w = s.energy_j.expect("energy") / s.seconds;
+            assert!((w - 300.0).abs() < 1e-6, "{s:?}");
+        }
+        // A span holding one update only has none.
+        assert_eq!(span(1.01, 0.15).energy_j, None);
+        // A long span needs its updates over half of it: two of them 0.1 s apart do not give
+        // a second its power (the counter was not polled through it).
+        let sparse = [edges[10], edges[11]];
+        let long = TimedConditions::over_edges(&[], &sparse, true, 1.0, 2.0, None);
+        assert_eq!(long.energy_j, None);
     }
 
     #[test]
@@ -585,7 +583,7 @@ mod tests {
             c.energy_source.as_deref(),
             Some("NVML energy counter, read at its updates")
         );
-        // Too few updates inside (a span shorter than three of them): no figure, and why.
+        // Too few updates inside (two, 0.1 s apart, in a second): no figure, and why.
         let few = TimedConditions::over_edges(&samples, &edges[..2], true, 0.0, 1.0, None);
         assert_eq!(few.energy_j, None);
         assert_eq!(

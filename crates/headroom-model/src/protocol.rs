@@ -172,10 +172,6 @@ pub struct SweepRequest {
     /// so a point measures the model and not the host's memory bandwidth.
     #[serde(default)]
     pub host_inputs: bool,
-    /// The supervisor reads the device's energy through the sweep: a point is timed long
-    /// enough for the device's energy counter ([`crate::conditions::energy_timed_s`]).
-    #[serde(default)]
-    pub energy: bool,
 }
 
 /// How one point ended.

@@ -164,7 +164,6 @@ impl SweepInput {
             predict: self.predict,
             host_inputs: self.host_inputs,
             prior: Vec::new(),
-            energy: false,
         })
     }
 

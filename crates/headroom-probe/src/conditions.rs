@@ -606,8 +606,13 @@ impl ConditionLog {
 }
 
 impl Drop for ConditionLog {
+    /// Tells the reader to stop and leaves it to end on its own thread, as the GPU-busy sampler
+    /// does: its last reading and NVML's shutdown need not hold up a job's answer
+    /// ([`Self::finish`] waits, for its readings).
     fn drop(&mut self) {
-        self.halt();
+        self.stop.store(true, Ordering::SeqCst);
+        self.wake.1.notify_all();
+        self.thread.take();
     }
 }
 

@@ -67,13 +67,9 @@ pub fn run_sweep(req: &SweepRequest, emit: &mut dyn FnMut(Event)) -> Result<(), 
         &info, name, shape, params, budget,
     )));
 
-    let base = StepPolicy::default();
     let policy = StepPolicy {
         timed_steps: req.steps,
-        // Long enough for the device's energy counter, where the supervisor reads it.
-        target_timed_s: headroom_model::conditions::energy_timed_s(&device::label(dev), req.energy)
-            .map_or(base.target_timed_s, |t| t.max(base.target_timed_s)),
-        ..base
+        ..StepPolicy::default()
     };
     let plan = match req.plan.clone() {
         BatchPlan::Search { start, max: 0 } => BatchPlan::Search {

@@ -26,7 +26,6 @@ fn cancelling_a_sweep_kills_its_worker_and_keeps_its_points() {
         predict: true,
         host_inputs: false,
         prior: Vec::new(),
-        energy: false,
     };
     let token = CancelToken::new("cancelled from the test");
     // Another thread cancels, as the app's Cancel button does, once the first point is in.
@@ -86,8 +85,8 @@ fn cancelling_a_sweep_kills_its_worker_and_keeps_its_points() {
     assert!(run
         .note
         .is_some_and(|n| n.contains("cancelled from the test")));
-    // A local sweep reads the machine's energy, and its request says so (a point on a device
-    // with a coarse energy counter is then timed long enough for it); recorded as sent.
+    // The request is recorded as sent, and it asks nothing of the points for the energy's
+    // sake: they are timed as they would be without it.
     let sent: serde_json::Value = serde_json::from_str(
         &ledger
             .request_json(out.run_id.expect("a run"))
@@ -95,5 +94,6 @@ fn cancelling_a_sweep_kills_its_worker_and_keeps_its_points() {
             .expect("its request"),
     )
     .expect("json");
-    assert_eq!(sent["energy"], true, "{sent}");
+    assert_eq!(sent["workload"], "mlp", "{sent}");
+    assert!(sent.get("energy").is_none(), "{sent}");
 }

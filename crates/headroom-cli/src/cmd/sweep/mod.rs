@@ -38,8 +38,8 @@ pub struct SweepArgs {
     /// train (forward, loss, backward, optimizer) or infer (forward only).
     #[arg(long, default_value = "train")]
     mode: String,
-    /// Timed steps per batch [default: as many as fit in about 0.25 s (0.6 s on CUDA, so that
-    /// NVML's energy counter moves often enough in it), at least 1; settled warm-up steps count].
+    /// Timed steps per batch [default: as many as fit in about 0.25 s, at least 1; settled
+    /// warm-up steps count].
     #[arg(long)]
     steps: Option<u32>,
     /// Intra-op CPU threads [default: libtorch's].
