@@ -191,7 +191,9 @@ mod tests {
             [("WEBKIT_DISABLE_DMABUF_RENDERER", "1")]
         );
         // A user's own setting (to turn it back on with 0, say) stands.
-        assert!(webkit_defaults(|k| (k == "WEBKIT_DISABLE_DMABUF_RENDERER").then(|| "0".into()))
-            .is_empty());
+        assert!(
+            webkit_defaults(|k| (k == "WEBKIT_DISABLE_DMABUF_RENDERER").then(|| "0".into()))
+                .is_empty()
+        );
     }
 }
