@@ -76,12 +76,12 @@ pub fn show_popover_on<R: Runtime>(app: &AppHandle<R>, panel: &str) {
     }
 }
 
-/// The environment WebKitGTK is started with, where the user has not set it: the variables of
-/// `defaults` that `get` finds unset. `WEBKIT_DISABLE_DMABUF_RENDERER`: WebKitGTK 2.42+ renders
-/// through DMA-BUF buffers it sets up GBM and EGL for in each web process it starts; without it,
-/// a popover's first open loaded its page 47–63 ms sooner (medians 327–333 against 375–396 ms,
-/// WebKitGTK 2.50.6 under Xvfb, `bench/README.md`), and a small panel of charts does not need it.
-/// It is also the usual cure for a blank WebView on some NVIDIA drivers.
+/// The environment WebKitGTK is started with: each default the user has not set (`get` finds it
+/// unset). `WEBKIT_DISABLE_DMABUF_RENDERER`: WebKitGTK 2.42+ renders through DMA-BUF buffers it
+/// sets up GBM and EGL for in each web process it starts; without it a popover's first open
+/// loaded its page about 65 ms sooner (medians 327–333 against 375–398 ms, WebKitGTK 2.50.6 under
+/// Xvfb, `bench/README.md`) and an open popover held 69 MiB less; a small panel of charts does not
+/// need it. It is also the usual cure for a blank WebView on some NVIDIA drivers.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn webkit_defaults(
     get: impl Fn(&str) -> Option<std::ffi::OsString>,
