@@ -13,20 +13,16 @@ late). It prints the spacing of the updates and, for each K, the share of window
 
     python3 bench/nvml_counter_steady.py [SECONDS] [POLL_MS]
 """
-import ctypes, statistics, subprocess, sys, time
+import statistics, subprocess, sys, time
 
-seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 8.0
-poll = (float(sys.argv[2]) if len(sys.argv) > 2 else 1.0) / 1000
-nvml = ctypes.CDLL("libnvidia-ml.so.1")
-assert nvml.nvmlInit_v2() == 0
-dev = ctypes.c_void_p()
-assert nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(dev)) == 0
-v = ctypes.c_ulonglong()
+import nvml_gpu
+
+seconds, poll = nvml_gpu.seconds_and_poll(8.0, 1.0)
+nvml, dev = nvml_gpu.first_gpu()
 
 
 def counter():
-    assert nvml.nvmlDeviceGetTotalEnergyConsumption(dev, ctypes.byref(v)) == 0
-    return v.value / 1000
+    return nvml_gpu.energy_j(nvml, dev)
 
 
 load = subprocess.Popen([sys.executable, "-c", f"""

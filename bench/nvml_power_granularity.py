@@ -12,12 +12,10 @@ window from the counter and from each power figure integrated over time.
 """
 import ctypes, statistics, subprocess, sys, time
 
-seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 4.0
-poll = (float(sys.argv[2]) if len(sys.argv) > 2 else 2.0) / 1000
-nvml = ctypes.CDLL("libnvidia-ml.so.1")
-assert nvml.nvmlInit_v2() == 0
-dev = ctypes.c_void_p()
-assert nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(dev)) == 0
+import nvml_gpu
+
+seconds, poll = nvml_gpu.seconds_and_poll(4.0, 2.0)
+nvml, dev = nvml_gpu.first_gpu()
 
 
 class Field(ctypes.Structure):
@@ -31,9 +29,7 @@ POWER_INSTANT = 186
 
 
 def energy_j():
-    v = ctypes.c_ulonglong()
-    assert nvml.nvmlDeviceGetTotalEnergyConsumption(dev, ctypes.byref(v)) == 0
-    return v.value / 1000
+    return nvml_gpu.energy_j(nvml, dev)
 
 
 def instant_w():
