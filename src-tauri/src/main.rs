@@ -151,6 +151,7 @@ fn main() {
             // The tray process (and its end-to-end test) times an open to the page loaded.
             if relay::external() && page.event() == tauri::webview::PageLoadEvent::Finished {
                 eprintln!("headroom-app: page loaded");
+                relay::to_tray(&headroom_core::menubar::ToTray::Loaded);
             }
         })
         .on_window_event(|window, event| {

@@ -340,6 +340,8 @@ pub enum ToTray {
     Project(Option<String>),
     /// The `[app]` settings changed: the tray reads them again (its shortcut).
     Settings,
+    /// The popover's page has loaded: the background work held for its opening runs on.
+    Loaded,
 }
 
 impl ToTray {
@@ -673,6 +675,7 @@ mod tests {
             ToTray::Project(Some("lm".into())),
             ToTray::Project(None),
             ToTray::Settings,
+            ToTray::Loaded,
         ] {
             let line = t.line();
             assert!(!line.contains('\n'), "{line}");

@@ -89,12 +89,19 @@ fn run(
     mut on: Option<&mut dyn FnMut(&str)>,
     pipe: Pipe,
 ) -> std::io::Result<Finished> {
-    let started = Instant::now();
+    let yields = in_background();
+    let clock = Stopwatch::for_this_thread();
+    #[cfg(unix)]
+    if yields {
+        // A group of its own, so that a hold stops its children too.
+        std::os::unix::process::CommandExt::process_group(cmd, 0);
+    }
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
+    let _yielding = yields.then(|| Yielding::enter(child.id()));
     let (tx, chunks) = mpsc::channel();
     let copy = on.is_some().then_some(tx);
     let (out, err) = match pipe {
@@ -119,11 +126,11 @@ fn run(
         }
         None => std::thread::sleep(wait),
     };
-    let deadline = started + limit;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
-            Ok(None) if Instant::now() < deadline => feed(Duration::from_millis(20), &mut on),
+            // Its limit counts only the time it could run (a hold stops it).
+            Ok(None) if clock.elapsed() < limit => feed(Duration::from_millis(20), &mut on),
             // Past the deadline (or unable to wait): stop it.
             _ => {
                 // Its own children first (a hung interpreter's subprocess would live on).
@@ -136,7 +143,7 @@ fn run(
     };
     // A process that ended by itself closed its pipes, unless a child of its own holds them.
     let grace = if status.is_some() {
-        limit.saturating_sub(started.elapsed()).max(READ_GRACE)
+        limit.saturating_sub(clock.elapsed()).max(READ_GRACE)
     } else {
         READ_GRACE
     };
@@ -176,6 +183,195 @@ fn kill_descendants(pid: u32) {
     for p in tree.iter().skip(1) {
         if let Some(proc_) = sys.process(*p) {
             proc_.kill();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Background children, which yield to an opening window.
+//
+// A readiness refresh in the menu bar imports torch in every Python it finds: seconds of CPU and
+// disk on a laptop's cores, at a lower priority already, yet still in the way of the popover
+// opening beside it (an open pressed during the tray's start-up check took 465–499 ms against
+// ~330 after it, `bench/README.md`). The children that work started are marked as background
+// (each in a process group of its own), and [`hold_background`] stops them (SIGSTOP to each
+// group) for a bounded while; their limits count only the time they could run. A tray that
+// dies during a hold leaves nothing stopped: the orphaned groups get SIGHUP and SIGCONT from the
+// kernel.
+
+thread_local! {
+    static BACKGROUND: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with the children it starts (through this module, on this thread or through
+/// [`spawn_alike`]) marked as background: held by [`hold_background`].
+pub fn as_background<R>(f: impl FnOnce() -> R) -> R {
+    let before = BACKGROUND.with(|b| b.replace(true));
+    let r = f();
+    BACKGROUND.with(|b| b.set(before));
+    r
+}
+
+/// Whether children started on this thread now are background ones.
+pub fn in_background() -> bool {
+    BACKGROUND.with(std::cell::Cell::get)
+}
+
+/// `std::thread::spawn`, the new thread's children background ones when this thread's are.
+pub fn spawn_alike<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
+    let background = in_background();
+    std::thread::spawn(move || if background { as_background(f) } else { f() })
+}
+
+/// The background children running, and the hold on them.
+#[derive(Default)]
+struct Holds {
+    /// Their pids, each the id of its process group.
+    groups: Vec<i32>,
+    /// While held: when the hold began and when it ends at the latest.
+    held: Option<(Instant, Instant)>,
+    /// The time held before the current hold.
+    total: Duration,
+}
+
+static HOLDS: Mutex<Holds> = Mutex::new(Holds {
+    groups: Vec::new(),
+    held: None,
+    total: Duration::ZERO,
+});
+
+fn holds() -> std::sync::MutexGuard<'static, Holds> {
+    HOLDS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Holds {
+    fn time_held(&self, now: Instant) -> Duration {
+        self.total
+            + self.held.map_or(Duration::ZERO, |(from, _)| {
+                now.saturating_duration_since(from)
+            })
+    }
+
+    fn signal_all(&self, sig: libc::c_int) {
+        for &g in &self.groups {
+            signal_group(g, sig);
+        }
+    }
+
+    fn resume(&mut self, now: Instant) {
+        if let Some((from, _)) = self.held.take() {
+            self.total += now.saturating_duration_since(from);
+            self.signal_all(libc::SIGCONT);
+        }
+    }
+}
+
+fn signal_group(group: i32, sig: libc::c_int) {
+    #[cfg(unix)]
+    // SAFETY: killpg only sends a signal, to a group this process made for its own child.
+    unsafe {
+        libc::killpg(group, sig);
+    }
+}
+
+/// A background child, registered for holds while it runs.
+struct Yielding(i32);
+
+impl Yielding {
+    fn enter(pid: u32) -> Self {
+        let pid = i32::try_from(pid).unwrap_or(0);
+        let mut h = holds();
+        h.groups.push(pid);
+        if h.held.is_some() {
+            signal_group(pid, libc::SIGSTOP);
+        }
+        Self(pid)
+    }
+}
+
+impl Drop for Yielding {
+    fn drop(&mut self) {
+        let mut h = holds();
+        h.groups.retain(|&g| g != self.0);
+    }
+}
+
+/// Stops every background child (and those started meanwhile) until [`release_background`],
+/// or `at_most` from now, whichever comes first; a second hold while held only extends it.
+pub fn hold_background(at_most: Duration) {
+    let now = Instant::now();
+    let until = now + at_most;
+    let mut h = holds();
+    match &mut h.held {
+        Some((_, end)) => *end = (*end).max(until),
+        None => {
+            h.held = Some((now, until));
+            h.signal_all(libc::SIGSTOP);
+        }
+    }
+    drop(h);
+    std::thread::spawn(move || {
+        std::thread::sleep(at_most);
+        let now = Instant::now();
+        let mut h = holds();
+        if h.held.is_some_and(|(_, end)| end <= now) {
+            h.resume(now);
+        }
+    });
+}
+
+/// Ends a hold: the background children run on.
+pub fn release_background() {
+    holds().resume(Instant::now());
+}
+
+/// Time as a background child's limit counts it: wall time less the holds since it started.
+#[derive(Debug, Clone, Copy)]
+pub struct Stopwatch {
+    started: Instant,
+    /// The time held before the start; `None` for plain wall time.
+    held_before: Option<Duration>,
+}
+
+impl Stopwatch {
+    /// From now, the holds left out.
+    pub fn start() -> Self {
+        let started = Instant::now();
+        Self {
+            started,
+            held_before: Some(holds().time_held(started)),
+        }
+    }
+
+    /// [`Stopwatch::start`] on a thread whose children are background ones, else
+    /// [`Stopwatch::wall`].
+    pub fn for_this_thread() -> Self {
+        if in_background() {
+            Self::start()
+        } else {
+            Self::wall()
+        }
+    }
+
+    /// From now, wall time (a child that is not held).
+    pub fn wall() -> Self {
+        Self {
+            started: Instant::now(),
+            held_before: None,
+        }
+    }
+
+    /// The time since the start, less the holds since then where they count.
+    pub fn elapsed(&self) -> Duration {
+        let now = Instant::now();
+        let wall = now.saturating_duration_since(self.started);
+        match self.held_before {
+            Some(before) => wall.saturating_sub(holds().time_held(now).saturating_sub(before)),
+            None => wall,
         }
     }
 }
@@ -336,6 +532,88 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(gone(), "sleep {pid} outlived its parent's limit");
+    }
+
+    /// A hold stops the background children (a readiness check's interpreters, and their own
+    /// children) until it is released or runs out; their limits count only the time they could
+    /// run; other children are never held.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn background_children_wait_out_a_hold_that_their_limit_does_not_count() {
+        use super::*;
+        let state = |pid: &str| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit(')').next()?.trim_start().chars().next())
+        };
+        let dir = tempfile::tempdir().expect("tmp");
+        let pids = dir.path().join("pids");
+        let script = format!(
+            "sleep 0.5 & echo $$ $! > {}; wait $!; echo done",
+            pids.display()
+        );
+        let t0 = Instant::now();
+        let held = std::thread::spawn(move || {
+            as_background(|| {
+                let mut c = Command::new("/bin/sh");
+                c.args(["-c", &script]);
+                run_within(&mut c, Duration::from_millis(800)).expect("sh")
+            })
+        });
+        let until = Instant::now() + Duration::from_secs(5);
+        let ids = loop {
+            let text = std::fs::read_to_string(&pids).unwrap_or_default();
+            let ids: Vec<String> = text.split_whitespace().map(str::to_owned).collect();
+            if ids.len() == 2 || Instant::now() > until {
+                break ids;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        assert_eq!(ids.len(), 2, "the script wrote its pids");
+        hold_background(Duration::from_millis(1000));
+        std::thread::sleep(Duration::from_millis(100));
+        for id in &ids {
+            assert_eq!(state(id), Some('T'), "{id} is stopped while held");
+        }
+        // A child that is not background runs through the hold.
+        let plain = Instant::now();
+        let f = run_within(&mut sh("sleep 0.1; echo plain"), TOOL_LIMIT).expect("sh");
+        assert_eq!(f.stdout, "plain\n");
+        assert!(
+            plain.elapsed() < Duration::from_millis(700),
+            "{:?}",
+            plain.elapsed()
+        );
+        let f = held.join().expect("joined");
+        assert!(
+            f.success() && f.stdout == "done\n",
+            "held for 1 s, a child with a 0.8 s limit was not stopped for it: {f:?}"
+        );
+        assert!(
+            t0.elapsed() >= Duration::from_millis(1000),
+            "{:?}",
+            t0.elapsed()
+        );
+
+        // One started during a hold waits for it; a release ends the hold at once.
+        hold_background(Duration::from_secs(30));
+        let t1 = Instant::now();
+        let waiting = std::thread::spawn(|| {
+            as_background(|| run_within(&mut sh("echo late"), TOOL_LIMIT).expect("sh"))
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            !waiting.is_finished(),
+            "a child started during the hold ran"
+        );
+        release_background();
+        let f = waiting.join().expect("joined");
+        assert_eq!(f.stdout, "late\n");
+        assert!(
+            (Duration::from_millis(300)..Duration::from_secs(10)).contains(&t1.elapsed()),
+            "{:?}",
+            t1.elapsed()
+        );
     }
 
     use super::*;

@@ -186,6 +186,7 @@ fn main() {
                     ToTray::Settings => {
                         shortcut = apply_shortcut(keys.as_ref(), shortcut.take());
                     }
+                    ToTray::Loaded => headroom_probe::child::release_background(),
                 },
                 Msg::FromPopover(..) => {}
                 Msg::PopoverGone(generation) => app.gone(generation),
@@ -315,8 +316,14 @@ fn decision_loop(proxy: EventLoopProxy<Msg>, project: Arc<Mutex<Option<String>>>
 /// the app's Readiness panel does); its lights colour the icon.
 fn readiness_once(proxy: EventLoopProxy<Msg>) {
     std::thread::spawn(move || {
+        let t0 = std::time::Instant::now();
         let report = match headroom_core::jobs::doctor::refresh("tray") {
             Ok(r) => {
+                eprintln!(
+                    "headroom-tray: readiness checked in {:.1} s ({} Pythons)",
+                    t0.elapsed().as_secs_f64(),
+                    r.report.pythons.len()
+                );
                 if let Some(e) = &r.not_recorded {
                     eprintln!(
                         "headroom-tray: the readiness check was not recorded in the ledger: {e}"

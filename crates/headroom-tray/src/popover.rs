@@ -24,6 +24,9 @@ pub struct Popover {
     without: Vec<&'static str>,
 }
 
+/// The longest the tray's background work (its readiness check) waits for an opening popover.
+const OPENING_HOLD: Duration = Duration::from_millis(1500);
+
 /// Whether a popover's process was ever started by this tray (its files are then in the disk
 /// cache: the read-ahead has nothing left to do).
 static EVER_STARTED: AtomicBool = AtomicBool::new(false);
@@ -92,6 +95,10 @@ impl Popover {
 
     fn start(&mut self) -> std::io::Result<()> {
         EVER_STARTED.store(true, Ordering::SeqCst);
+        // The readiness check's Pythons wait while the popover opens (until its page has
+        // loaded, `ToTray::Loaded`; at most OPENING_HOLD): an open pressed during the start-up
+        // check would otherwise share the cores with torch's imports.
+        headroom_probe::child::hold_background(OPENING_HOLD);
         let bin = app_binary();
         let mut cmd = Command::new(&bin);
         cmd.arg("--popover")

@@ -2369,9 +2369,12 @@ fn the_tray_process_starts_the_popover_on_open_and_is_alone_once_it_is_closed() 
     let mut tray = Killed(start(env_path("HEADROOM_E2E_APP")));
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     let err = tray.0.stderr.take().expect("stderr");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let all = seen.clone();
     std::thread::spawn(move || {
         for l in BufReader::new(err).lines().map_while(Result::ok) {
             eprintln!("tray: {l}");
+            all.lock().expect("lines").push(l.clone());
             let _ = tx.send(l);
         }
     });
@@ -2438,6 +2441,21 @@ fn the_tray_process_starts_the_popover_on_open_and_is_alone_once_it_is_closed() 
         std::thread::sleep(Duration::from_millis(200));
     }
     let closed = pss_kib(pid);
+    // The start-up readiness check, its Pythons held while the popover opened, ran on to its
+    // end.
+    let until = Instant::now() + Duration::from_secs(90);
+    while !seen
+        .lock()
+        .expect("lines")
+        .iter()
+        .any(|l| l.contains("headroom-tray: readiness checked"))
+    {
+        assert!(
+            Instant::now() < until,
+            "the tray's start-up check, held for the open, never ended"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     eprintln!(
         "tray alone: {:.1} MiB PSS before the first open, {:.1} MiB once closed; the window mapped {mapped:?} and its page loaded {loaded:?} after the key",
         alone as f64 / 1024.0,

@@ -68,7 +68,7 @@ pub fn ask_libtorch(exe: &Path, timeout: Duration) -> Result<LibtorchFacts, Stri
 pub fn check(exe: &Path, opts: &DoctorOptions, on_found: &mut dyn FnMut(usize)) -> Report {
     let timeout = opts.timeout;
     let exe_owned = exe.to_path_buf();
-    let lib = std::thread::spawn(move || ask_libtorch(&exe_owned, timeout));
+    let lib = crate::child::spawn_alike(move || ask_libtorch(&exe_owned, timeout));
     let mut env = DiscoveryEnv::from_process(opts.pythons.clone());
     // A broken configuration is `doctor`'s to report elsewhere; here it only means no projects.
     env.projects = crate::project::load()
@@ -122,7 +122,7 @@ pub fn refresh(from: &str) -> Result<Refreshed, CoreError> {
     let report = std::thread::scope(|s| {
         s.spawn(|| {
             lower_this_threads_priority();
-            check(&exe, &DoctorOptions::default(), &mut |_| {})
+            crate::child::as_background(|| check(&exe, &DoctorOptions::default(), &mut |_| {}))
         })
         .join()
         .unwrap_or_else(|p| std::panic::resume_unwind(p))

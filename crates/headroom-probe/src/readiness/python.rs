@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -309,7 +309,8 @@ pub fn parse_probe_output(stdout: &str) -> Option<PythonFacts> {
 /// Runs the probe in `candidate` for at most `timeout`; a hang is killed and reported, a crash
 /// is reported with its signal, never propagated.
 pub fn probe(candidate: &Candidate, timeout: Duration) -> PythonReport {
-    let started = Instant::now();
+    // Its time as the limit counts it: a hold of background work is not the interpreter's.
+    let started = crate::child::Stopwatch::for_this_thread();
     let mut report = PythonReport {
         path: candidate.path.display().to_string(),
         source: candidate.source.clone(),
@@ -400,7 +401,7 @@ pub fn probe_all(
         let handles: Vec<_> = chunk
             .iter()
             .cloned()
-            .map(|c| std::thread::spawn(move || probe(&c, timeout)))
+            .map(|c| crate::child::spawn_alike(move || probe(&c, timeout)))
             .collect();
         for (h, c) in handles.into_iter().zip(chunk) {
             reports.push(h.join().unwrap_or_else(|_| PythonReport {
