@@ -56,6 +56,9 @@ pub fn show_popover<R: Runtime>(app: &AppHandle<R>) {
     };
     popover::shown(app);
     desktop::place(&w);
+    if w.is_minimized().unwrap_or(false) {
+        let _ = w.unminimize();
+    }
     let _ = w.show();
     let _ = w.set_focus();
     // The overview loop sends nothing to a hidden popover: it gets the latest on showing.
@@ -160,6 +163,19 @@ fn main() {
             if let WindowEvent::CloseRequested { api, .. } = event {
                 api.prevent_close();
                 popover::hide(window.app_handle());
+            }
+            // Minimised (a window manager's key: the popover has no button for it), the
+            // popover is closed: hidden, and its webview dropped after the keep time. On Linux
+            // the minimising reaches here as a resize (tao tells a change of the iconified
+            // state so); on macOS, where tao tells no such change, as the loss of focus
+            // (compiled, never run). A hidden popover is left alone.
+            if let WindowEvent::Resized(_) | WindowEvent::Focused(false) = event {
+                if window.label() == POPOVER
+                    && window.is_minimized().unwrap_or(false)
+                    && popover::showing(window.app_handle())
+                {
+                    popover::hide(window.app_handle());
+                }
             }
         })
         .build(tauri::generate_context!());

@@ -2220,8 +2220,13 @@ fn start_long_cpu_sweep(s: &Session) {
 /// moment the hide was seen, a page that goes at once after its keep time looked early by the
 /// look's own lag); returns how long after the key the page was gone.
 fn close_and_wait_for_the_page_to_go(root: u32, what: &str) -> Duration {
+    close_so_and_wait_for_the_page_to_go(root, what, || key("ctrl+shift+h"))
+}
+
+/// [`close_and_wait_for_the_page_to_go`], the popover closed by `close`.
+fn close_so_and_wait_for_the_page_to_go(root: u32, what: &str, close: impl FnOnce()) -> Duration {
     let pressed = Instant::now();
-    key("ctrl+shift+h");
+    close();
     wait_shown(false, 10, what);
     while web_processes(root) > 0 {
         assert!(
@@ -2302,6 +2307,25 @@ fn a_closed_popover_drops_its_web_page_and_the_shortcut_makes_it_again() {
     let points = s.find_all(r#"[data-testid="sweep-point"]"#).len();
     eprintln!("after reopening: {} · {points} point(s)", s.text(&status));
     s.screenshot(&out.join("popover_reopened_sweep.png"));
+    // Minimised, the popover is closed too: its page goes after the keep time. A window
+    // manager minimises a window by unmapping it (ICCCM's iconic state); Xvfb has none, so the
+    // test unmaps it as one would.
+    close_so_and_wait_for_the_page_to_go(pid, "the popover minimised", || {
+        let st = Command::new("xdotool")
+            .args(["search", "--name", "^Headroom$", "windowunmap"])
+            .status()
+            .expect("xdotool windowunmap");
+        assert!(st.success(), "xdotool windowunmap: {st}");
+    });
+    let pressed = Instant::now();
+    key("ctrl+shift+h");
+    wait_shown(true, 10, "the shortcut after the popover was minimised");
+    s.reattach(".panel:not([hidden]) > *", 10);
+    eprintln!(
+        "made again after a minimise: first panel drawn {:?} after the key",
+        pressed.elapsed()
+    );
+    s.click(&s.wait(r#"[data-testid="tab-sweep"]"#, 5));
     s.click(&s.wait(r#"[data-testid="cancel-sweep"]"#, 5));
     s.close();
     drop(driver);
