@@ -53,9 +53,9 @@ fi
 # The app (Tauri) needs WebKitGTK and an appindicator on Linux; the end-to-end test needs Xvfb,
 # D-Bus, WebKitWebDriver, a notification server (dunst, whose buttons it clicks) and xdotool (it presses the global shortcut on the X server and sees whether the popover is shown); `headroom remote` needs OpenSSH's client, and its tests start their
 # own OpenSSH server on 127.0.0.1; `remote migrate` copies a project with rsync; reports draw their PNG charts' labels with a system font
-# (fonts-dejavu-core); the test of a progress bar drawn live under `headroom run` runs it in tmux. macOS has WebKit, OpenSSH, rsync and fonts built in.
+# (fonts-dejavu-core); the test of a progress bar drawn live under `headroom run` runs it in tmux; the tray's icon is looked for in a real X system tray (trayer) with xwininfo (x11-utils). macOS has WebKit, OpenSSH, rsync and fonts built in.
 if [ "$(uname -s)" = Linux ]; then
-  APT_PACKAGES=(libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev pkg-config xvfb dbus webkit2gtk-driver xdotool openssh-client openssh-server rsync dunst fonts-dejavu-core tmux)
+  APT_PACKAGES=(libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev pkg-config xvfb dbus webkit2gtk-driver xdotool openssh-client openssh-server rsync dunst fonts-dejavu-core tmux trayer x11-utils)
   missing=()
   for p in "${APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

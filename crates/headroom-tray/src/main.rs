@@ -8,6 +8,8 @@
 //! `headroom-app` is looked for beside this binary (`HEADROOM_APP_BIN` says where otherwise).
 //! `headroom-app` started alone still runs the whole app in one process (its own tray).
 
+#[cfg(target_os = "linux")]
+mod host;
 mod popover;
 
 use std::str::FromStr;
@@ -152,6 +154,8 @@ fn main() {
                 decision_loop(proxy.clone(), project.clone());
                 open_on_signal(proxy.clone(), usr1);
                 readiness_once(proxy.clone());
+                #[cfg(target_os = "linux")]
+                tell_when_no_icon_shows(proxy.clone());
                 prewarm_the_popover();
                 eprintln!("headroom-tray: ready (pid {})", std::process::id());
                 if open_at_start() {
@@ -308,6 +312,47 @@ fn decision_loop(proxy: EventLoopProxy<Msg>, project: Arc<Mutex<Option<String>>>
             }
             ticks = ticks.wrapping_add(1);
             std::thread::sleep(Duration::from_secs(now.interval_s.max(1)));
+        }
+    });
+}
+
+/// Where the desktop shows no tray icon (`host`), the tray says so on its standard error two
+/// seconds after its start, and — when there is still none 20 s after it (a panel may start after
+/// Headroom at login) — in a notification, once per desktop (`XDG_CURRENT_DESKTOP`): with the
+/// shortcut that opens the popover.
+#[cfg(target_os = "linux")]
+fn tell_when_no_icon_shows(proxy: EventLoopProxy<Msg>) {
+    std::thread::spawn(move || {
+        let shortcut = headroom_store::config::load().map_or_else(
+            |_| headroom_store::config::DEFAULT_SHORTCUT.to_owned(),
+            |c| c.app.shortcut,
+        );
+        std::thread::sleep(Duration::from_secs(2));
+        let Some((_, body)) = host::notice(host::probe(), Some(&shortcut)) else {
+            return;
+        };
+        eprintln!("headroom-tray: no tray icon can show here yet: {body}");
+        std::thread::sleep(Duration::from_secs(18));
+        let Some((title, body)) = host::notice(host::probe(), Some(&shortcut)) else {
+            eprintln!("headroom-tray: a tray host came up: the icon shows");
+            return;
+        };
+        let desktop = std::env::var("XDG_CURRENT_DESKTOP").unwrap_or_default();
+        let marker = headroom_store::paths::data_dir()
+            .map(|d| d.join("told-no-tray-icon"))
+            .ok();
+        let told = marker
+            .as_ref()
+            .and_then(|m| std::fs::read_to_string(m).ok())
+            .is_some_and(|t| t.trim() == desktop.trim());
+        if told {
+            return;
+        }
+        notify(&proxy, Kind::Verdict, &title, &body);
+        if let Some(m) = marker {
+            if let Err(e) = std::fs::write(&m, format!("{desktop}\n")) {
+                eprintln!("headroom-tray: cannot write {}: {e}", m.display());
+            }
         }
     });
 }

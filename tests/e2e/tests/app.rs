@@ -2465,6 +2465,19 @@ fn the_tray_process_starts_the_popover_on_open_and_is_alone_once_it_is_closed() 
         std::thread::sleep(Duration::from_millis(200));
     }
     let closed = pss_kib(pid);
+    // This X server has no system tray and this D-Bus session no StatusNotifierWatcher: the
+    // tray says the icon cannot show, and how to open Headroom.
+    let until = Instant::now() + Duration::from_secs(30);
+    while !seen.lock().expect("lines").iter().any(|l| {
+        l.contains("headroom-tray: no tray icon can show here yet")
+            && l.contains("press Ctrl+Shift+H to open it")
+    }) {
+        assert!(
+            Instant::now() < until,
+            "the tray never said that no icon can show on a desktop without a tray host"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     // The start-up readiness check, its Pythons held while the popover opened, ran on to its
     // end.
     let until = Instant::now() + Duration::from_secs(90);
@@ -2520,6 +2533,135 @@ fn the_tray_process_starts_the_popover_on_open_and_is_alone_once_it_is_closed() 
         assert!(Instant::now() < until, "the popover outlived its tray");
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// The icon itself, in a real X system tray (`trayer`): libayatana-appindicator, with no
+/// StatusNotifierWatcher on the bus, embeds it there as an XEmbed status icon — and the tray
+/// then says nothing about a missing icon.
+#[test]
+#[ignore = "needs Xvfb, a D-Bus session and trayer: run scripts/e2e.sh"]
+fn the_icon_shows_in_an_x_system_tray() {
+    let home = tempfile::tempdir().expect("temp HEADROOM_HOME");
+    let user_home = tempfile::tempdir().expect("a HOME");
+    struct Killed(Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _panel = Killed(
+        Command::new("trayer")
+            .args(["--edge", "top", "--align", "right", "--widthtype", "pixel"])
+            .args(["--width", "200", "--height", "32"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start trayer (scripts/bootstrap.sh installs it)"),
+    );
+    let until = Instant::now() + Duration::from_secs(10);
+    while !xdotool_finds(&["search", "--class", "trayer"]) {
+        assert!(Instant::now() < until, "trayer made no window");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut tray = Killed(
+        Command::new(env_path("HEADROOM_E2E_TRAY"))
+            .env("HEADROOM_HOME", home.path())
+            .env("HEADROOM_BIN", env_path("HEADROOM_E2E_WORKER"))
+            .env("HEADROOM_APP_BIN", env_path("HEADROOM_E2E_APP"))
+            .env("HEADROOM_TRAY_PREWARM", "0")
+            .env("HOME", user_home.path())
+            .env_remove("XDG_CONFIG_HOME")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start headroom-tray"),
+    );
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let all = seen.clone();
+    let err = tray.0.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for l in BufReader::new(err).lines().map_while(Result::ok) {
+            eprintln!("tray: {l}");
+            all.lock().expect("lines").push(l);
+        }
+    });
+    let said = |what: &str| seen.lock().expect("lines").iter().any(|l| l.contains(what));
+    let until = Instant::now() + Duration::from_secs(30);
+    while !said("headroom-tray: ready") {
+        assert!(Instant::now() < until, "headroom-tray did not get ready");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let ready = Instant::now();
+    // The icon's window, embedded in trayer's panel.
+    let icon = loop {
+        let out = Command::new("xdotool")
+            .args(["search", "--class", "^tray-icon tray app headroom$"])
+            .output()
+            .expect("xdotool");
+        let id = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .map(str::to_owned);
+        if let Some(id) = id {
+            break id;
+        }
+        assert!(
+            ready.elapsed() < Duration::from_secs(10),
+            "no icon window in the X system tray"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // Its ancestors, up to the root: trayer's panel among them (XEmbed puts it in a socket
+    // window of the panel's).
+    let parent_of = |id: &str| -> Option<(String, String)> {
+        let out = Command::new("xwininfo")
+            .args(["-id", id, "-tree"])
+            .output()
+            .expect("xwininfo (x11-utils)");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let line = text
+            .lines()
+            .find(|l| l.contains("Parent window id:"))?
+            .to_owned();
+        let parent = line.split_whitespace().nth(3)?.to_owned();
+        Some((parent, line))
+    };
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut chain = Vec::new();
+        let mut id = icon.clone();
+        while let Some((parent, line)) = parent_of(&id) {
+            chain.push(line);
+            // 0x0: the root's parent (xwininfo asks for a click when given it).
+            if chain.len() > 8 || parent == id || parent == "0x0" {
+                break;
+            }
+            id = parent;
+        }
+        if chain.iter().any(|l| l.contains("\"panel\"")) {
+            eprintln!("the icon's window {icon} in trayer's panel: {chain:?}");
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "the icon's window {icon} is not in trayer's panel: {chain:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The notice would come 2 s after the start: none.
+    std::thread::sleep(Duration::from_secs(3).saturating_sub(ready.elapsed()));
+    assert!(
+        !said("no tray icon can show"),
+        "the tray said no icon can show, with its icon in a system tray"
+    );
+}
+
+fn xdotool_finds(args: &[&str]) -> bool {
+    Command::new("xdotool")
+        .args(args)
+        .output()
+        .is_ok_and(|o| o.status.success() && !o.stdout.is_empty())
 }
 
 /// The same in the two-process menu bar, as a user runs it: WebDriver drives the popover's
