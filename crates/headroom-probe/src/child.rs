@@ -271,6 +271,10 @@ impl Holds {
 }
 
 fn signal_group(group: i32, sig: libc::c_int) {
+    // Never 0 (this process's own group) or init's.
+    if group <= 1 {
+        return;
+    }
     #[cfg(unix)]
     // SAFETY: killpg only sends a signal, to a group this process made for its own child.
     unsafe {
@@ -283,6 +287,7 @@ struct Yielding(i32);
 
 impl Yielding {
     fn enter(pid: u32) -> Self {
+        // A pid past i32 cannot be; it would be left unheld (0 is no group: `signal_group`).
         let pid = i32::try_from(pid).unwrap_or(0);
         let mut h = holds();
         h.groups.push(pid);
