@@ -1840,11 +1840,21 @@ fn a_read_only_folder_still_starts_the_app_and_says_what_to_do() {
 
 /// Whether a window named exactly "Headroom" is mapped (shown) on the X display, by `xdotool`.
 fn popover_shown() -> bool {
+    first_window(&["--onlyvisible", "--name", "^Headroom$"]).is_some()
+}
+
+/// The first window `xdotool search ARGS` finds, its id as xdotool prints it.
+fn first_window(args: &[&str]) -> Option<String> {
     let out = Command::new("xdotool")
-        .args(["search", "--onlyvisible", "--name", "^Headroom$"])
+        .arg("search")
+        .args(args)
         .output()
         .expect("xdotool (scripts/bootstrap.sh installs it)");
-    !String::from_utf8_lossy(&out.stdout).trim().is_empty()
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_owned)
 }
 
 /// Presses a key combination on the X server's keyboard, as a person would (`ctrl+shift+h`).
@@ -2022,20 +2032,9 @@ fn login_entry_shortcut_second_start_and_keyboard_in_the_real_window() {
     s.click(&s.wait(r#"[data-testid="choose-project-dir"]"#, 5));
     let until = Instant::now() + Duration::from_secs(20);
     let dialog = loop {
-        let found = Command::new("xdotool")
-            .args([
-                "search",
-                "--onlyvisible",
-                "--name",
-                "^Choose the project's folder$",
-            ])
-            .output()
-            .expect("xdotool search");
-        let id = String::from_utf8_lossy(&found.stdout)
-            .lines()
-            .next()
-            .map(str::to_owned);
-        if let Some(id) = id {
+        if let Some(id) =
+            first_window(&["--onlyvisible", "--name", "^Choose the project's folder$"])
+        {
             break id;
         }
         assert!(Instant::now() < until, "no folder chooser within 20 s");
@@ -2272,12 +2271,8 @@ fn a_closed_popover_drops_its_web_page_and_the_shortcut_makes_it_again() {
     // A sweep that runs through the close and the reopening (mlp on the CPU up to batch 4096).
     start_long_cpu_sweep(&s);
     close_and_wait_for_the_page_to_go(pid, "the shortcut pressed once");
-    let any = Command::new("xdotool")
-        .args(["search", "--name", "^Headroom$"])
-        .output()
-        .expect("xdotool");
     assert!(
-        String::from_utf8_lossy(&any.stdout).trim().is_empty(),
+        first_window(&["--name", "^Headroom$"]).is_none(),
         "the popover's window is still there, hidden"
     );
     // The app itself runs on (the tray stays): the shortcut makes the popover again.
@@ -2560,7 +2555,7 @@ fn the_icon_shows_in_an_x_system_tray() {
             .expect("start trayer (scripts/bootstrap.sh installs it)"),
     );
     let until = Instant::now() + Duration::from_secs(10);
-    while !xdotool_finds(&["search", "--class", "trayer"]) {
+    while first_window(&["--class", "trayer"]).is_none() {
         assert!(Instant::now() < until, "trayer made no window");
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -2595,15 +2590,7 @@ fn the_icon_shows_in_an_x_system_tray() {
     let ready = Instant::now();
     // The icon's window, embedded in trayer's panel.
     let icon = loop {
-        let out = Command::new("xdotool")
-            .args(["search", "--class", "^tray-icon tray app headroom$"])
-            .output()
-            .expect("xdotool");
-        let id = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .next()
-            .map(str::to_owned);
-        if let Some(id) = id {
+        if let Some(id) = first_window(&["--class", "^tray-icon tray app headroom$"]) {
             break id;
         }
         assert!(
@@ -2655,13 +2642,6 @@ fn the_icon_shows_in_an_x_system_tray() {
         !said("no tray icon can show"),
         "the tray said no icon can show, with its icon in a system tray"
     );
-}
-
-fn xdotool_finds(args: &[&str]) -> bool {
-    Command::new("xdotool")
-        .args(args)
-        .output()
-        .is_ok_and(|o| o.status.success() && !o.stdout.is_empty())
 }
 
 /// The same in the two-process menu bar, as a user runs it: WebDriver drives the popover's
