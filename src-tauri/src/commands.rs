@@ -1,24 +1,22 @@
 //! The Readiness and Sweep panels' commands: thin `async` adapters over `headroom_core`.
 //! Blocking work (probing interpreters, the ledger, a sweep) runs off the main thread, so the
 //! tray never freezes. The last readiness report lives in its own slot ([`ReadinessSlot`]); the
-//! sweep's is [`crate::sweep::SweepSlot`].
+//! sweep's is the core's [`headroom_core::jobs::live::SweepSlot`] (see [`crate::sweep`]).
 
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use headroom_core::jobs::JobStatus;
-use headroom_core::jobs::{self, sweep::CancelToken};
+use headroom_core::jobs;
+use headroom_core::jobs::live::SweepOrder;
 use headroom_model::protocol::SweepRequest;
-use headroom_model::requests::{SweepInput, WorkloadInput};
 use headroom_probe::readiness::Report;
 use headroom_report::plot::{sweep_svg, ChartSpec};
 use headroom_store::ledger::RunRecord;
-use serde::Deserialize;
 use tauri::ipc::Channel;
 use tauri::{AppHandle, State};
 
 use crate::error::AppError;
-use crate::sweep::{SweepSlot, SweepSnapshot, CHART};
+use crate::sweep::{SweepSnapshot, CHART};
 use crate::tray::TrayPart;
 use crate::util::{blocking, lock};
 
@@ -46,52 +44,12 @@ pub async fn last_readiness(state: State<'_, ReadinessSlot>) -> Result<Option<Re
     Ok(lock(&state.0).clone())
 }
 
-/// What the Sweep panel's form sends.
-#[derive(Debug, Clone, Deserialize, ts_rs::TS)]
-pub struct SweepForm {
-    /// A built-in workload or the path of a TorchScript file.
-    pub workload: String,
-    /// One sample's shape without the batch (`3x224x224`), for a TorchScript file.
-    pub input_shape: Option<String>,
-    pub device: String,
-    /// Typed as the enum for the UI; checked by the core's one parser (the same message as the
-    /// CLI's for a value the UI could not have sent).
-    #[ts(as = "headroom_model::protocol::Dtype")]
-    pub dtype: String,
-    /// A size (`12GiB`), a share (`80%`), or `default`.
-    pub budget: String,
-    pub max_batch: Option<u32>,
-    #[ts(as = "headroom_model::protocol::Mode")]
-    pub mode: String,
-    /// A remote host profile to run the worker on (over ssh); this machine when absent.
-    #[serde(default)]
-    #[ts(optional)]
-    pub host: Option<String>,
-    /// Every doubling, each point run (no memory prediction, no ×4 strides, no jump to the
-    /// predicted limit): slower, for comparing with an older sweep or a model whose memory does
-    /// not grow in a line (`sweep --no-predict`).
-    #[serde(default)]
-    #[ts(optional)]
-    pub every_doubling: Option<bool>,
-}
+pub use headroom_core::jobs::live::SweepForm;
 
-/// Checks the form and turns it into the worker's request: the core's sweep input, the one
-/// check `headroom sweep` uses too.
+/// Checks the form and turns it into the worker's request (the core's one check, which
+/// `headroom sweep` uses too).
 pub fn request(form: &SweepForm) -> Result<SweepRequest, AppError> {
-    let input = SweepInput {
-        what: WorkloadInput {
-            workload: form.workload.clone(),
-            input_shape: form.input_shape.clone(),
-            device: form.device.clone(),
-            dtype: form.dtype.clone(),
-        },
-        budget: form.budget.clone(),
-        mode: form.mode.clone(),
-        max_batch: form.max_batch,
-        predict: !form.every_doubling.unwrap_or(false),
-        ..SweepInput::default()
-    };
-    Ok(input.request()?)
+    Ok(headroom_core::jobs::live::request(form)?)
 }
 
 /// Starts a sweep in the background; `on_update` receives the whole snapshot at every change.
@@ -99,55 +57,24 @@ pub fn request(form: &SweepForm) -> Result<SweepRequest, AppError> {
 #[tauri::command]
 pub async fn start_sweep(
     app: AppHandle,
-    state: State<'_, SweepSlot>,
     form: SweepForm,
     on_update: Channel<SweepSnapshot>,
 ) -> Result<SweepSnapshot, AppError> {
-    let req = request(&form)?;
-    let launcher = match form.host.as_deref().filter(|h| !h.is_empty()) {
-        Some(name) => {
-            // Under the edit lock: ssh must know the name before it is used.
-            let (profile, _) =
-                headroom_core::remote::Hosts::edit(&headroom_core::remote::ssh_dir()?, |hosts| {
-                    Ok(hosts.get(name)?.clone())
-                })?;
-            jobs::sweep::Launcher::Remote {
-                profile,
-                timeout: std::time::Duration::from_secs(15),
-            }
-        }
-        None => jobs::sweep::Launcher::Local(jobs::worker_binary()?),
-    };
-    let first = SweepSnapshot {
-        running: true,
-        workload: req.workload.clone(),
-        device: req.device.clone(),
-        host: form.host.clone().filter(|h| !h.is_empty()),
-        message: "starting the worker".into(),
-        status: JobStatus::Running,
-        ..SweepSnapshot::default()
-    };
-    let cancel = CancelToken::new("cancelled from the app");
-    let token = cancel.clone();
-    crate::sweep::launch(&app, &state, first, cancel, None, on_update, move |on| {
-        let ledger = jobs::open_ledger_for_job()?;
-        Ok(jobs::sweep::run_sweep_on(&launcher, &req, &ledger, &token, on)?.into())
-    })
+    // Checked here first: a bad value is said at once, wherever the sweep would run.
+    request(&form)?;
+    crate::sweep::start(app, SweepOrder::Form { form }, on_update).await
 }
 
 /// Cancels the running sweep (its points stay in the ledger, the run is marked interrupted).
 #[tauri::command]
-pub async fn cancel_sweep(state: State<'_, SweepSlot>) -> Result<bool, AppError> {
-    Ok(state.cancel())
+pub async fn cancel_sweep(app: AppHandle) -> Result<bool, AppError> {
+    Ok(crate::sweep::cancel(&app))
 }
 
 /// The current (or last) sweep, for a popover opened mid-run.
 #[tauri::command]
-pub async fn sweep_snapshot(
-    state: State<'_, SweepSlot>,
-) -> Result<Option<SweepSnapshot>, AppError> {
-    // None this session: the last sweep of an earlier popover process, as it ended.
-    Ok(state.snapshot().or_else(|| crate::kept::kept("sweep")))
+pub async fn sweep_snapshot(app: AppHandle) -> Result<Option<SweepSnapshot>, AppError> {
+    Ok(crate::sweep::snapshot(&app))
 }
 
 /// The newest runs in the ledger.

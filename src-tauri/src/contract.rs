@@ -91,7 +91,7 @@ contract! {
 use {
     crate::sweep::SweepSnapshot,
     about::About,
-    commands::SweepForm,
+    headroom_core::jobs::live::SweepForm,
     headroom_core::jobs::migrate::{Migration, Step},
     headroom_core::project::Project,
     headroom_core::remote::{check::CheckReport, HostProfile},

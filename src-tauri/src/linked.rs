@@ -93,6 +93,18 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
                 eprintln!("headroom-app: an order from the tray that does not read: {line:?}");
                 continue;
             };
+            // The tray's sweep: mirrored here, off the main thread.
+            let order = match order {
+                ToPopover::Sweep(s) => {
+                    handle.state::<crate::sweep::TraySweep>().heard(*s);
+                    continue;
+                }
+                ToPopover::SweepStarted(r) => {
+                    handle.state::<crate::sweep::TraySweep>().answered(r);
+                    continue;
+                }
+                o => o,
+            };
             let (h, done) = (handle.clone(), done.clone());
             let _ = handle.run_on_main_thread(move || {
                 match order {
@@ -101,6 +113,7 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
                     ToPopover::Toggle => crate::desktop::toggle_popover(&h),
                     ToPopover::Continue => crate::handoff::continue_on_remote(&h),
                     ToPopover::Quit => h.exit(0),
+                    ToPopover::Sweep(_) | ToPopover::SweepStarted(_) => {}
                 }
                 // After the order: a hand-off is counted as under way by now.
                 done.store(true, Ordering::SeqCst);

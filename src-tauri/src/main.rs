@@ -21,7 +21,6 @@ mod error;
 mod handoff;
 #[cfg(test)]
 mod ipc;
-mod kept;
 mod ledger;
 mod linked;
 mod login_item;
@@ -117,6 +116,7 @@ fn main() {
         // Each panel owns its slot; the tray keeps its own facts (told through its event).
         .manage(commands::ReadinessSlot::default())
         .manage(sweep::SweepSlot::default())
+        .manage(sweep::TraySweep::default())
         .manage(memory::MemorySlot::default())
         .manage(overview::OverviewSlot::default())
         .manage(remote::VncSlot::default())

@@ -454,7 +454,7 @@ pub async fn start_epochs(
             redraw(&mut s, &t);
             s.clone()
         };
-        crate::kept::keep("memory", &last);
+        headroom_core::kept::keep("memory", &last);
         crate::tray::tell(&handle, TrayPart::Memory(Some(tray_line(&last))));
         let _ = on_update.send(last);
     });
@@ -591,7 +591,7 @@ pub async fn watch_project(
     // Stop reaches the command through the interrupt flag the run polls.
     {
         let (stop, snap) = (Arc::clone(&stop), Arc::clone(&snapshot));
-        crate::util::relay_stop(
+        headroom_core::jobs::live::relay_stop(
             move || stop.load(Ordering::SeqCst),
             move || lock(&snap).running,
             Arc::clone(&interrupt),
@@ -648,7 +648,7 @@ pub async fn watch_project(
             }
             s.clone()
         };
-        crate::kept::keep("memory", &last);
+        headroom_core::kept::keep("memory", &last);
         crate::tray::tell(&handle, TrayPart::Memory(Some(tray_line(&last))));
         let _ = on_update.send(last);
     });
@@ -793,7 +793,7 @@ pub async fn start_watch(
             }
             s.clone()
         };
-        crate::kept::keep("memory", &last);
+        headroom_core::kept::keep("memory", &last);
         crate::tray::tell(&handle, TrayPart::Memory(Some(tray_line(&last))));
         let _ = on_update.send(last);
     });
@@ -822,7 +822,7 @@ pub async fn memory_snapshot(
     Ok(lock(&state.0)
         .as_ref()
         .map(|m| lock(&m.snapshot).clone())
-        .or_else(|| crate::kept::kept("memory")))
+        .or_else(|| headroom_core::kept::kept("memory")))
 }
 
 #[cfg(test)]

@@ -8,8 +8,8 @@
 use std::sync::{Arc, Mutex};
 
 pub use headroom_core::menubar::{
-    icon_rgba, look, DecisionLine, MemoryLine, RemoteLine, SweepLine, ToTray, TrayFacts, TrayLook,
-    TrayPart, MENU,
+    icon_rgba, look, DecisionLine, MemoryLine, RemoteLine, ToTray, TrayFacts, TrayLook, TrayPart,
+    MENU,
 };
 use tauri::image::Image;
 use tauri::menu::{Menu, MenuItem};

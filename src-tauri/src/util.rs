@@ -1,7 +1,7 @@
 //! Small helpers every panel uses, depending on no panel: a lock that survives a poisoned
 //! mutex, blocking work off the main thread, and the stop relay for a command Headroom runs.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{AppError, ErrorCode};
 
@@ -20,26 +20,6 @@ pub async fn blocking<T: Send + 'static>(
             format!("the background task failed: {e}"),
         )
     })?
-}
-
-/// Relays a stop to a command Headroom runs: once `stopped()` says so, SIGTERM goes into the
-/// interrupt flag the command's watch polls (which forwards it to the command's group); the
-/// relay ends with the job (`running()` false).
-pub fn relay_stop(
-    stopped: impl Fn() -> bool + Send + 'static,
-    running: impl Fn() -> bool + Send + 'static,
-    flag: Arc<std::sync::atomic::AtomicI32>,
-) {
-    std::thread::spawn(move || loop {
-        if stopped() {
-            flag.store(libc::SIGTERM, std::sync::atomic::Ordering::SeqCst);
-            return;
-        }
-        if !running() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    });
 }
 
 /// A timer of the app in whole seconds from environment variable `var`, `default` where it is

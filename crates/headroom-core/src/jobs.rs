@@ -7,6 +7,7 @@ pub mod decide_now;
 pub mod detached;
 pub mod doctor;
 pub mod epoch_job;
+pub mod live;
 pub mod migrate;
 pub mod numerics;
 pub mod profile;

@@ -12,6 +12,7 @@ pub mod fuzzing;
 pub mod gitinfo;
 pub mod instrument;
 pub mod jobs;
+pub mod kept;
 pub mod menubar;
 pub mod mlx;
 pub mod project;

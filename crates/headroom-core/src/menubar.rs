@@ -18,6 +18,19 @@ pub struct SweepLine {
     pub points: usize,
 }
 
+impl SweepLine {
+    /// The tray's line for a sweep's snapshot.
+    pub fn of(s: &crate::jobs::live::SweepSnapshot) -> Self {
+        Self {
+            running: s.running,
+            workload: s.workload.clone(),
+            device: s.device.clone(),
+            message: s.message.clone(),
+            points: s.points.len(),
+        }
+    }
+}
+
 /// A memory job, as the tray says it: only a watched run past the leak threshold shows.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MemoryLine {
@@ -342,6 +355,11 @@ pub enum ToTray {
     Settings,
     /// The popover's page has loaded: the background work held for its opening runs on.
     Loaded,
+    /// Start a sweep (the tray runs it: it goes on while the popover is closed and its process
+    /// gone); answered by [`ToPopover::SweepStarted`], then followed by [`ToPopover::Sweep`].
+    Sweep(crate::jobs::live::SweepOrder),
+    /// Cancel the running sweep (its points kept).
+    CancelSweep,
 }
 
 impl ToTray {
@@ -352,8 +370,9 @@ impl ToTray {
 }
 
 /// What the tray process tells the popover's process on its standard input, a line each:
-/// `show`, `show PANEL`, `toggle`, `continue`, `quit`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `show`, `show PANEL`, `toggle`, `continue`, `quit`, and the tray's sweep as `sweep JSON` (its
+/// snapshot at each change) and `sweep-started JSON` (the answer to [`ToTray::Sweep`]).
+#[derive(Debug, Clone, PartialEq)]
 pub enum ToPopover {
     /// Show the popover, on a panel when one is named.
     Show(Option<String>),
@@ -364,10 +383,22 @@ pub enum ToPopover {
     Continue,
     /// End (the tray's Quit).
     Quit,
+    /// The sweep the tray runs (or ran last), as it stands now.
+    Sweep(Box<crate::jobs::live::SweepSnapshot>),
+    /// A sweep ordered was started (its first snapshot) or refused (why).
+    SweepStarted(Result<Box<crate::jobs::live::SweepSnapshot>, crate::jobs::sweep::JobError>),
+}
+
+/// [`ToPopover::SweepStarted`]'s payload as it crosses the pipe.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Started {
+    Ok(Box<crate::jobs::live::SweepSnapshot>),
+    Err(crate::jobs::sweep::JobError),
 }
 
 impl ToPopover {
-    /// The line as written (no newline).
+    /// The line as written (no newline: JSON is written on one line).
     pub fn line(&self) -> String {
         match self {
             Self::Show(None) => "show".into(),
@@ -375,11 +406,31 @@ impl ToPopover {
             Self::Toggle => "toggle".into(),
             Self::Continue => "continue".into(),
             Self::Quit => "quit".into(),
+            Self::Sweep(s) => format!("sweep {}", serde_json::to_string(s).unwrap_or_default()),
+            Self::SweepStarted(r) => {
+                let r = match r {
+                    Ok(s) => Started::Ok(s.clone()),
+                    Err(e) => Started::Err(e.clone()),
+                };
+                format!(
+                    "sweep-started {}",
+                    serde_json::to_string(&r).unwrap_or_default()
+                )
+            }
         }
     }
 
     /// Reads a line; `None` for one that is none of them (a panel name is one word of letters).
     pub fn parse(line: &str) -> Option<Self> {
+        if let Some(json) = line.strip_prefix("sweep ") {
+            return serde_json::from_str(json).ok().map(Self::Sweep);
+        }
+        if let Some(json) = line.strip_prefix("sweep-started ") {
+            return match serde_json::from_str(json).ok()? {
+                Started::Ok(s) => Some(Self::SweepStarted(Ok(s))),
+                Started::Err(e) => Some(Self::SweepStarted(Err(e))),
+            };
+        }
         let mut words = line.split_whitespace();
         let order = match (words.next()?, words.next()) {
             ("show", None) => Self::Show(None),
@@ -657,10 +708,32 @@ mod tests {
             ToPopover::Toggle,
             ToPopover::Continue,
             ToPopover::Quit,
+            ToPopover::Sweep(Box::new(crate::jobs::live::SweepSnapshot {
+                running: true,
+                workload: "mlp".into(),
+                message: "batch 64: timed steps 3/10\nsecond line".into(),
+                chart_svg: "<svg>\n<text>samples/s</text></svg>".into(),
+                ..Default::default()
+            })),
+            ToPopover::SweepStarted(Ok(Box::default())),
+            ToPopover::SweepStarted(Err(crate::jobs::sweep::JobError {
+                code: crate::error::ErrorCode::Busy,
+                message: "a sweep is already running".into(),
+            })),
         ] {
-            assert_eq!(ToPopover::parse(&o.line()), Some(o.clone()), "{}", o.line());
+            let line = o.line();
+            assert!(!line.contains('\n'), "one line: {line}");
+            assert_eq!(ToPopover::parse(&line), Some(o.clone()), "{line}");
         }
-        for bad in ["", "show a b", "show ../x", "toggle now", "open"] {
+        for bad in [
+            "",
+            "show a b",
+            "show ../x",
+            "toggle now",
+            "open",
+            "sweep {",
+            "sweep-started 3",
+        ] {
             assert_eq!(ToPopover::parse(bad), None, "{bad:?}");
         }
         let sweep = SweepLine {
@@ -676,6 +749,11 @@ mod tests {
             ToTray::Project(None),
             ToTray::Settings,
             ToTray::Loaded,
+            ToTray::Sweep(crate::jobs::live::SweepOrder::Project {
+                name: "lm".into(),
+                devices: Some(String::new()),
+            }),
+            ToTray::CancelSweep,
         ] {
             let line = t.line();
             assert!(!line.contains('\n'), "{line}");

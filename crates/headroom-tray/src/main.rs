@@ -11,6 +11,7 @@
 #[cfg(target_os = "linux")]
 mod host;
 mod popover;
+mod sweeps;
 
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
@@ -18,9 +19,11 @@ use std::time::Duration;
 
 use global_hotkey::hotkey::HotKey;
 use global_hotkey::{GlobalHotKeyEvent, GlobalHotKeyManager, HotKeyState};
+use headroom_core::jobs::live::{Change, SweepSlot, SweepSnapshot};
+use headroom_core::jobs::sweep::JobError;
 use headroom_core::menubar::{
-    change_notice, icon_rgba, look, DecisionLine, Kind, ToPopover, ToTray, TrayFacts, TrayLook,
-    TrayPart, MENU,
+    change_notice, icon_rgba, look, DecisionLine, Kind, SweepLine, ToPopover, ToTray, TrayFacts,
+    TrayLook, TrayPart, MENU,
 };
 use tao::event::{Event, StartCause};
 use tao::event_loop::{ControlFlow, EventLoopBuilder, EventLoopProxy};
@@ -46,6 +49,10 @@ pub enum Msg {
     Open(String),
     /// The contention notice's "Continue on the remote host".
     Continue,
+    /// The sweep this tray runs changed (its snapshot now).
+    Sweep(Box<SweepSnapshot>, Change),
+    /// A sweep a popover ordered was started (its snapshot) or refused.
+    SweepAnswer(Result<Box<SweepSnapshot>, JobError>),
 }
 
 const ICON_SIZE: u32 = 32;
@@ -134,7 +141,8 @@ fn main() {
     #[cfg(not(target_os = "linux"))]
     let set_here = vec![];
     let project = Arc::new(Mutex::new(None::<String>));
-    let mut app = popover::Popover::new(proxy.clone(), project.clone(), set_here);
+    let sweep = Arc::new(SweepSlot::default());
+    let mut app = popover::Popover::new(proxy.clone(), project.clone(), set_here, sweep.clone());
     let keys = GlobalHotKeyManager::new()
         .map_err(|e| eprintln!("headroom-tray: no global shortcut here: {e}"))
         .ok();
@@ -165,6 +173,8 @@ fn main() {
             Event::UserEvent(msg) => match msg {
                 Msg::Menu(id) => match id.as_str() {
                     "quit" => {
+                        // A running sweep stops (its points kept, its run marked interrupted).
+                        sweep.cancel_and_wait(Duration::from_secs(5));
                         app.quit();
                         *flow = ControlFlow::Exit;
                     }
@@ -191,12 +201,36 @@ fn main() {
                         shortcut = apply_shortcut(keys.as_ref(), shortcut.take());
                     }
                     ToTray::Loaded => headroom_probe::child::release_background(),
+                    ToTray::Sweep(order) => sweeps::start(&sweep, &proxy, order),
+                    ToTray::CancelSweep => {
+                        sweep.cancel();
+                    }
                 },
                 Msg::FromPopover(..) => {}
                 Msg::PopoverGone(generation) => app.gone(generation),
                 Msg::Part(part) => {
                     facts.take(part);
                     changed = true;
+                }
+                Msg::Sweep(s, change) => {
+                    if change == Change::Ended {
+                        // For a popover made after this tray ends.
+                        headroom_core::kept::keep("sweep", &*s);
+                    }
+                    if let Some(line) = sweeps::said(&s, change) {
+                        eprintln!("{line}");
+                        facts.take(TrayPart::Sweep(Some(SweepLine::of(&s))));
+                        changed = true;
+                    }
+                    // To the popover's process if one runs (none is started for it).
+                    app.tell(&ToPopover::Sweep(s));
+                }
+                Msg::SweepAnswer(answer) => {
+                    if let Ok(s) = &answer {
+                        facts.take(TrayPart::Sweep(Some(SweepLine::of(s))));
+                        changed = true;
+                    }
+                    app.tell(&ToPopover::SweepStarted(answer));
                 }
             },
             _ => {}

@@ -22,6 +22,8 @@ pub struct Popover {
     running: Option<(Child, ChildStdin)>,
     generation: u64,
     without: Vec<&'static str>,
+    /// The sweep this tray runs: a new popover's process is told of it first.
+    sweep: Arc<headroom_core::jobs::live::SweepSlot>,
 }
 
 /// The longest the tray's background work (its readiness check) waits for an opening popover.
@@ -52,6 +54,7 @@ impl Popover {
         proxy: EventLoopProxy<Msg>,
         project: Arc<Mutex<Option<String>>>,
         without: Vec<&'static str>,
+        sweep: Arc<headroom_core::jobs::live::SweepSlot>,
     ) -> Self {
         Self {
             proxy,
@@ -59,6 +62,14 @@ impl Popover {
             running: None,
             generation: 0,
             without,
+            sweep,
+        }
+    }
+
+    /// Tells the running popover's process `what` (nothing when none runs: none is started).
+    pub fn tell(&mut self, what: &ToPopover) {
+        if let Some((_, stdin)) = self.running.as_mut() {
+            let _ = writeln!(stdin, "{}", what.line()).and_then(|()| stdin.flush());
         }
     }
 
@@ -144,6 +155,10 @@ impl Popover {
             bin.display()
         );
         self.running = Some((child, stdin));
+        // The sweep this tray runs (or ran last), before any order: the panel shows it at once.
+        if let Some(s) = self.sweep.snapshot() {
+            self.tell(&ToPopover::Sweep(Box::new(s)));
+        }
         Ok(())
     }
 

@@ -91,6 +91,72 @@ fn try_request(method: &str, url: &str, body: Option<&Value>) -> Result<Value, (
     panic!("{method} {url} failed 6 times: {last}");
 }
 
+/// WebKitWebDriver itself, attached to a browser that is already running (`--target`): the
+/// popover's process a tray started anew, which inherited the first session's inspector server
+/// (`WEBKIT_INSPECTOR_SERVER`) and its leave to be automated.
+struct Attached {
+    child: Child,
+    session: Session,
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Attached {
+    /// A session on the process `pid`, through its inspector server.
+    fn to(pid: u32) -> Self {
+        let environ =
+            std::fs::read(format!("/proc/{pid}/environ")).expect("the process's environment");
+        let target = environ
+            .split(|b| *b == 0)
+            .find_map(|kv| kv.strip_prefix(b"WEBKIT_INSPECTOR_SERVER="))
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .expect("no WEBKIT_INSPECTOR_SERVER in the popover's environment");
+        let port = free_port();
+        let mut child = Command::new("WebKitWebDriver")
+            .args([format!("--port={port}"), format!("--target={target}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start WebKitWebDriver");
+        if let Some(err) = child.stderr.take() {
+            std::thread::spawn(move || {
+                for l in BufReader::new(err).lines().map_while(Result::ok) {
+                    eprintln!("WebKitWebDriver: {l}");
+                }
+            });
+        }
+        let base = format!("http://127.0.0.1:{port}");
+        let until = Instant::now() + Duration::from_secs(30);
+        while ureq::get(&format!("{base}/status")).call().is_err() {
+            assert!(
+                Instant::now() < until,
+                "WebKitWebDriver did not answer on {base}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let v = request(
+            "POST",
+            &format!("{base}/session"),
+            Some(&json!({"capabilities": {"alwaysMatch": {}}})),
+        );
+        let id = v["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session id in {v}"))
+            .to_owned();
+        Self {
+            child,
+            session: Session {
+                base: format!("{base}/session/{id}"),
+            },
+        }
+    }
+}
+
 impl Session {
     fn new(driver: &Driver, app: &Path) -> Self {
         Self::started(driver, app, &["--open"])
@@ -2645,14 +2711,14 @@ fn the_icon_shows_in_an_x_system_tray() {
 }
 
 /// The same in the two-process menu bar, as a user runs it: WebDriver drives the popover's
-/// process that `headroom-tray --open` started. A sweep runs through the close: the popover's
-/// window and WebKit's web process go once the keep time (3 s here) is over, its process stays
-/// while the sweep runs, the shortcut on the tray shows the popover again with the sweep still
-/// drawing, and once the sweep is cancelled and the popover closed that process ends, leaving
-/// the tray alone.
+/// process that `headroom-tray --open` started. The sweep started there runs in the tray: once
+/// the popover is closed its window, WebKit's web process and the popover's process itself go
+/// after the keep time (3 s here) while the sweep goes on — its points still reach the ledger
+/// with the tray and the sweep's worker the only processes left —, and the shortcut on the tray
+/// shows the popover again, in a new process, with the sweep still drawing.
 #[test]
 #[ignore = "needs Xvfb, tauri-driver and WebKitWebDriver: run scripts/e2e.sh"]
-fn a_sweep_runs_on_in_the_popovers_process_through_a_close_and_draws_after_a_reopen() {
+fn a_sweep_runs_on_in_the_tray_through_a_close_and_a_new_popover_draws_it() {
     let tray_bin = env_path("HEADROOM_E2E_TRAY");
     let out = env_path("HEADROOM_E2E_OUT");
     std::fs::create_dir_all(&out).expect("output dir");
@@ -2684,14 +2750,20 @@ fn a_sweep_runs_on_in_the_popovers_process_through_a_close_and_draws_after_a_reo
             .map(|(p, _)| p)
             .collect()
     };
-    struct Reaped(Vec<u32>);
+    /// The tray and everything under it (its popover's process, a sweep's worker).
+    struct Reaped(u32);
     impl Drop for Reaped {
         fn drop(&mut self) {
-            for p in &self.0 {
+            let all: Vec<u32> = descendants(self.0)
+                .into_iter()
+                .map(|(p, _)| p)
+                .chain([self.0])
+                .collect();
+            for p in &all {
                 let _ = Command::new("kill").arg(p.to_string()).status();
             }
             let until = Instant::now() + Duration::from_secs(10);
-            while self.0.iter().any(|p| running(*p)) && Instant::now() < until {
+            while all.iter().any(|p| running(*p)) && Instant::now() < until {
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
@@ -2700,29 +2772,91 @@ fn a_sweep_runs_on_in_the_popovers_process_through_a_close_and_draws_after_a_reo
     assert_eq!(popover.len(), 1, "one popover process under the tray");
     // The session's end closes the page, not the tray (no WebKit in it): it is ended here, so
     // the next test can take the shortcut.
-    let _reaped = Reaped(popover.iter().copied().chain([tray]).collect());
+    let _reaped = Reaped(tray);
     let popover = popover[0];
     assert!(web_processes(tray) >= 1, "the open popover has its page");
     wait_shown(true, 10, "opened by headroom-tray --open");
     start_long_cpu_sweep(&s);
-    // Closed through the tray's shortcut: the page goes after the keep time, the process stays.
+    // Closed through the tray's shortcut: the page goes after the keep time, and the popover's
+    // process with it — the sweep runs in the tray.
     let dropped = close_and_wait_for_the_page_to_go(tray, "the shortcut pressed on the tray");
-    std::thread::sleep(Duration::from_secs(2));
-    assert!(
-        running(popover),
-        "the popover's process ended with a sweep running in it"
-    );
-    assert_eq!(popover_processes(), vec![popover]);
+    let until = Instant::now() + Duration::from_secs(30);
+    while running(popover) {
+        assert!(
+            Instant::now() < until,
+            "the closed popover's process is still there 30 s after its page went, a sweep running in the tray"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Under the tray: the sweep's worker (and, this early, the tray's own readiness check's
+    // Pythons); the popover's process reaped and WebKit's network process gone with it.
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let left: Vec<String> = descendants(tray).into_iter().map(|(_, c)| c).collect();
+        let popover_left = left
+            .iter()
+            .any(|c| c == "headroom-app" || c.starts_with("WebKit"));
+        if !popover_left {
+            assert!(
+                left.iter().any(|c| c == "headroom-worker"),
+                "the sweep's worker is not under the tray: {left:?}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "the popover's process or WebKit's still under the tray 20 s after it ended: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     assert_eq!(web_processes(tray), 0, "no WebKit process while closed");
-    let closed_pss = pss_kib(popover);
-    // Opened again through the tray: the same process makes the window and its page again.
+    // The sweep's points in the ledger (the one sweep of this Headroom folder).
+    let points = || -> u64 {
+        let o = Command::new(env_path("HEADROOM_E2E_WORKER"))
+            .args(["ledger", "list", "--json"])
+            .env("HEADROOM_HOME", home.path())
+            .output()
+            .expect("headroom ledger list");
+        let runs: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+        runs.as_array()
+            .and_then(|r| r.iter().find(|r| r["kind"] == "sweep"))
+            .and_then(|r| r["points"].as_u64())
+            .unwrap_or(0)
+    };
+    // The sweep goes on with no popover: a new point reaches the ledger.
+    let closed_at = points();
+    let until = Instant::now() + Duration::from_secs(120);
+    while points() <= closed_at {
+        assert!(
+            Instant::now() < until,
+            "no new point of the sweep in the ledger within 120 s of the close ({closed_at} before)"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let tray_pss = pss_kib(tray);
+    let worker_pss: u64 = descendants(tray)
+        .iter()
+        .filter(|(_, c)| c == "headroom-worker")
+        .map(|(p, _)| pss_kib(*p))
+        .sum();
+    // Opened again through the tray: a new popover's process makes the window and its page.
     let pressed = Instant::now();
     key("ctrl+shift+h");
     wait_shown(true, 10, "the shortcut pressed again");
+    let again = popover_processes();
+    assert_eq!(
+        again.len(),
+        1,
+        "one popover process: {:?}",
+        descendants(tray)
+    );
+    assert_ne!(again[0], popover, "a new popover process");
+    // The first session's browser is gone: WebKitWebDriver attaches to the new one.
+    let attached = Attached::to(again[0]);
+    let s = &attached.session;
     let drawn = s.reattach(".panel:not([hidden]) > *", 20);
     let drawn_at = pressed.elapsed();
     assert!(!drawn.is_empty());
-    assert_eq!(popover_processes(), vec![popover], "no second popover");
     s.click(&s.wait(r#"[data-testid="tab-sweep"]"#, 5));
     // Looked up afresh each time: the panel redraws its status as points arrive.
     let state = || {
@@ -2734,6 +2868,10 @@ fn a_sweep_runs_on_in_the_popovers_process_through_a_close_and_draws_after_a_reo
         .attr(&chart, "src")
         .is_some_and(|src| src.starts_with("data:image/svg")));
     let before = s.find_all(r#"[data-testid="sweep-point"]"#).len();
+    assert!(
+        before >= 2,
+        "the points measured while closed are shown: {before}"
+    );
     // Still drawing: another point arrives in the reopened popover, or the sweep ends there.
     let until = Instant::now() + Duration::from_secs(120);
     loop {
@@ -2741,8 +2879,9 @@ fn a_sweep_runs_on_in_the_popovers_process_through_a_close_and_draws_after_a_reo
         let state = state();
         if now > before || state != "running" {
             eprintln!(
-                "two processes: page dropped {dropped:?} after the closing key ({:.1} MiB PSS in the popover's process while closed), first panel drawn {drawn_at:?} after the reopening key; points {before} -> {now}, sweep {state}",
-                closed_pss as f64 / 1024.0
+                "two processes: page and popover process gone {dropped:?} after the closing key; closed with the sweep running: tray {:.1} MiB PSS, the sweep's worker {:.1} MiB; first panel drawn {drawn_at:?} after the reopening key; points {before} -> {now}, sweep {state}",
+                tray_pss as f64 / 1024.0,
+                worker_pss as f64 / 1024.0
             );
             break;
         }
@@ -2762,6 +2901,7 @@ fn a_sweep_runs_on_in_the_popovers_process_through_a_close_and_draws_after_a_reo
         std::thread::sleep(Duration::from_millis(300));
     }
     // Closed with nothing running: the popover's process ends, the tray stays alone.
+    let popover = again[0];
     key("ctrl+shift+h");
     wait_shown(false, 10, "closed after the sweep");
     let until = Instant::now() + Duration::from_secs(30);
@@ -2782,6 +2922,6 @@ fn a_sweep_runs_on_in_the_popovers_process_through_a_close_and_draws_after_a_reo
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    s.close();
+    drop(attached);
     drop(driver);
 }

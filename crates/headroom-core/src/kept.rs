@@ -1,8 +1,8 @@
 //! What a panel showed last, kept in Headroom's folder (`popover/NAME.json`) when its job ends:
-//! the popover's process ends once closed and idle (see `linked`), and a popover made in a new
-//! process shows the last sweep's points and chart from here instead of an empty panel. A file
+//! the popover's process ends once closed and idle, and a popover made in a new process (or by a
+//! new tray) shows the last sweep's points and chart from here instead of an empty panel. A file
 //! that cannot be written or read back is said on stderr and shown as no last result: never an
-//! error in the panel. A leaf: it imports no other module of the app.
+//! error in the panel.
 
 use std::path::{Path, PathBuf};
 
@@ -20,7 +20,7 @@ fn dir() -> Option<PathBuf> {
 pub fn keep<T: Serialize>(name: &str, value: &T) {
     if let Some(d) = dir() {
         if let Err(e) = keep_in(&d, name, value) {
-            eprintln!("headroom-app: the last {name} is not kept for the next popover: {e}");
+            eprintln!("headroom: the last {name} is not kept for the next popover: {e}");
         }
     }
 }
@@ -46,7 +46,7 @@ pub fn kept_in<T: DeserializeOwned>(dir: &Path, name: &str) -> Option<T> {
         Ok(v) => Some(v),
         Err(e) => {
             eprintln!(
-                "headroom-app: {} does not read ({e}); no last {name} shown",
+                "headroom: {} does not read ({e}); no last {name} shown",
                 path.display()
             );
             None
