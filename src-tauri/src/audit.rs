@@ -11,7 +11,20 @@ use headroom_model::epochs::EpochThresholds;
 use tauri::async_runtime::block_on;
 
 use crate::commands::{request, SweepForm};
-use crate::memory::{epochs_request, EpochsForm};
+use crate::memory::EpochsForm;
+
+/// The app's check of the epochs form (the core's), its refusal as the UI receives it.
+fn epochs_request(
+    form: &EpochsForm,
+    t: &EpochThresholds,
+) -> Result<(headroom_model::protocol::EpochsRequest, EpochThresholds), crate::error::AppError> {
+    Ok(headroom_core::jobs::live_memory::epochs_request(form, t)?)
+}
+
+/// The app's check of a release (the core's), its refusal as the UI receives it.
+fn release_of(r: Option<String>) -> Result<Option<String>, crate::error::AppError> {
+    Ok(headroom_core::jobs::live_memory::release_of(r)?)
+}
 
 /// The `headroom` binary of this build: the test runs from `<target>/release/deps`.
 fn cli() -> PathBuf {
@@ -170,12 +183,12 @@ fn every_command_with_arguments_refuses_bad_values_as_the_cli_does() {
     // "Watch my training"'s release at each epoch end, as `headroom run --release`.
     same_refusal(
         &home,
-        crate::memory::release_of(Some("sometimes".into())),
+        release_of(Some("sometimes".into())),
         "invalid_input",
         &["run", "--release", "sometimes", "--", "true"],
     );
     assert_eq!(
-        crate::memory::release_of(Some(String::new())).expect("empty is none"),
+        release_of(Some(String::new())).expect("empty is none"),
         None
     );
     let bad_name = format!("box;touch {s}");

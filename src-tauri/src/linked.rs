@@ -103,6 +103,14 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
                     handle.state::<crate::sweep::TraySweep>().answered(r);
                     continue;
                 }
+                ToPopover::Memory(s) => {
+                    handle.state::<crate::memory::TrayMemory>().heard(*s);
+                    continue;
+                }
+                ToPopover::MemoryStarted(r) => {
+                    handle.state::<crate::memory::TrayMemory>().answered(r);
+                    continue;
+                }
                 o => o,
             };
             let (h, done) = (handle.clone(), done.clone());
@@ -113,7 +121,10 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
                     ToPopover::Toggle => crate::desktop::toggle_popover(&h),
                     ToPopover::Continue => crate::handoff::continue_on_remote(&h),
                     ToPopover::Quit => h.exit(0),
-                    ToPopover::Sweep(_) | ToPopover::SweepStarted(_) => {}
+                    ToPopover::Sweep(_)
+                    | ToPopover::SweepStarted(_)
+                    | ToPopover::Memory(_)
+                    | ToPopover::MemoryStarted(_) => {}
                 }
                 // After the order: a hand-off is counted as under way by now.
                 done.store(true, Ordering::SeqCst);

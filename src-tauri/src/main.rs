@@ -25,6 +25,7 @@ mod ledger;
 mod linked;
 mod login_item;
 mod memory;
+mod mirror;
 mod notify;
 mod overview;
 mod popover;
@@ -117,6 +118,7 @@ fn main() {
         .manage(commands::ReadinessSlot::default())
         .manage(sweep::SweepSlot::default())
         .manage(sweep::TraySweep::default())
+        .manage(memory::TrayMemory::default())
         .manage(memory::MemorySlot::default())
         .manage(overview::OverviewSlot::default())
         .manage(remote::VncSlot::default())

@@ -8,6 +8,7 @@ pub mod detached;
 pub mod doctor;
 pub mod epoch_job;
 pub mod live;
+pub mod live_memory;
 pub mod migrate;
 pub mod numerics;
 pub mod profile;

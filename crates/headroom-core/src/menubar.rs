@@ -39,6 +39,17 @@ pub struct MemoryLine {
     pub crossed: bool,
 }
 
+impl MemoryLine {
+    /// The tray's line for a memory job's snapshot.
+    pub fn of(s: &crate::jobs::live_memory::MemorySnapshot) -> Self {
+        Self {
+            title: s.title.clone(),
+            growth: s.growth,
+            crossed: s.crossed,
+        }
+    }
+}
+
 /// The decision, as the tray says it: its headline and whether it says to move the work.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DecisionLine {
@@ -360,6 +371,11 @@ pub enum ToTray {
     Sweep(crate::jobs::live::SweepOrder),
     /// Cancel the running sweep (its points kept).
     CancelSweep,
+    /// Start a memory job (the tray runs it, as a sweep); answered by
+    /// [`ToPopover::MemoryStarted`], then followed by [`ToPopover::Memory`].
+    Memory(crate::jobs::live_memory::MemoryOrder),
+    /// Stop the running memory job (what it measured kept).
+    StopMemory,
 }
 
 impl ToTray {
@@ -387,14 +403,40 @@ pub enum ToPopover {
     Sweep(Box<crate::jobs::live::SweepSnapshot>),
     /// A sweep ordered was started (its first snapshot) or refused (why).
     SweepStarted(Result<Box<crate::jobs::live::SweepSnapshot>, crate::jobs::sweep::JobError>),
+    /// The memory job the tray runs (or ran last), as it stands now.
+    Memory(Box<crate::jobs::live_memory::MemorySnapshot>),
+    /// A memory job ordered was started (its first snapshot) or refused (why).
+    MemoryStarted(
+        Result<Box<crate::jobs::live_memory::MemorySnapshot>, crate::jobs::sweep::JobError>,
+    ),
 }
 
-/// [`ToPopover::SweepStarted`]'s payload as it crosses the pipe.
+/// A `…-started` line's payload as it crosses the pipe.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum Started {
-    Ok(Box<crate::jobs::live::SweepSnapshot>),
+enum Started<T> {
+    Ok(T),
     Err(crate::jobs::sweep::JobError),
+}
+
+impl<T: Clone> Started<T> {
+    fn of(r: &Result<T, crate::jobs::sweep::JobError>) -> Self {
+        match r {
+            Ok(s) => Self::Ok(s.clone()),
+            Err(e) => Self::Err(e.clone()),
+        }
+    }
+
+    fn result(self) -> Result<T, crate::jobs::sweep::JobError> {
+        match self {
+            Self::Ok(s) => Ok(s),
+            Self::Err(e) => Err(e),
+        }
+    }
+}
+
+fn json<T: Serialize>(word: &str, t: &T) -> String {
+    format!("{word} {}", serde_json::to_string(t).unwrap_or_default())
 }
 
 impl ToPopover {
@@ -406,29 +448,26 @@ impl ToPopover {
             Self::Toggle => "toggle".into(),
             Self::Continue => "continue".into(),
             Self::Quit => "quit".into(),
-            Self::Sweep(s) => format!("sweep {}", serde_json::to_string(s).unwrap_or_default()),
-            Self::SweepStarted(r) => {
-                let r = match r {
-                    Ok(s) => Started::Ok(s.clone()),
-                    Err(e) => Started::Err(e.clone()),
-                };
-                format!(
-                    "sweep-started {}",
-                    serde_json::to_string(&r).unwrap_or_default()
-                )
-            }
+            Self::Sweep(s) => json("sweep", s),
+            Self::SweepStarted(r) => json("sweep-started", &Started::of(r)),
+            Self::Memory(s) => json("memory", s),
+            Self::MemoryStarted(r) => json("memory-started", &Started::of(r)),
         }
     }
 
     /// Reads a line; `None` for one that is none of them (a panel name is one word of letters).
     pub fn parse(line: &str) -> Option<Self> {
-        if let Some(json) = line.strip_prefix("sweep ") {
-            return serde_json::from_str(json).ok().map(Self::Sweep);
-        }
-        if let Some(json) = line.strip_prefix("sweep-started ") {
-            return match serde_json::from_str(json).ok()? {
-                Started::Ok(s) => Some(Self::SweepStarted(Ok(s))),
-                Started::Err(e) => Some(Self::SweepStarted(Err(e))),
+        if let Some((word, json)) = line.split_once(' ').filter(|(_, j)| j.starts_with('{')) {
+            return match word {
+                "sweep" => serde_json::from_str(json).ok().map(Self::Sweep),
+                "sweep-started" => serde_json::from_str::<Started<_>>(json)
+                    .ok()
+                    .map(|s| Self::SweepStarted(s.result())),
+                "memory" => serde_json::from_str(json).ok().map(Self::Memory),
+                "memory-started" => serde_json::from_str::<Started<_>>(json)
+                    .ok()
+                    .map(|s| Self::MemoryStarted(s.result())),
+                _ => None,
             };
         }
         let mut words = line.split_whitespace();
@@ -716,6 +755,17 @@ mod tests {
                 ..Default::default()
             })),
             ToPopover::SweepStarted(Ok(Box::default())),
+            ToPopover::Memory(Box::new(crate::jobs::live_memory::MemorySnapshot {
+                running: true,
+                title: "lm: python train.py --batch 64".into(),
+                growth: Some(0.3),
+                ..Default::default()
+            })),
+            ToPopover::MemoryStarted(Ok(Box::default())),
+            ToPopover::MemoryStarted(Err(crate::jobs::sweep::JobError {
+                code: crate::error::ErrorCode::NotFound,
+                message: "process 7 is gone".into(),
+            })),
             ToPopover::SweepStarted(Err(crate::jobs::sweep::JobError {
                 code: crate::error::ErrorCode::Busy,
                 message: "a sweep is already running".into(),
@@ -733,6 +783,8 @@ mod tests {
             "open",
             "sweep {",
             "sweep-started 3",
+            "memory {\"x\": 1}",
+            "lunch {}",
         ] {
             assert_eq!(ToPopover::parse(bad), None, "{bad:?}");
         }
@@ -754,6 +806,8 @@ mod tests {
                 devices: Some(String::new()),
             }),
             ToTray::CancelSweep,
+            ToTray::Memory(crate::jobs::live_memory::MemoryOrder::Watch { pid: 7 }),
+            ToTray::StopMemory,
         ] {
             let line = t.line();
             assert!(!line.contains('\n'), "{line}");

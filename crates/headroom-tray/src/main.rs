@@ -20,10 +20,11 @@ use std::time::Duration;
 use global_hotkey::hotkey::HotKey;
 use global_hotkey::{GlobalHotKeyEvent, GlobalHotKeyManager, HotKeyState};
 use headroom_core::jobs::live::{Change, SweepSlot, SweepSnapshot};
+use headroom_core::jobs::live_memory::{self, MemorySlot, MemorySnapshot};
 use headroom_core::jobs::sweep::JobError;
 use headroom_core::menubar::{
-    change_notice, icon_rgba, look, DecisionLine, Kind, SweepLine, ToPopover, ToTray, TrayFacts,
-    TrayLook, TrayPart, MENU,
+    change_notice, icon_rgba, look, DecisionLine, Kind, MemoryLine, SweepLine, ToPopover, ToTray,
+    TrayFacts, TrayLook, TrayPart, MENU,
 };
 use tao::event::{Event, StartCause};
 use tao::event_loop::{ControlFlow, EventLoopBuilder, EventLoopProxy};
@@ -53,6 +54,10 @@ pub enum Msg {
     Sweep(Box<SweepSnapshot>, Change),
     /// A sweep a popover ordered was started (its snapshot) or refused.
     SweepAnswer(Result<Box<SweepSnapshot>, JobError>),
+    /// The memory job this tray runs changed (its snapshot now).
+    Memory(Box<MemorySnapshot>, Change),
+    /// A memory job a popover ordered was started (its snapshot) or refused.
+    MemoryAnswer(Result<Box<MemorySnapshot>, JobError>),
 }
 
 const ICON_SIZE: u32 = 32;
@@ -142,7 +147,13 @@ fn main() {
     let set_here = vec![];
     let project = Arc::new(Mutex::new(None::<String>));
     let sweep = Arc::new(SweepSlot::default());
-    let mut app = popover::Popover::new(proxy.clone(), project.clone(), set_here, sweep.clone());
+    let memory = Arc::new(MemorySlot::default());
+    let mut app = popover::Popover::new(
+        proxy.clone(),
+        project.clone(),
+        set_here,
+        (sweep.clone(), memory.clone()),
+    );
     let keys = GlobalHotKeyManager::new()
         .map_err(|e| eprintln!("headroom-tray: no global shortcut here: {e}"))
         .ok();
@@ -175,6 +186,7 @@ fn main() {
                     "quit" => {
                         // A running sweep stops (its points kept, its run marked interrupted).
                         sweep.cancel_and_wait(Duration::from_secs(5));
+                        memory.stop_and_wait(Duration::from_secs(5));
                         app.quit();
                         *flow = ControlFlow::Exit;
                     }
@@ -205,6 +217,10 @@ fn main() {
                     ToTray::CancelSweep => {
                         sweep.cancel();
                     }
+                    ToTray::Memory(order) => sweeps::start_memory(&memory, &proxy, order),
+                    ToTray::StopMemory => {
+                        memory.stop();
+                    }
                 },
                 Msg::FromPopover(..) => {}
                 Msg::PopoverGone(generation) => app.gone(generation),
@@ -231,6 +247,27 @@ fn main() {
                         changed = true;
                     }
                     app.tell(&ToPopover::SweepStarted(answer));
+                }
+                Msg::Memory(s, change) => {
+                    if change == Change::Ended {
+                        headroom_core::kept::keep("memory", &*s);
+                    }
+                    if let Some((title, body)) = live_memory::notice(&s, change) {
+                        notify(&proxy, Kind::Leak, &title, &body);
+                    }
+                    if let Some(line) = sweeps::said_memory(&s, change) {
+                        eprintln!("{line}");
+                        facts.take(TrayPart::Memory(Some(MemoryLine::of(&s))));
+                        changed = true;
+                    }
+                    app.tell(&ToPopover::Memory(s));
+                }
+                Msg::MemoryAnswer(answer) => {
+                    if let Ok(s) = &answer {
+                        facts.take(TrayPart::Memory(Some(MemoryLine::of(s))));
+                        changed = true;
+                    }
+                    app.tell(&ToPopover::MemoryStarted(answer));
                 }
             },
             _ => {}

@@ -14,6 +14,12 @@ use tao::event_loop::EventLoopProxy;
 
 use crate::Msg;
 
+/// The slots of the jobs this tray runs: the sweep's and the memory job's.
+pub type Jobs = (
+    Arc<headroom_core::jobs::live::SweepSlot>,
+    Arc<headroom_core::jobs::live_memory::MemorySlot>,
+);
+
 /// The running popover's process and the end of the pipe its orders go through.
 pub struct Popover {
     proxy: EventLoopProxy<Msg>,
@@ -22,8 +28,9 @@ pub struct Popover {
     running: Option<(Child, ChildStdin)>,
     generation: u64,
     without: Vec<&'static str>,
-    /// The sweep this tray runs: a new popover's process is told of it first.
-    sweep: Arc<headroom_core::jobs::live::SweepSlot>,
+    /// The sweep and the memory job this tray runs: a new popover's process is told of them
+    /// first.
+    jobs: Jobs,
 }
 
 /// The longest the tray's background work (its readiness check) waits for an opening popover.
@@ -54,7 +61,7 @@ impl Popover {
         proxy: EventLoopProxy<Msg>,
         project: Arc<Mutex<Option<String>>>,
         without: Vec<&'static str>,
-        sweep: Arc<headroom_core::jobs::live::SweepSlot>,
+        jobs: Jobs,
     ) -> Self {
         Self {
             proxy,
@@ -62,7 +69,7 @@ impl Popover {
             running: None,
             generation: 0,
             without,
-            sweep,
+            jobs,
         }
     }
 
@@ -155,9 +162,12 @@ impl Popover {
             bin.display()
         );
         self.running = Some((child, stdin));
-        // The sweep this tray runs (or ran last), before any order: the panel shows it at once.
-        if let Some(s) = self.sweep.snapshot() {
+        // The jobs this tray runs (or ran last), before any order: the panels show them at once.
+        if let Some(s) = self.jobs.0.snapshot() {
             self.tell(&ToPopover::Sweep(Box::new(s)));
+        }
+        if let Some(s) = self.jobs.1.snapshot() {
+            self.tell(&ToPopover::Memory(Box::new(s)));
         }
         Ok(())
     }
