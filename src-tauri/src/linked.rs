@@ -111,6 +111,10 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
                     handle.state::<crate::memory::TrayMemory>().answered(r);
                     continue;
                 }
+                ToPopover::ScreenOpened(r) => {
+                    handle.state::<crate::remote::TrayScreen>().answered(r);
+                    continue;
+                }
                 o => o,
             };
             let (h, done) = (handle.clone(), done.clone());
@@ -124,7 +128,8 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
                     ToPopover::Sweep(_)
                     | ToPopover::SweepStarted(_)
                     | ToPopover::Memory(_)
-                    | ToPopover::MemoryStarted(_) => {}
+                    | ToPopover::MemoryStarted(_)
+                    | ToPopover::ScreenOpened(_) => {}
                 }
                 // After the order: a hand-off is counted as under way by now.
                 done.store(true, Ordering::SeqCst);

@@ -119,6 +119,7 @@ fn main() {
         .manage(sweep::SweepSlot::default())
         .manage(sweep::TraySweep::default())
         .manage(memory::TrayMemory::default())
+        .manage(remote::TrayScreen::default())
         .manage(memory::MemorySlot::default())
         .manage(overview::OverviewSlot::default())
         .manage(remote::VncSlot::default())

@@ -58,7 +58,7 @@ async fn start<R: Runtime>(
         return crate::mirror::start(
             app,
             ToTray::Memory(order),
-            on_update,
+            Some(on_update),
             |s: &MemorySnapshot| {
                 s.running
                     .then(|| format!("a memory run is already going ({}); stop it first", s.title))

@@ -63,14 +63,19 @@ impl<S: Clone + Serialize + Send + 'static> Mirror<S> {
     pub fn latest(&self) -> Option<S> {
         lock(&self.latest).clone()
     }
+
+    /// Forgets the job heard of (one this process ended).
+    pub fn forget(&self) -> Option<S> {
+        lock(&self.latest).take()
+    }
 }
 
 /// Gives the tray `order` (unless `busy` says why not, from the job last heard of) and waits
-/// for its answer; the job's changes then go to `on_update`.
+/// for its answer; the job's changes then go to `on_update` (where there is one).
 pub async fn start<R: Runtime, S: Clone + Serialize + Send + Sync + 'static>(
     app: AppHandle<R>,
     order: ToTray,
-    on_update: Channel<S>,
+    on_update: Option<Channel<S>>,
     busy: impl Fn(&S) -> Option<String>,
 ) -> Result<S, AppError> {
     let (tx, rx) = mpsc::channel();
@@ -80,7 +85,7 @@ pub async fn start<R: Runtime, S: Clone + Serialize + Send + Sync + 'static>(
             return Err(AppError::new(ErrorCode::Busy, why));
         }
         *lock(&mirror.answer) = Some(tx);
-        *lock(&mirror.listener) = Some(on_update);
+        *lock(&mirror.listener) = on_update;
     }
     crate::relay::to_tray(&order);
     let answer = blocking(move || {

@@ -7,12 +7,13 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use headroom_core::jobs::migrate::{run_step, Context, Migration, Step};
+use headroom_core::menubar::ToTray;
 use headroom_core::remote::check::{check, record, CheckOptions, CheckReport};
-use headroom_core::remote::vnc::{open_tunnel, opener, Tunnel};
+use headroom_core::remote::vnc::Tunnel;
 use headroom_core::remote::{ssh_dir, HostProfile, Hosts};
 use serde::{Deserialize, Serialize};
 use tauri::ipc::Channel;
-use tauri::{AppHandle, State};
+use tauri::{AppHandle, Manager};
 
 use crate::error::{AppError, ErrorCode};
 use crate::util::blocking;
@@ -399,30 +400,35 @@ impl VncSlot {
     }
 }
 
+/// The tunnel to a host's screen the tray holds, as this popover's process heard of it (its
+/// URL).
+pub type TrayScreen = crate::mirror::Mirror<String>;
+
 /// Opens the tunnel to the host's screen and hands the URL to the OS viewer; returns the URL.
+/// Under `headroom-tray` the tray holds the tunnel (it stays with the popover closed and its
+/// process gone); run alone, the app does.
 #[tauri::command]
-pub async fn open_vnc(state: State<'_, VncSlot>, name: String) -> Result<String, AppError> {
+pub async fn open_vnc(app: AppHandle, name: String) -> Result<String, AppError> {
+    if crate::relay::external() {
+        return crate::mirror::start(app, ToTray::OpenScreen(name), None, |_: &String| None).await;
+    }
     let (url, tunnel) = blocking(move || {
-        // Under the edit lock: ssh must know the name before it is used.
-        let p = edit_hosts(|hosts| Ok(hosts.get(&name)?.clone()))?;
-        let t = open_tunnel(&p, None, Duration::from_secs(15))?
-            .map_err(|f| AppError::new(ErrorCode::Tunnel, format!("{} — {}", f.message, f.fix)))?;
-        let url = t.url();
-        let (mut cmd, _) = opener(&url);
-        // The viewer runs on its own; the tunnel stays until closed from the panel or the app quits.
-        cmd.spawn()
-            .map_err(|e| AppError::new(ErrorCode::Opener, format!("cannot open {url}: {e}")))?;
+        let (url, t) = headroom_core::remote::vnc::open_screen(&name)?;
         Ok((url, (name, t)))
     })
     .await?;
-    *lock(&state.0) = Some(tunnel);
+    *lock(&app.state::<VncSlot>().0) = Some(tunnel);
     Ok(url)
 }
 
 /// Closes the VNC tunnel.
 #[tauri::command]
-pub async fn close_vnc(state: State<'_, VncSlot>) -> Result<bool, AppError> {
-    Ok(lock(&state.0).take().is_some())
+pub async fn close_vnc(app: AppHandle) -> Result<bool, AppError> {
+    if crate::relay::external() {
+        crate::relay::to_tray(&ToTray::CloseScreen);
+        return Ok(app.state::<TrayScreen>().forget().is_some());
+    }
+    Ok(lock(&app.state::<VncSlot>().0).take().is_some())
 }
 
 #[cfg(test)]

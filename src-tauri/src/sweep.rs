@@ -61,14 +61,19 @@ async fn start_in_tray<R: Runtime>(
     order: SweepOrder,
     on_update: Channel<SweepSnapshot>,
 ) -> Result<SweepSnapshot, AppError> {
-    crate::mirror::start(app, ToTray::Sweep(order), on_update, |s: &SweepSnapshot| {
-        s.running.then(|| {
-            format!(
-                "a sweep is already running ({}); cancel it or wait for it to finish",
-                s.workload
-            )
-        })
-    })
+    crate::mirror::start(
+        app,
+        ToTray::Sweep(order),
+        Some(on_update),
+        |s: &SweepSnapshot| {
+            s.running.then(|| {
+                format!(
+                    "a sweep is already running ({}); cancel it or wait for it to finish",
+                    s.workload
+                )
+            })
+        },
+    )
     .await
 }
 

@@ -376,6 +376,11 @@ pub enum ToTray {
     Memory(crate::jobs::live_memory::MemoryOrder),
     /// Stop the running memory job (what it measured kept).
     StopMemory,
+    /// Open the tunnel to this host's screen and its viewer (the tray holds the tunnel);
+    /// answered by [`ToPopover::ScreenOpened`].
+    OpenScreen(String),
+    /// Close the tunnel to a host's screen.
+    CloseScreen,
 }
 
 impl ToTray {
@@ -409,6 +414,8 @@ pub enum ToPopover {
     MemoryStarted(
         Result<Box<crate::jobs::live_memory::MemorySnapshot>, crate::jobs::sweep::JobError>,
     ),
+    /// The tunnel to a host's screen was opened (its URL) or not (why).
+    ScreenOpened(Result<Box<String>, crate::jobs::sweep::JobError>),
 }
 
 /// A `…-started` line's payload as it crosses the pipe.
@@ -452,6 +459,7 @@ impl ToPopover {
             Self::SweepStarted(r) => json("sweep-started", &Started::of(r)),
             Self::Memory(s) => json("memory", s),
             Self::MemoryStarted(r) => json("memory-started", &Started::of(r)),
+            Self::ScreenOpened(r) => json("screen-opened", &Started::of(r)),
         }
     }
 
@@ -467,6 +475,9 @@ impl ToPopover {
                 "memory-started" => serde_json::from_str::<Started<_>>(json)
                     .ok()
                     .map(|s| Self::MemoryStarted(s.result())),
+                "screen-opened" => serde_json::from_str::<Started<_>>(json)
+                    .ok()
+                    .map(|s| Self::ScreenOpened(s.result())),
                 _ => None,
             };
         }
@@ -762,6 +773,11 @@ mod tests {
                 ..Default::default()
             })),
             ToPopover::MemoryStarted(Ok(Box::default())),
+            ToPopover::ScreenOpened(Ok(Box::new("vnc://localhost:5901".into()))),
+            ToPopover::ScreenOpened(Err(crate::jobs::sweep::JobError {
+                code: crate::error::ErrorCode::Tunnel,
+                message: "ssh: connect refused — start sshd".into(),
+            })),
             ToPopover::MemoryStarted(Err(crate::jobs::sweep::JobError {
                 code: crate::error::ErrorCode::NotFound,
                 message: "process 7 is gone".into(),
@@ -808,6 +824,8 @@ mod tests {
             ToTray::CancelSweep,
             ToTray::Memory(crate::jobs::live_memory::MemoryOrder::Watch { pid: 7 }),
             ToTray::StopMemory,
+            ToTray::OpenScreen("box".into()),
+            ToTray::CloseScreen,
         ] {
             let line = t.line();
             assert!(!line.contains('\n'), "{line}");

@@ -26,6 +26,7 @@ use headroom_core::menubar::{
     change_notice, icon_rgba, look, DecisionLine, Kind, MemoryLine, SweepLine, ToPopover, ToTray,
     TrayFacts, TrayLook, TrayPart, MENU,
 };
+use headroom_core::remote::vnc::Tunnel;
 use tao::event::{Event, StartCause};
 use tao::event_loop::{ControlFlow, EventLoopBuilder, EventLoopProxy};
 use tray_icon::menu::{Menu, MenuEvent, MenuItem};
@@ -58,6 +59,8 @@ pub enum Msg {
     Memory(Box<MemorySnapshot>, Change),
     /// A memory job a popover ordered was started (its snapshot) or refused.
     MemoryAnswer(Result<Box<MemorySnapshot>, JobError>),
+    /// The tunnel to a host's screen a popover asked for: opened (held here) or why not.
+    Screen(Result<(String, Tunnel), JobError>),
 }
 
 const ICON_SIZE: u32 = 32;
@@ -148,6 +151,8 @@ fn main() {
     let project = Arc::new(Mutex::new(None::<String>));
     let sweep = Arc::new(SweepSlot::default());
     let memory = Arc::new(MemorySlot::default());
+    // The tunnel to a host's screen (Open VNC), until Close tunnel or Quit.
+    let mut screen: Option<(String, Tunnel)> = None;
     let mut app = popover::Popover::new(
         proxy.clone(),
         project.clone(),
@@ -187,6 +192,7 @@ fn main() {
                         // A running sweep stops (its points kept, its run marked interrupted).
                         sweep.cancel_and_wait(Duration::from_secs(5));
                         memory.stop_and_wait(Duration::from_secs(5));
+                        screen = None;
                         app.quit();
                         *flow = ControlFlow::Exit;
                     }
@@ -220,6 +226,18 @@ fn main() {
                     ToTray::Memory(order) => sweeps::start_memory(&memory, &proxy, order),
                     ToTray::StopMemory => {
                         memory.stop();
+                    }
+                    ToTray::OpenScreen(name) => {
+                        let p = proxy.clone();
+                        std::thread::spawn(move || {
+                            let opened = headroom_core::remote::vnc::open_screen(&name);
+                            let _ = p.send_event(Msg::Screen(opened));
+                        });
+                    }
+                    ToTray::CloseScreen => {
+                        if let Some((url, _)) = screen.take() {
+                            eprintln!("headroom-tray: the tunnel to {url} is closed");
+                        }
                     }
                 },
                 Msg::FromPopover(..) => {}
@@ -261,6 +279,18 @@ fn main() {
                         changed = true;
                     }
                     app.tell(&ToPopover::Memory(s));
+                }
+                Msg::Screen(opened) => {
+                    let answer = match opened {
+                        Ok((url, tunnel)) => {
+                            eprintln!("headroom-tray: a tunnel to a host's screen: {url}");
+                            // One at a time: a new one replaces (and closes) the last.
+                            screen = Some((url.clone(), tunnel));
+                            Ok(Box::new(url))
+                        }
+                        Err(e) => Err(e),
+                    };
+                    app.tell(&ToPopover::ScreenOpened(answer));
                 }
                 Msg::MemoryAnswer(answer) => {
                     if let Ok(s) = &answer {

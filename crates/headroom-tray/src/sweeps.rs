@@ -85,7 +85,7 @@ pub fn said_memory(s: &live_memory::MemorySnapshot, change: Change) -> Option<St
     };
     Some(format!(
         "headroom-tray: memory job {} {state}: {} epoch(s); {}",
-        s.title,
+        s.title.replace('\n', "; "),
         s.samples.len(),
         s.message
     ))

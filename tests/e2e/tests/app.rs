@@ -2900,8 +2900,88 @@ fn a_sweep_runs_on_in_the_tray_through_a_close_and_a_new_popover_draws_it() {
         assert!(Instant::now() < until, "the sweep did not stop");
         std::thread::sleep(Duration::from_millis(300));
     }
-    // Closed with nothing running: the popover's process ends, the tray stays alone.
+    // A memory job runs in the tray too: a Python process that keeps 4 MiB more every 0.5 s,
+    // watched from the Memory panel through a close and a reopening.
+    let grower = Killed(
+        Command::new(env_path("HEADROOM_E2E_VENV").join("bin/python"))
+            .args([
+                "-c",
+                "import time\nkeep = []\nfor _ in range(400):\n    keep.append(bytearray(4 << 20))\n    time.sleep(0.5)\n",
+            ])
+            .spawn()
+            .expect("start a growing python"),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    s.click(&s.wait(r#"[data-testid="tab-memory"]"#, 5));
+    s.click(&s.wait(r#"[data-testid="list-processes"]"#, 5));
+    let pick = format!(
+        r#"[data-testid="process-row"][data-pid="{}"] button"#,
+        grower.0.id()
+    );
+    s.click(&s.wait(&pick, 10));
+    s.wait_state("memory-status", "running", 10);
+    // The seconds watched, from the status line ("12 s · tree 40 MiB · +5 % since …").
+    let watched = |s: &Session| -> f64 {
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            let (text, _) = s.read(r#"[data-testid="memory-status"]"#, "data-state");
+            if let Some(secs) = text
+                .split(" s · tree")
+                .next()
+                .and_then(|t| t.rsplit(' ').next())
+                .and_then(|t| t.parse::<f64>().ok())
+            {
+                return secs;
+            }
+            assert!(Instant::now() < until, "no seconds in {text:?}");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    };
+    let before_close = watched(s);
     let popover = again[0];
+    close_and_wait_for_the_page_to_go(tray, "closed with a process watched");
+    let until = Instant::now() + Duration::from_secs(30);
+    while running(popover) {
+        assert!(
+            Instant::now() < until,
+            "the closed popover's process is still there 30 s after its page went, a watch running in the tray"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let closed_for = Instant::now();
+    std::thread::sleep(Duration::from_secs(3));
+    let tray_pss_watch = pss_kib(tray);
+    key("ctrl+shift+h");
+    wait_shown(true, 10, "the shortcut pressed with a watch running");
+    let third = popover_processes();
+    assert_eq!(
+        third.len(),
+        1,
+        "one popover process: {:?}",
+        descendants(tray)
+    );
+    drop(attached);
+    let attached = Attached::to(third[0]);
+    let s = &attached.session;
+    s.reattach(".panel:not([hidden]) > *", 20);
+    s.click(&s.wait(r#"[data-testid="tab-memory"]"#, 5));
+    s.wait_state("memory-status", "running", 10);
+    let after_reopen = watched(s);
+    let gap = closed_for.elapsed().as_secs_f64();
+    eprintln!(
+        "a process watched through a close: {before_close:.0} s watched before, {after_reopen:.0} s after the reopening ({gap:.1} s with no popover's process); tray {:.1} MiB PSS while closed",
+        tray_pss_watch as f64 / 1024.0
+    );
+    assert!(
+        after_reopen >= before_close + 3.0,
+        "the watch did not go on while the popover was closed: {before_close} s then {after_reopen} s"
+    );
+    s.screenshot(&out.join("two_process_reopened_watch.png"));
+    s.click(&s.wait(r#"[data-testid="stop-memory"]"#, 5));
+    s.wait_state("memory-status", "complete", 15);
+    drop(grower);
+    // Closed with nothing running: the popover's process ends, the tray stays alone.
+    let popover = third[0];
     key("ctrl+shift+h");
     wait_shown(false, 10, "closed after the sweep");
     let until = Instant::now() + Duration::from_secs(30);
