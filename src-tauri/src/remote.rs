@@ -413,7 +413,7 @@ pub async fn open_vnc(app: AppHandle, name: String) -> Result<String, AppError> 
         return crate::mirror::start(app, ToTray::OpenScreen(name), None, |_: &String| None).await;
     }
     let (url, tunnel) = blocking(move || {
-        let (url, t) = headroom_core::remote::vnc::open_screen(&name)?;
+        let (url, t) = headroom_core::jobs::screen::open_screen(&name)?;
         Ok((url, (name, t)))
     })
     .await?;

@@ -13,6 +13,7 @@ pub mod migrate;
 pub mod numerics;
 pub mod profile;
 pub mod remote_runs;
+pub mod screen;
 pub mod supervisor;
 pub mod sweep;
 pub mod usersweep;

@@ -230,7 +230,7 @@ fn main() {
                     ToTray::OpenScreen(name) => {
                         let p = proxy.clone();
                         std::thread::spawn(move || {
-                            let opened = headroom_core::remote::vnc::open_screen(&name);
+                            let opened = headroom_core::jobs::screen::open_screen(&name);
                             let _ = p.send_event(Msg::Screen(opened));
                         });
                     }

@@ -468,6 +468,31 @@ impl Drop for BusMonitor {
     }
 }
 
+/// The pid owning the session bus's notification name, if any. The bus daemon's own
+/// GetConnectionUnixProcessID starts nothing (asking the name itself, as `dunstctl` does, would
+/// have the bus start the packaged dunst).
+fn notification_server() -> Option<u32> {
+    Command::new("dbus-send")
+        .args([
+            "--session",
+            "--print-reply=literal",
+            "--dest=org.freedesktop.DBus",
+            "/org/freedesktop/DBus",
+            "org.freedesktop.DBus.GetConnectionUnixProcessID",
+            "string:org.freedesktop.Notifications",
+        ])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .last()?
+                .parse::<u32>()
+                .ok()
+        })
+}
+
 /// dunst, a real notification server, on the session bus: it shows the app's notifications
 /// with their buttons. Its context menu (`dunstctl context`) lists every action of the shown
 /// notifications through its `dmenu` program; here that program is a script that keeps the menu
@@ -507,6 +532,15 @@ impl Dunst {
             ),
         )
         .expect("dunstrc");
+        // A notification server the bus started for an earlier test's notification (this suite
+        // runs in a D-Bus session of its own) would keep the name from this one.
+        if let Some(left) = notification_server() {
+            let _ = Command::new("kill").arg(left.to_string()).status();
+            let until = Instant::now() + Duration::from_secs(5);
+            while notification_server() == Some(left) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
         let child = Command::new("dunst")
             .arg("-config")
             .arg(d.join("dunstrc"))
@@ -520,25 +554,7 @@ impl Dunst {
         // starts nothing.
         let until = Instant::now() + Duration::from_secs(10);
         loop {
-            let owner = Command::new("dbus-send")
-                .args([
-                    "--session",
-                    "--print-reply=literal",
-                    "--dest=org.freedesktop.DBus",
-                    "/org/freedesktop/DBus",
-                    "org.freedesktop.DBus.GetConnectionUnixProcessID",
-                    "string:org.freedesktop.Notifications",
-                ])
-                .output()
-                .ok()
-                .filter(|o| o.status.success())
-                .and_then(|o| {
-                    String::from_utf8_lossy(&o.stdout)
-                        .split_whitespace()
-                        .last()?
-                        .parse::<u32>()
-                        .ok()
-                });
+            let owner = notification_server();
             if owner == Some(child.id()) {
                 break;
             }

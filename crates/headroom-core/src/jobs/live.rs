@@ -169,19 +169,12 @@ fn refused(message: String) -> JobError {
     }
 }
 
-fn job_error(e: CoreError) -> JobError {
-    JobError {
-        code: e.code(),
-        message: e.to_string(),
-    }
-}
-
 /// Checks `order` (the form's values, the project and its command, the host) and makes the job
 /// that runs it; a refusal says why with a code the UI branches on. Blocking: it reads the
 /// projects, the hosts and the config.
 pub fn prepare(order: &SweepOrder) -> Result<Prepared, JobError> {
     match order {
-        SweepOrder::Form { form } => prepare_form(form).map_err(job_error),
+        SweepOrder::Form { form } => prepare_form(form).map_err(JobError::from),
         SweepOrder::Project { name, devices } => prepare_project(name, devices.as_deref()),
     }
 }
@@ -228,7 +221,7 @@ fn prepare_project(name: &str, devices: Option<&str>) -> Result<Prepared, JobErr
     use crate::jobs::usersweep;
     let project = crate::project::get(name)
         .and_then(|p| crate::project::check_usable(&p).map(|()| p))
-        .map_err(job_error)?;
+        .map_err(JobError::from)?;
     if !project.has("batch") {
         return Err(refused(format!(
             "project {name}'s command has no {{batch}}; add it where the batch size goes (e.g. --batch-size {{batch}}) to sweep it"
@@ -239,14 +232,16 @@ fn prepare_project(name: &str, devices: Option<&str>) -> Result<Prepared, JobErr
         Some("") => usersweep::default_devices().ok_or_else(|| {
             refused("this machine has no accelerator to compare the CPU with; give the pair to compare, e.g. cpu@1,cpu@4".into())
         })?,
-        Some(text) => usersweep::parse_devices(text).map_err(job_error)?,
+        Some(text) => usersweep::parse_devices(text).map_err(JobError::from)?,
     };
     if !devices.is_empty() && !project.has("device") {
         return Err(refused(format!(
             "project {name}'s command has no {{device}}; add it where the device goes (e.g. --device {{device}}) to compare devices"
         )));
     }
-    let thresholds = headroom_store::config::load().map_err(job_error)?.epochs;
+    let thresholds = headroom_store::config::load()
+        .map_err(JobError::from)?
+        .epochs;
     let interrupt = Arc::new(AtomicI32::new(0));
     let mut watch =
         crate::jobs::watch::WatchOptions::for_pid(Duration::from_millis(250), thresholds);
@@ -270,7 +265,7 @@ fn prepare_project(name: &str, devices: Option<&str>) -> Result<Prepared, JobErr
         prestart: usersweep::Prestart::Auto,
         watch,
     };
-    usersweep::check(&spec).map_err(job_error)?;
+    usersweep::check(&spec).map_err(JobError::from)?;
     let first = SweepSnapshot {
         running: true,
         workload: spec.command.join(" "),

@@ -380,13 +380,6 @@ impl std::fmt::Debug for MemoryPrepared {
     }
 }
 
-fn job_error(e: CoreError) -> JobError {
-    JobError {
-        code: e.code(),
-        message: e.to_string(),
-    }
-}
-
 fn refused(code: ErrorCode, message: String) -> JobError {
     JobError { code, message }
 }
@@ -395,7 +388,7 @@ fn refused(code: ErrorCode, message: String) -> JobError {
 /// Blocking: it reads the config, the projects and the ledger.
 pub fn prepare(order: MemoryOrder) -> Result<MemoryPrepared, JobError> {
     match order {
-        MemoryOrder::Epochs { form } => prepare_epochs(&form).map_err(job_error),
+        MemoryOrder::Epochs { form } => prepare_epochs(&form).map_err(JobError::from),
         MemoryOrder::Project {
             name,
             batch,
@@ -493,7 +486,7 @@ fn prepare_project(
     profile_window: Option<u32>,
     numerics: Option<&str>,
 ) -> Result<MemoryPrepared, JobError> {
-    let release = release_of(release).map_err(job_error)?;
+    let release = release_of(release).map_err(JobError::from)?;
     // "Check numerics": the model against a CPU copy at its first iterations, then stopped.
     let numerics = match numerics.map(str::trim) {
         None | Some("" | "off") => None,
@@ -507,18 +500,18 @@ fn prepare_project(
     };
     let profile = match profile_window {
         Some(n) => crate::instrument::profile_env(n, crate::instrument::DEFAULT_PROFILE_WARMUP)
-            .map_err(job_error)?,
+            .map_err(JobError::from)?,
         None => Vec::new(),
     };
     let project = crate::project::get(name)
         .and_then(|p| crate::project::check_usable(&p).map(|()| p))
-        .map_err(job_error)?;
+        .map_err(JobError::from)?;
     let batch = match batch {
         Some(b) => Some(b),
         None if project.has("batch") => {
-            let ledger = jobs::open_ledger().map_err(job_error)?;
+            let ledger = jobs::open_ledger().map_err(JobError::from)?;
             crate::evidence::project_batch(&ledger, name)
-                .map_err(job_error)?
+                .map_err(JobError::from)?
                 .map(|(b, _)| b)
         }
         None => None,

@@ -54,6 +54,15 @@ pub struct JobError {
     pub message: String,
 }
 
+impl From<crate::CoreError> for JobError {
+    fn from(e: crate::CoreError) -> Self {
+        Self {
+            code: e.code(),
+            message: e.to_string(),
+        }
+    }
+}
+
 /// Everything a sweep produced (the CLI's `--json` document).
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

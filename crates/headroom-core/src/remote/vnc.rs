@@ -125,34 +125,3 @@ pub fn opener(url: &str) -> (Command, bool) {
         (c, false)
     }
 }
-
-/// The Remote panel's "Open VNC": the tunnel to host `name`'s screen opened and its URL handed
-/// to the system's viewer; the tunnel stays until it is dropped (Close tunnel, or Headroom
-/// quits). A failure carries the code the UI branches on (`tunnel`, `opener`, …).
-pub fn open_screen(name: &str) -> Result<(String, Tunnel), crate::jobs::sweep::JobError> {
-    use crate::error::ErrorCode;
-    use crate::jobs::sweep::JobError;
-    let core = |e: CoreError| JobError {
-        code: e.code(),
-        message: e.to_string(),
-    };
-    // Under the edit lock: ssh must know the name before it is used.
-    let (p, _) = super::Hosts::edit(&super::ssh_dir().map_err(core)?, |hosts| {
-        Ok(hosts.get(name)?.clone())
-    })
-    .map_err(core)?;
-    let t = open_tunnel(&p, None, Duration::from_secs(15))
-        .map_err(core)?
-        .map_err(|f| JobError {
-            code: ErrorCode::Tunnel,
-            message: format!("{} — {}", f.message, f.fix),
-        })?;
-    let url = t.url();
-    let (mut cmd, _) = opener(&url);
-    // The viewer runs on its own; the tunnel stays until closed.
-    cmd.spawn().map_err(|e| JobError {
-        code: ErrorCode::Opener,
-        message: format!("cannot open {url}: {e}"),
-    })?;
-    Ok((url, t))
-}
