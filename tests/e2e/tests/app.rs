@@ -2895,7 +2895,7 @@ fn a_sweep_runs_on_in_the_tray_through_a_close_and_a_new_popover_draws_it() {
         let state = state();
         if now > before || state != "running" {
             eprintln!(
-                "two processes: page and popover process gone {dropped:?} after the closing key; closed with the sweep running: tray {:.1} MiB PSS, the sweep's worker {:.1} MiB; first panel drawn {drawn_at:?} after the reopening key; points {before} -> {now}, sweep {state}",
+                "two processes: page and popover process gone {dropped:?} after the closing key; closed with the sweep running: tray {:.1} MiB PSS, the sweep's worker {:.1} MiB; first panel drawn {drawn_at:?} after the reopening key (a new process, WebKitWebDriver attached to it in that time); points {before} -> {now}, sweep {state}",
                 tray_pss as f64 / 1024.0,
                 worker_pss as f64 / 1024.0
             );
