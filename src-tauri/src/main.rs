@@ -145,7 +145,10 @@ fn main() {
             }
             notify::init(app.handle());
             overview::start(app.handle());
-            remote::follow_remote_runs(app.handle());
+            if !linked {
+                // Under the tray, the tray follows them (it runs while the popover is closed).
+                remote::follow_remote_runs(app.handle());
+            }
             handoff::listen(app.handle());
             desktop::apply_config(app.handle());
             if open {

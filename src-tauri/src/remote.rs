@@ -54,7 +54,7 @@ impl RemoteRun {
 }
 
 /// How long a call about runs there may wait for the connection.
-pub(crate) const RUNS_TIMEOUT: Duration = Duration::from_secs(15);
+pub(crate) const RUNS_TIMEOUT: Duration = headroom_core::jobs::remote_runs::RUNS_TIMEOUT;
 
 /// Mirrors `found` into the ledger (each run once, each epoch once) and returns the panel's
 /// rows. With `app`, a run that ended since the ledger last saw it running is said in a
@@ -86,19 +86,8 @@ fn tell_ended<R: tauri::Runtime>(
     host: &str,
     r: &headroom_core::jobs::detached::DetachedRun,
 ) {
-    crate::notify::send(
-        app,
-        crate::notify::Kind::Verdict,
-        &format!("Headroom: the run on {host} ended {}", r.state.as_str()),
-        &format!(
-            "{}: {}{}",
-            r.meta.command.join(" "),
-            r.summary(),
-            r.last_line
-                .as_deref()
-                .map_or_else(String::new, |l| format!(" · {l}"))
-        ),
-    );
+    let (title, body) = headroom_core::jobs::remote_runs::ended_notice(host, r);
+    crate::notify::send(app, crate::notify::Kind::Verdict, &title, &body);
 }
 
 /// The detached runs on host `name` (state, progress, last line), mirrored into the ledger.
@@ -158,18 +147,12 @@ const FOLLOW_EVERY: Duration = Duration::from_secs(60);
 /// Follows the runs training on remote hosts in the background, without a webview: every
 /// minute each host with runs in flight (as the ledger last saw them) is asked over ssh, what
 /// they did is mirrored into the ledger, the tray counts those still running, and a run that
-/// ended since the last look is said in a notification.
+/// ended since the last look is said in a notification. (Under `headroom-tray` the tray does
+/// this itself: the popover's process is gone while closed; this is the app run alone.)
 pub fn follow_remote_runs<R: tauri::Runtime>(app: &tauri::AppHandle<R>) {
     let app = app.clone();
     std::thread::spawn(move || loop {
-        let looked = headroom_core::jobs::open_ledger().and_then(|ledger| {
-            let hosts = Hosts::load()?;
-            headroom_core::jobs::remote_runs::follow_up(
-                &ledger,
-                &|name| hosts.get(name).ok().cloned(),
-                RUNS_TIMEOUT,
-            )
-        });
+        let looked = headroom_core::jobs::remote_runs::follow_up_now();
         match looked {
             Ok(f) => {
                 for (host, r) in &f.ended {

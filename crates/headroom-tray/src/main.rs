@@ -176,6 +176,7 @@ fn main() {
                 shown = Some(look(&facts));
                 shortcut = apply_shortcut(keys.as_ref(), shortcut.take());
                 decision_loop(proxy.clone(), project.clone());
+                follow_remote_runs(proxy.clone());
                 open_on_signal(proxy.clone(), usr1);
                 readiness_once(proxy.clone());
                 #[cfg(target_os = "linux")]
@@ -201,7 +202,7 @@ fn main() {
                 },
                 Msg::Click | Msg::Shortcut => app.order(ToPopover::Toggle),
                 Msg::Open(panel) => app.order(ToPopover::Show(Some(panel))),
-                Msg::Continue => app.order(ToPopover::Continue),
+                Msg::Continue => continue_on_remote(&proxy, &project),
                 Msg::FromPopover(generation, line) if app.is_current(generation) => match line {
                     ToTray::Part(part) => {
                         facts.take(part);
@@ -414,6 +415,59 @@ fn decision_loop(proxy: EventLoopProxy<Msg>, project: Arc<Mutex<Option<String>>>
             ticks = ticks.wrapping_add(1);
             std::thread::sleep(Duration::from_secs(now.interval_s.max(1)));
         }
+    });
+}
+
+/// "Continue on the remote host" (the contention notice's button), done here — no popover's
+/// process, no WebKit, while memory is short: the project the decision is judged from started,
+/// detached, on the first host its migration reached, and a notification says where; where none
+/// did, the popover opens on the Remote panel, whose wizard shows the first step missing.
+fn continue_on_remote(proxy: &EventLoopProxy<Msg>, project: &Arc<Mutex<Option<String>>>) {
+    let chosen = project.lock().map(|p| p.clone()).unwrap_or_default();
+    let proxy = proxy.clone();
+    std::thread::spawn(move || {
+        match headroom_core::jobs::remote_runs::continue_chosen(chosen.as_deref()) {
+            Ok((title, body)) => notify(&proxy, Kind::Verdict, &title, &body),
+            Err(why) => {
+                eprintln!("headroom-tray: continue on the remote host: {why}");
+                let _ = proxy.send_event(Msg::Open("remote".into()));
+            }
+        }
+    });
+}
+
+/// The runs training on remote hosts, followed every minute (`HEADROOM_APP_REMOTE_FOLLOW_S`)
+/// whether the popover is open or not: each host with runs in flight (as the ledger last saw
+/// them) is asked over ssh, what they did is mirrored into the ledger, the icon counts those
+/// still running, and a run that ended since the last look is said in a notification.
+fn follow_remote_runs(proxy: EventLoopProxy<Msg>) {
+    let every = std::env::var("HEADROOM_APP_REMOTE_FOLLOW_S")
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .map_or(Duration::from_secs(60), Duration::from_secs);
+    std::thread::spawn(move || loop {
+        match headroom_core::jobs::remote_runs::follow_up_now() {
+            Ok(f) => {
+                for (host, r) in &f.ended {
+                    let (title, body) = headroom_core::jobs::remote_runs::ended_notice(host, r);
+                    notify(&proxy, Kind::Verdict, &title, &body);
+                }
+                let line = headroom_core::menubar::RemoteLine {
+                    running: f.running.into_iter().collect(),
+                };
+                if proxy
+                    .send_event(Msg::Part(TrayPart::Remote(Some(line))))
+                    .is_err()
+                {
+                    return;
+                }
+                for (host, why) in &f.unreachable {
+                    eprintln!("headroom-tray: the runs on {host} could not be asked: {why}");
+                }
+            }
+            Err(e) => eprintln!("headroom-tray: the runs on remote hosts were not followed: {e}"),
+        }
+        std::thread::sleep(every);
     });
 }
 

@@ -426,6 +426,76 @@ pub fn follow_up(
     Ok(out)
 }
 
+/// How long a call about the runs on a host may wait for the connection.
+pub const RUNS_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// One look at the runs in flight ([`follow_up`]) with this user's ledger and host profiles:
+/// what the background follow-up of the menu bar does every minute.
+pub fn follow_up_now() -> Result<FollowUp, CoreError> {
+    let ledger = crate::jobs::open_ledger()?;
+    let hosts = crate::remote::Hosts::load()?;
+    follow_up(&ledger, &|name| hosts.get(name).ok().cloned(), RUNS_TIMEOUT)
+}
+
+/// The notification of a run on `host` that ended: how, its command, where it stood, its last
+/// line.
+pub fn ended_notice(host: &str, r: &DetachedRun) -> (String, String) {
+    (
+        format!("Headroom: the run on {host} ended {}", r.state.as_str()),
+        format!(
+            "{}: {}{}",
+            r.meta.command.join(" "),
+            r.summary(),
+            r.last_line
+                .as_deref()
+                .map_or_else(String::new, |l| format!(" · {l}"))
+        ),
+    )
+}
+
+/// "Continue on the remote host" (the contention notice's button) for `project`, the project
+/// the decision is judged from: its training started, detached, on the first host its
+/// migration reached. `Ok` is the notification that says where it went; `Err` says why it could
+/// not (no project, no host ready: the Remote panel's wizard then opens at the first step
+/// missing).
+pub fn continue_chosen(project: Option<&str>) -> Result<(String, String), String> {
+    let project = project.ok_or_else(|| "no project chosen".to_owned())?;
+    let hosts = crate::remote::Hosts::load()
+        .map_err(|e| e.to_string())?
+        .list()
+        .cloned()
+        .collect::<Vec<_>>();
+    let found = host_to_continue_on(&hosts, &|name| {
+        crate::jobs::migrate::Migration::load_or_new(name, project, None).ok()
+    });
+    let p = match found {
+        ContinueOn::Ready(p) => *p,
+        ContinueOn::NotYet { host, why } => return Err(format!("{host}: {why}")),
+        ContinueOn::Nowhere => return Err("no host has the project yet".into()),
+    };
+    let ledger = crate::jobs::open_ledger().ok();
+    let (s, batch) = continue_project(&p, project, ledger.as_ref(), RUNS_TIMEOUT)
+        .map_err(|e| format!("{}: {e}", p.name))?;
+    // Mirrored into the ledger at once: the notification names the run there and here.
+    let run = just_started(&s.meta);
+    let row = ledger.as_ref().and_then(|l| {
+        mirror_noting_ends(l, &p.name, std::slice::from_ref(&run))
+            .ok()
+            .and_then(|m| m.rows.first().copied())
+    });
+    Ok((
+        format!("Headroom: {project} continues on {}", p.name),
+        format!(
+            "`{}` runs there on {}{}, detached: it goes on if this Mac sleeps (run {}{})",
+            s.argv.join(" "),
+            s.device,
+            batch.map_or_else(String::new, |b| format!(" at {b}")),
+            s.meta.id,
+            row.map_or_else(String::new, |r| format!(", run {r} here"))
+        ),
+    ))
+}
+
 fn begin(ledger: &Ledger, host: &str, r: &DetachedRun) -> Result<i64, CoreError> {
     let command = r.meta.command.join(" ");
     let device = r
