@@ -1,10 +1,12 @@
 //! The app as `headroom-tray`'s popover (`headroom-app --popover`): the tray, its shortcut and
 //! the decision's notifications live in that small process, which starts this one when the
 //! popover is opened. Orders come in on standard input ([`ToPopover`], a line each); the tray's
-//! parts go out on standard output ([`crate::relay::to_tray`]). Once its window is gone (dropped
-//! a while after the close, [`crate::popover::keep_for`]) and no job runs — a sweep, a memory
-//! job, a screen tunnel —, the process ends, and WebKit's processes with it: a closed Headroom
-//! is then the tray process alone.
+//! parts go out on standard output ([`crate::relay::to_tray`]). The jobs the panels start — a
+//! sweep, a memory job, a screen tunnel — are orders to the tray, which runs them and sends
+//! their snapshots back as lines ([`crate::mirror`]). Once its window is gone (dropped a while
+//! after the close, [`crate::popover::keep_for`]) the process ends — a hand-off ordered from
+//! here still under way keeps it until done —, and WebKit's processes with it: a closed
+//! Headroom is then the tray process alone, whatever runs.
 
 use std::io::BufRead as _;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -56,7 +58,8 @@ pub fn become_the_tray_when_started_plain() {
 /// How often the idle check looks.
 const IDLE_EVERY: Duration = Duration::from_millis(500);
 
-/// Whether a job of this app runs now: the process must live on without its window.
+/// Whether a job of this process runs now: the process must live on without its window. Under
+/// the tray only a hand-off can (the jobs are the tray's); the slots count for the app alone.
 pub fn busy<R: Runtime>(app: &AppHandle<R>) -> bool {
     app.state::<crate::sweep::SweepSlot>().running()
         || app.state::<crate::memory::MemorySlot>().running()
