@@ -4,9 +4,9 @@
 //! parts go out on standard output ([`crate::relay::to_tray`]). The jobs the panels start — a
 //! sweep, a memory job, a screen tunnel — are orders to the tray, which runs them and sends
 //! their snapshots back as lines ([`crate::mirror`]). Once its window is gone (dropped a while
-//! after the close, [`crate::popover::keep_for`]) the process ends — a hand-off ordered from
-//! here still under way keeps it until done —, and WebKit's processes with it: a closed
-//! Headroom is then the tray process alone, whatever runs.
+//! after the close, [`crate::popover::keep_for`]) the process ends, and WebKit's processes with
+//! it: a closed Headroom is then the tray process alone, whatever runs (the tray hands the
+//! training over to a remote host itself too).
 
 use std::io::BufRead as _;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,7 +59,7 @@ pub fn become_the_tray_when_started_plain() {
 const IDLE_EVERY: Duration = Duration::from_millis(500);
 
 /// Whether a job of this process runs now: the process must live on without its window. Under
-/// the tray only a hand-off can (the jobs are the tray's); the slots count for the app alone.
+/// the tray none does (the jobs are the tray's); this counts for the app run alone.
 pub fn busy<R: Runtime>(app: &AppHandle<R>) -> bool {
     app.state::<crate::sweep::SweepSlot>().running()
         || app.state::<crate::memory::MemorySlot>().running()
@@ -86,8 +86,8 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
             .start_with(Some(p));
     }
     let tray_gone = Arc::new(AtomicBool::new(false));
-    // Set once an order was carried out: a hand-off started without a window ends the process
-    // once done, like a window closed.
+    // Set once an order was carried out: until then a process with no window yet is starting,
+    // not closed.
     let ordered = Arc::new(AtomicBool::new(false));
     let (handle, gone, done) = (app.clone(), tray_gone.clone(), ordered.clone());
     std::thread::spawn(move || {
@@ -126,7 +126,6 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
                     ToPopover::Show(None) => crate::show_popover(&h),
                     ToPopover::Show(Some(panel)) => crate::show_popover_on(&h, &panel),
                     ToPopover::Toggle => crate::desktop::toggle_popover(&h),
-                    ToPopover::Continue => crate::handoff::continue_on_remote(&h),
                     ToPopover::Quit => h.exit(0),
                     ToPopover::Sweep(_)
                     | ToPopover::SweepStarted(_)
@@ -134,7 +133,6 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
                     | ToPopover::MemoryStarted(_)
                     | ToPopover::ScreenOpened(_) => {}
                 }
-                // After the order: a hand-off is counted as under way by now.
                 done.store(true, Ordering::SeqCst);
             });
         }

@@ -391,7 +391,7 @@ impl ToTray {
 }
 
 /// What the tray process tells the popover's process on its standard input, a line each:
-/// `show`, `show PANEL`, `toggle`, `continue`, `quit`, and the tray's sweep as `sweep JSON` (its
+/// `show`, `show PANEL`, `toggle`, `quit`, and the tray's sweep as `sweep JSON` (its
 /// snapshot at each change) and `sweep-started JSON` (the answer to [`ToTray::Sweep`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToPopover {
@@ -399,9 +399,6 @@ pub enum ToPopover {
     Show(Option<String>),
     /// Show it, or hide it when it shows (the tray icon's click, the shortcut).
     Toggle,
-    /// The contention notice's "Continue on the remote host": the chosen project's training
-    /// started there, detached (the popover opens only where that cannot be done yet).
-    Continue,
     /// End (the tray's Quit).
     Quit,
     /// The sweep the tray runs (or ran last), as it stands now.
@@ -453,7 +450,6 @@ impl ToPopover {
             Self::Show(None) => "show".into(),
             Self::Show(Some(p)) => format!("show {p}"),
             Self::Toggle => "toggle".into(),
-            Self::Continue => "continue".into(),
             Self::Quit => "quit".into(),
             Self::Sweep(s) => json("sweep", s),
             Self::SweepStarted(r) => json("sweep-started", &Started::of(r)),
@@ -488,7 +484,6 @@ impl ToPopover {
                 Self::Show(Some(p.to_owned()))
             }
             ("toggle", None) => Self::Toggle,
-            ("continue", None) => Self::Continue,
             ("quit", None) => Self::Quit,
             _ => return None,
         };
@@ -756,7 +751,6 @@ mod tests {
             ToPopover::Show(None),
             ToPopover::Show(Some("readiness".into())),
             ToPopover::Toggle,
-            ToPopover::Continue,
             ToPopover::Quit,
             ToPopover::Sweep(Box::new(crate::jobs::live::SweepSnapshot {
                 running: true,
