@@ -2612,6 +2612,98 @@ fn the_tray_process_starts_the_popover_on_open_and_is_alone_once_it_is_closed() 
     }
 }
 
+/// The contention notice's "Continue on the remote host", clicked with the popover closed: the
+/// tray hands the training over itself — no popover's process, no WebKit, at the moment memory is
+/// short. With no project chosen there is nothing to hand over: the tray says why and opens the
+/// popover on the Remote panel (whose wizard shows what is missing).
+#[test]
+#[ignore = "needs Xvfb, a D-Bus session and dunst: run scripts/e2e.sh"]
+fn the_tray_hands_the_training_over_itself_from_the_contention_notice() {
+    let home = tempfile::tempdir().expect("temp HEADROOM_HOME");
+    let user_home = tempfile::tempdir().expect("a HOME");
+    // Thresholds any share of RAM crosses, a stand-in named like Zoom holding memory, and
+    // samples every second.
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[contention]\napps_share = 0.0\nreserve_share = 1.0\ninterval_s = 1\n",
+    )
+    .expect("config");
+    let bin = tempfile::tempdir().expect("bin dir");
+    let python =
+        std::fs::canonicalize(env_path("HEADROOM_E2E_VENV").join("bin/python")).expect("python");
+    std::os::unix::fs::symlink(&python, bin.path().join("zoom.us")).expect("symlink");
+    let _zoom = Killed(
+        Command::new(bin.path().join("zoom.us"))
+            .args(["-c", "import time\nb = bytearray(200 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\ntime.sleep(120)\n"])
+            .spawn()
+            .expect("start the zoom.us stand-in"),
+    );
+    let dunst = Dunst::picking("Continue on the remote host");
+    struct Tray(Child);
+    impl Drop for Tray {
+        fn drop(&mut self) {
+            for (p, _) in descendants(self.0.id()) {
+                let _ = Command::new("kill").arg(p.to_string()).status();
+            }
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut tray = Tray(
+        Command::new(env_path("HEADROOM_E2E_TRAY"))
+            .env("HEADROOM_HOME", home.path())
+            .env("HEADROOM_SSH_DIR", home.path().join("ssh"))
+            .env("HEADROOM_BIN", env_path("HEADROOM_E2E_WORKER"))
+            .env("HEADROOM_TRAY_PREWARM", "0")
+            .env("VIRTUAL_ENV", env_path("HEADROOM_E2E_VENV"))
+            .env("HOME", user_home.path())
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("HEADROOM_APP_OPEN")
+            .env_remove("HEADROOM_TRAY_OPEN")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start headroom-tray"),
+    );
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let err = tray.0.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for l in BufReader::new(err).lines().map_while(Result::ok) {
+            eprintln!("tray: {l}");
+            let _ = tx.send(l);
+        }
+    });
+    let wait_line = |what: &str, secs: u64| -> String {
+        let until = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(l) if l.contains(what) => return l,
+                Ok(_) => {}
+                Err(_) => panic!("headroom-tray did not say {what:?} within {secs} s"),
+            }
+        }
+    };
+    wait_line("headroom-tray: ready", 30);
+    let said = wait_line("headroom-tray: notification: ", 60);
+    assert!(said.contains("memory contention"), "{said}");
+    assert!(
+        !descendants(tray.0.id())
+            .iter()
+            .any(|(_, c)| c == "headroom-app"),
+        "a popover's process before any open"
+    );
+    assert!(!popover_shown(), "no window before the click");
+    // The notification's button, as a user clicks it in dunst's menu.
+    let menu = dunst.click_remote_button();
+    assert!(menu.contains("Continue on the remote host"), "{menu}");
+    let why = wait_line("headroom-tray: continue on the remote host: ", 30);
+    assert!(why.ends_with("no project chosen"), "{why}");
+    // Nothing to hand over: the popover opens, on the Remote panel.
+    wait_shown(true, 30, "the hand-off with no project");
+    wait_line("headroom-app: page loaded", 30);
+}
+
 /// The icon itself, in a real X system tray (`trayer`): libayatana-appindicator, with no
 /// StatusNotifierWatcher on the bus, embeds it there as an XEmbed status icon — and the tray
 /// then says nothing about a missing icon.
