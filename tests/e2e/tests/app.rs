@@ -123,37 +123,9 @@ impl Attached {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start WebKitWebDriver");
-        if let Some(err) = child.stderr.take() {
-            std::thread::spawn(move || {
-                for l in BufReader::new(err).lines().map_while(Result::ok) {
-                    eprintln!("WebKitWebDriver: {l}");
-                }
-            });
-        }
-        let base = format!("http://127.0.0.1:{port}");
-        let until = Instant::now() + Duration::from_secs(30);
-        while ureq::get(&format!("{base}/status")).call().is_err() {
-            assert!(
-                Instant::now() < until,
-                "WebKitWebDriver did not answer on {base}"
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        let v = request(
-            "POST",
-            &format!("{base}/session"),
-            Some(&json!({"capabilities": {"alwaysMatch": {}}})),
-        );
-        let id = v["value"]["sessionId"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no session id in {v}"))
-            .to_owned();
-        Self {
-            child,
-            session: Session {
-                base: format!("{base}/session/{id}"),
-            },
-        }
+        let base = serving(&mut child, "WebKitWebDriver", port);
+        let session = Session::create(&base, &json!({"capabilities": {"alwaysMatch": {}}}));
+        Self { child, session }
     }
 }
 
@@ -168,13 +140,18 @@ impl Session {
         let caps = json!({"capabilities": {"alwaysMatch": {
             "tauri:options": {"application": bin.display().to_string(), "args": args}
         }}});
-        let v = request("POST", &format!("{}/session", driver.base), Some(&caps));
+        Self::create(&driver.base, &caps)
+    }
+
+    /// A new session of the WebDriver server at `base`, with `caps`.
+    fn create(base: &str, caps: &Value) -> Self {
+        let v = request("POST", &format!("{base}/session"), Some(caps));
         let id = v["value"]["sessionId"]
             .as_str()
             .unwrap_or_else(|| panic!("no session id in {v}"))
             .to_owned();
         Self {
-            base: format!("{}/session/{id}", driver.base),
+            base: format!("{base}/session/{id}"),
         }
     }
 
@@ -624,6 +601,25 @@ fn start_driver(home: &Path) -> Driver {
     start_driver_with(home, &[])
 }
 
+/// The WebDriver server `child` (named `name` in its log lines) once it answers on `port`: its
+/// log kept flowing (a full pipe would stall it) and visible on failure; its base URL.
+fn serving(child: &mut Child, name: &'static str, port: u16) -> String {
+    if let Some(err) = child.stderr.take() {
+        std::thread::spawn(move || {
+            for l in BufReader::new(err).lines().map_while(Result::ok) {
+                eprintln!("{name}: {l}");
+            }
+        });
+    }
+    let base = format!("http://127.0.0.1:{port}");
+    let until = Instant::now() + Duration::from_secs(30);
+    while ureq::get(&format!("{base}/status")).call().is_err() {
+        assert!(Instant::now() < until, "{name} did not answer on {base}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    base
+}
+
 /// tauri-driver (and so the app) with more of its environment set: `HOME` for a test that
 /// reads what the app writes there. Otherwise `HOME` is a fresh temporary folder (not in
 /// `home`, which a test may make read-only), so that no test touches the real one (the app's
@@ -653,23 +649,7 @@ fn start_driver_with(home: &Path, env: &[(&str, &Path)]) -> Driver {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start tauri-driver");
-    // Keep its log flowing (a full pipe would stall it) and visible on failure.
-    if let Some(err) = child.stderr.take() {
-        std::thread::spawn(move || {
-            for l in BufReader::new(err).lines().map_while(Result::ok) {
-                eprintln!("tauri-driver: {l}");
-            }
-        });
-    }
-    let base = format!("http://127.0.0.1:{port}");
-    let until = Instant::now() + Duration::from_secs(30);
-    while ureq::get(&format!("{base}/status")).call().is_err() {
-        assert!(
-            Instant::now() < until,
-            "tauri-driver did not answer on {base}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let base = serving(&mut child, "tauri-driver", port);
     Driver {
         child,
         base,
