@@ -258,34 +258,39 @@ pub use headroom_model::samples::MemoryReading;
 /// Reads `pid`'s memory and its tree's; `None` once the process is gone.
 pub fn read_memory(pid: u32, t: f64) -> Option<MemoryReading> {
     let (own, peak) = crate::sysmem::pid_rss_and_peak(pid)?;
-    let tree = process_tree(pid);
-    let tree_bytes: u64 = tree
-        .iter()
-        .filter_map(|p| {
-            if *p == pid {
-                Some(own)
-            } else {
-                crate::sysmem::pid_rss(*p)
-            }
-        })
-        .sum();
-    let pss: Vec<(u32, u64)> = tree
-        .iter()
-        .filter_map(|p| crate::sysmem::pid_pss(*p).map(|v| (*p, v)))
-        .collect();
-    let all_pss = pss.len() == tree.len();
-    let children_bytes = (tree.len() > 1).then(|| {
-        if all_pss {
-            pss.iter().filter(|(p, _)| *p != pid).map(|(_, v)| v).sum()
+    // Each process of the tree with its resident bytes and its PSS. A descendant that ended
+    // between the listing and its reads (a DataLoader worker at a pass's end, a subprocess) is
+    // left out, rather than costing the whole tree its PSS.
+    let mut tree: Vec<(u32, u64, Option<u64>)> = Vec::new();
+    for p in process_tree(pid) {
+        let rss = if p == pid {
+            own
         } else {
-            tree_bytes.saturating_sub(own)
+            match crate::sysmem::pid_rss(p) {
+                Some(v) => v,
+                None => continue,
+            }
+        };
+        let pss = crate::sysmem::pid_pss(p);
+        if pss.is_none() && p != pid && crate::sysmem::pid_rss(p).is_none() {
+            continue;
+        }
+        tree.push((p, rss, pss));
+    }
+    let tree_bytes: u64 = tree.iter().map(|(_, rss, _)| rss).sum();
+    let tree_pss: Option<u64> = tree.iter().map(|(_, _, pss)| *pss).sum();
+    let children_bytes = (tree.len() > 1).then(|| {
+        let others = tree.iter().filter(|(p, _, _)| *p != pid);
+        match others.clone().map(|(_, _, pss)| *pss).sum::<Option<u64>>() {
+            Some(pss) if tree_pss.is_some() => pss,
+            _ => others.map(|(_, rss, _)| rss).sum(),
         }
     });
     Some(MemoryReading {
         t,
         process_bytes: own,
         tree_bytes,
-        tree_pss_bytes: all_pss.then(|| pss.iter().map(|(_, v)| v).sum()),
+        tree_pss_bytes: tree_pss,
         processes: u32::try_from(tree.len()).unwrap_or(u32::MAX),
         children_bytes,
         process_peak_bytes: peak,
@@ -427,6 +432,31 @@ mod tests {
         assert_eq!(batch_from_args(&args("python train.py --bs 8")), Some(8));
         assert_eq!(batch_from_args(&args("python train.py -b 16")), Some(16));
         assert_eq!(batch_from_args(&args("python train.py --epochs 3")), None);
+    }
+
+    /// A child that has ended but is not yet reaped (a DataLoader worker at a pass's end) is
+    /// listed among the children and has no memory left to read: it is left out, and the tree
+    /// keeps its PSS.
+    #[test]
+    fn an_ended_child_costs_the_tree_nothing() {
+        if !cfg!(target_os = "linux") {
+            return;
+        }
+        let mut child = std::process::Command::new("true").spawn().expect("true");
+        let stat = format!("/proc/{}/stat", child.id());
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !std::fs::read_to_string(&stat).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        }) {
+            assert!(std::time::Instant::now() < until, "the child did not end");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(process_tree(std::process::id()).contains(&child.id()));
+        let r = read_memory(std::process::id(), 0.0).expect("this process");
+        assert!(r.tree_pss_bytes.is_some(), "{r:?}");
+        child.wait().expect("reap");
     }
 
     #[test]
