@@ -78,13 +78,13 @@ pub fn should_end(ordered: bool, window_now: bool, tray_gone: bool, busy: bool) 
 pub fn start<R: Runtime>(app: &AppHandle<R>) {
     crate::relay::set_external();
     // The project the tray judges from, so the panels open on it (`HEADROOM_APP_PROJECT`).
-    if let Some(p) = std::env::var("HEADROOM_APP_PROJECT")
-        .ok()
-        .filter(|p| !p.is_empty())
-    {
-        app.state::<crate::overview::OverviewSlot>()
-            .start_with(Some(p));
-    }
+    // The tray's choice stands, none included (this process read the remembered one at its
+    // start, which the tray may have moved from since).
+    app.state::<crate::overview::OverviewSlot>().start_with(
+        std::env::var("HEADROOM_APP_PROJECT")
+            .ok()
+            .filter(|p| !p.is_empty()),
+    );
     let tray_gone = Arc::new(AtomicBool::new(false));
     // Set once an order was carried out: until then a process with no window yet is starting,
     // not closed.

@@ -121,7 +121,7 @@ fn main() {
         .manage(memory::TrayMemory::default())
         .manage(remote::TrayScreen::default())
         .manage(memory::MemorySlot::default())
-        .manage(overview::OverviewSlot::default())
+        .manage(overview::OverviewSlot::remembered())
         .manage(remote::VncSlot::default())
         .manage(desktop::DesktopState::default())
         .manage(popover::Hides::default())

@@ -44,10 +44,19 @@ impl OverviewSlot {
     /// snapshot is dropped — it must not be shown as if it were the new project's — and the tray
     /// forgets its decision until the next one.
     pub fn choose<R: Runtime>(&self, app: &AppHandle<R>, project: Option<String>) {
+        headroom_core::project::remember_chosen(project.as_deref());
         *lock(&self.project) = project.clone();
         *lock(&self.latest) = None;
         crate::relay::to_tray(&headroom_core::menubar::ToTray::Project(project));
         crate::tray::tell(app, TrayPart::Decision(None));
+    }
+
+    /// Judged from the project chosen last time Headroom ran (the app run alone).
+    pub fn remembered() -> Self {
+        Self {
+            project: Mutex::new(headroom_core::project::chosen()),
+            ..Self::default()
+        }
     }
 
     /// Starts judged from `project` (the tray process's choice, for a new popover process):

@@ -148,7 +148,9 @@ fn main() {
     let set_here = if gl_set_here { vec!["GDK_GL"] } else { vec![] };
     #[cfg(not(target_os = "linux"))]
     let set_here = vec![];
-    let project = Arc::new(Mutex::new(None::<String>));
+    // The project chosen in the popover last time (kept in Headroom's folder): the decision is
+    // judged from it and the contention notice hands it over before any popover opens.
+    let project = Arc::new(Mutex::new(headroom_core::project::chosen()));
     let sweep = Arc::new(SweepSlot::default());
     let memory = Arc::new(MemorySlot::default());
     // The tunnel to a host's screen (Open VNC), until Close tunnel or Quit.

@@ -2595,7 +2595,9 @@ fn the_tray_process_starts_the_popover_on_open_and_is_alone_once_it_is_closed() 
 /// The contention notice's "Continue on the remote host", clicked with the popover closed: the
 /// tray hands the training over itself — no popover's process, no WebKit, at the moment memory is
 /// short. With no project chosen there is nothing to hand over: the tray says why and opens the
-/// popover on the Remote panel (whose wizard shows what is missing).
+/// popover on the Remote panel (whose wizard shows what is missing). The popover's page picks the
+/// user's project; a new tray (after a login, a Quit) judges from that project and hands *it*
+/// over — here to no host yet, which it says — without a popover opened first.
 #[test]
 #[ignore = "needs Xvfb, a D-Bus session and dunst: run scripts/e2e.sh"]
 fn the_tray_hands_the_training_over_itself_from_the_contention_notice() {
@@ -2618,6 +2620,23 @@ fn the_tray_hands_the_training_over_itself_from_the_contention_notice() {
             .spawn()
             .expect("start the zoom.us stand-in"),
     );
+    // The user's project, added from the command line: no popover has picked it yet.
+    let project_dir = tempfile::tempdir().expect("project dir");
+    std::fs::write(project_dir.path().join("train.py"), "print('training')\n").expect("train.py");
+    let added = Command::new(env_path("HEADROOM_E2E_WORKER"))
+        .args(["project", "add", "mlp", "--dir"])
+        .arg(project_dir.path())
+        .arg("--python")
+        .arg(&python)
+        .args(["--", "python", "train.py", "--batch-size", "{batch}"])
+        .env("HEADROOM_HOME", home.path())
+        .output()
+        .expect("headroom project add");
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
     let dunst = Dunst::picking("Continue on the remote host");
     struct Tray(Child);
     impl Drop for Tray {
@@ -2629,31 +2648,34 @@ fn the_tray_hands_the_training_over_itself_from_the_contention_notice() {
             let _ = self.0.wait();
         }
     }
-    let mut tray = Tray(
-        Command::new(env_path("HEADROOM_E2E_TRAY"))
-            .env("HEADROOM_HOME", home.path())
-            .env("HEADROOM_SSH_DIR", home.path().join("ssh"))
-            .env("HEADROOM_BIN", env_path("HEADROOM_E2E_WORKER"))
-            .env("HEADROOM_TRAY_PREWARM", "0")
-            .env("VIRTUAL_ENV", env_path("HEADROOM_E2E_VENV"))
-            .env("HOME", user_home.path())
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("HEADROOM_APP_OPEN")
-            .env_remove("HEADROOM_TRAY_OPEN")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start headroom-tray"),
-    );
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let err = tray.0.stderr.take().expect("stderr");
-    std::thread::spawn(move || {
-        for l in BufReader::new(err).lines().map_while(Result::ok) {
-            eprintln!("tray: {l}");
-            let _ = tx.send(l);
-        }
-    });
-    let wait_line = |what: &str, secs: u64| -> String {
+    let start_tray = || {
+        let mut tray = Tray(
+            Command::new(env_path("HEADROOM_E2E_TRAY"))
+                .env("HEADROOM_HOME", home.path())
+                .env("HEADROOM_SSH_DIR", home.path().join("ssh"))
+                .env("HEADROOM_BIN", env_path("HEADROOM_E2E_WORKER"))
+                .env("HEADROOM_TRAY_PREWARM", "0")
+                .env("VIRTUAL_ENV", env_path("HEADROOM_E2E_VENV"))
+                .env("HOME", user_home.path())
+                .env_remove("XDG_CONFIG_HOME")
+                .env_remove("HEADROOM_APP_OPEN")
+                .env_remove("HEADROOM_TRAY_OPEN")
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start headroom-tray"),
+        );
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        let err = tray.0.stderr.take().expect("stderr");
+        std::thread::spawn(move || {
+            for l in BufReader::new(err).lines().map_while(Result::ok) {
+                eprintln!("tray: {l}");
+                let _ = tx.send(l);
+            }
+        });
+        (tray, rx)
+    };
+    let wait_line = |rx: &std::sync::mpsc::Receiver<String>, what: &str, secs: u64| -> String {
         let until = Instant::now() + Duration::from_secs(secs);
         loop {
             let left = until.saturating_duration_since(Instant::now());
@@ -2664,8 +2686,9 @@ fn the_tray_hands_the_training_over_itself_from_the_contention_notice() {
             }
         }
     };
-    wait_line("headroom-tray: ready", 30);
-    let said = wait_line("headroom-tray: notification: ", 60);
+    let (tray, rx) = start_tray();
+    wait_line(&rx, "headroom-tray: ready", 30);
+    let said = wait_line(&rx, "headroom-tray: notification: ", 60);
     assert!(said.contains("memory contention"), "{said}");
     assert!(
         !descendants(tray.0.id())
@@ -2677,11 +2700,41 @@ fn the_tray_hands_the_training_over_itself_from_the_contention_notice() {
     // The notification's button, as a user clicks it in dunst's menu.
     let menu = dunst.click_remote_button();
     assert!(menu.contains("Continue on the remote host"), "{menu}");
-    let why = wait_line("headroom-tray: continue on the remote host: ", 30);
+    let why = wait_line(&rx, "headroom-tray: continue on the remote host: ", 30);
     assert!(why.ends_with("no project chosen"), "{why}");
     // Nothing to hand over: the popover opens, on the Remote panel.
     wait_shown(true, 30, "the hand-off with no project");
-    wait_line("headroom-app: page loaded", 30);
+    wait_line(&rx, "headroom-app: page loaded", 30);
+    // Its page picks the user's project (the only one), which Headroom keeps.
+    let kept = home.path().join("popover/chosen-project.json");
+    let until = Instant::now() + Duration::from_secs(15);
+    while std::fs::read_to_string(&kept).map_or(true, |k| k.trim() != "\"mlp\"") {
+        assert!(
+            Instant::now() < until,
+            "the project picked was not kept: {:?}",
+            std::fs::read_to_string(&kept)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // A new tray, as after a login: no popover opened, the project is the one picked before.
+    drop(tray);
+    wait_shown(false, 10, "the popover gone with its tray");
+    std::fs::remove_file(dunst.dir.path().join("menu.txt")).expect("the first menu");
+    let (tray, rx) = start_tray();
+    wait_line(&rx, "headroom-tray: ready", 30);
+    let said = wait_line(&rx, "headroom-tray: notification: ", 60);
+    assert!(said.contains("memory contention"), "{said}");
+    assert!(
+        !descendants(tray.0.id())
+            .iter()
+            .any(|(_, c)| c == "headroom-app"),
+        "a popover's process before any open"
+    );
+    let menu = dunst.click_remote_button();
+    assert!(menu.contains("Continue on the remote host"), "{menu}");
+    let why = wait_line(&rx, "headroom-tray: continue on the remote host: ", 30);
+    assert!(why.ends_with("no host has the project yet"), "{why}");
+    wait_shown(true, 30, "the hand-off with no host");
 }
 
 /// The icon itself, in a real X system tray (`trayer`): libayatana-appindicator, with no

@@ -64,6 +64,12 @@ pub const SPECULATED_GAIN: f64 = 0.10;
 /// of the probe's: a probe only has to land between its neighbours (see [`Planner::accepts`]).
 pub const PROBE_SLACK: f64 = 0.2;
 
+/// The most a noisy point's ± share widens the bar a batch above it must clear to count as
+/// faster ([`Planner::noisy`]). On the H200, resnet50 with 12 DataLoader workers: 281 read 1880
+/// samples/s (±18.6 %, eight timed steps) where two other sweeps read 2120; 588 at 2095 looked
+/// 11 % faster, so a probe at 850 ran (31 s, 1944) and the sweep took 89 s instead of ~45.
+pub const NOISE_CREDIT: f64 = 0.10;
+
 /// Throughput that grew at least this share of the batch's growth (×1.8 for a doubling) counts as
 /// proportional to the batch: the step time is flat, the range is launch-bound.
 pub const LINEAR_SCALING: f64 = 0.9;
@@ -116,6 +122,8 @@ struct Outcome {
     status: PointStatus,
     peak: Option<u64>,
     samples_per_s: Option<f64>,
+    /// How far its throughput is known (± share), where that is wider than a figure to trust.
+    noise: Option<f64>,
 }
 
 /// The planner's state for one sweep.
@@ -188,9 +196,19 @@ impl Planner {
             status,
             peak,
             samples_per_s,
+            noise: None,
         });
         if status == PointStatus::Error {
             self.done = Some(Limit::Error);
+        }
+    }
+
+    /// Says that the throughput recorded for `batch` is known only within ± `share` (a costly
+    /// point's few timed steps varied): a batch above it that gains less than that noise and the
+    /// knee's share together has not shown that it buys speed (see [`Planner::bent`]).
+    pub fn noisy(&mut self, batch: u32, share: f64) {
+        if let Some(o) = self.outcomes.iter_mut().rev().find(|o| o.batch == batch) {
+            o.noise = Some(share.clamp(0.0, NOISE_CREDIT));
         }
     }
 
@@ -520,17 +538,20 @@ impl Planner {
     }
 
     /// Whether the largest fitting batch `top` bought no speed worth its memory: it is not
-    /// [`KNEE_SHARE`] faster than the best batch below it, so the knee lies below and `top`
-    /// bounds it from above.
+    /// [`KNEE_SHARE`] faster than the best batch below it (that batch's figure raised by its
+    /// noise, [`Planner::noisy`]), so the knee lies below and `top` bounds it from above.
     fn bent(&self, top: u32) -> bool {
         let ok = self.throughputs();
         let Some(at_top) = ok.iter().find(|o| o.0 == top).map(|o| o.1) else {
             return false;
         };
-        let best_below = ok
+        // The best below, up to what its noise allows: a batch no faster than a noisy point's
+        // figure could be has not shown a gain.
+        let best_below = self
+            .outcomes
             .iter()
-            .filter(|o| o.0 < top)
-            .map(|o| o.1)
+            .filter(|o| o.status == PointStatus::Ok && o.batch < top)
+            .filter_map(|o| o.samples_per_s.map(|s| s * (1.0 + o.noise.unwrap_or(0.0))))
             .fold(f64::NAN, f64::max);
         !best_below.is_nan() && at_top * KNEE_SHARE < best_below
     }

@@ -427,6 +427,9 @@ pub fn run_script_sweep(
             p.peak_bytes.filter(|_| measured),
             p.samples_per_s,
         );
+        if let Some(share) = p.noisy_share() {
+            planner.noisy(batch, share);
+        }
         add_point(ledger, run_id, &mut out.sweep, p, on)?;
         if interrupted {
             break Limit::Error;

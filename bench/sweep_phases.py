@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Where a built-in sweep's wall time goes outside its steps, with the conditions sampler on and
+off (issue 42): `headroom sweep --json` run in pairs, each run's phases timed from outside —
+the command's start to its worker's start, the worker's life, the worker's end to the answer on
+stdout, and the answer to the command's exit — the worker found by polling the command's
+children every millisecond.
+
+    python3 bench/sweep_phases.py --headroom dist/headroom --pairs 6 --out DIR
+"""
+import argparse, json, os, statistics, subprocess, threading, time
+
+
+def children(pid):
+    out = []
+    try:
+        for t in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{t}/children") as f:
+                    out += [int(c) for c in f.read().split()]
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return out
+
+
+def one(hr, mode, batches, device):
+    env = dict(os.environ, HEADROOM_CONDITIONS=mode)
+    t0 = time.perf_counter()
+    p = subprocess.Popen([hr, "sweep", "--device", device, "--workload", "cnn", "--batches", batches, "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    seen = {}
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            now = time.perf_counter() - t0
+            kids = children(p.pid)
+            for k in kids:
+                seen.setdefault(k, [now, now])[1] = now
+            for k, v in seen.items():
+                if k not in kids and len(v) == 2:
+                    v.append(now)  # first moment it was no longer a child
+            time.sleep(0.001)
+
+    th = threading.Thread(target=watch, daemon=True)
+    th.start()
+    first = p.stdout.read(1)
+    t_answer = time.perf_counter() - t0
+    rest = first + p.stdout.read()
+    p.wait()
+    t_exit = time.perf_counter() - t0
+    done.set()
+    th.join()
+    doc = json.loads(rest)
+    steps = sum(pt.get("steps_s") or 0 for pt in doc.get("points", []))
+    worker = max(seen.values(), key=lambda v: v[1] - v[0]) if seen else [float("nan")] * 3
+    w_end = worker[2] if len(worker) > 2 else worker[1]
+    return {"mode": mode, "wall": t_exit, "to_worker": worker[0], "worker": w_end - worker[0],
+            "worker_end_to_answer": t_answer - w_end, "answer_to_exit": t_exit - t_answer, "steps": steps,
+            "first_steps": sum(pt.get("first_step_s") or 0 for pt in doc.get("points", []))}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--headroom", default="dist/headroom")
+    ap.add_argument("--pairs", type=int, default=6)
+    ap.add_argument("--batches", default="256,1024,4096")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--out", default="")
+    a = ap.parse_args()
+    rows = []
+    for i in range(a.pairs):
+        for mode in ("on", "off"):
+            r = one(a.headroom, mode, a.batches, a.device)
+            rows.append(r)
+            print(json.dumps(r), flush=True)
+    keys = ["wall", "to_worker", "worker", "worker_end_to_answer", "answer_to_exit", "steps", "first_steps"]
+    print("| phase (s, median) | on | off | on − off |")
+    print("|---|---:|---:|---:|")
+    for k in keys:
+        on = statistics.median(r[k] for r in rows if r["mode"] == "on")
+        off = statistics.median(r[k] for r in rows if r["mode"] == "off")
+        print(f"| {k} | {on:.3f} | {off:.3f} | {on - off:+.3f} |")
+    if a.out:
+        os.makedirs(a.out, exist_ok=True)
+        with open(os.path.join(a.out, "sweep_phases.json"), "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
