@@ -67,21 +67,22 @@ def main():
     ap.add_argument("--pairs", type=int, default=6)
     ap.add_argument("--batches", default="256,1024,4096")
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--modes", default="on,off", help="HEADROOM_CONDITIONS values, in turn (coarse: no polling)")
     ap.add_argument("--out", default="")
     a = ap.parse_args()
     rows = []
     for i in range(a.pairs):
-        for mode in ("on", "off"):
+        for mode in a.modes.split(","):
             r = one(a.headroom, mode, a.batches, a.device)
             rows.append(r)
             print(json.dumps(r), flush=True)
     keys = ["wall", "to_worker", "worker", "worker_end_to_answer", "answer_to_exit", "steps", "first_steps"]
-    print("| phase (s, median) | on | off | on − off |")
-    print("|---|---:|---:|---:|")
+    modes = a.modes.split(",")
+    print("| phase (s, median) | " + " | ".join(modes) + " |")
+    print("|---|" + "---:|" * len(modes))
     for k in keys:
-        on = statistics.median(r[k] for r in rows if r["mode"] == "on")
-        off = statistics.median(r[k] for r in rows if r["mode"] == "off")
-        print(f"| {k} | {on:.3f} | {off:.3f} | {on - off:+.3f} |")
+        med = [statistics.median(r[k] for r in rows if r["mode"] == m) for m in modes]
+        print(f"| {k} | " + " | ".join(f"{v:.3f}" for v in med) + " |")
     if a.out:
         os.makedirs(a.out, exist_ok=True)
         with open(os.path.join(a.out, "sweep_phases.json"), "w") as f:

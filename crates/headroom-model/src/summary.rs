@@ -7,7 +7,7 @@ use crate::planner::Limit;
 use crate::protocol::{Point, PointStatus, SweepSummary};
 use crate::stats::sig3;
 
-pub use crate::planner::KNEE_SHARE;
+pub use crate::planner::{KNEE_SHARE, NOISE_CREDIT};
 
 /// One batch measured on an accelerator and on the CPU: the speed-up the decision rules use.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -85,11 +85,15 @@ pub fn summarize(points: &[Point], limit: Limit, budget: u64) -> SweepSummary {
     let ok: Vec<&Point> = measured(points);
     let sps = |p: &Point| p.samples_per_s.unwrap_or(0.0);
     let best = ok.iter().copied().max_by(|a, b| sps(a).total_cmp(&sps(b)));
+    // A noisy point counts as within the knee's share of the best when its figure, raised by
+    // its own noise (at most NOISE_CREDIT), reaches it: as the planner judges a batch above it
+    // (`Planner::bent`), so a sweep that stopped on that judgement names the same knee.
+    let credit = |p: &Point| p.noisy_share().map_or(0.0, |c| c.min(NOISE_CREDIT));
     let knee = best.and_then(|b| {
         let floor = sps(b) * KNEE_SHARE;
         ok.iter()
             .copied()
-            .filter(|p| sps(p) >= floor)
+            .filter(|p| sps(p) * (1.0 + credit(p)) >= floor)
             .min_by_key(|p| p.batch)
     });
     let max_fit = ok.iter().map(|p| p.batch).max();
@@ -123,6 +127,22 @@ pub fn summarize(points: &[Point], limit: Limit, budget: u64) -> SweepSummary {
                 sig3(sps(b)),
                 peak_text(b),
                 format_bytes(budget)
+            ),
+        ),
+        (Some(b), Some(k)) if sps(k) < sps(b) * KNEE_SHARE => (
+            Some(k.batch),
+            format!(
+                "batch {} reaches {} samples/s, known only within ±{:.0} %: within its noise \
+                 of {:.0}% of the best ({} at batch {}), and peaks at {} instead of {}: \
+                 the larger batches bought no speed its figure can tell apart",
+                k.batch,
+                sig3(sps(k)),
+                k.noisy_share().unwrap_or(0.0) * 100.0,
+                (1.0 - KNEE_SHARE) * 100.0,
+                sig3(sps(b)),
+                b.batch,
+                peak_text(k),
+                peak_text(b)
             ),
         ),
         (Some(b), Some(k)) => (
@@ -565,6 +585,43 @@ mod tests {
         p.samples_per_s = Some(sps);
         p.peak_bytes = Some(peak);
         p
+    }
+
+    /// The H200's first sweep of 2026-12-06: 281 read 1880 samples/s over eight steps that
+    /// varied 27 % (±18.6 %), 588 2095. Within its noise 281 is as good as 95 % of 588 — the
+    /// knee the two quieter sweeps found (2120 against 2155) — and the answer says how it knows.
+    /// A quiet 281 at the same figure is not.
+    #[test]
+    fn a_noisy_point_within_its_noise_of_the_knees_share_is_the_knee_and_says_so() {
+        let noisy = |batch: u32, sps: f64, cv: f64, steps: u32| {
+            let mut p = ok(batch, sps, u64::from(batch) << 20);
+            p.step_cv = Some(cv);
+            p.timed_steps = steps;
+            p
+        };
+        let pts = [
+            ok(16, 750.9, 16 << 20),
+            noisy(64, 1506.8, 0.28, 28),
+            noisy(281, 1879.9, 0.27, 8),
+            ok(588, 2095.2, 588 << 20),
+        ];
+        let s = summarize(&pts, Limit::Budget, 1 << 40);
+        assert_eq!((s.knee_batch, s.recommended_batch), (Some(281), Some(281)));
+        assert!(!s.still_rising);
+        assert!(
+            s.reason
+                .contains("known only within ±19 %: within its noise of 5% of the best"),
+            "{}",
+            s.reason
+        );
+        let quiet = [
+            ok(16, 750.9, 16 << 20),
+            ok(64, 1506.8, 64 << 20),
+            ok(281, 1879.9, 281 << 20),
+            ok(588, 2095.2, 588 << 20),
+        ];
+        let s = summarize(&quiet, Limit::Budget, 1 << 40);
+        assert_eq!(s.recommended_batch, Some(588));
     }
 
     #[test]

@@ -28,6 +28,16 @@ pub const OFF_ENV: &str = "HEADROOM_CONDITIONS";
 /// How often the energy counter is polled while [`ConditionLog::fine`] is on.
 const FINE_POLL: Duration = Duration::from_millis(5);
 
+/// [`FINE_POLL`], or the milliseconds `HEADROOM_CONDITIONS_POLL_MS` gives (1–100): a knob for
+/// the benchmarks that weigh the polling's cost against its precision.
+fn fine_poll() -> Duration {
+    std::env::var("HEADROOM_CONDITIONS_POLL_MS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|ms| (1..=100).contains(ms))
+        .map_or(FINE_POLL, Duration::from_millis)
+}
+
 /// One RAPL domain (a CPU package): its counter file and where it wraps.
 #[derive(Debug, Clone)]
 struct Rapl {
@@ -422,6 +432,7 @@ impl ConditionLog {
         let fine = Arc::new(AtomicBool::new(false));
         let edges = Arc::new(Mutex::new(Vec::new()));
         let off = off();
+        let poll = fine_poll();
         let thread = (!off)
             .then(|| {
                 let (samples, stop, source, unavailable, wake) = (
@@ -464,7 +475,7 @@ impl ConditionLog {
                                     break;
                                 }
                                 let polling = has_counter && fine.load(Ordering::SeqCst);
-                                let slice = if polling { left.min(FINE_POLL) } else { left };
+                                let slice = if polling { left.min(poll) } else { left };
                                 flag = wake
                                     .1
                                     .wait_timeout(flag, slice)
