@@ -205,7 +205,7 @@ impl Planner {
 
     /// Says that the throughput recorded for `batch` is known only within ± `share` (a costly
     /// point's few timed steps varied): a batch above it that gains less than that noise and the
-    /// knee's share together has not shown that it buys speed (see [`Planner::bent`]).
+    /// knee's share together has not shown that it buys speed.
     pub fn noisy(&mut self, batch: u32, share: f64) {
         if let Some(o) = self.outcomes.iter_mut().rev().find(|o| o.batch == batch) {
             o.noise = Some(share.clamp(0.0, NOISE_CREDIT));
