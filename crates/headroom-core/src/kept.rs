@@ -30,7 +30,9 @@ pub fn kept<T: DeserializeOwned>(name: &str) -> Option<T> {
     kept_in(&dir()?, name)
 }
 
-/// [`keep`] in `dir`.
+/// [`keep`] in `dir`. A file that already holds `value` is left as it is
+/// ([`headroom_store::paths::write_atomically`]): the popover keeps its chosen project at
+/// every open, and a choice that did not change writes nothing.
 pub fn keep_in<T: Serialize>(dir: &Path, name: &str, value: &T) -> Result<(), String> {
     headroom_store::paths::ensure_dir(dir).map_err(|e| e.to_string())?;
     let bytes = serde_json::to_vec(value).map_err(|e| e.to_string())?;
@@ -73,5 +75,32 @@ mod tests {
         let blocked = dir.path().join("file");
         std::fs::write(&blocked, b"x").expect("file");
         assert!(keep_in(&blocked.join("popover"), "sweep", &1_u32).is_err());
+    }
+
+    #[test]
+    fn the_same_value_kept_again_writes_nothing() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().expect("dir");
+        let at = dir.path().join("popover");
+        let file = at.join("chosen-project.json");
+        keep_in(&at, "chosen-project", &Some("mlp")).expect("kept");
+        let inode = std::fs::metadata(&file).expect("kept file").ino();
+        // A write replaces the file through a rename: the same value keeps its inode.
+        keep_in(&at, "chosen-project", &Some("mlp")).expect("kept again");
+        assert_eq!(
+            std::fs::metadata(&file).expect("file").ino(),
+            inode,
+            "rewritten"
+        );
+        keep_in(&at, "chosen-project", &Some("lm")).expect("changed");
+        assert_ne!(
+            std::fs::metadata(&file).expect("file").ino(),
+            inode,
+            "not written"
+        );
+        assert_eq!(
+            kept_in::<Option<String>>(&at, "chosen-project"),
+            Some(Some("lm".into()))
+        );
     }
 }

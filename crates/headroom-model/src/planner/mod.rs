@@ -675,13 +675,26 @@ impl Planner {
 
     /// The batch halfway (in the log) between the knee and the largest fitting batch below it
     /// when they are more than [`COSTLY_KNEE_RATIO`] apart.
+    /// The knee is judged as the summary names it: a batch whose figure, raised by its own
+    /// noise ([`Planner::noisy`]), reaches [`KNEE_SHARE`] of the best.
     fn knee_gap(&self) -> Option<u32> {
         let ok = self.throughputs();
         let best = ok.iter().map(|o| o.1).fold(f64::NAN, f64::max);
         if best.is_nan() {
             return None;
         }
-        let knee = ok.iter().find(|o| o.1 >= best * KNEE_SHARE)?.0;
+        let noise = |b: u32| {
+            self.outcomes
+                .iter()
+                .rev()
+                .find(|o| o.batch == b)
+                .and_then(|o| o.noise)
+                .unwrap_or(0.0)
+        };
+        let knee = ok
+            .iter()
+            .find(|o| o.1 * (1.0 + noise(o.0)) >= best * KNEE_SHARE)?
+            .0;
         let below = ok.iter().rev().find(|o| o.0 < knee)?.0;
         if f64::from(knee) / f64::from(below) <= COSTLY_KNEE_RATIO {
             return None;

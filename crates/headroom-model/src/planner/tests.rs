@@ -668,6 +668,38 @@ fn a_gain_within_the_noise_of_the_batch_below_ends_the_search_upward() {
     assert!((800..1200).contains(&probe), "{probe}");
 }
 
+/// The knee narrowed between points is the knee the summary names: a batch within its own
+/// noise of 95 % of the best is the knee, and no start goes to the gap above it.
+#[test]
+fn the_knee_narrowed_is_judged_within_its_noise() {
+    let gap = |noise: bool| {
+        let mut p = costly_planner(1u64 << 40);
+        for (b, sps, n) in [
+            (16, 500.0, None),
+            (64, 1500.0, None),
+            (281, 1900.0, Some(0.12)),
+            (1600, 2050.0, None),
+        ] {
+            p.record(
+                b,
+                PointStatus::Ok,
+                Some(1000 + 100 * u64::from(b)),
+                Some(sps),
+            );
+            if let (true, Some(n)) = (noise, n) {
+                p.noisy(b, n);
+            }
+        }
+        p.knee_gap()
+    };
+    // Read plainly, 281 is 7 % short of the best: the knee is 1600, 5.7 times 281, and the gap
+    // between them is probed.
+    let probe = gap(false).expect("a probe between 281 and 1600");
+    assert!((600..750).contains(&probe), "{probe}");
+    // Within its noise (capped at 10 %) 281 reaches 95 %: the knee is 281, 4.4 times 64.
+    assert_eq!(gap(true), None);
+}
+
 /// What a sweep begins ahead: the start the planner asks for next when the one measured now
 /// comes out as foreseen, and nothing it would not ask for.
 #[test]

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The runs issues 38 and 42 still owe on an H200, in one device call (outputs under $OUT so a
+# call cut short still returns what it has):  bash bench/owed_h200.sh
+nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || exit 3
+export LD_LIBRARY_PATH=$(python3 -c 'import torch,os;print(os.path.join(os.path.dirname(torch.__file__),"lib"))')
+export HEADROOM_HOME=/tmp/r/home; mkdir -p $HEADROOM_HOME
+git rev-parse HEAD > $OUT/commit.txt 2>/dev/null
+timeout 260 python3 bench/imagenet_sweep.py --headroom dist/headroom --python python3 --out $OUT/imagenet --sweeps 3 --only-sweeps > $OUT/imagenet.log 2>&1; echo "imagenet rc $?"
+tail -25 $OUT/imagenet.log
+timeout 110 python3 bench/sweep_phases.py --headroom dist/headroom --pairs 6 --modes on,coarse,off --out $OUT/phases > $OUT/phases.log 2>&1; echo "phases rc $?"; tail -10 $OUT/phases.log
+HEADROOM_CONDITIONS_POLL_MS=20 timeout 70 python3 bench/sweep_phases.py --headroom dist/headroom --pairs 6 --modes on,off --out $OUT/phases20 > $OUT/phases20.log 2>&1; echo "phases20 rc $?"; tail -9 $OUT/phases20.log
+timeout 20 python3 bench/nvml_call_cost.py 20 > $OUT/nvml_cost.txt 2>&1; cat $OUT/nvml_cost.txt
+OUT=$OUT/energy PARTS=sweep PAIRS=6 SWEEP_BATCHES=256,1024,4096 timeout 100 bash bench/h200_energy_profile.sh dist/headroom > $OUT/energy.log 2>&1; echo "energy rc $?"; python3 bench/energy_check.py $OUT/energy 2>&1 | tail -30
