@@ -2407,6 +2407,78 @@ fn pss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// `bin` (`headroom-tray`, or `headroom-app` started plain, which becomes it) as the tray tests
+/// start it: Headroom's folder `home`, the user's `user_home`, the worker built for the e2e,
+/// stderr piped for [`TrayLines`]; the caller adds what its test needs.
+fn tray_command(bin: &Path, home: &Path, user_home: &Path) -> Command {
+    let mut c = Command::new(bin);
+    c.env("HEADROOM_HOME", home)
+        .env("HEADROOM_BIN", env_path("HEADROOM_E2E_WORKER"))
+        .env("HOME", user_home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("HEADROOM_APP_OPEN")
+        .env_remove("HEADROOM_APP_ALONE")
+        .env_remove("HEADROOM_TRAY_OPEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    c
+}
+
+/// A tray's stderr, line by line (echoed as `tray: …`): waited for in turn, or searched among
+/// all it said.
+struct TrayLines {
+    rx: std::sync::mpsc::Receiver<String>,
+    all: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl TrayLines {
+    fn follow(tray: &mut Child) -> Self {
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        let err = tray.stderr.take().expect("the tray's stderr, piped");
+        let all = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let kept = all.clone();
+        std::thread::spawn(move || {
+            for l in BufReader::new(err).lines().map_while(Result::ok) {
+                eprintln!("tray: {l}");
+                kept.lock().expect("lines").push(l.clone());
+                let _ = tx.send(l);
+            }
+        });
+        Self { rx, all }
+    }
+
+    /// The next line containing `what`, within `secs`.
+    fn wait(&self, what: &str, secs: u64) -> String {
+        let until = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(l) if l.contains(what) => return l,
+                Ok(_) => {}
+                Err(_) => panic!("headroom-tray did not say {what:?} within {secs} s"),
+            }
+        }
+    }
+
+    /// Whether any line so far contains every one of `parts`.
+    fn said(&self, parts: &[&str]) -> bool {
+        self.all
+            .lock()
+            .expect("lines")
+            .iter()
+            .any(|l| parts.iter().all(|p| l.contains(p)))
+    }
+
+    /// Waits up to `secs` for a line containing every one of `parts`; `why` if none comes.
+    fn until_said(&self, parts: &[&str], secs: u64, why: &str) {
+        let until = Instant::now() + Duration::from_secs(secs);
+        while !self.said(parts) {
+            assert!(Instant::now() < until, "{why}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
 /// The menu bar without WebKit: `headroom-app` started plain becomes `headroom-tray`, alone (no
 /// app, no web process under it),
 /// the shortcut starts the popover's process and shows its window, the shortcut again closes
@@ -2418,18 +2490,10 @@ fn the_tray_process_starts_the_popover_on_open_and_is_alone_once_it_is_closed() 
     let home = tempfile::tempdir().expect("temp HEADROOM_HOME");
     let user_home = tempfile::tempdir().expect("a HOME");
     let start = |bin: PathBuf| {
-        Command::new(bin)
-            .env("HEADROOM_HOME", home.path())
+        tray_command(&bin, home.path(), user_home.path())
             .env("HEADROOM_SSH_DIR", home.path().join("ssh"))
-            .env("HEADROOM_BIN", env_path("HEADROOM_E2E_WORKER"))
             .env("HEADROOM_APP_KEEP_POPOVER_S", "2")
             .env("VIRTUAL_ENV", env_path("HEADROOM_E2E_VENV"))
-            .env("HOME", user_home.path())
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("HEADROOM_APP_OPEN")
-            .env_remove("HEADROOM_APP_ALONE")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
             .spawn()
             .expect("start headroom-tray")
     };
@@ -2448,28 +2512,8 @@ fn the_tray_process_starts_the_popover_on_open_and_is_alone_once_it_is_closed() 
     // Started plain, as the desktop entry and the login item start it, the app becomes the tray
     // (the same process: `exec`).
     let mut tray = Killed(start(env_path("HEADROOM_E2E_APP")));
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let err = tray.0.stderr.take().expect("stderr");
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let all = seen.clone();
-    std::thread::spawn(move || {
-        for l in BufReader::new(err).lines().map_while(Result::ok) {
-            eprintln!("tray: {l}");
-            all.lock().expect("lines").push(l.clone());
-            let _ = tx.send(l);
-        }
-    });
-    let wait_line = |what: &str, secs: u64| {
-        let until = Instant::now() + Duration::from_secs(secs);
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(l) if l.contains(what) => return l,
-                Ok(_) => {}
-                Err(_) => panic!("headroom-tray did not say {what:?} within {secs} s"),
-            }
-        }
-    };
+    let lines = TrayLines::follow(&mut tray.0);
+    let wait_line = |what: &str, secs: u64| lines.wait(what, secs);
     wait_line("headroom-tray: ready", 30);
     let pid = tray.0.id();
     assert_eq!(
@@ -2524,32 +2568,21 @@ fn the_tray_process_starts_the_popover_on_open_and_is_alone_once_it_is_closed() 
     let closed = pss_kib(pid);
     // This X server has no system tray and this D-Bus session no StatusNotifierWatcher: the
     // tray says the icon cannot show, and how to open Headroom.
-    let until = Instant::now() + Duration::from_secs(30);
-    while !seen.lock().expect("lines").iter().any(|l| {
-        l.contains("headroom-tray: no tray icon can show here yet")
-            && l.contains("press Ctrl+Shift+H to open it")
-    }) {
-        assert!(
-            Instant::now() < until,
-            "the tray never said that no icon can show on a desktop without a tray host"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    lines.until_said(
+        &[
+            "headroom-tray: no tray icon can show here yet",
+            "press Ctrl+Shift+H to open it",
+        ],
+        30,
+        "the tray never said that no icon can show on a desktop without a tray host",
+    );
     // The start-up readiness check, its Pythons held while the popover opened, ran on to its
     // end.
-    let until = Instant::now() + Duration::from_secs(90);
-    while !seen
-        .lock()
-        .expect("lines")
-        .iter()
-        .any(|l| l.contains("headroom-tray: readiness checked"))
-    {
-        assert!(
-            Instant::now() < until,
-            "the tray's start-up check, held for the open, never ended"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    lines.until_said(
+        &["headroom-tray: readiness checked"],
+        90,
+        "the tray's start-up check, held for the open, never ended",
+    );
     eprintln!(
         "tray alone: {:.1} MiB PSS before the first open, {:.1} MiB once closed; the window mapped {mapped:?} and its page loaded {loaded:?} after the key",
         alone as f64 / 1024.0,
@@ -2650,45 +2683,24 @@ fn the_tray_hands_the_training_over_itself_from_the_contention_notice() {
     }
     let start_tray = || {
         let mut tray = Tray(
-            Command::new(env_path("HEADROOM_E2E_TRAY"))
-                .env("HEADROOM_HOME", home.path())
-                .env("HEADROOM_SSH_DIR", home.path().join("ssh"))
-                .env("HEADROOM_BIN", env_path("HEADROOM_E2E_WORKER"))
-                .env("HEADROOM_TRAY_PREWARM", "0")
-                .env("VIRTUAL_ENV", env_path("HEADROOM_E2E_VENV"))
-                .env("HOME", user_home.path())
-                .env_remove("XDG_CONFIG_HOME")
-                .env_remove("HEADROOM_APP_OPEN")
-                .env_remove("HEADROOM_TRAY_OPEN")
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("start headroom-tray"),
+            tray_command(
+                &env_path("HEADROOM_E2E_TRAY"),
+                home.path(),
+                user_home.path(),
+            )
+            .env("HEADROOM_SSH_DIR", home.path().join("ssh"))
+            .env("HEADROOM_TRAY_PREWARM", "0")
+            .env("VIRTUAL_ENV", env_path("HEADROOM_E2E_VENV"))
+            .spawn()
+            .expect("start headroom-tray"),
         );
-        let (tx, rx) = std::sync::mpsc::channel::<String>();
-        let err = tray.0.stderr.take().expect("stderr");
-        std::thread::spawn(move || {
-            for l in BufReader::new(err).lines().map_while(Result::ok) {
-                eprintln!("tray: {l}");
-                let _ = tx.send(l);
-            }
-        });
-        (tray, rx)
+        let lines = TrayLines::follow(&mut tray.0);
+        (tray, lines)
     };
-    let wait_line = |rx: &std::sync::mpsc::Receiver<String>, what: &str, secs: u64| -> String {
-        let until = Instant::now() + Duration::from_secs(secs);
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(l) if l.contains(what) => return l,
-                Ok(_) => {}
-                Err(_) => panic!("headroom-tray did not say {what:?} within {secs} s"),
-            }
-        }
-    };
-    let (tray, rx) = start_tray();
-    wait_line(&rx, "headroom-tray: ready", 30);
-    let said = wait_line(&rx, "headroom-tray: notification: ", 60);
+    let wait_line = |lines: &TrayLines, what: &str, secs: u64| lines.wait(what, secs);
+    let (tray, lines) = start_tray();
+    wait_line(&lines, "headroom-tray: ready", 30);
+    let said = wait_line(&lines, "headroom-tray: notification: ", 60);
     assert!(said.contains("memory contention"), "{said}");
     assert!(
         !descendants(tray.0.id())
@@ -2700,11 +2712,11 @@ fn the_tray_hands_the_training_over_itself_from_the_contention_notice() {
     // The notification's button, as a user clicks it in dunst's menu.
     let menu = dunst.click_remote_button();
     assert!(menu.contains("Continue on the remote host"), "{menu}");
-    let why = wait_line(&rx, "headroom-tray: continue on the remote host: ", 30);
+    let why = wait_line(&lines, "headroom-tray: continue on the remote host: ", 30);
     assert!(why.ends_with("no project chosen"), "{why}");
     // Nothing to hand over: the popover opens, on the Remote panel.
     wait_shown(true, 30, "the hand-off with no project");
-    wait_line(&rx, "headroom-app: page loaded", 30);
+    wait_line(&lines, "headroom-app: page loaded", 30);
     // Its page picks the user's project (the only one), which Headroom keeps.
     let kept = home.path().join("popover/chosen-project.json");
     let until = Instant::now() + Duration::from_secs(15);
@@ -2720,9 +2732,9 @@ fn the_tray_hands_the_training_over_itself_from_the_contention_notice() {
     drop(tray);
     wait_shown(false, 10, "the popover gone with its tray");
     std::fs::remove_file(dunst.dir.path().join("menu.txt")).expect("the first menu");
-    let (tray, rx) = start_tray();
-    wait_line(&rx, "headroom-tray: ready", 30);
-    let said = wait_line(&rx, "headroom-tray: notification: ", 60);
+    let (tray, lines) = start_tray();
+    wait_line(&lines, "headroom-tray: ready", 30);
+    let said = wait_line(&lines, "headroom-tray: notification: ", 60);
     assert!(said.contains("memory contention"), "{said}");
     assert!(
         !descendants(tray.0.id())
@@ -2732,7 +2744,7 @@ fn the_tray_hands_the_training_over_itself_from_the_contention_notice() {
     );
     let menu = dunst.click_remote_button();
     assert!(menu.contains("Continue on the remote host"), "{menu}");
-    let why = wait_line(&rx, "headroom-tray: continue on the remote host: ", 30);
+    let why = wait_line(&lines, "headroom-tray: continue on the remote host: ", 30);
     assert!(why.ends_with("no host has the project yet"), "{why}");
     wait_shown(true, 30, "the hand-off with no host");
 }
@@ -2767,33 +2779,23 @@ fn the_icon_shows_in_an_x_system_tray() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let mut tray = Killed(
-        Command::new(env_path("HEADROOM_E2E_TRAY"))
-            .env("HEADROOM_HOME", home.path())
-            .env("HEADROOM_BIN", env_path("HEADROOM_E2E_WORKER"))
-            .env("HEADROOM_APP_BIN", env_path("HEADROOM_E2E_APP"))
-            .env("HEADROOM_TRAY_PREWARM", "0")
-            .env("HOME", user_home.path())
-            .env_remove("XDG_CONFIG_HOME")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start headroom-tray"),
+        tray_command(
+            &env_path("HEADROOM_E2E_TRAY"),
+            home.path(),
+            user_home.path(),
+        )
+        .env("HEADROOM_APP_BIN", env_path("HEADROOM_E2E_APP"))
+        .env("HEADROOM_TRAY_PREWARM", "0")
+        .spawn()
+        .expect("start headroom-tray"),
     );
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let all = seen.clone();
-    let err = tray.0.stderr.take().expect("stderr");
-    std::thread::spawn(move || {
-        for l in BufReader::new(err).lines().map_while(Result::ok) {
-            eprintln!("tray: {l}");
-            all.lock().expect("lines").push(l);
-        }
-    });
-    let said = |what: &str| seen.lock().expect("lines").iter().any(|l| l.contains(what));
-    let until = Instant::now() + Duration::from_secs(30);
-    while !said("headroom-tray: ready") {
-        assert!(Instant::now() < until, "headroom-tray did not get ready");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let lines = TrayLines::follow(&mut tray.0);
+    let said = |what: &str| lines.said(&[what]);
+    lines.until_said(
+        &["headroom-tray: ready"],
+        30,
+        "headroom-tray did not get ready",
+    );
     let ready = Instant::now();
     // The icon's window, embedded in trayer's panel.
     let icon = loop {
