@@ -10,5 +10,6 @@ timeout 260 python3 bench/imagenet_sweep.py --headroom dist/headroom --python py
 tail -25 $OUT/imagenet.log
 timeout 110 python3 bench/sweep_phases.py --headroom dist/headroom --pairs 6 --modes on,coarse,off --out $OUT/phases > $OUT/phases.log 2>&1; echo "phases rc $?"; tail -10 $OUT/phases.log
 HEADROOM_CONDITIONS_POLL_MS=20 timeout 70 python3 bench/sweep_phases.py --headroom dist/headroom --pairs 6 --modes on,off --out $OUT/phases20 > $OUT/phases20.log 2>&1; echo "phases20 rc $?"; tail -9 $OUT/phases20.log
+timeout 40 python3 bench/sweep_phases.py --headroom dist/headroom --pairs 3 --modes on,off --trace --out $OUT/trace > $OUT/trace.log 2>&1; echo "trace rc $?"; grep -v "^ " $OUT/trace.log | tail -9; grep "mark\|opened\|polled" $OUT/trace.log | head -40
 timeout 20 python3 bench/nvml_call_cost.py 20 > $OUT/nvml_cost.txt 2>&1; cat $OUT/nvml_cost.txt
 OUT=$OUT/energy PARTS=sweep PAIRS=6 SWEEP_BATCHES=256,1024,4096 timeout 100 bash bench/h200_energy_profile.sh dist/headroom > $OUT/energy.log 2>&1; echo "energy rc $?"; python3 bench/energy_check.py $OUT/energy 2>&1 | tail -30

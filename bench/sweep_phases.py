@@ -5,7 +5,7 @@ the command's start to its worker's start, the worker's life, the worker's end t
 stdout, and the answer to the command's exit — the worker found by polling the command's
 children every millisecond.
 
-    python3 bench/sweep_phases.py --headroom dist/headroom --pairs 6 --out DIR
+    python3 bench/sweep_phases.py --headroom dist/headroom --pairs 6 --out DIR [--trace]
 """
 import argparse, json, os, statistics, subprocess, threading, time
 
@@ -24,11 +24,22 @@ def children(pid):
     return out
 
 
-def one(hr, mode, batches, device):
+def one(hr, mode, batches, device, trace=False):
     env = dict(os.environ, HEADROOM_CONDITIONS=mode)
+    if trace:
+        env["HEADROOM_CONDITIONS_TRACE"] = "1"
     t0 = time.perf_counter()
     p = subprocess.Popen([hr, "sweep", "--device", device, "--workload", "cnn", "--batches", batches, "--json"],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE if trace else subprocess.DEVNULL, env=env)
+    said = []
+
+    def read_err():
+        for line in p.stderr:
+            said.append(f"{time.perf_counter() - t0:7.3f} {line.decode(errors='replace').rstrip()}")
+
+    reader = threading.Thread(target=read_err, daemon=True) if trace else None
+    if reader:
+        reader.start()
     seen = {}
     done = threading.Event()
 
@@ -52,13 +63,16 @@ def one(hr, mode, batches, device):
     t_exit = time.perf_counter() - t0
     done.set()
     th.join()
+    if reader:
+        reader.join()
     doc = json.loads(rest)
     steps = sum(pt.get("steps_s") or 0 for pt in doc.get("points", []))
     worker = max(seen.values(), key=lambda v: v[1] - v[0]) if seen else [float("nan")] * 3
     w_end = worker[2] if len(worker) > 2 else worker[1]
     return {"mode": mode, "wall": t_exit, "to_worker": worker[0], "worker": w_end - worker[0],
             "worker_end_to_answer": t_answer - w_end, "answer_to_exit": t_exit - t_answer, "steps": steps,
-            "first_steps": sum(pt.get("first_step_s") or 0 for pt in doc.get("points", []))}
+            "first_steps": sum(pt.get("first_step_s") or 0 for pt in doc.get("points", [])),
+            "worker_at": worker[0], "worker_end_at": w_end, "answer_at": t_answer, "stderr": said}
 
 
 def main():
@@ -69,13 +83,17 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--modes", default="on,off", help="HEADROOM_CONDITIONS values, in turn (coarse: no polling)")
     ap.add_argument("--out", default="")
+    ap.add_argument("--trace", action="store_true", help="HEADROOM_CONDITIONS_TRACE=1: each reading, poll and mark timed, stamped")
     a = ap.parse_args()
     rows = []
     for i in range(a.pairs):
         for mode in a.modes.split(","):
-            r = one(a.headroom, mode, a.batches, a.device)
+            r = one(a.headroom, mode, a.batches, a.device, a.trace)
             rows.append(r)
-            print(json.dumps(r), flush=True)
+            print(json.dumps({k: v for k, v in r.items() if k != "stderr"}), flush=True)
+            for line in r["stderr"]:
+                if "conditions" in line:
+                    print("   ", line, flush=True)
     keys = ["wall", "to_worker", "worker", "worker_end_to_answer", "answer_to_exit", "steps", "first_steps"]
     modes = a.modes.split(",")
     print("| phase (s, median) | " + " | ".join(modes) + " |")

@@ -20,6 +20,10 @@ pub use headroom_model::conditions::{
 /// How often a job's conditions are read.
 pub const INTERVAL: Duration = Duration::from_secs(1);
 
+/// Set (to anything), each reading's and each [`ConditionLog::mark`]'s time is said on stderr
+/// (`headroom: conditions …`): for the benchmarks that look for what the readings cost a job.
+const TRACE_ENV: &str = "HEADROOM_CONDITIONS_TRACE";
+
 /// Set to `off`, no conditions are read (to measure what reading them costs, or on a machine
 /// where a reader misbehaves); set to `coarse`, they are read but the energy counter is never
 /// polled ([`ConditionLog::fine`] does nothing: what the polling costs, measured apart).
@@ -433,6 +437,7 @@ impl ConditionLog {
         let edges = Arc::new(Mutex::new(Vec::new()));
         let off = off();
         let poll = fine_poll();
+        let trace = std::env::var_os(TRACE_ENV).is_some();
         let thread = (!off)
             .then(|| {
                 let (samples, stop, source, unavailable, wake) = (
@@ -448,13 +453,21 @@ impl ConditionLog {
                     .name("headroom-conditions".into())
                     .spawn(move || {
                         // The reader lives on this thread (macmon's sampler is not Send).
+                        let opened = Instant::now();
                         let mut reader = Reader::new(device.as_deref(), &root);
+                        if trace {
+                            eprintln!(
+                                "headroom: conditions reader opened in {:.1} ms",
+                                opened.elapsed().as_secs_f64() * 1e3
+                            );
+                        }
                         *lock(&source) = reader.energy_source();
                         *lock(&unavailable) = std::mem::take(&mut reader.unavailable);
                         let mut asked = false;
                         let mut counter = None;
                         // Polling is for a counter: without one (macOS, a VM) it never wakes.
                         let has_counter = reader.energy_now().is_some();
+                        let (mut polls, mut poll_s) = (0_u32, 0.0_f64);
                         while !stop.load(Ordering::SeqCst) {
                             let t = started.elapsed().as_secs_f64();
                             // A reading asked for is quick (macmon's power over a tenth of a second).
@@ -464,6 +477,12 @@ impl ConditionLog {
                                 interval
                             };
                             let s = reader.read(t, over);
+                            if trace {
+                                eprintln!(
+                                    "headroom: conditions reading at {t:.3} s took {:.1} ms",
+                                    (started.elapsed().as_secs_f64() - t) * 1e3
+                                );
+                            }
                             lock(&samples).push(s);
                             wake.1.notify_all();
                             // Until the next reading, a stop or a reading asked for.
@@ -482,7 +501,12 @@ impl ConditionLog {
                                     .map_or_else(|e| e.into_inner().0, |(g, _)| g);
                                 if polling {
                                     // Each moment the counter moved, to the poll's precision.
+                                    let polled_at = Instant::now();
                                     let now = reader.energy_now();
+                                    if trace {
+                                        polls += 1;
+                                        poll_s += polled_at.elapsed().as_secs_f64();
+                                    }
                                     if let Some(j) = now.filter(|_| now != counter) {
                                         let t = started.elapsed().as_secs_f64();
                                         lock(&edges).push((t, j));
@@ -493,6 +517,12 @@ impl ConditionLog {
                                 }
                             }
                             asked = std::mem::take(&mut *flag);
+                        }
+                        if trace {
+                            eprintln!(
+                                "headroom: conditions polled the counter {polls} times, {:.1} ms in all",
+                                poll_s * 1e3
+                            );
                         }
                     })
                     .ok()
@@ -528,6 +558,19 @@ impl ConditionLog {
         if self.thread.is_none() {
             return self.now();
         }
+        let asked = Instant::now();
+        let t = self.mark_waited();
+        if std::env::var_os(TRACE_ENV).is_some() {
+            eprintln!(
+                "headroom: conditions mark at {t:.3} s waited {:.1} ms",
+                asked.elapsed().as_secs_f64() * 1e3
+            );
+        }
+        t
+    }
+
+    /// [`Self::mark`] with a sampler: asks for a reading and waits for it (2 s at most).
+    fn mark_waited(&self) -> f64 {
         let before = lock(&self.samples).len();
         {
             let mut flag = lock(&self.wake.0);
