@@ -256,9 +256,16 @@ impl Planner {
     /// The batch this planner would run after `batch` if `batch` fitted at the peak predicted for
     /// it (none: none recorded) and ran at twice the best throughput so far (a costly sweep:
     /// [`SPECULATED_GAIN`] above it), the outcome that leaves the most to do: a start worth
-    /// beginning while `batch` is measured. `None` when the sweep would end there.
+    /// beginning while `batch` is measured. `None` when the sweep would end there. The best is
+    /// read at the top of its noise ([`Planner::noisy`]), as [`Planner::next_step`] reads the
+    /// batch below a probe: a gain that its noise would swallow ends the search upward.
     pub fn speculate(&self, batch: u32, predicted: Option<u64>) -> Option<u32> {
-        let best = self.throughputs().iter().map(|o| o.1).fold(1.0, f64::max);
+        let best = self
+            .outcomes
+            .iter()
+            .filter(|o| o.status == PointStatus::Ok)
+            .filter_map(|o| o.samples_per_s.map(|s| s * (1.0 + o.noise.unwrap_or(0.0))))
+            .fold(1.0, f64::max);
         let mut p = self.clone();
         let gain = if self.costly {
             1.0 + SPECULATED_GAIN
