@@ -42,6 +42,56 @@ fn fine_poll() -> Duration {
         .map_or(FINE_POLL, Duration::from_millis)
 }
 
+/// When the energy counter is next worth polling. NVML's counter moves in fixed periods (every
+/// 100 ms on the H100s and H200s here, p5 91 ms, p95 108 ms) and each poll is a call into the
+/// driver of about 2.7 ms: polled every 5 ms, the sampler was in the driver half the time a
+/// point was timed. Once the period is known from the moves seen in a row, the polls wait out
+/// [`Cadence::QUIET`] of it after each move and resume, as fine as before, until the next — the
+/// same moments to the poll's precision, a fifth of the calls. A counter that moves at nearly
+/// every poll (RAPL's, every millisecond) is polled as it is.
+#[derive(Debug, Default)]
+struct Cadence {
+    /// The last move seen while polling, in the log's seconds.
+    last: Option<f64>,
+    /// The latest spacings between moves seen in a row.
+    spacings: std::collections::VecDeque<f64>,
+}
+
+impl Cadence {
+    /// The spacings the period is the median of.
+    const KEEP: usize = 8;
+    /// The share of the period after a move in which no poll is made.
+    const QUIET: f64 = 0.8;
+
+    /// The counter moved, seen at `t`.
+    fn moved(&mut self, t: f64) {
+        if let Some(last) = self.last {
+            if self.spacings.len() == Self::KEEP {
+                self.spacings.pop_front();
+            }
+            self.spacings.push_back(t - last);
+        }
+        self.last = Some(t);
+    }
+
+    /// The polling stopped: the next move seen is not one period after the last.
+    fn paused(&mut self) {
+        self.last = None;
+    }
+
+    /// Until when (the log's seconds) no poll is needed, for polls every `poll` seconds;
+    /// `None`: poll now.
+    fn quiet_until(&self, poll: f64) -> Option<f64> {
+        if self.spacings.len() < 3 {
+            return None;
+        }
+        let mut v: Vec<f64> = self.spacings.iter().copied().collect();
+        v.sort_by(f64::total_cmp);
+        let period = v[v.len() / 2];
+        (period >= 4.0 * poll).then_some(self.last? + Self::QUIET * period)
+    }
+}
+
 /// One RAPL domain (a CPU package): its counter file and where it wraps.
 #[derive(Debug, Clone)]
 struct Rapl {
@@ -115,25 +165,34 @@ fn cpu_throttle_count(root: &Path) -> Option<u64> {
 #[cfg(not(target_os = "macos"))]
 struct Nvidia {
     nvml: nvml_wrapper::Nvml,
-    index: u32,
+    /// The GPU's handle, asked for once: `nvmlDeviceGetHandleByIndex` costs as much as a
+    /// reading (2–6 ms on the H100s here), and the counter is polled every few milliseconds.
+    handle: nvml_wrapper_sys::bindings::nvmlDevice_t,
 }
 
 #[cfg(not(target_os = "macos"))]
 impl Nvidia {
     fn open(index: u32) -> Result<Self, String> {
         let nvml = nvml_wrapper::Nvml::init().map_err(|e| format!("NVML: {e}"))?;
-        nvml.device_by_index(index)
+        let d = nvml
+            .device_by_index(index)
             .map_err(|e| format!("NVML GPU {index}: {e}"))?;
-        Ok(Self { nvml, index })
+        // SAFETY: the raw handle of a device of `nvml`, kept beside it and used only with it.
+        let handle = unsafe { d.handle() };
+        Ok(Self { nvml, handle })
+    }
+
+    /// The GPU, from the handle kept.
+    fn device(&self) -> nvml_wrapper::Device<'_> {
+        // SAFETY: `handle` came from `self.nvml`, which lives as long as the device returned.
+        unsafe { nvml_wrapper::Device::new(self.handle, &self.nvml) }
     }
 
     /// Power, utilisation, temperature and throttling (the energy is [`Self::energy`]).
     fn read(&self, s: &mut ConditionSample) {
         use nvml_wrapper::bitmasks::device::ThrottleReasons;
         use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
-        let Ok(d) = self.nvml.device_by_index(self.index) else {
-            return;
-        };
+        let d = self.device();
         // The instant reading where the driver has it: on Ampere and newer `power_usage` is a
         // one-second average, which a point of a second or less reads mostly from before it
         // (an H100 cnn point at 529 W by the energy counter read 232 W that way).
@@ -163,7 +222,7 @@ impl Nvidia {
 
     /// The GPU's energy counter, joules.
     fn energy(&self) -> Option<f64> {
-        let d = self.nvml.device_by_index(self.index).ok()?;
+        let d = self.device();
         #[allow(clippy::cast_precision_loss)]
         d.total_energy_consumption().ok().map(|mj| mj as f64 / 1e3)
     }
@@ -468,6 +527,7 @@ impl ConditionLog {
                         // Polling is for a counter: without one (macOS, a VM) it never wakes.
                         let has_counter = reader.energy_now().is_some();
                         let (mut polls, mut poll_s) = (0_u32, 0.0_f64);
+                        let mut cadence = Cadence::default();
                         while !stop.load(Ordering::SeqCst) {
                             let t = started.elapsed().as_secs_f64();
                             // A reading asked for is quick (macmon's power over a tenth of a second).
@@ -494,11 +554,25 @@ impl ConditionLog {
                                     break;
                                 }
                                 let polling = has_counter && fine.load(Ordering::SeqCst);
-                                let slice = if polling { left.min(poll) } else { left };
+                                let now_s = started.elapsed().as_secs_f64();
+                                let quiet = polling
+                                    .then(|| cadence.quiet_until(poll.as_secs_f64()))
+                                    .flatten()
+                                    .filter(|q| *q > now_s);
+                                let slice = match quiet {
+                                    _ if !polling => left,
+                                    Some(q) => left.min(Duration::from_secs_f64(q - now_s)),
+                                    None => left.min(poll),
+                                };
                                 flag = wake
                                     .1
                                     .wait_timeout(flag, slice)
                                     .map_or_else(|e| e.into_inner().0, |(g, _)| g);
+                                // Woken inside the quiet part of the period (a reading asked
+                                // for, a stop): no poll yet.
+                                if quiet.is_some_and(|q| started.elapsed().as_secs_f64() < q) {
+                                    continue;
+                                }
                                 if polling {
                                     // Each moment the counter moved, to the poll's precision.
                                     let polled_at = Instant::now();
@@ -510,10 +584,14 @@ impl ConditionLog {
                                     if let Some(j) = now.filter(|_| now != counter) {
                                         let t = started.elapsed().as_secs_f64();
                                         lock(&edges).push((t, j));
+                                        if counter.is_some() {
+                                            cadence.moved(t);
+                                        }
                                     }
                                     counter = now;
                                 } else {
                                     counter = None;
+                                    cadence.paused();
                                 }
                             }
                             asked = std::mem::take(&mut *flag);
@@ -792,6 +870,38 @@ mod tests {
     /// A RAPL counter that moves only every 100 ms (as NVML's does) at 50 W: a point of 0.6 s
     /// polled through takes its energy from the counter's updates, not from its two ends.
     #[cfg(target_os = "linux")]
+    #[test]
+    fn the_polls_wait_out_most_of_the_counters_period_once_it_is_known() {
+        let poll = 0.005;
+        let mut c = Cadence::default();
+        assert_eq!(c.quiet_until(poll), None, "nothing seen: poll");
+        // NVML's counter: moves seen every ~100 ms.
+        for t in [1.000, 1.101, 1.199, 1.300] {
+            c.moved(t);
+        }
+        let q = c.quiet_until(poll).expect("a period known");
+        assert!((q - (1.300 + 0.8 * 0.101)).abs() < 1e-9, "{q}");
+        // Polling stopped between points: the spacing across the gap is not a period, and no
+        // quiet is kept from before it.
+        c.paused();
+        assert_eq!(c.quiet_until(poll), None);
+        c.moved(3.000);
+        let q = c.quiet_until(poll).expect("the period kept");
+        assert!((q - 3.080).abs() < 0.002, "{q}");
+        // RAPL's counter moves at every poll: polled as it is.
+        let mut r = Cadence::default();
+        for i in 0..10 {
+            r.moved(f64::from(i) * poll);
+        }
+        assert_eq!(r.quiet_until(poll), None);
+        // The latest spacings only: a counter whose period shortened is soon polled for it.
+        for i in 1..=Cadence::KEEP {
+            #[allow(clippy::cast_precision_loss)]
+            c.moved(3.0 + 0.015 * i as f64);
+        }
+        assert_eq!(c.quiet_until(poll), None, "15 ms is under four polls");
+    }
+
     #[test]
     fn a_polled_span_reads_the_counter_at_its_updates() {
         let dir = tempfile::tempdir().expect("tmp");
