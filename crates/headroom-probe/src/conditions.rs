@@ -44,11 +44,14 @@ fn fine_poll() -> Duration {
 
 /// When the energy counter is next worth polling. NVML's counter moves in fixed periods (every
 /// 100 ms on the H100s and H200s here, p5 91 ms, p95 108 ms) and each poll is a call into the
-/// driver of about 2.7 ms: polled every 5 ms, the sampler was in the driver half the time a
-/// point was timed. Once the period is known from the moves seen in a row, the polls wait out
+/// driver of 3–6 ms: polled every 5 ms, the sampler was in the driver half the time a point was
+/// timed. Once the period is known from the moves seen in a row, the polls wait out
 /// [`Cadence::QUIET`] of it after each move and resume, as fine as before, until the next — the
-/// same moments to the poll's precision, a fifth of the calls. A counter that moves at nearly
-/// every poll (RAPL's, every millisecond) is polled as it is.
+/// same moments to the poll's precision, two or three polls a period instead of nine. The first
+/// point learns the period: a built-in cnn sweep of three short points on the H100 polled 60
+/// times (348 ms in the driver) instead of 83–93 (466–497 ms), and with it the polling costs the
+/// sweep no more than the readings alone (`HEADROOM_CONDITIONS=coarse`). A counter that moves
+/// at nearly every poll (RAPL's, every millisecond) is polled as it is.
 #[derive(Debug, Default)]
 struct Cadence {
     /// The last move seen while polling, in the log's seconds.
@@ -165,8 +168,8 @@ fn cpu_throttle_count(root: &Path) -> Option<u64> {
 #[cfg(not(target_os = "macos"))]
 struct Nvidia {
     nvml: nvml_wrapper::Nvml,
-    /// The GPU's handle, asked for once: `nvmlDeviceGetHandleByIndex` costs as much as a
-    /// reading (2–6 ms on the H100s here), and the counter is polled every few milliseconds.
+    /// The GPU's handle, asked for once (`nvmlDeviceGetHandleByIndex` took 6 ms after an init on
+    /// the H100 here): a poll of the counter is then the counter's call alone.
     handle: nvml_wrapper_sys::bindings::nvmlDevice_t,
 }
 
