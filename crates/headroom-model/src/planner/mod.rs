@@ -261,10 +261,9 @@ impl Planner {
     /// batch below a probe: a gain that its noise would swallow ends the search upward.
     pub fn speculate(&self, batch: u32, predicted: Option<u64>) -> Option<u32> {
         let best = self
-            .outcomes
+            .raised_throughputs()
             .iter()
-            .filter(|o| o.status == PointStatus::Ok)
-            .filter_map(|o| o.samples_per_s.map(|s| s * (1.0 + o.noise.unwrap_or(0.0))))
+            .map(|o| o.1)
             .fold(1.0, f64::max);
         let mut p = self.clone();
         let gain = if self.costly {
@@ -297,11 +296,22 @@ impl Planner {
 
     /// (batch, samples/s) of the points that ran, by batch.
     fn throughputs(&self) -> Vec<(u32, f64)> {
+        self.ran_by_batch(|_| 0.0)
+    }
+
+    /// [`Self::throughputs`], each figure raised by its own noise ([`Planner::noisy`]): how fast
+    /// a noisy point could be.
+    fn raised_throughputs(&self) -> Vec<(u32, f64)> {
+        self.ran_by_batch(|o| o.noise.unwrap_or(0.0))
+    }
+
+    /// (batch, samples/s × (1 + `share`)) of the points that ran, by batch.
+    fn ran_by_batch(&self, share: impl Fn(&Outcome) -> f64) -> Vec<(u32, f64)> {
         let mut ok: Vec<(u32, f64)> = self
             .outcomes
             .iter()
             .filter(|o| o.status == PointStatus::Ok)
-            .filter_map(|o| o.samples_per_s.map(|s| (o.batch, s)))
+            .filter_map(|o| o.samples_per_s.map(|s| (o.batch, s * (1.0 + share(o)))))
             .collect();
         ok.sort_by_key(|o| o.0);
         ok
@@ -555,10 +565,10 @@ impl Planner {
         // The best below, up to what its noise allows: a batch no faster than a noisy point's
         // figure could be has not shown a gain.
         let best_below = self
-            .outcomes
+            .raised_throughputs()
             .iter()
-            .filter(|o| o.status == PointStatus::Ok && o.batch < top)
-            .filter_map(|o| o.samples_per_s.map(|s| s * (1.0 + o.noise.unwrap_or(0.0))))
+            .filter(|o| o.0 < top)
+            .map(|o| o.1)
             .fold(f64::NAN, f64::max);
         !best_below.is_nan() && at_top * KNEE_SHARE < best_below
     }
@@ -682,6 +692,7 @@ impl Planner {
 
     /// The batch halfway (in the log) between the knee and the largest fitting batch below it
     /// when they are more than [`COSTLY_KNEE_RATIO`] apart.
+    ///
     /// The knee is judged as the summary names it: a batch whose figure, raised by its own
     /// noise ([`Planner::noisy`]), reaches [`KNEE_SHARE`] of the best.
     fn knee_gap(&self) -> Option<u32> {
@@ -690,17 +701,10 @@ impl Planner {
         if best.is_nan() {
             return None;
         }
-        let noise = |b: u32| {
-            self.outcomes
-                .iter()
-                .rev()
-                .find(|o| o.batch == b)
-                .and_then(|o| o.noise)
-                .unwrap_or(0.0)
-        };
-        let knee = ok
-            .iter()
-            .find(|o| o.1 * (1.0 + noise(o.0)) >= best * KNEE_SHARE)?
+        let knee = self
+            .raised_throughputs()
+            .into_iter()
+            .find(|o| o.1 >= best * KNEE_SHARE)?
             .0;
         let below = ok.iter().rev().find(|o| o.0 < knee)?.0;
         if f64::from(knee) / f64::from(below) <= COSTLY_KNEE_RATIO {
