@@ -464,6 +464,8 @@ pub struct ConditionLog {
     unavailable: Arc<Mutex<Vec<String>>>,
     /// `HEADROOM_CONDITIONS=coarse`, read once at the start: the counter is never polled.
     coarse: bool,
+    /// `HEADROOM_CONDITIONS_TRACE` set, read once at the start.
+    trace: bool,
 }
 
 /// Whether the conditions are not read at all (`HEADROOM_CONDITIONS=off`, for benchmarks of
@@ -625,6 +627,7 @@ impl ConditionLog {
             source,
             unavailable,
             coarse: coarse(),
+            trace,
         }
     }
 
@@ -641,7 +644,7 @@ impl ConditionLog {
         }
         let asked = Instant::now();
         let t = self.mark_waited();
-        if std::env::var_os(TRACE_ENV).is_some() {
+        if self.trace {
             eprintln!(
                 "headroom: conditions mark at {t:.3} s waited {:.1} ms",
                 asked.elapsed().as_secs_f64() * 1e3
