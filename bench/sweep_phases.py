@@ -101,6 +101,14 @@ def main():
     for k in keys:
         med = [statistics.median(r[k] for r in rows if r["mode"] == m) for m in modes]
         print(f"| {k} | " + " | ".join(f"{v:.3f}" for v in med) + " |")
+    # Each mode against the last, run by run in turn (the pairs share the machine's moment).
+    base = modes[-1]
+    for m in modes[:-1]:
+        walls = [(r["wall"], b["wall"]) for r, b in zip((r for r in rows if r["mode"] == m), (r for r in rows if r["mode"] == base))]
+        ratios = sorted(w / b for w, b in walls)
+        diffs = sorted((w - b) * 1e3 for w, b in walls)
+        print(f"paired {m}/{base}: median ratio {statistics.median(ratios):.4f}, median difference "
+              f"{statistics.median(diffs):+.1f} ms; ratios " + " ".join(f"{x:.3f}" for x in ratios))
     if a.out:
         os.makedirs(a.out, exist_ok=True)
         with open(os.path.join(a.out, "sweep_phases.json"), "w") as f:

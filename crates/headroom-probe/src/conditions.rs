@@ -45,19 +45,28 @@ fn fine_poll() -> Duration {
 /// When the energy counter is next worth polling. NVML's counter moves in fixed periods (every
 /// 100 ms on the H100s and H200s here, p5 91 ms, p95 108 ms) and each poll is a call into the
 /// driver of 3–6 ms: polled every 5 ms, the sampler was in the driver half the time a point was
-/// timed. Once the period is known from the moves seen in a row, the polls wait out
-/// [`Cadence::QUIET`] of it after each move and resume, as fine as before, until the next — the
-/// same moments to the poll's precision, two or three polls a period instead of nine. The first
-/// point learns the period: a built-in cnn sweep of three short points on the H100 polled 60
-/// times (348 ms in the driver) instead of 83–93 (466–497 ms), and with it the polling costs the
-/// sweep no more than the readings alone (`HEADROOM_CONDITIONS=coarse`). A counter that moves
-/// at nearly every poll (RAPL's, every millisecond) is polled as it is.
-#[derive(Debug, Default)]
+/// timed. Once the period is known, the polls wait out [`Cadence::QUIET`] of it after each move
+/// and resume, as fine as before, until the next — the same moments to the poll's precision, two
+/// or three polls a period instead of nine. A built-in cnn sweep of three short points on the
+/// H100 polled 60 times (348 ms in the driver) instead of 83–93 (466–497 ms) when the first
+/// point learnt the period from the moves it saw in a row; NVML's counter now starts from its
+/// usual period ([`Cadence::NVML_PERIOD`]), so the first point waits too once it has seen one
+/// move. A period that was wrong (a seed, or a counter that sped up) shows as moves found by
+/// the first poll after a quiet: such a move says nothing of the period, and two in a row
+/// forget it, so the counter is polled finely and its period learnt again. A counter that
+/// moves at nearly every poll (RAPL's, every millisecond) is polled as it is.
+#[derive(Debug)]
 struct Cadence {
+    /// The polling interval, seconds.
+    poll: f64,
     /// The last move seen while polling, in the log's seconds.
     last: Option<f64>,
     /// The latest spacings between moves seen in a row.
     spacings: std::collections::VecDeque<f64>,
+    /// A poll since the last move found the counter where it was.
+    still_since_move: bool,
+    /// Moves in a row found by the first poll after a quiet.
+    late: u32,
 }
 
 impl Cadence {
@@ -65,33 +74,68 @@ impl Cadence {
     const KEEP: usize = 8;
     /// The share of the period after a move in which no poll is made.
     const QUIET: f64 = 0.8;
+    /// NVML's energy counter's period on the GPUs measured (H100, H200), seconds: the period a
+    /// counter read from NVML alone starts from.
+    const NVML_PERIOD: f64 = 0.1;
 
-    /// The counter moved, seen at `t`.
-    fn moved(&mut self, t: f64) {
-        if let Some(last) = self.last {
-            if self.spacings.len() == Self::KEEP {
-                self.spacings.pop_front();
-            }
-            self.spacings.push_back(t - last);
+    /// For polls every `poll` seconds, starting from `seed` as the period where one is known.
+    fn new(poll: f64, seed: Option<f64>) -> Self {
+        let spacings = seed.map(|p| vec![p; 3]).unwrap_or_default().into();
+        Self {
+            poll,
+            last: None,
+            spacings,
+            still_since_move: false,
+            late: 0,
         }
-        self.last = Some(t);
     }
 
-    /// The polling stopped: the next move seen is not one period after the last.
-    fn paused(&mut self) {
-        self.last = None;
-    }
-
-    /// Until when (the log's seconds) no poll is needed, for polls every `poll` seconds;
-    /// `None`: poll now.
-    fn quiet_until(&self, poll: f64) -> Option<f64> {
+    /// The period the polls wait on, if one is known and long enough to wait on.
+    fn period(&self) -> Option<f64> {
         if self.spacings.len() < 3 {
             return None;
         }
         let mut v: Vec<f64> = self.spacings.iter().copied().collect();
         v.sort_by(f64::total_cmp);
         let period = v[v.len() / 2];
-        (period >= 4.0 * poll).then_some(self.last? + Self::QUIET * period)
+        (period >= 4.0 * self.poll).then_some(period)
+    }
+
+    /// A poll at `t` found the counter `moved` (or where it was).
+    fn polled(&mut self, t: f64, moved: bool) {
+        if !moved {
+            self.still_since_move = true;
+            return;
+        }
+        if let Some(last) = self.last {
+            // Found by the first poll after a quiet: it moved at some moment of the quiet.
+            if self.period().is_some() && !self.still_since_move {
+                self.late += 1;
+                if self.late >= 2 {
+                    self.spacings.clear();
+                    self.late = 0;
+                }
+            } else {
+                self.late = 0;
+                if self.spacings.len() == Self::KEEP {
+                    self.spacings.pop_front();
+                }
+                self.spacings.push_back(t - last);
+            }
+        }
+        self.last = Some(t);
+        self.still_since_move = false;
+    }
+
+    /// The polling stopped: the next move seen is not one period after the last.
+    fn paused(&mut self) {
+        self.last = None;
+        self.still_since_move = false;
+    }
+
+    /// Until when (the log's seconds) no poll is needed; `None`: poll now.
+    fn quiet_until(&self) -> Option<f64> {
+        Some(self.last? + Self::QUIET * self.period()?)
     }
 }
 
@@ -353,6 +397,16 @@ impl Reader {
         (!parts.is_empty()).then(|| parts.join(" + "))
     }
 
+    /// The period the energy counter is expected to move in, where it is known before it is
+    /// seen: NVML's counter alone ([`Cadence::NVML_PERIOD`]).
+    fn counter_period(&self) -> Option<f64> {
+        #[cfg(not(target_os = "macos"))]
+        if self.nvidia.is_some() && self.rapl.is_empty() {
+            return Some(Cadence::NVML_PERIOD);
+        }
+        None
+    }
+
     /// One reading, `t` seconds into the job. On macOS it takes `interval` (macmon measures
     /// power over it); elsewhere it returns at once.
     pub fn read(&mut self, t: f64, interval: Duration) -> ConditionSample {
@@ -532,7 +586,8 @@ impl ConditionLog {
                         // Polling is for a counter: without one (macOS, a VM) it never wakes.
                         let has_counter = reader.energy_now().is_some();
                         let (mut polls, mut poll_s) = (0_u32, 0.0_f64);
-                        let mut cadence = Cadence::default();
+                        let mut cadence =
+                            Cadence::new(poll.as_secs_f64(), reader.counter_period());
                         while !stop.load(Ordering::SeqCst) {
                             let t = started.elapsed().as_secs_f64();
                             // A reading asked for is quick (macmon's power over a tenth of a second).
@@ -561,7 +616,7 @@ impl ConditionLog {
                                 let polling = has_counter && fine.load(Ordering::SeqCst);
                                 let now_s = started.elapsed().as_secs_f64();
                                 let quiet = polling
-                                    .then(|| cadence.quiet_until(poll.as_secs_f64()))
+                                    .then(|| cadence.quiet_until())
                                     .flatten()
                                     .filter(|q| *q > now_s);
                                 let slice = match quiet {
@@ -586,12 +641,13 @@ impl ConditionLog {
                                         polls += 1;
                                         poll_s += polled_at.elapsed().as_secs_f64();
                                     }
+                                    let t = started.elapsed().as_secs_f64();
                                     if let Some(j) = now.filter(|_| now != counter) {
-                                        let t = started.elapsed().as_secs_f64();
                                         lock(&edges).push((t, j));
-                                        if counter.is_some() {
-                                            cadence.moved(t);
-                                        }
+                                    }
+                                    // The first poll after a pause only finds where it stands.
+                                    if counter.is_some() && now.is_some() {
+                                        cadence.polled(t, now != counter);
                                     }
                                     counter = now;
                                 } else {
@@ -873,39 +929,83 @@ mod tests {
         assert!((r.energy_now().unwrap() - 18.5).abs() < 1e-6);
     }
 
-    /// A RAPL counter that moves only every 100 ms (as NVML's does) at 50 W: a point of 0.6 s
-    /// polled through takes its energy from the counter's updates, not from its two ends.
-    #[cfg(target_os = "linux")]
+    /// Polls a counter that moves every `period` seconds from `from` to `to` as the sampler's
+    /// loop does (each poll waits out the quiet it is given, or `c.poll`): how many polls were
+    /// made, and for each move seen, how long after the move it was seen.
+    fn polled_through(c: &mut Cadence, period: f64, from: f64, to: f64) -> (u32, Vec<f64>) {
+        let value = |t: f64| (t / period).floor();
+        let (mut t, mut polls, mut late) = (from, 0, Vec::new());
+        let mut counter = None;
+        c.paused();
+        while t < to {
+            t = match c.quiet_until() {
+                Some(q) if q > t => q,
+                _ => t + c.poll,
+            };
+            polls += 1;
+            let now = value(t);
+            if let Some(was) = counter {
+                c.polled(t, now != was);
+                if now != was {
+                    late.push(t - now * period);
+                }
+            }
+            counter = Some(now);
+        }
+        (polls, late)
+    }
+
+    /// NVML's counter, moving every 100 ms, polled every 5 ms: once the period is known the
+    /// polls wait out most of it, each move still seen within a poll of when it came.
     #[test]
     fn the_polls_wait_out_most_of_the_counters_period_once_it_is_known() {
         let poll = 0.005;
-        let mut c = Cadence::default();
-        assert_eq!(c.quiet_until(poll), None, "nothing seen: poll");
-        // NVML's counter: moves seen every ~100 ms.
-        for t in [1.000, 1.101, 1.199, 1.300] {
-            c.moved(t);
-        }
-        let q = c.quiet_until(poll).expect("a period known");
-        assert!((q - (1.300 + 0.8 * 0.101)).abs() < 1e-9, "{q}");
-        // Polling stopped between points: the spacing across the gap is not a period, and no
-        // quiet is kept from before it.
-        c.paused();
-        assert_eq!(c.quiet_until(poll), None);
-        c.moved(3.000);
-        let q = c.quiet_until(poll).expect("the period kept");
-        assert!((q - 3.080).abs() < 0.002, "{q}");
+        // Learnt: the first 0.3 s are polled finely, then two or three polls a period.
+        let mut c = Cadence::new(poll, None);
+        assert_eq!(c.quiet_until(), None, "nothing seen: poll");
+        let (cold, late) = polled_through(&mut c, 0.1, 1.003, 1.6);
+        assert!(late.iter().all(|l| *l <= poll + 1e-9), "{late:?}");
+        assert_eq!(late.len(), 6, "every move seen: {late:?}");
+        let period = c.period().expect("a period learnt");
+        assert!((period - 0.1).abs() <= poll, "{period}");
+        // Known: a second point of the same length polls far less, and sees every move as soon.
+        let (warm, late) = polled_through(&mut c, 0.1, 3.003, 3.6);
+        assert!(late.iter().all(|l| *l <= poll + 1e-9), "{late:?}");
+        assert_eq!(late.len(), 6, "{late:?}");
+        assert!(warm * 3 < cold * 2, "{warm} polls against {cold}");
+        // NVML's usual period to start from: the first point waits after its first move.
+        let mut seeded = Cadence::new(poll, Some(Cadence::NVML_PERIOD));
+        let (first, late) = polled_through(&mut seeded, 0.1, 1.003, 1.6);
+        assert_eq!(late.len(), 6, "{late:?}");
+        assert!(late.iter().all(|l| *l <= poll + 1e-9), "{late:?}");
+        assert!(first <= warm + 2, "{first} against {cold} / {warm}");
         // RAPL's counter moves at every poll: polled as it is.
-        let mut r = Cadence::default();
-        for i in 0..10 {
-            r.moved(f64::from(i) * poll);
+        let mut r = Cadence::new(poll, None);
+        let (polls, late) = polled_through(&mut r, 0.001, 0.0, 0.1);
+        assert_eq!(r.period(), None);
+        assert_eq!(late.len() + 1, polls as usize, "a move at every poll");
+    }
+
+    /// A period that is wrong (a seed for a counter that moves faster) is forgotten after two
+    /// moves found at a quiet's end, and the true one learnt: the moves are then seen as they
+    /// come, not a quiet late.
+    #[test]
+    fn a_wrong_period_is_forgotten_and_the_true_one_learnt() {
+        let poll = 0.005;
+        let mut c = Cadence::new(poll, Some(0.1));
+        let (_, late) = polled_through(&mut c, 0.025, 1.001, 1.6);
+        let period = c.period().expect("a period learnt");
+        assert!((period - 0.025).abs() <= poll, "{period}");
+        // After the first few, each move is seen within a poll of it.
+        assert!(late.len() >= 20, "{late:?}");
+        assert!(late[6..].iter().all(|l| *l <= poll + 1e-9), "{late:?}");
+        // And with a period too long for the counter from the start (its moves found at once
+        // after each quiet), the spacings so seen are never taken for its period.
+        let mut d = Cadence::new(poll, Some(0.1));
+        for t in [1.0, 1.08, 1.16] {
+            d.polled(t, true);
         }
-        assert_eq!(r.quiet_until(poll), None);
-        // The latest spacings only: a counter whose period shortened is soon polled for it.
-        for i in 1..=Cadence::KEEP {
-            #[allow(clippy::cast_precision_loss)]
-            c.moved(3.0 + 0.015 * i as f64);
-        }
-        assert_eq!(c.quiet_until(poll), None, "15 ms is under four polls");
+        assert_eq!(d.period(), None, "forgotten after two late moves");
     }
 
     #[test]
