@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """What NVML's calls cost the process that makes them (issue 42): nvmlInit_v2, a handle, each
 reading the conditions sampler takes, the energy counter, and nvmlShutdown — timed through
-ctypes on libnvidia-ml, N rounds (default 20), median and max in ms.
+ctypes on libnvidia-ml, N rounds (default 20), median and max in ms. Then as the sampler polls:
+one init and handle, the energy counter asked 5 N times 5 ms apart, through its own call and
+through nvmlDeviceGetFieldValues (NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION), in turn.
 
     python3 bench/nvml_call_cost.py [N]
 """
@@ -34,5 +36,24 @@ for _ in range(n):
     timed("nvmlDeviceGetTotalEnergyConsumption",
           lib.nvmlDeviceGetTotalEnergyConsumption, h, ctypes.byref(ull))
     timed("nvmlShutdown", lib.nvmlShutdown)
+
+
+class FieldValue(ctypes.Structure):
+    _fields_ = [("fieldId", ctypes.c_uint), ("scopeId", ctypes.c_uint), ("timestamp", ctypes.c_longlong),
+                ("latencyUsec", ctypes.c_longlong), ("valueType", ctypes.c_int), ("nvmlReturn", ctypes.c_int),
+                ("value", ctypes.c_ulonglong)]
+
+
+lib.nvmlInit_v2()
+lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(h))
+fv = FieldValue(fieldId=83)
+same = 0
+for _ in range(5 * n):
+    timed("polled: nvmlDeviceGetTotalEnergyConsumption", lib.nvmlDeviceGetTotalEnergyConsumption, h, ctypes.byref(ull))
+    rc = timed("polled: nvmlDeviceGetFieldValues(energy)", lib.nvmlDeviceGetFieldValues, h, 1, ctypes.byref(fv))
+    same += rc == 0 and fv.nvmlReturn == 0 and abs(fv.value - ull.value) < 1000
+    time.sleep(0.005)
+lib.nvmlShutdown()
+print(f"field value within 1 J of the call's: {same} of {5 * n}")
 for name, v in times.items():
     print(f"{name:45s} median {statistics.median(v):8.3f} ms  max {max(v):8.3f} ms  (n={len(v)})")
