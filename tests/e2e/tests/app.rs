@@ -385,6 +385,20 @@ impl Drop for Killed {
     }
 }
 
+/// A tray (or an app become one) killed when the test ends, with every process under it (the
+/// popover's process, its WebKit, a sweep's worker).
+struct TrayProcess(Child);
+
+impl Drop for TrayProcess {
+    fn drop(&mut self) {
+        for (p, _) in descendants(self.0.id()) {
+            let _ = Command::new("kill").arg(p.to_string()).status();
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `dbus-monitor` on the session bus, keeping every `Notify` call the app makes: the desktop
 /// notifications as the notification centre receives them.
 struct BusMonitor {
@@ -2497,21 +2511,9 @@ fn the_tray_process_starts_the_popover_on_open_and_is_alone_once_it_is_closed() 
             .spawn()
             .expect("start headroom-tray")
     };
-    struct Killed(Child);
-    impl Drop for Killed {
-        fn drop(&mut self) {
-            for (p, comm) in descendants(self.0.id()) {
-                if comm == "headroom-app" {
-                    let _ = Command::new("kill").arg(p.to_string()).status();
-                }
-            }
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     // Started plain, as the desktop entry and the login item start it, the app becomes the tray
     // (the same process: `exec`).
-    let mut tray = Killed(start(env_path("HEADROOM_E2E_APP")));
+    let mut tray = TrayProcess(start(env_path("HEADROOM_E2E_APP")));
     let lines = TrayLines::follow(&mut tray.0);
     let wait_line = |what: &str, secs: u64| lines.wait(what, secs);
     wait_line("headroom-tray: ready", 30);
@@ -2671,18 +2673,8 @@ fn the_tray_hands_the_training_over_itself_from_the_contention_notice() {
         String::from_utf8_lossy(&added.stderr)
     );
     let dunst = Dunst::picking("Continue on the remote host");
-    struct Tray(Child);
-    impl Drop for Tray {
-        fn drop(&mut self) {
-            for (p, _) in descendants(self.0.id()) {
-                let _ = Command::new("kill").arg(p.to_string()).status();
-            }
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let start_tray = || {
-        let mut tray = Tray(
+        let mut tray = TrayProcess(
             tray_command(
                 &env_path("HEADROOM_E2E_TRAY"),
                 home.path(),
@@ -2757,13 +2749,6 @@ fn the_tray_hands_the_training_over_itself_from_the_contention_notice() {
 fn the_icon_shows_in_an_x_system_tray() {
     let home = tempfile::tempdir().expect("temp HEADROOM_HOME");
     let user_home = tempfile::tempdir().expect("a HOME");
-    struct Killed(Child);
-    impl Drop for Killed {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let _panel = Killed(
         Command::new("trayer")
             .args(["--edge", "top", "--align", "right", "--widthtype", "pixel"])
@@ -2778,7 +2763,7 @@ fn the_icon_shows_in_an_x_system_tray() {
         assert!(Instant::now() < until, "trayer made no window");
         std::thread::sleep(Duration::from_millis(100));
     }
-    let mut tray = Killed(
+    let mut tray = TrayProcess(
         tray_command(
             &env_path("HEADROOM_E2E_TRAY"),
             home.path(),
