@@ -76,6 +76,7 @@ impl Cadence {
     const QUIET: f64 = 0.8;
     /// NVML's energy counter's period on the GPUs measured (H100, H200), seconds: the period a
     /// counter read from NVML alone starts from.
+    #[cfg_attr(target_os = "macos", allow(dead_code))] // no NVML there
     const NVML_PERIOD: f64 = 0.1;
 
     /// For polls every `poll` seconds, starting from `seed` as the period where one is known.
@@ -712,26 +713,49 @@ impl ConditionLog {
     /// [`Self::mark`] with a sampler: asks for a reading and waits for it (2 s at most).
     fn mark_waited(&self) -> f64 {
         let before = lock(&self.samples).len();
-        {
-            let mut flag = lock(&self.wake.0);
-            *flag = true;
-            self.wake.1.notify_all();
-        }
+        self.ask();
+        self.wait_for(|s| s.get(before).map(|r| r.t))
+            .unwrap_or_else(|| self.now())
+    }
+
+    /// Waits (2 s at most) until `found` finds what it looks for among the readings.
+    fn wait_for(&self, found: impl Fn(&[ConditionSample]) -> Option<f64>) -> Option<f64> {
         let deadline = Instant::now() + Duration::from_secs(2);
         let mut flag = lock(&self.wake.0);
         loop {
-            if let Some(s) = lock(&self.samples).get(before) {
-                return s.t;
+            if let Some(t) = found(&lock(&self.samples)) {
+                return Some(t);
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return self.now();
+                return None;
             }
             flag = self
                 .wake
                 .1
                 .wait_timeout(flag, left.min(Duration::from_millis(50)))
                 .map_or_else(|e| e.into_inner().0, |(g, _)| g);
+        }
+    }
+
+    /// Waits (2 s at most) for a reading taken at `t` or later — one asked for then, by
+    /// [`Self::ask`] or [`Self::fine`] — so that a span ending now holds it. Asked for well
+    /// before (a point's timed steps take a quarter second, a reading a few milliseconds) it has
+    /// come already and nothing is waited for: a span's end needs no reading of its own, taken
+    /// just as the job moves on to its next step (a sweep's worker freeing and allocating for
+    /// its next point, where calls into the GPU's driver cost it most).
+    pub fn settle(&self, t: f64) {
+        if self.thread.is_none() {
+            return;
+        }
+        let asked = Instant::now();
+        let found = self.wait_for(|s| s.iter().rev().find(|r| r.t >= t).map(|r| r.t));
+        if self.trace {
+            eprintln!(
+                "headroom: conditions settled on the reading asked at {t:.3} s ({}) after {:.1} ms",
+                found.map_or_else(|| "none came".to_owned(), |r| format!("taken at {r:.3} s")),
+                asked.elapsed().as_secs_f64() * 1e3
+            );
         }
     }
 
@@ -745,22 +769,28 @@ impl ConditionLog {
         }
     }
 
-    /// Polls the energy counter every few milliseconds (on) or not (off): on while a span
-    /// shorter than a few of the counter's updates is timed (a sweep's point), so that its
-    /// joules come from the counter's own updates ([`TimedConditions::over_edges`]).
-    pub fn fine(&self, on: bool) {
-        if self.thread.is_none() || self.coarse || self.fine.swap(on, Ordering::SeqCst) == on {
-            return;
-        }
+    /// Begins (on) or ends (off) a short span — a sweep's point — without waiting for anything:
+    /// the energy counter is polled every few milliseconds from now on, so that the span's
+    /// joules come from the counter's own updates ([`TimedConditions::over_edges`]), and (on) a
+    /// reading is asked for. The time now, to give [`Self::span`]: the reading asked for is
+    /// taken at it or after. `HEADROOM_CONDITIONS=coarse` asks for the reading alone.
+    pub fn fine(&self, on: bool) -> f64 {
         let now = self.now();
-        let mut polled = lock(&self.polled);
-        if on {
-            polled.push((now, None));
-            drop(polled);
-            self.ask();
-        } else if let Some(last) = polled.last_mut() {
-            last.1 = Some(now);
+        if self.thread.is_none() {
+            return now;
         }
+        if !self.coarse && self.fine.swap(on, Ordering::SeqCst) != on {
+            let mut polled = lock(&self.polled);
+            if on {
+                polled.push((now, None));
+            } else if let Some(last) = polled.last_mut() {
+                last.1 = Some(now);
+            }
+        }
+        if on {
+            self.ask();
+        }
+        now
     }
 
     /// The conditions from `from` to `to` seconds, with what could not be read.
@@ -1110,6 +1140,16 @@ mod tests {
             );
             std::thread::sleep(Duration::from_millis(5));
         }
+        // A short span begun and ended without waiting at either end (a sweep's point): the
+        // reading asked for at its start is in it, come long before the cadence's next.
+        let begun = slow.fine(true);
+        std::thread::sleep(Duration::from_millis(30));
+        slow.fine(false);
+        let settled = Instant::now();
+        slow.settle(begun);
+        assert!(settled.elapsed() < Duration::from_secs(1));
+        let short = slow.span(begun, slow.now());
+        assert_eq!(short.samples, 1, "{short:?}");
         let begun = Instant::now();
         drop(slow);
         assert!(

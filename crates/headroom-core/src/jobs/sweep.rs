@@ -252,7 +252,7 @@ impl Session<'_> {
         // The machine's state read through the sweep (thermal, power, energy); each point keeps
         // the span of its steady steps.
         let mut conditions: Option<crate::conditions::ConditionLog> = None;
-        let mut steady_from = 0.0;
+        let (mut steady_from, mut timed_from) = (0.0, 0.0);
         let mut told_unavailable = false;
         let mut last_phase = None;
         let mut current = None;
@@ -305,16 +305,24 @@ impl Session<'_> {
                     // work as the timed ones, and a counter that moves every 0.1 s needs their
                     // length: the timed steps alone are a quarter second, and timing them 0.6 s
                     // for the counter's sake cost a built-in sweep 47 % on an H100.
+                    // Nothing here waits for a reading: one is asked for at the start of the
+                    // steady steps and one at the start of the timed ones, and the span ends
+                    // when the point does, once the second has come (it has, but for points
+                    // timed in a few milliseconds). Readings waited for at both ends took 3–7 ms
+                    // of NVML calls each (on an H100) just as the worker freed and allocated
+                    // for its next point, and on a Mac 0.1 s of this thread each.
                     if phase == Phase::Warmup && last_phase != Some(Phase::Warmup) {
-                        steady_from = conditions.as_ref().map_or(0.0, |c| {
-                            c.fine(true);
-                            c.mark()
-                        });
+                        steady_from = conditions.as_ref().map_or(0.0, |c| c.fine(true));
+                        timed_from = steady_from;
                     }
                     // Utilisation is averaged over the timed steps of each point.
                     if phase == Phase::Timed && last_phase != Some(Phase::Timed) {
                         if let Some(b) = &busy {
                             b.reset();
+                        }
+                        if let Some(c) = &conditions {
+                            timed_from = c.now();
+                            c.ask();
                         }
                     }
                     last_phase = Some(phase);
@@ -341,7 +349,8 @@ impl Session<'_> {
                             .unwrap_or_default();
                         p.load = load.as_mut().and_then(|l| l.read(&submitters));
                         p.conditions = conditions.as_ref().map(|c| {
-                            let mut span = c.span(steady_from, c.mark());
+                            c.settle(timed_from);
+                            let mut span = c.span(steady_from, c.now());
                             // What this machine cannot read is said once, on the first point.
                             if told_unavailable {
                                 span.unavailable.clear();
