@@ -6,6 +6,9 @@ stdout, and the answer to the command's exit — the worker found by polling the
 children every millisecond.
 
     python3 bench/sweep_phases.py --headroom dist/headroom --pairs 6 --out DIR [--trace]
+
+A mode may name another build after an `@` (`--modes on,off,on@dist/old/headroom`): two builds
+compared in the same rounds.
 """
 import argparse, json, os, statistics, subprocess, threading, time
 
@@ -25,6 +28,9 @@ def children(pid):
 
 
 def one(hr, mode, batches, device, trace=False):
+    label = mode
+    mode, _, other = mode.partition("@")
+    hr = other or hr
     env = dict(os.environ, HEADROOM_CONDITIONS=mode)
     if trace:
         env["HEADROOM_CONDITIONS_TRACE"] = "1"
@@ -69,7 +75,7 @@ def one(hr, mode, batches, device, trace=False):
     steps = sum(pt.get("steps_s") or 0 for pt in doc.get("points", []))
     worker = max(seen.values(), key=lambda v: v[1] - v[0]) if seen else [float("nan")] * 3
     w_end = worker[2] if len(worker) > 2 else worker[1]
-    return {"mode": mode, "wall": t_exit, "to_worker": worker[0], "worker": w_end - worker[0],
+    return {"mode": label, "wall": t_exit, "to_worker": worker[0], "worker": w_end - worker[0],
             "worker_end_to_answer": t_answer - w_end, "answer_to_exit": t_exit - t_answer, "steps": steps,
             "first_steps": sum(pt.get("first_step_s") or 0 for pt in doc.get("points", [])),
             "worker_at": worker[0], "worker_end_at": w_end, "answer_at": t_answer, "stderr": said}
