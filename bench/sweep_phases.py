@@ -35,7 +35,9 @@ def one(hr, mode, batches, device, trace=False):
     if trace:
         env["HEADROOM_CONDITIONS_TRACE"] = "1"
     t0 = time.perf_counter()
-    p = subprocess.Popen([hr, "sweep", "--device", device, "--workload", "cnn", "--batches", batches, "--json"],
+    # No batches given: the sweep's own search (to the memory's limit or its own cap).
+    chosen = ["--batches", batches] if batches else []
+    p = subprocess.Popen([hr, "sweep", "--device", device, "--workload", "cnn", *chosen, "--json"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE if trace else subprocess.DEVNULL, env=env)
     said = []
 
@@ -85,7 +87,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--headroom", default="dist/headroom")
     ap.add_argument("--pairs", type=int, default=6)
-    ap.add_argument("--batches", default="256,1024,4096")
+    ap.add_argument("--batches", default="256,1024,4096", help="'' for the sweep's own search")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--modes", default="on,off", help="HEADROOM_CONDITIONS values, in turn (coarse: no polling)")
     ap.add_argument("--out", default="")
