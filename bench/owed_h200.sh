@@ -9,7 +9,7 @@ export HEADROOM_HOME=/tmp/r/home; mkdir -p $HEADROOM_HOME
 timeout 25 python3 bench/sweep_phases.py --headroom dist/headroom --pairs 2 --modes on --trace --out $OUT/trace > $OUT/trace.log 2>&1; echo "trace rc $?"; grep "polled\|opened" $OUT/trace.log
 timeout 20 python3 bench/nvml_call_cost.py 20 > $OUT/nvml_cost.txt 2>&1; cat $OUT/nvml_cost.txt
 timeout 90 python3 bench/sweep_phases.py --headroom dist/headroom --pairs 10 --modes on,off --out $OUT/phases > $OUT/phases.log 2>&1; echo "phases rc $?"; tail -10 $OUT/phases.log
-OUT=$OUT/energy PARTS=sweep PAIRS=4 SWEEP_BATCHES=256,1024,4096 timeout 50 bash bench/h200_energy_profile.sh dist/headroom > $OUT/energy.log 2>&1; echo "energy rc $?"; python3 bench/energy_check.py $OUT/energy 2>&1 | grep -v "^| sweep-" | tail -16
+OUT=$OUT/energy PARTS=sweep PAIRS=4 SWEEP_BATCHES=256,1024,4096 timeout 50 bash bench/h200_energy_profile.sh dist/headroom > $OUT/energy.log 2>&1; echo "energy rc $?"; python3 bench/energy_check.py $OUT/energy > $OUT/energy_check.txt 2>&1; grep -v "^| sweep-" $OUT/energy_check.txt | tail -16
 # 38: batch=auto of the ImageNet-style script, three times.
 timeout 170 python3 bench/imagenet_sweep.py --headroom dist/headroom --python python3 --out $OUT/imagenet --sweeps 3 --only-sweeps > $OUT/imagenet.log 2>&1; echo "imagenet rc $?"
 grep -v "warning:" $OUT/imagenet.log

@@ -11,6 +11,6 @@ export HEADROOM_HOME=/tmp/r/home; mkdir -p $HEADROOM_HOME
 ROUNDS=${ROUNDS:-16}
 timeout 25 python3 bench/sweep_phases.py --headroom dist/headroom --pairs 2 --modes on --trace --out $OUT/trace > $OUT/trace.log 2>&1; echo "trace rc $?"; grep "polled\|opened\|settled" $OUT/trace.log | head -12
 timeout 200 python3 bench/sweep_phases.py --headroom dist/headroom --pairs $ROUNDS --modes on@dist/old/headroom,on,off --out $OUT/phases > $OUT/phases.log 2>&1; echo "phases rc $?"; tail -12 $OUT/phases.log
-OUT=$OUT/energy PARTS=sweep PAIRS=4 SWEEP_BATCHES=256,1024,4096 timeout 50 bash bench/h200_energy_profile.sh dist/headroom > $OUT/energy.log 2>&1; echo "energy rc $?"; python3 bench/energy_check.py $OUT/energy 2>&1 | grep -v "^| sweep-" | tail -16
+OUT=$OUT/energy PARTS=sweep PAIRS=4 SWEEP_BATCHES=256,1024,4096 timeout 50 bash bench/h200_energy_profile.sh dist/headroom > $OUT/energy.log 2>&1; echo "energy rc $?"; python3 bench/energy_check.py $OUT/energy > $OUT/energy_check.txt 2>&1; grep -v "^| sweep-" $OUT/energy_check.txt | tail -16
 timeout 150 python3 bench/imagenet_sweep.py --headroom dist/headroom --python python3 --out $OUT/imagenet --sweeps 3 --only-sweeps > $OUT/imagenet.log 2>&1; echo "imagenet rc $?"
 grep -v "warning:" $OUT/imagenet.log | grep -v "^   start"
