@@ -91,6 +91,9 @@ fn run(
 ) -> std::io::Result<Finished> {
     let yields = in_background();
     let clock = Stopwatch::for_this_thread();
+    if yields {
+        wait_out_hold();
+    }
     #[cfg(unix)]
     if yields {
         // A group of its own, so that a hold stops its children too.
@@ -327,6 +330,24 @@ pub fn hold_background(at_most: Duration) {
             h.resume(now);
         }
     });
+}
+
+/// Returns once no hold is in force: a background child asked for during a hold is started
+/// after it, not started and then stopped (a short one, `sh -c "echo …"`, could finish in the
+/// moment between its start and the stop). The time waited is held time, which its limit leaves
+/// out ([`Stopwatch`]).
+fn wait_out_hold() {
+    loop {
+        let left = holds()
+            .held
+            .map(|(_, end)| end.saturating_duration_since(Instant::now()));
+        match left {
+            Some(left) if !left.is_zero() => {
+                std::thread::sleep(left.min(Duration::from_millis(10)));
+            }
+            _ => return,
+        }
+    }
 }
 
 /// Ends a hold: the background children run on.
