@@ -1038,6 +1038,8 @@ mod tests {
         assert_eq!(d.period(), None, "forgotten after two late moves");
     }
 
+    /// A RAPL counter that moves only every 100 ms (as NVML's does) at 50 W: a point of 0.6 s
+    /// polled through takes its energy from the counter's updates, not from its two ends.
     #[test]
     fn a_polled_span_reads_the_counter_at_its_updates() {
         let dir = tempfile::tempdir().expect("tmp");

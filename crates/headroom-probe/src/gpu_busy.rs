@@ -232,7 +232,7 @@ impl BusySampler {
                 })
                 .map(|u| u.gpu)
                 .collect();
-            if read.len() == indices.len() {
+            if read.len() == handles.all().len() {
                 if let Some(v) = mean_share(&read) {
                     Self::add(acc, v);
                 }
