@@ -363,6 +363,7 @@ mod tests {
             skipped: 0,
             syncs: 0,
             sync_ms: 0.0,
+            eval_ms: 0.0,
         }
     }
 
@@ -434,6 +435,7 @@ mod tests {
                 skipped,
                 syncs: 0,
                 sync_ms: 0.0,
+                eval_ms: 0.0,
             }
         };
         o.take(infer(8, 100.0), 99.0);
@@ -483,6 +485,33 @@ mod tests {
         assert!((share.unwrap() - 0.5).abs() < 1e-9);
         // Copies (a tenth of the data waits here) over the timed steps' time.
         assert!((o.observed.copy_share.unwrap() - 0.05).abs() < 1e-9);
+    }
+
+    /// A validation pass between two iterations (its time sent as `eval_ms`, already out of
+    /// the iteration's `ms`) is taken out of the span samples/s is measured over.
+    #[test]
+    fn evaluation_time_between_iterations_is_no_training_time() {
+        let mut o = Observation::default();
+        for (i, (t, eval_ms)) in [(100.0, 0.0), (100.25, 0.0), (101.5, 1000.0), (101.75, 0.0)]
+            .into_iter()
+            .enumerate()
+        {
+            let ev: Event = serde_json::from_value(serde_json::json!({
+                "ev": "step", "pid": 7, "t": t, "n": i + 1, "kind": "train", "backward": 1,
+                "opt": 1, "batch": 32, "ms": if i == 0 { None } else { Some(250.0) },
+                "eval_ms": eval_ms,
+            }))
+            .expect("a step event");
+            o.take(ev, 99.0);
+        }
+        // Three iterations of 32 after the first over 1.75 s, a second of it evaluating.
+        let rate = o.samples_per_s(None).expect("a rate");
+        assert!((rate - 96.0 / 0.75).abs() < 1e-9, "{rate}");
+        // An observer that sends no eval_ms: the whole span.
+        let mut old = Observation::default();
+        old.take(step(7, 100.0, None, 0.0, 1), 99.0);
+        old.take(step(7, 102.0, Some(2000.0), 0.0, 1), 99.0);
+        assert!((old.samples_per_s(None).unwrap() - 32.0).abs() < 1e-9);
     }
 
     /// A profiler window of a model on an accelerator, shaped as the observer sends it

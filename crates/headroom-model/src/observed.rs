@@ -160,6 +160,10 @@ pub enum Event {
         syncs: u32,
         #[serde(default)]
         sync_ms: f64,
+        /// Time in evaluation passes since the previous iteration (a DataLoader's pass in
+        /// which no training iteration ran: the loop's validation), left out of `ms`.
+        #[serde(default)]
+        eval_ms: f64,
     },
     /// The loop's first batch-sized work (its first batch asked for, module call, backward or
     /// step): where its first epoch's clock starts when epochs come from output lines.
@@ -732,6 +736,8 @@ pub struct StepTime {
     /// Its batch (none where no tensor was seen) and its different batches (accumulation).
     pub batch: Option<u64>,
     pub micro: u32,
+    /// Time in evaluation passes before it, since the previous iteration.
+    pub eval_ms: f64,
 }
 
 /// An epoch the observer reported, with the memory at its end.
@@ -816,6 +822,7 @@ impl Observation {
                 skipped,
                 syncs,
                 sync_ms,
+                eval_ms,
                 ..
             } => {
                 *self.pids.entry(pid).or_insert(0) += 1;
@@ -853,6 +860,9 @@ impl Observation {
                     }
                 }
                 self.take_iteration(t - started, ms, data_ms, copy_ms, backward, batch, mem);
+                if let Some(last) = self.steps.last_mut() {
+                    last.eval_ms = eval_ms;
+                }
                 *self.syncs.entry(syncs).or_insert(0) += 1;
                 if ms.is_some() {
                     self.sync_ms += sync_ms;
@@ -933,6 +943,7 @@ impl Observation {
             backward,
             batch,
             micro: 1,
+            eval_ms: 0.0,
         });
         if let Some(ms) = ms {
             self.copy_ms += copy_ms.min(ms);
@@ -988,11 +999,14 @@ impl Observation {
 
     /// Samples per second over the main process's iterations: the samples trained after the
     /// first iteration over the time from its end to the last one's (so a run that waits on
-    /// its data is measured as it runs, not by its fastest steps). `batch`: the batch Headroom
-    /// put into the command, which then is the batch; else each iteration's own.
+    /// its data is measured as it runs, not by its fastest steps), less the time its
+    /// evaluation passes took in between (a validation each epoch trains nothing). `batch`:
+    /// the batch Headroom put into the command, which then is the batch; else each
+    /// iteration's own.
     pub fn samples_per_s(&self, batch: Option<u64>) -> Option<f64> {
         let (first, last) = (self.steps.first()?, self.steps.last()?);
-        let span = last.at - first.at;
+        let evaluated: f64 = self.steps[1..].iter().map(|s| s.eval_ms).sum::<f64>() / 1e3;
+        let span = last.at - first.at - evaluated;
         if self.steps.len() < 2 || span <= 0.0 {
             return None;
         }

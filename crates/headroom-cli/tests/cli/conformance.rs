@@ -5,7 +5,8 @@
 //! with no code change and checked against the loop's own timer (`loops/own_timer.py`): its
 //! iterations, its batch, samples/s within 5 %, its epochs, accumulation seen or absent — and
 //! HF `Trainer`, Lightning's `Trainer` and an `accelerate` loop, installed from PyPI as test
-//! dependencies (`tests/requirements.txt`), with tiny models built from configs.
+//! dependencies (`tests/requirements.txt`), with tiny models built from configs — each also
+//! validating after every epoch, as most training code does.
 
 use serde_json::Value;
 
@@ -42,6 +43,7 @@ const LOOPS: &[(&str, &str)] = &[
         "module_transforms.py",
         include_str!("loops/module_transforms.py"),
     ),
+    ("train_validate.py", include_str!("loops/train_validate.py")),
 ];
 
 fn home_with_loops() -> Home {
@@ -280,6 +282,54 @@ fn lightning_with_max_epochs_3_is_three_epochs_timed_from_their_first_batch() {
         .collect();
     assert_eq!(own_epochs.len(), 3, "{err}");
     epochs_agree(&v, &own_epochs);
+}
+
+/// The classic ImageNet script's shape (DataLoader workers, a partial last batch): each epoch
+/// trains over one loader, then validates over another under `no_grad`. Its validation passes
+/// are no epochs, their batch is not the batch, and their time (their workers' start included)
+/// is no training time: samples/s agrees with the script's meter, which runs only while it
+/// trains.
+#[test]
+fn a_validation_pass_after_each_epoch_is_neither_an_epoch_nor_training_time() {
+    let home = home_with_loops();
+    let (v, iterations, rate, _) = observed(&home, &["train_validate.py", "--workers", "2"]);
+    let o = &v["observed"];
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(v["batch"], 32, "{v}");
+    assert_eq!(o["accumulation"], 1, "{o}");
+    assert_eq!(o["inference"], false, "{o}");
+    agrees(&v, rate);
+    assert_eq!(v["epochs"].as_array().map(Vec::len), Some(3), "{v}");
+}
+
+/// Lightning with a validation loader: its sanity check before training and its validation
+/// after each epoch (under `inference_mode`, stopped at the loader's length) are neither
+/// epochs nor training time.
+#[test]
+fn lightning_validating_each_epoch_is_three_epochs_at_its_training_speed() {
+    let home = home_with_loops();
+    let (v, iterations, rate, _) = observed(&home, &["lightning_loop.py", "--validate"]);
+    let o = &v["observed"];
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(v["batch"], 32, "{v}");
+    agrees(&v, rate);
+    assert_eq!(v["epochs"].as_array().map(Vec::len), Some(3), "{v}");
+}
+
+/// An HF `Trainer` evaluating after each epoch: its evaluation batches are drawn with grad
+/// enabled (only the forward runs under `no_grad`); the pass trains nothing, so it is still no
+/// epoch and no training time. (The Trainer's own `train_samples_per_second` counts its
+/// evaluations in; the loop's timer, paused around `evaluate`, does not.)
+#[test]
+fn an_hf_trainer_evaluating_each_epoch_is_timed_without_its_evaluations() {
+    let home = home_with_loops();
+    let (v, iterations, rate, _) = observed(&home, &["hf_trainer.py", "--validate"]);
+    let o = &v["observed"];
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(o["accumulation"], 2, "{o}");
+    assert_eq!(v["batch"], 16, "{v}");
+    agrees(&v, rate);
+    assert_eq!(v["epochs"].as_array().map(Vec::len), Some(2), "{v}");
 }
 
 #[test]

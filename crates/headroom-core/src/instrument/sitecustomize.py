@@ -125,6 +125,10 @@ class _Observer:
         self.last_stepper = None
         self.loader_batches = 0
         self.open_loaders = []
+        # Evaluation passes (a loader's pass in which no training iteration ran, once the loop
+        # trains: its validation) since the open iteration began: their time is no iteration's.
+        self.eval_s = 0.0
+        self.eval_pass = None
         # Host syncs the program asked for in the open iteration (`.item()`, `.tolist()`, a
         # device tensor's `.cpu()`), and the time they took.
         self.syncs = 0
@@ -446,7 +450,10 @@ def _install(torch, ob):
         }
         ob.syncs, ob.sync_s = 0, 0.0
         if ob.last_close is not None and ob.last_kind == kind and not window.busy():
-            event["ms"] = (now - ob.last_close) * 1e3
+            event["ms"] = max(now - ob.last_close - ob.eval_s, 0.0) * 1e3
+        if ob.eval_s > 0:
+            event["eval_ms"] = ob.eval_s * 1e3
+        ob.eval_s = 0.0
         ob.last_close, ob.last_kind = now, kind
         ob.data_s = ob.copy_s = 0.0
         ob.backward = ob.stepped = ob.skipped = ob.forwards = 0
@@ -459,12 +466,23 @@ def _install(torch, ob):
             # The profiler's start or its trace's writing is no iteration's time.
             ob.last_close = ob.clock()
         if kind == "train":
+            if ob.eval_pass is not None:
+                # An evaluation pass stopped at its length, and no loader asked for since: it
+                # ran into this iteration, where it ended is not known, so nothing is taken
+                # off; it ends, no epoch.
+                pending, ob.eval_pass = ob.eval_pass, None
+                loader_done(pending)
             for state in ob.drawn_states.values():
                 state["consumed"] = min(state["drawn"], state["consumed"] + micro)
+                state["trained"] += 1
             ob.drawn_states = {}
             for state in list(ob.open_loaders):
                 if state["due"] and state["consumed"] >= state["drawn"]:
                     loader_done(state)
+        else:
+            # Batches an inference iteration used (a framework's check of its validation
+            # before training) were not trained.
+            ob.drawn_states = {}
         if ob.outer is not None and ob.iters + ob.infers >= 5:
             settle_outer()
 
@@ -724,10 +742,11 @@ def _install(torch, ob):
     real_next = dl._BaseDataLoaderIter.__next__
 
     def loader_done(state):
-        """The loader's pass ended: an epoch, if training iterations ran in it (a pass a
-        framework stops at its length ends after the iteration of its last batch)."""
+        """The loader's pass ended: an epoch, if training iterations ran in it and trained on
+        its batches (a pass a framework stops at its length ends after the iteration of its
+        last batch; a validation pass between two epochs is none)."""
         ran = ob.iters - state["from_step"]
-        if state["open"] and ran > 0:
+        if state["open"] and ran > 0 and state["trained"] > 0:
             state["epochs"] += 1
             device = ob.device
             event = {"ev": "epoch", "n": state["epochs"], "steps": ran, "start": state["start"]}
@@ -744,6 +763,22 @@ def _install(torch, ob):
         state["open"] = False
         if state in ob.open_loaders:
             ob.open_loaders.remove(state)
+
+    def evaluation(state):
+        """Whether the pass of `state`, now at its end, was an evaluation: no training
+        iteration ran from its start to its last batch, in a loop that trains."""
+        first = state.get("first")
+        return training() and first is not None and first[0] == ob.iters
+
+    def evaluated_until(end):
+        """Ends the evaluation pass that ended its batches: its time, and the waits, copies
+        and syncs of the iteration open meanwhile, belong to no iteration."""
+        state, ob.eval_pass = ob.eval_pass, None
+        first = state.get("first")
+        if first is not None and first[0] == ob.iters:
+            ob.eval_s += max(end - first[1], 0.0)
+            ob.data_s, ob.copy_s, ob.syncs, ob.sync_s = first[2]
+        loader_done(state)
 
     def loader_iter(self):
         state = self.__dict__.get("_headroom")
@@ -765,8 +800,11 @@ def _install(torch, ob):
                 }
             )
         loader_done(state)
+        # Where the pass began (its workers' start included), and what the open iteration
+        # held then: given back if the pass turns out to be an evaluation.
+        first = (ob.iters, ob.clock(), (ob.data_s, ob.copy_s, ob.syncs, ob.sync_s))
         state.update(open=True, from_step=ob.iters, start=ob.wall(), drawn=0, consumed=0,
-                     due=False)
+                     due=False, trained=0, first=first)
         ob.open_loaders.append(state)
         it = real_iter(self)
         it._headroom = state
@@ -779,10 +817,13 @@ def _install(torch, ob):
         if not training() and ob.forwards and ob.drawn:
             close("infer")
         start = ob.clock()
+        state = getattr(self, "_headroom", None)
+        if ob.eval_pass is not None and ob.eval_pass is not state:
+            # An evaluation that stopped at its length ends where another loader is asked.
+            evaluated_until(start)
         with ob.stall_lock:
             ob.waiting_iter = self
             ob.waiting_since = start
-        state = getattr(self, "_headroom", None)
         try:
             batch = real_next(self)
         except StopIteration:
@@ -791,7 +832,10 @@ def _install(torch, ob):
                 close("infer")
             if state is not None:
                 state["due"] = True
-                if state["consumed"] >= state["drawn"] or not training():
+                if evaluation(state):
+                    ob.eval_pass = state
+                    evaluated_until(ob.clock())
+                elif state["consumed"] >= state["drawn"] or not training():
                     loader_done(state)
             raise
         except BaseException:
@@ -801,17 +845,25 @@ def _install(torch, ob):
         ob.data_s += ob.clock() - start
         ob.loader_batches += 1
         key = id(state) if state is not None else 0
-        ob.drawn[key] = ob.drawn.get(key, 0) + 1
+        # A batch asked for under no_grad once the loop trains is evaluated, not trained.
+        evaluated = training() and not torch.is_grad_enabled()
+        if not evaluated:
+            ob.drawn[key] = ob.drawn.get(key, 0) + 1
+            if state is not None:
+                ob.drawn_states[key] = state
+            size = _batch_size(batch)
+            if size is not None:
+                ob.batch = size
         if state is not None:
-            ob.drawn_states[key] = state
-        size = _batch_size(batch)
-        if size is not None:
-            ob.batch = size
-        if state is not None:
-            state["drawn"] += 1
+            if not evaluated:
+                state["drawn"] += 1
             try:
                 if self._num_yielded >= len(self):
                     state["due"] = True
+                    # A pass stopped at its length (Lightning's validation) is over once
+                    # its last batch is evaluated: where the next loader is asked.
+                    if evaluation(state):
+                        ob.eval_pass = state
             except Exception:
                 pass
         return batch

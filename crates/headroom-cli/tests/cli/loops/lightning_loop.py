@@ -1,6 +1,7 @@
 # A PyTorch Lightning Trainer as its users run it: a LightningModule, a DataLoader,
 # max_epochs=3. Its own timer is a callback at each training batch's end, and each epoch's
-# own time from the epoch's start to its end.
+# own time from the epoch's start to its end. With --validate, a validation loop over a
+# loader of its own after each epoch, which the timer leaves out.
 import argparse, time
 import torch
 from torch import nn
@@ -12,6 +13,7 @@ p = argparse.ArgumentParser()
 p.add_argument("--batch-size", type=int, default=32)
 p.add_argument("--max-epochs", type=int, default=3)
 p.add_argument("--bar", action="store_true")
+p.add_argument("--validate", action="store_true")
 a = p.parse_args()
 
 
@@ -23,6 +25,10 @@ class Model(L.LightningModule):
     def training_step(self, batch, i):
         x, y = batch
         return nn.functional.cross_entropy(self.net(x), y)
+
+    def validation_step(self, batch, i):
+        x, y = batch
+        self.log("val_loss", nn.functional.cross_entropy(self.net(x), y))
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.05)
@@ -37,6 +43,12 @@ class Own(L.Callback):
 
     def on_train_batch_end(self, trainer, module, outputs, batch, i):
         self.timer.iteration(batch[0].size(0))
+
+    def on_validation_start(self, trainer, module):
+        self.timer.pause()
+
+    def on_validation_end(self, trainer, module):
+        self.timer.resume()
 
     def on_train_epoch_end(self, trainer, module):
         print(f"own epoch {trainer.current_epoch + 1} time {time.perf_counter() - self.epoch_start:.4f}", flush=True)
@@ -54,6 +66,8 @@ trainer = L.Trainer(
     enable_progress_bar=a.bar,
     enable_model_summary=False,
     callbacks=[own],
+    num_sanity_val_steps=2 if a.validate else 0,
 )
-trainer.fit(Model(), DataLoader(data, batch_size=a.batch_size, shuffle=True))
+val = DataLoader(TensorDataset(torch.randn(12800, 64), torch.randint(0, 8, (12800,))), batch_size=256)
+trainer.fit(Model(), DataLoader(data, batch_size=a.batch_size, shuffle=True), val if a.validate else None)
 own.timer.report()

@@ -1,0 +1,57 @@
+# The shape of the classic ImageNet training script: per epoch, train() over one DataLoader
+# (a partial last batch), then validate() over another under no_grad in eval mode, with a
+# batch-time meter that runs only while training, as that script's `Time` column does.
+import argparse, time
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+from own_timer import OwnTimer
+
+p = argparse.ArgumentParser()
+p.add_argument("-b", "--batch-size", type=int, default=32)
+p.add_argument("--epochs", type=int, default=3)
+p.add_argument("--workers", type=int, default=0)
+a = p.parse_args()
+torch.manual_seed(0)
+
+
+def loader(n, batch, shuffle):
+    data = TensorDataset(torch.randn(n, 128), torch.randint(0, 10, (n,)))
+    return DataLoader(data, batch_size=batch, shuffle=shuffle, num_workers=a.workers)
+
+
+train_loader = loader(1000, a.batch_size, True)
+val_loader = loader(4000, 200, False)
+model = nn.Sequential(nn.Linear(128, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+criterion = nn.CrossEntropyLoss()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
+meter = OwnTimer()
+
+
+def train(epoch):
+    model.train()
+    meter.resume()
+    for i, (images, target) in enumerate(train_loader):
+        loss = criterion(model(images), target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        meter.iteration(images.size(0))
+        if i % 10 == 0:
+            print(f"Epoch: [{epoch}][{i:>3}/{len(train_loader)}]\tLoss {loss.item():.4f}", flush=True)
+    meter.pause()
+
+
+def validate():
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for images, target in val_loader:
+            correct += (model(images).argmax(1) == target).sum().item()
+    print(f" * Acc@1 {100.0 * correct / len(val_loader.dataset):.3f}", flush=True)
+
+
+for epoch in range(a.epochs):
+    train(epoch)
+    validate()
+meter.report()
