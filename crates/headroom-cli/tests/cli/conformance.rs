@@ -44,6 +44,7 @@ const LOOPS: &[(&str, &str)] = &[
         include_str!("loops/module_transforms.py"),
     ),
     ("train_validate.py", include_str!("loops/train_validate.py")),
+    ("zipped_loaders.py", include_str!("loops/zipped_loaders.py")),
 ];
 
 fn home_with_loops() -> Home {
@@ -298,6 +299,47 @@ fn a_validation_pass_after_each_epoch_is_neither_an_epoch_nor_training_time() {
     assert_eq!(v["batch"], 32, "{v}");
     assert_eq!(o["accumulation"], 1, "{o}");
     assert_eq!(o["inference"], false, "{o}");
+    agrees(&v, rate);
+    assert_eq!(v["epochs"].as_array().map(Vec::len), Some(3), "{v}");
+}
+
+/// Each epoch breaks out of its pass after 20 of its 32 iterations (validating after it): every
+/// epoch is counted, the last one too — it ended with its last iteration, not with the program.
+#[test]
+fn a_loop_that_breaks_after_so_many_steps_each_epoch_has_all_its_epochs() {
+    let home = home_with_loops();
+    let (v, iterations, rate, _) =
+        observed(&home, &["train_validate.py", "--steps-per-epoch", "20"]);
+    assert_eq!(iterations, 60);
+    assert_eq!(v["steps"].as_u64(), Some(60), "{v}");
+    agrees(&v, rate);
+    let seconds: Vec<f64> = v["epochs"]
+        .as_array()
+        .expect("epochs")
+        .iter()
+        .map(|e| e["seconds"].as_f64().expect("seconds"))
+        .collect();
+    assert_eq!(seconds.len(), 3, "{v}");
+    // The last epoch is found over only at the program's end, after its validation (which
+    // takes about twice an epoch here): it is timed to its last iteration all the same.
+    assert!(
+        seconds[2] <= 1.5 * seconds[0].max(seconds[1]) + 0.02,
+        "the last epoch took {seconds:?}"
+    );
+}
+
+/// Two loaders zipped per iteration (a labelled batch of 32, an unlabelled one of 64 from a
+/// longer loader that zip leaves before its end): the batch is the first loader's, and each
+/// epoch is counted once, where the shorter pass ends — not again when the longer one is asked
+/// anew.
+#[test]
+fn zipped_loaders_are_one_epoch_per_pass_at_the_first_loaders_batch() {
+    let home = home_with_loops();
+    let (v, iterations, rate, _) = observed(&home, &["zipped_loaders.py"]);
+    let o = &v["observed"];
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(v["batch"], 32, "{v}");
+    assert_eq!(o["accumulation"], 1, "{o}");
     agrees(&v, rate);
     assert_eq!(v["epochs"].as_array().map(Vec::len), Some(3), "{v}");
 }

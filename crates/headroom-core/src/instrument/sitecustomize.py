@@ -129,6 +129,8 @@ class _Observer:
         # trains: its validation) since the open iteration began: their time is no iteration's.
         self.eval_s = 0.0
         self.eval_pass = None
+        # Epochs ended by any loader's pass.
+        self.epochs_ended = 0
         # Host syncs the program asked for in the open iteration (`.item()`, `.tolist()`, a
         # device tensor's `.cpu()`), and the time they took.
         self.syncs = 0
@@ -185,7 +187,8 @@ class _Observer:
         import json
 
         event["pid"] = os.getpid()
-        event["t"] = self.wall()
+        # An event may say when it happened (an epoch found over at the program's end).
+        event.setdefault("t", self.wall())
         with self.lock:
             if self.dead:
                 return
@@ -741,15 +744,23 @@ def _install(torch, ob):
     real_iter = dl.DataLoader.__iter__
     real_next = dl._BaseDataLoaderIter.__next__
 
-    def loader_done(state):
+    def loader_done(state, at=None):
         """The loader's pass ended: an epoch, if training iterations ran in it and trained on
         its batches (a pass a framework stops at its length ends after the iteration of its
-        last batch; a validation pass between two epochs is none)."""
+        last batch; a validation pass between two epochs is none). A pass left before its
+        end (asked anew without being exhausted) is an epoch too (a loop that breaks after so
+        many steps), unless another loader's pass ended as one meanwhile: loaders zipped in
+        one loop end their epochs with the shortest."""
         ran = ob.iters - state["from_step"]
-        if state["open"] and ran > 0 and state["trained"] > 0:
+        left = not state.get("due") and ob.epochs_ended > state.get("epochs_before", 0)
+        if state["open"] and ran > 0 and state.get("trained", 0) > 0 and not left:
             state["epochs"] += 1
+            state["last_ran"] = ran
+            ob.epochs_ended += 1
             device = ob.device
             event = {"ev": "epoch", "n": state["epochs"], "steps": ran, "start": state["start"]}
+            if at is not None:
+                event["t"] = at
             if ob.release and ob.release != "none":
                 # What the allocator kept before the release, then the release itself.
                 before = _memory(torch, device) if device is not None else None
@@ -804,7 +815,7 @@ def _install(torch, ob):
         # held then: given back if the pass turns out to be an evaluation.
         first = (ob.iters, ob.clock(), (ob.data_s, ob.copy_s, ob.syncs, ob.sync_s))
         state.update(open=True, from_step=ob.iters, start=ob.wall(), drawn=0, consumed=0,
-                     due=False, trained=0, first=first)
+                     due=False, trained=0, first=first, epochs_before=ob.epochs_ended)
         ob.open_loaders.append(state)
         it = real_iter(self)
         it._headroom = state
@@ -852,7 +863,9 @@ def _install(torch, ob):
             if state is not None:
                 ob.drawn_states[key] = state
             size = _batch_size(batch)
-            if size is not None:
+            # Loaders zipped in one iteration: the batch is the first one's (the labelled
+            # batch beside its unlabelled one, the source beside the target).
+            if size is not None and len(ob.drawn) == 1:
                 ob.batch = size
         if state is not None:
             if not evaluated:
@@ -984,10 +997,16 @@ def _install(torch, ob):
     sys.excepthook = excepthook
 
     def at_exit():
-        # A pass whose last batch was given and trained ends with the program.
+        # A pass whose last batch was given and trained ends with the program; so does one
+        # left before its end after as many iterations as the loader's epoch before it (a
+        # loop that breaks after so many steps each epoch), not one cut short (a step limit).
         for state in list(ob.open_loaders):
+            whole = state.get("last_ran") == ob.iters - state["from_step"]
             if state["due"]:
                 loader_done(state)
+            elif whole and ob.last_close is not None:
+                # It ended with its last iteration, not with the program.
+                loader_done(state, at=ob.wall() - (ob.clock() - ob.last_close))
         # A window the program ended in is reported as far as it went.
         window.finish(cut=True)
         ob.send({"ev": "end", "steps": ob.iters, "checkpoints": ob.checkpoints}, now=True)

@@ -1,6 +1,7 @@
 # The shape of the classic ImageNet training script: per epoch, train() over one DataLoader
 # (a partial last batch), then validate() over another under no_grad in eval mode, with a
-# batch-time meter that runs only while training, as that script's `Time` column does.
+# batch-time meter that runs only while training, as that script's `Time` column does. With
+# --steps-per-epoch N, each epoch breaks out of its pass after N iterations.
 import argparse, time
 import torch
 from torch import nn
@@ -11,6 +12,7 @@ p = argparse.ArgumentParser()
 p.add_argument("-b", "--batch-size", type=int, default=32)
 p.add_argument("--epochs", type=int, default=3)
 p.add_argument("--workers", type=int, default=0)
+p.add_argument("--steps-per-epoch", type=int, default=0)
 a = p.parse_args()
 torch.manual_seed(0)
 
@@ -32,6 +34,8 @@ def train(epoch):
     model.train()
     meter.resume()
     for i, (images, target) in enumerate(train_loader):
+        if a.steps_per_epoch and i >= a.steps_per_epoch:
+            break
         loss = criterion(model(images), target)
         optimizer.zero_grad()
         loss.backward()
