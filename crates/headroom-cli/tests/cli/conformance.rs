@@ -45,6 +45,7 @@ const LOOPS: &[(&str, &str)] = &[
     ),
     ("train_validate.py", include_str!("loops/train_validate.py")),
     ("zipped_loaders.py", include_str!("loops/zipped_loaders.py")),
+    ("compiled.py", include_str!("loops/compiled.py")),
 ];
 
 fn home_with_loops() -> Home {
@@ -326,6 +327,22 @@ fn a_loop_that_breaks_after_so_many_steps_each_epoch_has_all_its_epochs() {
         seconds[2] <= 1.5 * seconds[0].max(seconds[1]) + 0.02,
         "the last epoch took {seconds:?}"
     );
+}
+
+/// A model called through `torch.compile`: observed as any other, and the program's output
+/// has no warning of Headroom's making (torch warns at a compiled module's call while global
+/// module hooks are set, as the observer's are over the first iterations).
+#[test]
+fn a_compiled_model_is_observed_without_a_warning_of_headrooms_making() {
+    let home = home_with_loops();
+    let (v, iterations, rate, err) = observed(&home, &["compiled.py"]);
+    let o = &v["observed"];
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(v["batch"], 64, "{v}");
+    assert_eq!(o["compiled"], true, "{o}");
+    agrees(&v, rate);
+    assert_eq!(v["epochs"].as_array().map(Vec::len), Some(3), "{v}");
+    assert!(!err.contains("global hooks"), "{err}");
 }
 
 /// Two loaders zipped per iteration (a labelled batch of 32, an unlabelled one of 64 from a

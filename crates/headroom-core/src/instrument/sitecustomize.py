@@ -723,6 +723,13 @@ def _install(torch, ob):
         nn_module.register_module_forward_pre_hook(global_pre),
         nn_module.register_module_forward_hook(global_post, always_call=True),
     ]
+    # torch.compile warns at a compiled module's call while any global module hook is set:
+    # while these (Headroom's, not the program's) are, that warning is Headroom's doing and
+    # not shown.
+    warnings.filterwarnings(
+        "ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks",
+        category=UserWarning)
+    compile_filter = warnings.filters[0]
 
     def settle_outer():
         """Hands the outermost modules found so far their own hooks and drops the global ones
@@ -730,6 +737,11 @@ def _install(torch, ob):
         found, ob.outer = ob.outer or {}, None
         while global_hooks:
             global_hooks.pop().remove()
+        try:
+            warnings.filters.remove(compile_filter)
+            warnings._filters_mutated()
+        except Exception:
+            pass
         ob.depth = 0
         for module in found.values():
             try:
