@@ -345,6 +345,53 @@ fn a_compiled_model_is_observed_without_a_warning_of_headrooms_making() {
     assert!(!err.contains("global hooks"), "{err}");
 }
 
+/// A fault in the observer's own bookkeeping — wherever it happens: at a batch given, a pass
+/// begun, a module's call, an optimizer's step, an iteration's end — never reaches the program:
+/// it trains to its end and exits as it would alone, and the run says the observer failed and
+/// where.
+#[test]
+fn a_fault_in_the_observer_costs_the_program_nothing() {
+    let home = home_with_loops();
+    let py = python();
+    for fault in [
+        "batch_given",
+        "pass_begins",
+        "global_pre",
+        "after_step",
+        "close",
+        "pass_ended",
+    ] {
+        let out = home
+            .cmd(&[
+                "run",
+                "--json",
+                "--",
+                py.to_str().expect("utf-8"),
+                "train_validate.py",
+            ])
+            .env("OMP_NUM_THREADS", "1")
+            .env("HEADROOM_OBSERVER_FAULT", fault)
+            .output()
+            .expect("headroom run");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{fault}: {err}");
+        assert_eq!(
+            own(&err).0,
+            96,
+            "{fault}: the loop did not train to its end: {err}"
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+        let said = v["observed"]["probe_error"].as_str().unwrap_or_default();
+        assert!(
+            said.starts_with(&format!(
+                "{fault}: RuntimeError('a fault injected into {fault}')"
+            )),
+            "{fault}: {v}"
+        );
+        assert!(!err.contains("Traceback"), "{fault}: {err}");
+    }
+}
+
 /// Two loaders zipped per iteration (a labelled batch of 32, an unlabelled one of 64 from a
 /// longer loader that zip leaves before its end): the batch is the first loader's, and each
 /// epoch is counted once, where the shorter pass ends — not again when the longer one is asked

@@ -129,6 +129,8 @@ class _Observer:
         # trains: its validation) since the open iteration began: their time is no iteration's.
         self.eval_s = 0.0
         self.eval_pass = None
+        # The observer stopped at a fault of its own (see `guarded`).
+        self.off = False
         # Epochs ended by any loader's pass.
         self.epochs_ended = 0
         # Host syncs the program asked for in the open iteration (`.item()`, `.tolist()`, a
@@ -313,6 +315,31 @@ def _install(torch, ob):
     import functools
     import warnings
 
+    # The observer's own bookkeeping never raises into the program: a fault in it is reported
+    # once (`probe_error`) and the observer stops there, every hook passing through, while the
+    # program trains on. HEADROOM_OBSERVER_FAULT names a guarded function that raises instead
+    # (Headroom's tests of this).
+    fault = os.environ.get("HEADROOM_OBSERVER_FAULT")
+
+    def guarded(fn):
+        name = fn.__name__
+        inject = fault == name
+
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            if ob.off:
+                return None
+            try:
+                if inject:
+                    raise RuntimeError(f"a fault injected into {name}")
+                return fn(*args, **kwargs)
+            except Exception as e:
+                ob.off = True
+                ob.send({"ev": "probe_error", "message": f"{name}: {e!r}"[:2000]}, now=True)
+                return None
+
+        return call
+
     gate = ob.gate_path
     if gate and os.getpid() == ob.gate_pid:
         try:
@@ -407,6 +434,7 @@ def _install(torch, ob):
         if real is not None:
             setattr(Tensor, name, counted(name, real, device_only))
 
+    @guarded
     def began():
         if not ob.began and get_worker_info() is None:
             ob.began = True
@@ -417,6 +445,7 @@ def _install(torch, ob):
 
     window = _ProfileWindow(torch, ob)
 
+    @guarded
     def close(kind):
         # A DataLoader worker (its transforms may be modules) runs no iteration of the loop.
         if get_worker_info() is not None:
@@ -503,6 +532,7 @@ def _install(torch, ob):
                 pass
         return device
 
+    @guarded
     def on_step(optimizer, skipped):
         began()
         oid = id(optimizer)
@@ -527,6 +557,7 @@ def _install(torch, ob):
         if oid == ob.pace:
             close("train")
 
+    @guarded
     def after_step(optimizer, args, kwargs):
         # A program that reached its first step without a batch or a module call waits here.
         ob.gate()
@@ -562,15 +593,19 @@ def _install(torch, ob):
 
     real_backward = torch.autograd.backward
 
-    @functools.wraps(real_backward)
-    def backward(*args, **kwargs):
-        began()
-        out = real_backward(*args, **kwargs)
+    @guarded
+    def backward_done():
         if not compiling():
             ob.backward += 1
             ob.ever_backward = True
             if ob.optimizers == 0:
                 close("train")
+
+    @functools.wraps(real_backward)
+    def backward(*args, **kwargs):
+        began()
+        out = real_backward(*args, **kwargs)
+        backward_done()
         return out
 
     torch.autograd.backward = backward
@@ -580,14 +615,18 @@ def _install(torch, ob):
     # inner loop) they are part of its iteration.
     real_grad = torch.autograd.grad
 
-    @functools.wraps(real_grad)
-    def grad(*args, **kwargs):
-        out = real_grad(*args, **kwargs)
+    @guarded
+    def grad_done():
         if ob.optimizers == 0 and not compiling():
             began()
             ob.backward += 1
             ob.ever_backward = True
             close("train")
+
+    @functools.wraps(real_grad)
+    def grad(*args, **kwargs):
+        out = real_grad(*args, **kwargs)
+        grad_done()
         return out
 
     torch.autograd.grad = grad
@@ -624,6 +663,7 @@ def _install(torch, ob):
     # language model's outermost input is (sequence, batch) too, so its first dimension is not
     # the batch. The first such layer called in a forward pass says what the batch is, whatever
     # the loop or its loader gave (a transposed input included).
+    @guarded
     def layout_pre(module, args):
         if ob.layout_read or get_worker_info() is not None:
             return
@@ -689,6 +729,7 @@ def _install(torch, ob):
         if not training() and ob.loader_batches == 0 and id(module) == ob.main_outer:
             close("infer")
 
+    @guarded
     def global_pre(module, args):
         if compiling() or ob.quiet:
             return
@@ -696,6 +737,7 @@ def _install(torch, ob):
             outer_call(module, args)
         ob.depth += 1
 
+    @guarded
     def global_post(module, args, output):
         if compiling() or ob.quiet:
             return
@@ -703,6 +745,7 @@ def _install(torch, ob):
         if ob.depth == 0:
             outer_done(module, output)
 
+    @guarded
     def own_pre(module, args):
         if compiling() or ob.quiet:
             return
@@ -710,6 +753,7 @@ def _install(torch, ob):
             outer_call(module, args)
         ob.own_depth += 1
 
+    @guarded
     def own_post(module, args, output):
         if compiling() or ob.quiet:
             return
@@ -731,6 +775,7 @@ def _install(torch, ob):
         category=UserWarning)
     compile_filter = warnings.filters[0]
 
+    @guarded
     def settle_outer():
         """Hands the outermost modules found so far their own hooks and drops the global ones
         (called between iterations, where no module call is under way)."""
@@ -756,6 +801,7 @@ def _install(torch, ob):
     real_iter = dl.DataLoader.__iter__
     real_next = dl._BaseDataLoaderIter.__next__
 
+    @guarded
     def loader_done(state, at=None):
         """The loader's pass ended: an epoch, if training iterations ran in it and trained on
         its batches (a pass a framework stops at its length ends after the iteration of its
@@ -793,6 +839,7 @@ def _install(torch, ob):
         first = state.get("first")
         return training() and first is not None and first[0] == ob.iters
 
+    @guarded
     def evaluated_until(end):
         """Ends the evaluation pass that ended its batches: its time, and the waits, copies
         and syncs of the iteration open meanwhile, belong to no iteration."""
@@ -801,9 +848,15 @@ def _install(torch, ob):
         if first is not None and first[0] == ob.iters:
             ob.eval_s += max(end - first[1], 0.0)
             ob.data_s, ob.copy_s, ob.syncs, ob.sync_s = first[2]
+            # Its batches (drawn with grad on, as HF's evaluation does) were never trained.
+            ob.batch = first[3]
+            ob.drawn.pop(id(state), None)
+            ob.drawn_states.pop(id(state), None)
         loader_done(state)
 
-    def loader_iter(self):
+    @guarded
+    def pass_begins(self):
+        """A pass over a loader begins: its state (made at the loader's first pass)."""
         state = self.__dict__.get("_headroom")
         if state is None:
             state = {"epochs": 0, "open": False, "from_step": 0}
@@ -825,15 +878,25 @@ def _install(torch, ob):
         loader_done(state)
         # Where the pass began (its workers' start included), and what the open iteration
         # held then: given back if the pass turns out to be an evaluation.
-        first = (ob.iters, ob.clock(), (ob.data_s, ob.copy_s, ob.syncs, ob.sync_s))
+        first = (ob.iters, ob.clock(), (ob.data_s, ob.copy_s, ob.syncs, ob.sync_s), ob.batch)
         state.update(open=True, from_step=ob.iters, start=ob.wall(), drawn=0, consumed=0,
                      due=False, trained=0, first=first, epochs_before=ob.epochs_ended)
         ob.open_loaders.append(state)
+        return state
+
+    def loader_iter(self):
+        state = pass_begins(self)
         it = real_iter(self)
-        it._headroom = state
+        if state is not None:
+            try:
+                it._headroom = state
+            except Exception:
+                pass
         return it
 
-    def loader_next(self):
+    @guarded
+    def batch_asked(self):
+        """A batch is asked of a loader: when, and the state of its pass."""
         ob.gate()
         began()
         # Inference: a batch asked for ends the iteration of the one before.
@@ -847,23 +910,41 @@ def _install(torch, ob):
         with ob.stall_lock:
             ob.waiting_iter = self
             ob.waiting_since = start
+        return start, state
+
+    @guarded
+    def pass_ended(start, state):
+        """The loader's pass ran out of batches."""
+        ob.end_wait(start)
+        if not training() and ob.forwards and ob.drawn:
+            close("infer")
+        if state is not None:
+            state["due"] = True
+            if evaluation(state):
+                ob.eval_pass = state
+                evaluated_until(ob.clock())
+            elif state["consumed"] >= state["drawn"] or not training():
+                loader_done(state)
+
+    def loader_next(self):
+        asked = batch_asked(self)
+        if asked is None:
+            return real_next(self)
+        start, state = asked
         try:
             batch = real_next(self)
         except StopIteration:
-            ob.end_wait(start)
-            if not training() and ob.forwards and ob.drawn:
-                close("infer")
-            if state is not None:
-                state["due"] = True
-                if evaluation(state):
-                    ob.eval_pass = state
-                    evaluated_until(ob.clock())
-                elif state["consumed"] >= state["drawn"] or not training():
-                    loader_done(state)
+            pass_ended(start, state)
             raise
         except BaseException:
             ob.end_wait(start)
             raise
+        batch_given(self, start, state, batch)
+        return batch
+
+    @guarded
+    def batch_given(self, start, state, batch):
+        """A batch was given: its wait, its size, and what its pass has given so far."""
         ob.end_wait(start)
         ob.data_s += ob.clock() - start
         ob.loader_batches += 1
@@ -891,7 +972,6 @@ def _install(torch, ob):
                         ob.eval_pass = state
             except Exception:
                 pass
-        return batch
 
     dl.DataLoader.__iter__ = loader_iter
     dl._BaseDataLoaderIter.__next__ = loader_next
@@ -1013,8 +1093,8 @@ def _install(torch, ob):
         # left before its end after as many iterations as the loader's epoch before it (a
         # loop that breaks after so many steps each epoch), not one cut short (a step limit).
         for state in list(ob.open_loaders):
-            whole = state.get("last_ran") == ob.iters - state["from_step"]
-            if state["due"]:
+            whole = state.get("last_ran") == ob.iters - state.get("from_step", 0)
+            if state.get("due"):
                 loader_done(state)
             elif whole and ob.last_close is not None:
                 # It ended with its last iteration, not with the program.
