@@ -209,7 +209,8 @@ pub enum Event {
         #[serde(default)]
         checkpoints: u64,
     },
-    /// The observer failed to hook in (the program runs on, unobserved).
+    /// The observer failed to hook in or stopped at a fault of its own (the program runs on,
+    /// unobserved).
     ProbeError { pid: u32, t: f64, message: String },
     /// The DataLoader has given no batch for `waited_s` seconds (past the stall threshold),
     /// with `alive` of its `workers` worker processes alive; `step` optimizer steps ran before.
@@ -660,7 +661,7 @@ pub struct Observed {
     pub fallback_ops: Vec<String>,
     /// The out-of-memory error the program ended on.
     pub oom: Option<String>,
-    /// The observer could not hook in (why).
+    /// The observer could not hook in, or stopped at a fault of its own (where, and why).
     pub probe_error: Option<String>,
     /// DataLoader waits past the stall threshold.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -688,6 +689,18 @@ impl Observed {
     /// optimizers stepped and 3 backward calls each", "inference iterations (no backward)", or
     /// that none was seen — never a silent zero.
     pub fn loop_shape(&self) -> String {
+        if let Some(e) = &self.probe_error {
+            let seen = if self.inference {
+                "inference iterations"
+            } else {
+                "training iterations"
+            };
+            return format!(
+                "{} {seen} seen before Headroom's observer stopped at a fault of its own ({e}); \
+                 the program ran on, unobserved from there",
+                self.steps
+            );
+        }
         if self.steps == 0 {
             return "no training iteration seen: this loop drew no DataLoader batch and called no \
                     module, backward or optimizer step that Headroom could see"

@@ -476,9 +476,6 @@ fn observed_summary(ob: &headroom_core::instrument::Observed) {
     if ob.stepping_processes > 1 {
         parts.push(format!("{} processes stepping", ob.stepping_processes));
     }
-    if let Some(e) = &ob.probe_error {
-        parts.push(format!("observer failed: {e}"));
-    }
     if !parts.is_empty() {
         eprintln!("headroom: seen inside: {}", parts.join(" · "));
     }

@@ -390,6 +390,28 @@ fn a_fault_in_the_observer_costs_the_program_nothing() {
         );
         assert!(!err.contains("Traceback"), "{fault}: {err}");
     }
+    // In words: how far it saw, and that the program ran on.
+    let out = home
+        .cmd(&[
+            "run",
+            "--",
+            py.to_str().expect("utf-8"),
+            "train_validate.py",
+        ])
+        .env("OMP_NUM_THREADS", "1")
+        .env("HEADROOM_OBSERVER_FAULT", "close")
+        .output()
+        .expect("headroom run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "headroom: 0 training iterations seen before Headroom's observer stopped at a fault \
+             of its own (close: RuntimeError('a fault injected into close')); the program ran \
+             on, unobserved from there"
+        ),
+        "{err}"
+    );
 }
 
 /// Two loaders zipped per iteration (a labelled batch of 32, an unlabelled one of 64 from a
