@@ -2,7 +2,7 @@
 # (a partial last batch), then validate() over another under no_grad in eval mode, with a
 # batch-time meter that runs only while training, as that script's `Time` column does. With
 # --steps-per-epoch N, each epoch breaks out of its pass after N iterations.
-import argparse, time
+import argparse
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
