@@ -1268,7 +1268,8 @@ def _watch_stalls(ob):
             # come before the stall itself.
             with ob.stall_lock:
                 since, it = ob.waiting_since, ob.waiting_iter
-                if since is None or it is None or ob.stall_reported == since:
+                # An observer stopped at a fault of its own no longer clears the waits it set.
+                if ob.off or since is None or it is None or ob.stall_reported == since:
                     continue
                 waited = ob.clock() - since
                 if waited < ob.stall_s:
