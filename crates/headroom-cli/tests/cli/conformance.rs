@@ -147,6 +147,30 @@ fn a_sequence_first_language_model_is_read_at_its_batch_without_being_told() {
     }
 }
 
+/// The classic language model ending each epoch with `evaluate()` over a held-out tensor (no
+/// DataLoader: the model in eval mode under `no_grad`): that evaluation is no training time —
+/// samples/s agrees with the script's timer, which leaves it out as its ms/batch does — while
+/// its epochs, as the script times them, keep it.
+#[test]
+fn the_classic_language_models_evaluation_each_epoch_is_no_training_time() {
+    let home = home_with_loops();
+    let (v, iterations, rate, err) = observed(
+        &home,
+        &["manual_sgd_lm.py", "--validate", "--tokens", "80000"],
+    );
+    let o = &v["observed"];
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(v["batch"], 20, "{v}");
+    assert_eq!(o["inference"], false, "{o}");
+    agrees(&v, rate);
+    let ends = err
+        .lines()
+        .filter(|l| l.starts_with("| end of epoch"))
+        .count();
+    assert_eq!(ends, 3, "{err}");
+    assert_eq!(v["epochs"].as_array().map(Vec::len), Some(3), "{v}");
+}
+
 #[test]
 fn manual_sgd_over_a_sliced_tensor_is_iterations_its_batch_and_its_epochs_from_progress_lines() {
     let home = home_with_loops();

@@ -129,6 +129,9 @@ class _Observer:
         # trains: its validation) since the open iteration began: their time is no iteration's.
         self.eval_s = 0.0
         self.eval_pass = None
+        # The trained model's calls in eval mode under no_grad: [first's start, last's end,
+        # what the open iteration held before them, loader batches then].
+        self.eval_calls = None
         # The observer stopped at a fault of its own (see `guarded`).
         self.off = False
         # Epochs ended by any loader's pass.
@@ -446,10 +449,23 @@ def _install(torch, ob):
     window = _ProfileWindow(torch, ob)
 
     @guarded
+    def evaluation_calls_end():
+        """The model's evaluation calls (see `outer_call`) are over: their time, and what the
+        open iteration gathered meanwhile, belong to no iteration — unless a DataLoader gave
+        batches through them (its evaluation pass is taken off on its own)."""
+        began_at, ended_at, held, batches = ob.eval_calls
+        ob.eval_calls = None
+        if batches == ob.loader_batches:
+            ob.eval_s += max(ended_at - began_at, 0.0)
+            ob.data_s, ob.copy_s, ob.syncs, ob.sync_s = held
+
+    @guarded
     def close(kind):
         # A DataLoader worker (its transforms may be modules) runs no iteration of the loop.
         if get_worker_info() is not None:
             return
+        if ob.eval_calls is not None:
+            evaluation_calls_end()
         now = ob.clock()
         if kind == "train":
             ob.iters += 1
@@ -705,6 +721,19 @@ def _install(torch, ob):
             ob.outer.setdefault(mid, module)
             if ob.main_outer is None:
                 ob.main_outer = mid
+        # The trained model called in eval mode under no_grad, once the loop trains: its
+        # evaluation (the classic language model's `evaluate()`, nanoGPT's `estimate_loss`),
+        # from the first such call to the end of the last — over until the model is called
+        # otherwise or an iteration ends. Other modules' calls (its loss module, a teacher, a
+        # momentum encoder) neither begin nor end it.
+        if mid == ob.main_outer and training():
+            if not module.training and not torch.is_grad_enabled():
+                if ob.eval_calls is None:
+                    now = ob.clock()
+                    held = (ob.data_s, ob.copy_s, ob.syncs, ob.sync_s)
+                    ob.eval_calls = [now, now, held, ob.loader_batches]
+            elif ob.eval_calls is not None:
+                evaluation_calls_end()
         if ob.device is None:
             for p in module.parameters():
                 ob.device = p.device
@@ -726,6 +755,8 @@ def _install(torch, ob):
         t = first_tensor(output)
         if t is not None:
             remember(t)
+        if ob.eval_calls is not None and id(module) == ob.main_outer:
+            ob.eval_calls[1] = ob.clock()
         if not training() and ob.loader_batches == 0 and id(module) == ob.main_outer:
             close("infer")
 

@@ -1,6 +1,8 @@
 # A word-level language model trained as the classic example does: batches sliced by hand
 # from one long tensor (no DataLoader), weights updated by hand on .grad (no torch.optim),
-# progress lines that name the epoch while it runs, an "end of epoch" line with its time.
+# progress lines that name the epoch while it runs, an "end of epoch" line with its time. With
+# --validate, each epoch ends as the classic's does: evaluate() over a held-out tensor, the model
+# in eval mode under no_grad, which its timer (its ms/batch) leaves out and its epoch time keeps.
 import argparse, time
 import torch
 from torch import nn
@@ -13,12 +15,16 @@ p.add_argument("--arch", choices=["lstm", "transformer"], default="lstm")
 p.add_argument("--epochs", type=int, default=3)
 p.add_argument("--tokens", type=int, default=200000)
 p.add_argument("--bptt", type=int, default=35)
+p.add_argument("--validate", action="store_true")
 a = p.parse_args()
 torch.manual_seed(0)
 ntok = 800
 data = torch.randint(0, ntok, (a.tokens,))
 nbatch = data.size(0) // a.batch_size
 data = data[: nbatch * a.batch_size].view(a.batch_size, -1).t().contiguous()
+# Held out, batched by 10 as the classic's evaluation is.
+val = torch.randint(0, ntok, (a.tokens,))
+val = val[: (val.size(0) // 10) * 10].view(10, -1).t().contiguous()
 
 
 class LM(nn.Module):
@@ -46,6 +52,20 @@ criterion = nn.CrossEntropyLoss()
 timer = OwnTimer()
 lr = 5.0
 batches = (data.size(0) - 1 + a.bptt - 1) // a.bptt
+
+
+def evaluate():
+    model.eval()
+    total, hidden = 0.0, None
+    with torch.no_grad():
+        for i in range(0, val.size(0) - 1, a.bptt):
+            seq = min(a.bptt, val.size(0) - 1 - i)
+            out, hidden = model(val[i : i + seq], hidden)
+            total += seq * criterion(out.view(-1, ntok), val[i + 1 : i + 1 + seq].reshape(-1)).item()
+    model.train()
+    return total / (val.size(0) - 1)
+
+
 for epoch in range(1, a.epochs + 1):
     epoch_start = time.time()
     hidden = None
@@ -64,5 +84,10 @@ for epoch in range(1, a.epochs + 1):
         timer.iteration(a.batch_size)
         if batch % 10 == 0 and batch > 0:
             print(f"| epoch {epoch:3d} | {batch:5d}/{batches:5d} batches | loss {loss.item():5.2f}", flush=True)
-    print(f"| end of epoch {epoch:3d} | time: {time.time() - epoch_start:5.3f}s |", flush=True)
+    valid = ""
+    if a.validate:
+        timer.pause()
+        valid = f" valid loss {evaluate():5.2f} |"
+        timer.resume()
+    print(f"| end of epoch {epoch:3d} | time: {time.time() - epoch_start:5.3f}s |{valid}", flush=True)
 timer.report()
