@@ -171,6 +171,32 @@ fn the_classic_language_models_evaluation_each_epoch_is_no_training_time() {
     assert_eq!(v["epochs"].as_array().map(Vec::len), Some(3), "{v}");
 }
 
+/// nanoGPT's `estimate_loss()` every 20 iterations (the first before any training): batches
+/// from `get_batch`, the model in eval mode under `no_grad`. No training time, no accumulation
+/// read from its batches; the loop's 3 micro-batches per step stay what they are.
+#[test]
+fn nanogpts_estimate_loss_is_no_training_time() {
+    let home = home_with_loops();
+    let (v, iterations, rate, _) = observed(
+        &home,
+        &[
+            "get_batch_memmap.py",
+            "--eval_interval",
+            "20",
+            "--eval_iters",
+            "60",
+            "--max_iters",
+            "120",
+        ],
+    );
+    let o = &v["observed"];
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(v["batch"], 8, "{v}");
+    assert_eq!(o["accumulation"], 3, "{o}");
+    assert_eq!(o["inference"], false, "{o}");
+    agrees(&v, rate);
+}
+
 #[test]
 fn manual_sgd_over_a_sliced_tensor_is_iterations_its_batch_and_its_epochs_from_progress_lines() {
     let home = home_with_loops();

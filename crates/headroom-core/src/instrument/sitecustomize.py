@@ -457,7 +457,8 @@ def _install(torch, ob):
         ob.eval_calls = None
         if batches == ob.loader_batches:
             ob.eval_s += max(ended_at - began_at, 0.0)
-            ob.data_s, ob.copy_s, ob.syncs, ob.sync_s = held
+            # Its inputs were never trained on: no accumulation is read from them.
+            ob.data_s, ob.copy_s, ob.syncs, ob.sync_s, ob.fresh = held
 
     @guarded
     def close(kind):
@@ -730,7 +731,7 @@ def _install(torch, ob):
             if not module.training and not torch.is_grad_enabled():
                 if ob.eval_calls is None:
                     now = ob.clock()
-                    held = (ob.data_s, ob.copy_s, ob.syncs, ob.sync_s)
+                    held = (ob.data_s, ob.copy_s, ob.syncs, ob.sync_s, dict(ob.fresh))
                     ob.eval_calls = [now, now, held, ob.loader_batches]
             elif ob.eval_calls is not None:
                 evaluation_calls_end()

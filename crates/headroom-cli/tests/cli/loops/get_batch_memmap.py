@@ -1,6 +1,8 @@
 # A nanoGPT-shaped loop: batches drawn at random offsets of a memory-mapped token file
 # (get_batch, no DataLoader), 3 micro-batches accumulated per optimizer step, the next batch
-# fetched while the model runs.
+# fetched while the model runs. With --eval_interval N, estimate_loss() as nanoGPT's: every N
+# iterations (the first before any training), the model in eval mode under no_grad over fresh
+# batches, which the timer leaves out.
 import argparse, array, mmap, os, tempfile
 import torch
 from torch import nn
@@ -9,6 +11,8 @@ from own_timer import OwnTimer
 p = argparse.ArgumentParser()
 p.add_argument("--batch_size", type=int, default=8)
 p.add_argument("--max_iters", type=int, default=240)
+p.add_argument("--eval_interval", type=int, default=0)
+p.add_argument("--eval_iters", type=int, default=20)
 a = p.parse_args()
 torch.manual_seed(0)
 block, vocab, accum = 32, 512, 3
@@ -40,10 +44,27 @@ class GPT(nn.Module):
 
 
 model = GPT()
+
+
+@torch.no_grad()
+def estimate_loss():
+    model.eval()
+    losses = torch.zeros(a.eval_iters)
+    for k in range(a.eval_iters):
+        _, loss = model(*get_batch())
+        losses[k] = loss.item()
+    model.train()
+    return losses.mean()
+
+
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 timer = OwnTimer()
 X, Y = get_batch()
 for it in range(a.max_iters):
+    if a.eval_interval and it % a.eval_interval == 0:
+        timer.pause()
+        print(f"step {it}: val loss {estimate_loss():.4f}", flush=True)
+        timer.resume()
     for micro in range(accum):
         _, loss = model(X, Y)
         X, Y = get_batch()
