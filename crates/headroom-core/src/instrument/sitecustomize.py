@@ -448,17 +448,27 @@ def _install(torch, ob):
 
     window = _ProfileWindow(torch, ob)
 
+    def held():
+        """What the open iteration has gathered so far (waits, copies, syncs, its batch and
+        its fresh inputs): given back by `evaluated` if what follows is an evaluation."""
+        return (ob.data_s, ob.copy_s, ob.syncs, ob.sync_s, ob.batch, dict(ob.fresh))
+
+    def evaluated(began_at, ended_at, was):
+        """An evaluation ran from `began_at` to `ended_at`: its time is no iteration's, and what
+        the open iteration held before it (`was`, from `held`) is given back — its inputs
+        were never trained on, no batch or accumulation is read from them."""
+        ob.eval_s += max(ended_at - began_at, 0.0)
+        ob.data_s, ob.copy_s, ob.syncs, ob.sync_s, ob.batch, ob.fresh = was
+
     @guarded
     def evaluation_calls_end():
         """The model's evaluation calls (see `outer_call`) are over: their time, and what the
         open iteration gathered meanwhile, belong to no iteration — unless a DataLoader gave
         batches through them (its evaluation pass is taken off on its own)."""
-        began_at, ended_at, held, batches = ob.eval_calls
+        began_at, ended_at, was, batches = ob.eval_calls
         ob.eval_calls = None
         if batches == ob.loader_batches:
-            ob.eval_s += max(ended_at - began_at, 0.0)
-            # Its inputs were never trained on: no accumulation is read from them.
-            ob.data_s, ob.copy_s, ob.syncs, ob.sync_s, ob.fresh = held
+            evaluated(began_at, ended_at, was)
 
     @guarded
     def close(kind):
@@ -524,14 +534,12 @@ def _install(torch, ob):
             for state in ob.drawn_states.values():
                 state["consumed"] = min(state["drawn"], state["consumed"] + micro)
                 state["trained"] += 1
-            ob.drawn_states = {}
             for state in list(ob.open_loaders):
                 if state["due"] and state["consumed"] >= state["drawn"]:
                     loader_done(state)
-        else:
-            # Batches an inference iteration used (a framework's check of its validation
-            # before training) were not trained.
-            ob.drawn_states = {}
+        # Batches an inference iteration used (a framework's check of its validation before
+        # training) were not trained either.
+        ob.drawn_states = {}
         if ob.outer is not None and ob.iters + ob.infers >= 5:
             settle_outer()
 
@@ -731,8 +739,7 @@ def _install(torch, ob):
             if not module.training and not torch.is_grad_enabled():
                 if ob.eval_calls is None:
                     now = ob.clock()
-                    held = (ob.data_s, ob.copy_s, ob.syncs, ob.sync_s, dict(ob.fresh))
-                    ob.eval_calls = [now, now, held, ob.loader_batches]
+                    ob.eval_calls = [now, now, held(), ob.loader_batches]
             elif ob.eval_calls is not None:
                 evaluation_calls_end()
         if ob.device is None:
@@ -872,18 +879,15 @@ def _install(torch, ob):
         return training() and first is not None and first[0] == ob.iters
 
     @guarded
-    def evaluated_until(end):
-        """Ends the evaluation pass that ended its batches: its time, and the waits, copies
-        and syncs of the iteration open meanwhile, belong to no iteration."""
-        state, ob.eval_pass = ob.eval_pass, None
-        first = state.get("first")
-        if first is not None and first[0] == ob.iters:
-            ob.eval_s += max(end - first[1], 0.0)
-            ob.data_s, ob.copy_s, ob.syncs, ob.sync_s = first[2]
-            # Its batches (drawn with grad on, as HF's evaluation does) were never trained.
-            ob.batch = first[3]
-            ob.drawn.pop(id(state), None)
-            ob.drawn_states.pop(id(state), None)
+    def pass_evaluated(state, end):
+        """Ends an evaluation pass (see `evaluation`) at `end`: it is no iteration's, and its
+        batches (drawn with grad on, as HF's evaluation does) were never trained."""
+        if ob.eval_pass is state:
+            ob.eval_pass = None
+        _, began_at, was = state["first"]
+        evaluated(began_at, end, was)
+        ob.drawn.pop(id(state), None)
+        ob.drawn_states.pop(id(state), None)
         loader_done(state)
 
     @guarded
@@ -910,7 +914,7 @@ def _install(torch, ob):
         loader_done(state)
         # Where the pass began (its workers' start included), and what the open iteration
         # held then: given back if the pass turns out to be an evaluation.
-        first = (ob.iters, ob.clock(), (ob.data_s, ob.copy_s, ob.syncs, ob.sync_s), ob.batch)
+        first = (ob.iters, ob.clock(), held())
         state.update(open=True, from_step=ob.iters, start=ob.wall(), drawn=0, consumed=0,
                      due=False, trained=0, first=first, epochs_before=ob.epochs_ended)
         ob.open_loaders.append(state)
@@ -938,7 +942,7 @@ def _install(torch, ob):
         state = getattr(self, "_headroom", None)
         if ob.eval_pass is not None and ob.eval_pass is not state:
             # An evaluation that stopped at its length ends where another loader is asked.
-            evaluated_until(start)
+            pass_evaluated(ob.eval_pass, start)
         with ob.stall_lock:
             ob.waiting_iter = self
             ob.waiting_since = start
@@ -953,8 +957,7 @@ def _install(torch, ob):
         if state is not None:
             state["due"] = True
             if evaluation(state):
-                ob.eval_pass = state
-                evaluated_until(ob.clock())
+                pass_evaluated(state, ob.clock())
             elif state["consumed"] >= state["drawn"] or not training():
                 loader_done(state)
 
