@@ -88,20 +88,26 @@ fn own(stderr: &str) -> (u64, f64) {
 /// Runs `args` (a loop and its flags) under `headroom run --json`; its document and its own
 /// timer's figures.
 fn observed(home: &Home, args: &[&str]) -> (Value, u64, f64, String) {
+    observed_with(home, args, &[])
+}
+
+/// [`observed`], with `env` set for the run.
+fn observed_with(home: &Home, args: &[&str], env: &[(&str, &str)]) -> (Value, u64, f64, String) {
     let py = python();
     let all = [
         &["run", "--json", "--", py.to_str().expect("utf-8")][..],
         args,
     ]
     .concat();
+    let mut cmd = home.cmd(&all);
     // One thread each: the tests run side by side on few cores.
-    let out = home
-        .cmd(&all)
-        .env("OMP_NUM_THREADS", "1")
-        .output()
-        .expect("headroom run");
+    cmd.env("OMP_NUM_THREADS", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("headroom run");
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{args:?} failed: {err}");
+    assert!(out.status.success(), "{args:?} {env:?} failed: {err}");
     let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
     let (iterations, rate) = own(&err);
     (v, iterations, rate, err)
@@ -411,26 +417,15 @@ fn a_fault_in_the_observer_costs_the_program_nothing() {
         "close",
         "pass_ended",
     ] {
-        let out = home
-            .cmd(&[
-                "run",
-                "--json",
-                "--",
-                py.to_str().expect("utf-8"),
-                "train_validate.py",
-            ])
-            .env("OMP_NUM_THREADS", "1")
-            .env("HEADROOM_OBSERVER_FAULT", fault)
-            .output()
-            .expect("headroom run");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{fault}: {err}");
+        let (v, iterations, _, err) = observed_with(
+            &home,
+            &["train_validate.py"],
+            &[("HEADROOM_OBSERVER_FAULT", fault)],
+        );
         assert_eq!(
-            own(&err).0,
-            96,
+            iterations, 96,
             "{fault}: the loop did not train to its end: {err}"
         );
-        let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
         let said = v["observed"]["probe_error"].as_str().unwrap_or_default();
         assert!(
             said.starts_with(&format!(
