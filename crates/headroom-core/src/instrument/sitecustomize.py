@@ -81,6 +81,10 @@ class _Observer:
         # Set while Headroom runs copies of the model itself (`headroom numerics`): its own
         # module calls are not the program's.
         self.quiet = False
+        # Backward passes under way: a checkpointed block's forward run again inside one is no
+        # module call of the loop, and a backward called inside one (reentrant checkpointing
+        # calls one per block) is part of it, not another.
+        self.in_backward = 0
         self.release = os.environ.get("HEADROOM_RELEASE") or None
         self.reset()
 
@@ -143,6 +147,11 @@ class _Observer:
         self.sync_site = None
         self.outer = {}
         self.main_outer = None
+        # Whether the main module was chosen from a call with gradients on (see outer_call).
+        self.main_grad = False
+        # The outermost call under way was given no tensor the pre-hook could see: its
+        # keywords are read after it (see outer_call).
+        self.keywords_due = False
         self.layout_read = False
         self.layout_checked = set()
         self.depth = 0
@@ -629,8 +638,13 @@ def _install(torch, ob):
     @functools.wraps(real_backward)
     def backward(*args, **kwargs):
         began()
-        out = real_backward(*args, **kwargs)
-        backward_done()
+        ob.in_backward += 1
+        try:
+            out = real_backward(*args, **kwargs)
+        finally:
+            ob.in_backward -= 1
+        if not ob.in_backward:
+            backward_done()
         return out
 
     torch.autograd.backward = backward
@@ -650,8 +664,13 @@ def _install(torch, ob):
 
     @functools.wraps(real_grad)
     def grad(*args, **kwargs):
-        out = real_grad(*args, **kwargs)
-        grad_done()
+        ob.in_backward += 1
+        try:
+            out = real_grad(*args, **kwargs)
+        finally:
+            ob.in_backward -= 1
+        if not ob.in_backward:
+            grad_done()
         return out
 
     torch.autograd.grad = grad
@@ -717,7 +736,7 @@ def _install(torch, ob):
                 except Exception:
                     pass
 
-    def outer_call(module, args):
+    def outer_call(module, args, kwargs=None):
         if get_worker_info() is not None:
             return
         ob.gate()
@@ -728,8 +747,14 @@ def _install(torch, ob):
         watch_layout(module)
         if ob.outer is not None:
             ob.outer.setdefault(mid, module)
-            if ob.main_outer is None:
-                ob.main_outer = mid
+            # The main module is the model the loop runs: the first outermost module called,
+            # unless that call had gradients off and a later one has them on — a frozen
+            # teacher called before the student it distils into is not the model trained.
+            grad = torch.is_grad_enabled()
+            if ob.main_outer is None or (grad and not ob.main_grad):
+                if ob.main_outer is None or mid != ob.main_outer:
+                    ob.main_outer = mid
+                ob.main_grad = grad
         # The trained model called in eval mode under no_grad, once the loop trains: its
         # evaluation (the classic language model's `evaluate()`, nanoGPT's `estimate_loss`),
         # from the first such call to the end of the last — over until the model is called
@@ -747,8 +772,17 @@ def _install(torch, ob):
                 ob.device = p.device
                 break
         t = first_tensor(args)
-        if t is None:
-            return
+        # Inputs passed by keyword (`model(input_ids=x, labels=y)`, `model(**batch)`): a
+        # global pre-hook is given no keywords (`kwargs` None), the global post-hook is.
+        if t is None and kwargs:
+            t = first_tensor(kwargs)
+        ob.keywords_due = t is None and kwargs is None
+        if t is not None:
+            input_seen(mid, t)
+
+    def input_seen(mid, t):
+        """The outermost module `mid` was given `t` first: a fresh batch, unless it is a
+        tensor the loop's modules have given or been given already."""
         try:
             ptr = t.data_ptr()
         except Exception:
@@ -770,31 +804,37 @@ def _install(torch, ob):
 
     @guarded
     def global_pre(module, args):
-        if compiling() or ob.quiet:
+        if compiling() or ob.quiet or ob.in_backward:
             return
         if ob.depth == 0:
             outer_call(module, args)
         ob.depth += 1
 
     @guarded
-    def global_post(module, args, output):
-        if compiling() or ob.quiet:
+    def global_post(module, args, *rest):
+        # (kwargs, output) where the hook is given keywords, else (output,).
+        if compiling() or ob.quiet or ob.in_backward:
             return
         ob.depth = max(ob.depth - 1, 0)
         if ob.depth == 0:
-            outer_done(module, output)
+            if ob.keywords_due:
+                ob.keywords_due = False
+                t = first_tensor(rest[0]) if len(rest) == 2 else None
+                if t is not None:
+                    input_seen(id(module), t)
+            outer_done(module, rest[-1])
 
     @guarded
-    def own_pre(module, args):
-        if compiling() or ob.quiet:
+    def own_pre(module, args, kwargs=None):
+        if compiling() or ob.quiet or ob.in_backward:
             return
         if ob.own_depth == 0:
-            outer_call(module, args)
+            outer_call(module, args, kwargs)
         ob.own_depth += 1
 
     @guarded
     def own_post(module, args, output):
-        if compiling() or ob.quiet:
+        if compiling() or ob.quiet or ob.in_backward:
             return
         ob.own_depth = max(ob.own_depth - 1, 0)
         if ob.own_depth == 0:
@@ -802,10 +842,12 @@ def _install(torch, ob):
 
     from torch.nn.modules import module as nn_module
 
-    global_hooks = [
-        nn_module.register_module_forward_pre_hook(global_pre),
-        nn_module.register_module_forward_hook(global_post, always_call=True),
-    ]
+    global_hooks = [nn_module.register_module_forward_pre_hook(global_pre)]
+    try:
+        global_hooks.append(nn_module.register_module_forward_hook(
+            global_post, with_kwargs=True, always_call=True))
+    except TypeError:
+        global_hooks.append(nn_module.register_module_forward_hook(global_post, always_call=True))
     # torch.compile warns at a compiled module's call while any global module hook is set:
     # while these (Headroom's, not the program's) are, that warning is Headroom's doing and
     # not shown.
@@ -819,8 +861,14 @@ def _install(torch, ob):
         """Hands the outermost modules found so far their own hooks and drops the global ones
         (called between iterations, where no module call is under way)."""
         found, ob.outer = ob.outer or {}, None
+        # Removing a global forward hook given keywords leaves its id in torch's
+        # `_global_forward_hooks_with_kwargs` (torch 2.11): every module call of the program
+        # would then go on taking the hooked path, and torch.compile warn of global hooks.
+        with_kwargs = getattr(nn_module, "_global_forward_hooks_with_kwargs", {})
         while global_hooks:
-            global_hooks.pop().remove()
+            handle = global_hooks.pop()
+            handle.remove()
+            with_kwargs.pop(handle.id, None)
         try:
             warnings.filters.remove(compile_filter)
             warnings._filters_mutated()
@@ -829,7 +877,10 @@ def _install(torch, ob):
         ob.depth = 0
         for module in found.values():
             try:
-                module.register_forward_pre_hook(own_pre)
+                try:
+                    module.register_forward_pre_hook(own_pre, with_kwargs=True)
+                except TypeError:
+                    module.register_forward_pre_hook(own_pre)
                 module.register_forward_hook(own_post, always_call=True)
             except Exception:
                 pass
