@@ -49,6 +49,7 @@ const LOOPS: &[(&str, &str)] = &[
     ("distill.py", include_str!("loops/distill.py")),
     ("checkpointed.py", include_str!("loops/checkpointed.py")),
     ("hf_keywords.py", include_str!("loops/hf_keywords.py")),
+    ("buckets.py", include_str!("loops/buckets.py")),
 ];
 
 fn home_with_loops() -> Home {
@@ -389,6 +390,20 @@ fn a_transformers_model_given_its_inputs_by_keyword_has_its_batch_and_accumulati
     assert_eq!(v["steps"].as_u64(), Some(iterations), "{v}");
     assert_eq!(v["batch"], 8, "{v}");
     agrees(&v, rate);
+}
+
+/// Length-bucketed batches under a token budget (a `batch_sampler`): every batch a different
+/// size. Samples/s counts each iteration at its own batch (it counted every one at the
+/// commonest, 28 % low here).
+#[test]
+fn batches_of_varying_size_count_each_at_its_own_size() {
+    let home = home_with_loops();
+    let (v, iterations, rate, _) = observed(&home, &["buckets.py"]);
+    let o = &v["observed"];
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(o["accumulation"], 1, "{o}");
+    agrees(&v, rate);
+    assert_eq!(v["epochs"].as_array().map(Vec::len), Some(2), "{v}");
 }
 
 /// Each epoch's seconds as Headroom timed it agree with the loop's own (5 % or 50 ms).

@@ -71,8 +71,11 @@ pub(super) struct StepFigures {
     pub(super) data_share: Option<f64>,
 }
 
+/// [`StepFigures`] of a run. `forced`: the batch the user or Headroom's sweep put into the
+/// command, which then is every iteration's; `batch`: that, or the one most iterations had
+/// (all a marker line can give).
 #[allow(clippy::cast_precision_loss)]
-pub(super) fn step_figures(t: &Tally, batch: Option<u32>) -> StepFigures {
+pub(super) fn step_figures(t: &Tally, forced: Option<u32>, batch: Option<u32>) -> StepFigures {
     // The observer's steps, unless the script marks its own data stage (the markers then say
     // what the user means by it, and a loop without a DataLoader has no waits to observe).
     if t.observer_steps() {
@@ -87,7 +90,9 @@ pub(super) fn step_figures(t: &Tally, batch: Option<u32>) -> StepFigures {
         return StepFigures {
             steps: t.obs.steps.len(),
             step_ms,
-            samples_per_s: t.obs.samples_per_s(batch.map(u64::from)),
+            // Each iteration at its own batch unless one was put into the command: a loop
+            // whose batches vary (length-bucketed, a token budget) is not its commonest batch.
+            samples_per_s: t.obs.samples_per_s(forced.map(u64::from)),
             data_ms,
             compute_ms,
             data_share,
@@ -157,7 +162,7 @@ pub(super) fn finish(
             .and_then(|o| o.batch)
             .and_then(|b| u32::try_from(b).ok())
     });
-    let f = step_figures(&t, batch);
+    let f = step_figures(&t, opts.batch, batch);
     let mut fallback_ops = t.fallback_ops.clone();
     for op in observed.iter().flat_map(|o| &o.fallback_ops) {
         if !fallback_ops.contains(op) {
