@@ -514,6 +514,44 @@ mod tests {
         assert!((old.samples_per_s(None).unwrap() - 32.0).abs() < 1e-9);
     }
 
+    /// An epoch's evaluation time: a validation every few iterations inside it counts whole;
+    /// one after the previous epoch, sent with this epoch's first iteration, counts only for
+    /// what cannot have run before this epoch began.
+    #[test]
+    fn evaluation_inside_an_epoch_is_told_from_one_before_it() {
+        let mut o = Observation::default();
+        // Iterations at 100.0 and 100.5; a 2 s validation; the next epoch begins at 102.6 and
+        // its first iteration closes at 102.9 (eval 2000 ms); then one at 103.2; a 0.5 s
+        // mid-epoch validation before the one at 104.0.
+        for (i, (t, eval_ms)) in [
+            (100.0, 0.0),
+            (100.5, 0.0),
+            (102.9, 2000.0),
+            (103.2, 0.0),
+            (104.0, 500.0),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let ev: Event = serde_json::from_value(serde_json::json!({
+                "ev": "step", "pid": 7, "t": t, "n": i + 1, "kind": "train", "backward": 1,
+                "opt": 1, "batch": 32, "ms": if i == 0 { None } else { Some(250.0) },
+                "eval_ms": eval_ms,
+            }))
+            .expect("a step event");
+            o.take(ev, 0.0);
+        }
+        // The epoch from 102.6 to 104.0: only the mid-epoch 0.5 s (the 2 s ran from 100.5 to
+        // at most 102.6, all before it).
+        let inside = o.evaluated_between(102.6, 104.0);
+        assert!((inside - 0.5).abs() < 1e-9, "{inside}");
+        // A window from 101.0 holds what of the 2 s could have run after 101.0 (1.5 s) too.
+        let wider = o.evaluated_between(101.0, 104.0);
+        assert!((wider - 2.0).abs() < 1e-9, "{wider}");
+        // The first epoch (100.0 to 100.5) evaluated nothing.
+        assert_eq!(o.evaluated_between(99.0, 100.5), 0.0);
+    }
+
     /// A profiler window of a model on an accelerator, shaped as the observer sends it
     /// (torch.profiler's averages by name; the CUDA path is not run on this machine): a
     /// convolution with most of the kernel time, a `.item()` that waited, the driver's launch

@@ -1031,6 +1031,23 @@ impl Observation {
         Some(samples as f64 / span)
     }
 
+    /// Seconds of evaluation between `from` and `to` (seconds since the run started), from
+    /// what each iteration's `eval_ms` says ran since the one before it — less the part that
+    /// could only have run before `from` (a validation after the previous epoch is sent with
+    /// the next epoch's first iteration, and ran before that epoch began).
+    pub fn evaluated_between(&self, from: f64, to: f64) -> f64 {
+        let mut previous: Option<f64> = None;
+        let mut total = 0.0;
+        for s in &self.steps {
+            if s.at > from && s.at <= to && s.eval_ms > 0.0 {
+                let before = previous.map_or(0.0, |p| (from - p).max(0.0));
+                total += (s.eval_ms / 1e3 - before).max(0.0);
+            }
+            previous = Some(s.at);
+        }
+        total
+    }
+
     /// Samples trained so far by the main process.
     pub fn samples_so_far(&self) -> f64 {
         let n: u64 = self

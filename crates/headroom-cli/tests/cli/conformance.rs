@@ -465,6 +465,32 @@ fn a_validation_pass_after_each_epoch_is_neither_an_epoch_nor_training_time() {
     assert_eq!(v["epochs"].as_array().map(Vec::len), Some(3), "{v}");
 }
 
+/// A validation every 10 iterations inside each epoch (as step-based evaluation schedules
+/// do): each epoch's samples/s is its samples over its time less those validations, as the
+/// loop's own per-epoch figure (it counted them as training time: a third of the rate).
+#[test]
+fn validations_inside_an_epoch_are_no_part_of_its_samples_per_second() {
+    let home = home_with_loops();
+    let (v, iterations, rate, err) = observed(&home, &["train_validate.py", "--val-every", "10"]);
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{v}");
+    agrees(&v, rate);
+    let own_epochs: Vec<f64> = err
+        .lines()
+        .filter_map(|l| l[l.find("own epoch ")?..].split(' ').nth(4)?.parse().ok())
+        .collect();
+    let epochs = v["epochs"].as_array().expect("epochs");
+    assert_eq!(epochs.len(), 3, "{v}");
+    assert_eq!(own_epochs.len(), 3, "{err}");
+    for (e, own) in epochs.iter().zip(&own_epochs) {
+        let mine = e["samples_per_s"].as_f64().expect("an epoch's samples/s");
+        assert!(
+            (mine - own).abs() <= 0.05 * own,
+            "epoch {}: {mine:.0} samples/s by Headroom, {own:.0} by the loop",
+            e["epoch"]
+        );
+    }
+}
+
 /// Each epoch breaks out of its pass after 20 of its 32 iterations (validating after it): every
 /// epoch is counted, the last one too — it ended with its last iteration, not with the program.
 #[test]

@@ -1,8 +1,11 @@
 # The shape of the classic ImageNet training script: per epoch, train() over one DataLoader
 # (a partial last batch), then validate() over another under no_grad in eval mode, with a
 # batch-time meter that runs only while training, as that script's `Time` column does. With
-# --steps-per-epoch N, each epoch breaks out of its pass after N iterations.
+# --steps-per-epoch N, each epoch breaks out of its pass after N iterations; with --val-every N,
+# it also validates every N iterations inside the epoch. Each epoch's own samples/s: its samples
+# over its time less its validations inside it.
 import argparse
+import time
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
@@ -13,6 +16,7 @@ p.add_argument("-b", "--batch-size", type=int, default=32)
 p.add_argument("--epochs", type=int, default=3)
 p.add_argument("--workers", type=int, default=0)
 p.add_argument("--steps-per-epoch", type=int, default=0)
+p.add_argument("--val-every", type=int, default=0)
 a = p.parse_args()
 torch.manual_seed(0)
 
@@ -33,17 +37,28 @@ meter = OwnTimer()
 def train(epoch):
     model.train()
     meter.resume()
+    began, samples, inside = time.perf_counter(), 0, 0.0
     for i, (images, target) in enumerate(train_loader):
         if a.steps_per_epoch and i >= a.steps_per_epoch:
             break
+        if a.val_every and i and i % a.val_every == 0:
+            meter.pause()
+            at = time.perf_counter()
+            validate()
+            inside += time.perf_counter() - at
+            model.train()
+            meter.resume()
         loss = criterion(model(images), target)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         meter.iteration(images.size(0))
+        samples += images.size(0)
         if i % 10 == 0:
             print(f"Epoch: [{epoch}][{i:>3}/{len(train_loader)}]\tLoss {loss.item():.4f}", flush=True)
     meter.pause()
+    spent = time.perf_counter() - began - inside
+    print(f"own epoch {epoch + 1} samples/s {samples / spent:.1f}", flush=True)
 
 
 def validate():

@@ -126,16 +126,19 @@ impl Tally {
         let device = e.mem.as_ref().filter(|m| m.device != "cpu");
         let samples = self.obs.samples_so_far();
         // Each pass is timed from its start (the first from its first batch, not the
-        // interpreter's start).
-        let seconds = e.at - e.start.unwrap_or(self.last_epoch_at).min(e.at);
+        // interpreter's start); its samples/s over that time less its evaluations (a
+        // validation every so many steps trains nothing).
+        let start = e.start.unwrap_or(self.last_epoch_at).min(e.at);
+        let seconds = e.at - start;
+        let training = seconds - self.obs.evaluated_between(start, e.at);
         let s = EpochSample {
             epoch: self.epochs.len() as u32 + 1,
             live_bytes: device.and_then(|m| m.allocated),
             cache_bytes: device.and_then(crate::instrument::DeviceMemory::cached),
             footprint_bytes: reading.as_ref().map(|r| self.epoch_footprint(r, cx.pid)),
             seconds,
-            samples_per_s: (seconds > 0.0 && samples > self.samples_at_epoch)
-                .then(|| (samples - self.samples_at_epoch) / seconds),
+            samples_per_s: (training > 0.0 && samples > self.samples_at_epoch)
+                .then(|| (samples - self.samples_at_epoch) / training),
             cache_before_bytes: e.cache_before,
         };
         self.samples_at_epoch = samples;
