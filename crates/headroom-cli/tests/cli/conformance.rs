@@ -50,6 +50,8 @@ const LOOPS: &[(&str, &str)] = &[
     ("checkpointed.py", include_str!("loops/checkpointed.py")),
     ("hf_keywords.py", include_str!("loops/hf_keywords.py")),
     ("buckets.py", include_str!("loops/buckets.py")),
+    ("ppo.py", include_str!("loops/ppo.py")),
+    ("sb3_ppo.py", include_str!("loops/sb3_ppo.py")),
 ];
 
 fn home_with_loops() -> Home {
@@ -406,6 +408,27 @@ fn batches_of_varying_size_count_each_at_its_own_size() {
     assert_eq!(v["epochs"].as_array().map(Vec::len), Some(2), "{v}");
 }
 
+/// PPO as the two most-used codebases write it: rollouts under `no_grad` (CleanRL's agent in
+/// train mode through its own methods; Stable-Baselines3's policy switched to eval mode and
+/// called itself), then epochs of minibatch updates (SB3's through the policy's sub-networks,
+/// not its forward). An iteration is an update at the minibatch, and the rollouts are part of
+/// the training's time, as both loops' own meters count them. (SB3's shape read batch 4 — the
+/// environments — and samples/s −89 %: its modules were settled over the rollouts' inference,
+/// never seeing the updates, and the rollouts were taken for evaluation.)
+#[test]
+fn ppo_rollouts_and_minibatch_updates_are_iterations_at_the_minibatch() {
+    let home = home_with_loops();
+    for (args, batch) in [(&["ppo.py"][..], 128), (&["sb3_ppo.py"][..], 64)] {
+        let (v, iterations, rate, _) = observed(&home, args);
+        let o = &v["observed"];
+        assert_eq!(v["steps"].as_u64(), Some(iterations), "{args:?} {o}");
+        assert_eq!(o["inference"], false, "{args:?} {o}");
+        assert_eq!(o["accumulation"], 1, "{args:?} {o}");
+        assert_eq!(v["batch"], batch, "{args:?} {v}");
+        agrees(&v, rate);
+    }
+}
+
 /// Each epoch's seconds as Headroom timed it agree with the loop's own (5 % or 50 ms).
 fn epochs_agree(v: &Value, own_epochs: &[f64]) {
     let epochs = v["epochs"].as_array().expect("epochs");
@@ -467,7 +490,8 @@ fn a_validation_pass_after_each_epoch_is_neither_an_epoch_nor_training_time() {
 
 /// A validation every 10 iterations inside each epoch (as step-based evaluation schedules
 /// do): each epoch's samples/s is its samples over its time less those validations, as the
-/// loop's own per-epoch figure (it counted them as training time: a third of the rate).
+/// loop's own per-epoch figure (within 15 %: it counted them as training time, a third of the
+/// rate).
 #[test]
 fn validations_inside_an_epoch_are_no_part_of_its_samples_per_second() {
     let home = home_with_loops();
@@ -481,10 +505,12 @@ fn validations_inside_an_epoch_are_no_part_of_its_samples_per_second() {
     let epochs = v["epochs"].as_array().expect("epochs");
     assert_eq!(epochs.len(), 3, "{v}");
     assert_eq!(own_epochs.len(), 3, "{err}");
+    // An epoch here is ~0.2 s: a few ms of the machine's load between the loop's clock and
+    // Headroom's move it by several percent; the fault this guards against is 3× off.
     for (e, own) in epochs.iter().zip(&own_epochs) {
         let mine = e["samples_per_s"].as_f64().expect("an epoch's samples/s");
         assert!(
-            (mine - own).abs() <= 0.05 * own,
+            (mine - own).abs() <= 0.15 * own,
             "epoch {}: {mine:.0} samples/s by Headroom, {own:.0} by the loop",
             e["epoch"]
         );

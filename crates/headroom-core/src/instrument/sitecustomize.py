@@ -85,6 +85,8 @@ class _Observer:
         # module call of the loop, and a backward called inside one (reentrant checkpointing
         # calls one per block) is part of it, not another.
         self.in_backward = 0
+        # The outermost modules given hooks of their own (ids): a forked child keeps them.
+        self.hooked = set()
         self.release = os.environ.get("HEADROOM_RELEASE") or None
         self.reset()
 
@@ -549,8 +551,14 @@ def _install(torch, ob):
         # Batches an inference iteration used (a framework's check of its validation before
         # training) were not trained either.
         ob.drawn_states = {}
-        if ob.outer is not None and ob.iters + ob.infers >= 5:
+        # The outermost modules are found over five iterations. Found over inference alone
+        # (a policy's rollouts before its first update, a framework's sanity check), they
+        # are looked for again once the loop trains: its updates may call other modules (the
+        # policy's sub-networks).
+        if ob.outer is not None and (ob.iters >= 5 or (not ob.iters and ob.infers >= 5)):
             settle_outer()
+        elif ob.outer is None and kind == "train" and ob.iters == 1:
+            discover()
 
     def device_of(optimizer):
         device = getattr(optimizer, "_headroom_device", None)
@@ -806,7 +814,8 @@ def _install(torch, ob):
     def global_pre(module, args):
         if compiling() or ob.quiet or ob.in_backward:
             return
-        if ob.depth == 0:
+        # A module with hooks of its own (found before) is seen through them.
+        if ob.depth == 0 and id(module) not in ob.hooked:
             outer_call(module, args)
         ob.depth += 1
 
@@ -816,7 +825,7 @@ def _install(torch, ob):
         if compiling() or ob.quiet or ob.in_backward:
             return
         ob.depth = max(ob.depth - 1, 0)
-        if ob.depth == 0:
+        if ob.depth == 0 and id(module) not in ob.hooked:
             if ob.keywords_due:
                 ob.keywords_due = False
                 t = first_tensor(rest[0]) if len(rest) == 2 else None
@@ -842,19 +851,30 @@ def _install(torch, ob):
 
     from torch.nn.modules import module as nn_module
 
-    global_hooks = [nn_module.register_module_forward_pre_hook(global_pre)]
-    try:
-        global_hooks.append(nn_module.register_module_forward_hook(
-            global_post, with_kwargs=True, always_call=True))
-    except TypeError:
-        global_hooks.append(nn_module.register_module_forward_hook(global_post, always_call=True))
-    # torch.compile warns at a compiled module's call while any global module hook is set:
-    # while these (Headroom's, not the program's) are, that warning is Headroom's doing and
-    # not shown.
-    warnings.filterwarnings(
-        "ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks",
-        category=UserWarning)
-    compile_filter = warnings.filters[0]
+    global_hooks = []
+    compile_filter = []
+
+    def discover():
+        """Global hooks find the outermost modules over the iterations to come, until
+        `settle_outer` hands them hooks of their own."""
+        global_hooks.append(nn_module.register_module_forward_pre_hook(global_pre))
+        try:
+            global_hooks.append(nn_module.register_module_forward_hook(
+                global_post, with_kwargs=True, always_call=True))
+        except TypeError:
+            global_hooks.append(
+                nn_module.register_module_forward_hook(global_post, always_call=True))
+        # torch.compile warns at a compiled module's call while any global module hook is
+        # set: while these (Headroom's, not the program's) are, that warning is Headroom's
+        # doing and not shown.
+        warnings.filterwarnings(
+            "ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks",
+            category=UserWarning)
+        compile_filter.append(warnings.filters[0])
+        if ob.outer is None:
+            ob.outer = {}
+
+    discover()
 
     @guarded
     def settle_outer():
@@ -869,13 +889,17 @@ def _install(torch, ob):
             handle = global_hooks.pop()
             handle.remove()
             with_kwargs.pop(handle.id, None)
-        try:
-            warnings.filters.remove(compile_filter)
-            warnings._filters_mutated()
-        except Exception:
-            pass
+        while compile_filter:
+            try:
+                warnings.filters.remove(compile_filter.pop())
+                warnings._filters_mutated()
+            except Exception:
+                pass
         ob.depth = 0
-        for module in found.values():
+        for mid, module in found.items():
+            if mid in ob.hooked:
+                continue
+            ob.hooked.add(mid)
             try:
                 try:
                     module.register_forward_pre_hook(own_pre, with_kwargs=True)
