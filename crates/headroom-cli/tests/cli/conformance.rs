@@ -52,6 +52,7 @@ const LOOPS: &[(&str, &str)] = &[
     ("buckets.py", include_str!("loops/buckets.py")),
     ("ppo.py", include_str!("loops/ppo.py")),
     ("sb3_ppo.py", include_str!("loops/sb3_ppo.py")),
+    ("generate.py", include_str!("loops/generate.py")),
 ];
 
 fn home_with_loops() -> Home {
@@ -427,6 +428,20 @@ fn ppo_rollouts_and_minibatch_updates_are_iterations_at_the_minibatch() {
         assert_eq!(v["batch"], batch, "{args:?} {v}");
         agrees(&v, rate);
     }
+}
+
+/// Batched generation with transformers: one `generate()` call per batch of prompts runs the
+/// model once per new token; the loop's iteration is the call, at its batch of sequences (each
+/// token's forward was taken for one: 192 iterations for 12, samples/s 16× the loop's).
+#[test]
+fn a_transformers_generate_call_is_one_inference_iteration() {
+    let home = home_with_loops();
+    let (v, iterations, rate, _) = observed(&home, &["generate.py"]);
+    let o = &v["observed"];
+    assert_eq!(o["inference"], true, "{o}");
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(v["batch"], 8, "{v}");
+    agrees(&v, rate);
 }
 
 /// Each epoch's seconds as Headroom timed it agree with the loop's own (5 % or 50 ms).

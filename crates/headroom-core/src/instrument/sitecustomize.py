@@ -87,6 +87,8 @@ class _Observer:
         self.in_backward = 0
         # The outermost modules given hooks of their own (ids): a forked child keeps them.
         self.hooked = set()
+        # generate() calls under way (transformers): the model's calls inside are one iteration.
+        self.generating = 0
         self.release = os.environ.get("HEADROOM_RELEASE") or None
         self.reset()
 
@@ -807,7 +809,8 @@ def _install(torch, ob):
             remember(t)
         if ob.eval_calls is not None and id(module) == ob.main_outer:
             ob.eval_calls[1] = ob.clock()
-        if not training() and ob.loader_batches == 0 and id(module) == ob.main_outer:
+        if (not training() and ob.loader_batches == 0 and id(module) == ob.main_outer
+                and not ob.generating):
             close("infer")
 
     @guarded
@@ -1162,6 +1165,46 @@ def _install(torch, ob):
         return real_compile(*args, **kwargs)
 
     torch.compile = compile
+
+    # Generation with transformers: `model.generate()` runs the model once per new token, and
+    # the loop's iteration is the call (a batch of sequences), not each token's forward. With
+    # no DataLoader and no training, each outermost call of generate() ends one inference
+    # iteration at its input's batch.
+    def watch_generation(module):
+        mixin = getattr(module, "GenerationMixin", None)
+        real_generate = getattr(mixin, "generate", None)
+        if real_generate is None or getattr(real_generate, "_headroom", False):
+            return
+
+        @functools.wraps(real_generate)
+        def generate(self, *args, **kwargs):
+            ob.generating += 1
+            try:
+                return real_generate(self, *args, **kwargs)
+            finally:
+                ob.generating -= 1
+                if not ob.generating:
+                    generated(args, kwargs)
+
+        generate._headroom = True
+        mixin.generate = generate
+
+    @guarded
+    def generated(args, kwargs):
+        if training() or ob.loader_batches or get_worker_info() is not None:
+            return
+        t = first_tensor(args)
+        if t is None:
+            t = first_tensor(kwargs.get("input_ids", kwargs.get("inputs", kwargs)))
+        if t is not None and len(t.shape):
+            ob.batch = int(t.shape[0])
+        close("infer")
+
+    generation = sys.modules.get("transformers.generation.utils")
+    if generation is not None:
+        watch_generation(generation)
+    else:
+        sys.meta_path.insert(0, _ImportWatch("transformers.generation.utils", watch_generation))
 
     import torch.utils.checkpoint as checkpointing
 
@@ -1630,30 +1673,29 @@ def _numerics(torch, ob):
     nn_module.register_module_forward_hook(post, always_call=True)
 
 
-class _TorchWatch:
-    """A meta-path finder that waits for `import torch` and hooks in once torch is loaded."""
+class _ImportWatch:
+    """A meta-path finder that waits for one module's import and calls `then(module)` once it
+    has run (torch: to hook in; transformers' generation: to watch `generate`)."""
 
-    def __init__(self, ob):
-        self.ob = ob
+    def __init__(self, name, then):
+        self.name = name
+        self.then = then
 
     def find_spec(self, name, path=None, target=None):
-        if name != "torch":
+        if name != self.name:
             return None
         import importlib.util
 
         sys.meta_path.remove(self)
-        spec = importlib.util.find_spec("torch")
+        spec = importlib.util.find_spec(name)
         if spec is None or spec.loader is None:
             return spec
         real_exec = spec.loader.exec_module
-        ob = self.ob
+        then = self.then
 
         def exec_module(module):
             real_exec(module)
-            try:
-                _install(module, ob)
-            except Exception as e:
-                ob.send({"ev": "probe_error", "message": repr(e)[:2000]}, now=True)
+            then(module)
 
         spec.loader.exec_module = exec_module
         return spec
@@ -1666,10 +1708,16 @@ def _start():
     ob = _Observer(address)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=ob.reset)
+    def install(torch):
+        try:
+            _install(torch, ob)
+        except Exception as e:
+            ob.send({"ev": "probe_error", "message": repr(e)[:2000]}, now=True)
+
     if "torch" in sys.modules:
         _install(sys.modules["torch"], ob)
     else:
-        sys.meta_path.insert(0, _TorchWatch(ob))
+        sys.meta_path.insert(0, _ImportWatch("torch", install))
 
 
 _start()
