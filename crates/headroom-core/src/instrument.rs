@@ -487,23 +487,30 @@ mod tests {
         assert!((o.observed.copy_share.unwrap() - 0.05).abs() < 1e-9);
     }
 
-    /// A validation pass between two iterations (its time sent as `eval_ms`, already out of
-    /// the iteration's `ms`) is taken out of the span samples/s is measured over.
-    #[test]
-    fn evaluation_time_between_iterations_is_no_training_time() {
+    /// Training iterations of batch 32 closing at each `(t, eval_ms)`, taken by an observation
+    /// of a run started at `started`.
+    fn with_evaluations(steps: &[(f64, f64)], started: f64) -> Observation {
         let mut o = Observation::default();
-        for (i, (t, eval_ms)) in [(100.0, 0.0), (100.25, 0.0), (101.5, 1000.0), (101.75, 0.0)]
-            .into_iter()
-            .enumerate()
-        {
+        for (i, (t, eval_ms)) in steps.iter().enumerate() {
             let ev: Event = serde_json::from_value(serde_json::json!({
                 "ev": "step", "pid": 7, "t": t, "n": i + 1, "kind": "train", "backward": 1,
                 "opt": 1, "batch": 32, "ms": if i == 0 { None } else { Some(250.0) },
                 "eval_ms": eval_ms,
             }))
             .expect("a step event");
-            o.take(ev, 99.0);
+            o.take(ev, started);
         }
+        o
+    }
+
+    /// A validation pass between two iterations (its time sent as `eval_ms`, already out of
+    /// the iteration's `ms`) is taken out of the span samples/s is measured over.
+    #[test]
+    fn evaluation_time_between_iterations_is_no_training_time() {
+        let o = with_evaluations(
+            &[(100.0, 0.0), (100.25, 0.0), (101.5, 1000.0), (101.75, 0.0)],
+            99.0,
+        );
         // Three iterations of 32 after the first over 1.75 s, a second of it evaluating.
         let rate = o.samples_per_s(None).expect("a rate");
         assert!((rate - 96.0 / 0.75).abs() < 1e-9, "{rate}");
@@ -519,28 +526,19 @@ mod tests {
     /// what cannot have run before this epoch began.
     #[test]
     fn evaluation_inside_an_epoch_is_told_from_one_before_it() {
-        let mut o = Observation::default();
         // Iterations at 100.0 and 100.5; a 2 s validation; the next epoch begins at 102.6 and
         // its first iteration closes at 102.9 (eval 2000 ms); then one at 103.2; a 0.5 s
         // mid-epoch validation before the one at 104.0.
-        for (i, (t, eval_ms)) in [
-            (100.0, 0.0),
-            (100.5, 0.0),
-            (102.9, 2000.0),
-            (103.2, 0.0),
-            (104.0, 500.0),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let ev: Event = serde_json::from_value(serde_json::json!({
-                "ev": "step", "pid": 7, "t": t, "n": i + 1, "kind": "train", "backward": 1,
-                "opt": 1, "batch": 32, "ms": if i == 0 { None } else { Some(250.0) },
-                "eval_ms": eval_ms,
-            }))
-            .expect("a step event");
-            o.take(ev, 0.0);
-        }
+        let o = with_evaluations(
+            &[
+                (100.0, 0.0),
+                (100.5, 0.0),
+                (102.9, 2000.0),
+                (103.2, 0.0),
+                (104.0, 500.0),
+            ],
+            0.0,
+        );
         // The epoch from 102.6 to 104.0: only the mid-epoch 0.5 s (the 2 s ran from 100.5 to
         // at most 102.6, all before it).
         let inside = o.evaluated_between(102.6, 104.0);

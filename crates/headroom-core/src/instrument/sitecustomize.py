@@ -645,19 +645,26 @@ def _install(torch, ob):
             if ob.optimizers == 0:
                 close("train")
 
-    @functools.wraps(real_backward)
-    def backward(*args, **kwargs):
-        began()
-        ob.in_backward += 1
-        try:
-            out = real_backward(*args, **kwargs)
-        finally:
-            ob.in_backward -= 1
-        if not ob.in_backward:
-            backward_done()
-        return out
+    def outermost(real, done, begin=False):
+        """`real` (a backward, a gradient) wrapped so that `done` follows it only when no other
+        backward is under way: one called inside one is part of it."""
 
-    torch.autograd.backward = backward
+        @functools.wraps(real)
+        def call(*args, **kwargs):
+            if begin:
+                began()
+            ob.in_backward += 1
+            try:
+                out = real(*args, **kwargs)
+            finally:
+                ob.in_backward -= 1
+            if not ob.in_backward:
+                done()
+            return out
+
+        return call
+
+    torch.autograd.backward = outermost(real_backward, backward_done, begin=True)
 
     # Gradients taken with torch.autograd.grad and applied by hand (functional loops) end an
     # iteration each where no optimizer exists; beside an optimizer (a gradient penalty, an
@@ -672,18 +679,7 @@ def _install(torch, ob):
             ob.ever_backward = True
             close("train")
 
-    @functools.wraps(real_grad)
-    def grad(*args, **kwargs):
-        ob.in_backward += 1
-        try:
-            out = real_grad(*args, **kwargs)
-        finally:
-            ob.in_backward -= 1
-        if not ob.in_backward:
-            grad_done()
-        return out
-
-    torch.autograd.grad = grad
+    torch.autograd.grad = outermost(real_grad, grad_done)
 
     # The outermost module calls: the batch and the accumulation of a loop without a
     # DataLoader, and inference without one. Global hooks find the outermost modules over the
