@@ -53,6 +53,10 @@ const LOOPS: &[(&str, &str)] = &[
     ("ppo.py", include_str!("loops/ppo.py")),
     ("sb3_ppo.py", include_str!("loops/sb3_ppo.py")),
     ("generate.py", include_str!("loops/generate.py")),
+    (
+        "lightning_predict.py",
+        include_str!("loops/lightning_predict.py"),
+    ),
 ];
 
 fn home_with_loops() -> Home {
@@ -441,6 +445,20 @@ fn a_transformers_generate_call_is_one_inference_iteration() {
     assert_eq!(o["inference"], true, "{o}");
     assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
     assert_eq!(v["batch"], 8, "{v}");
+    agrees(&v, rate);
+}
+
+/// Lightning's `predict()`: inference over a DataLoader that Lightning stops at its length, so
+/// no batch is asked after the last — its iteration ends with its forward pass (it was never
+/// counted: 199 of 200).
+#[test]
+fn a_lightning_predict_is_an_inference_iteration_per_batch_the_last_one_too() {
+    let home = home_with_loops();
+    let (v, iterations, rate, _) = observed(&home, &["lightning_predict.py"]);
+    let o = &v["observed"];
+    assert_eq!(o["inference"], true, "{o}");
+    assert_eq!(v["steps"].as_u64(), Some(iterations), "{o}");
+    assert_eq!(v["batch"], 64, "{v}");
     agrees(&v, rate);
 }
 

@@ -89,6 +89,8 @@ class _Observer:
         self.hooked = set()
         # generate() calls under way (transformers): the model's calls inside are one iteration.
         self.generating = 0
+        # When the last outermost module call returned (clock).
+        self.forward_done_at = None
         self.release = os.environ.get("HEADROOM_RELEASE") or None
         self.reset()
 
@@ -484,13 +486,14 @@ def _install(torch, ob):
             evaluated(began_at, ended_at, was)
 
     @guarded
-    def close(kind):
+    def close(kind, at=None):
+        """An iteration of `kind` ended, now or `at` (a clock reading before now)."""
         # A DataLoader worker (its transforms may be modules) runs no iteration of the loop.
         if get_worker_info() is not None:
             return
         if ob.eval_calls is not None:
             evaluation_calls_end()
-        now = ob.clock()
+        now = ob.clock() if at is None else at
         if kind == "train":
             ob.iters += 1
             n = ob.iters
@@ -533,6 +536,8 @@ def _install(torch, ob):
         if kind == "train":
             ob.fresh = {}
             ob.inputs = []
+        if at is not None:
+            event["t"] = ob.wall() - (ob.clock() - at)
         ob.send(event)
         if window.tick(kind, n, event.get("ms")):
             # The profiler's start or its trace's writing is no iteration's time.
@@ -800,6 +805,7 @@ def _install(torch, ob):
         remember(t)
 
     def outer_done(module, output):
+        ob.forward_done_at = ob.clock()
         t = first_tensor(output)
         if t is not None:
             remember(t)
@@ -1238,6 +1244,11 @@ def _install(torch, ob):
     sys.excepthook = excepthook
 
     def at_exit():
+        # An inference iteration over a loader's last batch, where the loop stopped at the
+        # loader's length (Lightning's predict) and asked for no batch after it, ended with its
+        # last forward pass.
+        if not training() and ob.forwards and ob.drawn and ob.forward_done_at is not None:
+            close("infer", at=ob.forward_done_at)
         # A pass whose last batch was given and trained ends with the program; so does one
         # left before its end after as many iterations as the loader's epoch before it (a
         # loop that breaks after so many steps each epoch), not one cut short (a step limit).
