@@ -89,6 +89,8 @@ class _Observer:
         self.hooked = set()
         # generate() calls under way (transformers): the model's calls inside are one iteration.
         self.generating = 0
+        # A method call of the model's own (see outer_call) under way, not watched from its start.
+        self.gen_pending = False
         # When the last outermost module call returned (clock).
         self.forward_done_at = None
         self.release = os.environ.get("HEADROOM_RELEASE") or None
@@ -766,6 +768,16 @@ def _install(torch, ob):
                 if ob.main_outer is None or mid != ob.main_outer:
                     ob.main_outer = mid
                 ob.main_grad = grad
+        # A model that runs itself from a method of its own (a `generate()` that calls the
+        # model once per new token): the method's call is the inference iteration.
+        if (ob.outer is not None and mid == ob.main_outer and not ob.generating
+                and not ob.loader_batches and not training()):
+            code = own_method_loop(module)
+            if code is not None and watch_method(module, code):
+                # The call under way began before its method was watched: it ends where the
+                # method is next entered, or with the program.
+                ob.generating += 1
+                ob.gen_pending = True
         # The trained model called in eval mode under no_grad, once the loop trains: its
         # evaluation (the classic language model's `evaluate()`, nanoGPT's `estimate_loss`),
         # from the first such call to the end of the last — over until the model is called
@@ -1191,6 +1203,72 @@ def _install(torch, ob):
         generate._headroom = True
         mixin.generate = generate
 
+    def own_method_loop(module):
+        """The code of the method of `module` itself that is calling it now (its own
+        `generate()`), or None: the first frame above the hooks and torch's call machinery."""
+        skip = (outer_call.__code__.co_filename, nn_module.__file__)
+        f = sys._getframe(2)
+        for _ in range(12):
+            if f is None:
+                return None
+            if f.f_code.co_filename not in skip:
+                break
+            f = f.f_back
+        else:
+            return None
+        code = f.f_code
+        if code.co_name in ("forward", "__call__", "_call_impl", "_wrapped_call_impl"):
+            return None
+        try:
+            if f.f_locals.get("self") is not module:
+                return None
+        except Exception:
+            return None
+        return code
+
+    def watch_method(module, code):
+        """Wraps the method of `module`'s class whose code is `code` (through its decorators,
+        `torch.no_grad()` say) so that each of its calls is one inference iteration."""
+        cls, name = type(module), code.co_name
+        real = cls.__dict__.get(name, getattr(cls, name, None))
+        inner = real
+        for _ in range(6):
+            if inner is None or getattr(inner, "_headroom", False):
+                return False
+            if getattr(inner, "__code__", None) is code:
+                break
+            inner = getattr(inner, "__wrapped__", None)
+        else:
+            return False
+
+        @functools.wraps(real)
+        def method(self, *args, **kwargs):
+            if ob.gen_pending:
+                end_pending()
+            ob.generating += 1
+            try:
+                return real(self, *args, **kwargs)
+            finally:
+                ob.generating -= 1
+                if not ob.generating:
+                    generated(args, kwargs)
+
+        method._headroom = True
+        try:
+            setattr(cls, name, method)
+        except Exception:
+            return False
+        return True
+
+    @guarded
+    def end_pending():
+        """The method call under way when its method was watched is over: one iteration,
+        ended with its last forward pass."""
+        ob.gen_pending = False
+        ob.generating = max(ob.generating - 1, 0)
+        if not training() and not ob.loader_batches and ob.forward_done_at is not None:
+            close("infer", at=ob.forward_done_at)
+
     @guarded
     def generated(args, kwargs):
         if training() or ob.loader_batches or get_worker_info() is not None:
@@ -1244,6 +1322,8 @@ def _install(torch, ob):
     sys.excepthook = excepthook
 
     def at_exit():
+        if ob.gen_pending:
+            end_pending()
         # An inference iteration over a loader's last batch, where the loop stopped at the
         # loader's length (Lightning's predict) and asked for no batch after it, ended with its
         # last forward pass.
