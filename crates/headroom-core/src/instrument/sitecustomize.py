@@ -1190,18 +1190,26 @@ def _install(torch, ob):
         if real_generate is None or getattr(real_generate, "_headroom", False):
             return
 
-        @functools.wraps(real_generate)
-        def generate(self, *args, **kwargs):
+        mixin.generate = one_iteration(real_generate)
+
+    def one_iteration(real):
+        """`real` (a method that runs the model once per new token) wrapped so that each of
+        its outermost calls is one inference iteration (see `generated`)."""
+
+        @functools.wraps(real)
+        def call(self, *args, **kwargs):
+            if ob.gen_pending:
+                end_pending()
             ob.generating += 1
             try:
-                return real_generate(self, *args, **kwargs)
+                return real(self, *args, **kwargs)
             finally:
                 ob.generating -= 1
                 if not ob.generating:
                     generated(args, kwargs)
 
-        generate._headroom = True
-        mixin.generate = generate
+        call._headroom = True
+        return call
 
     def own_method_loop(module):
         """The code of the method of `module` itself that is calling it now (its own
@@ -1241,21 +1249,8 @@ def _install(torch, ob):
         else:
             return False
 
-        @functools.wraps(real)
-        def method(self, *args, **kwargs):
-            if ob.gen_pending:
-                end_pending()
-            ob.generating += 1
-            try:
-                return real(self, *args, **kwargs)
-            finally:
-                ob.generating -= 1
-                if not ob.generating:
-                    generated(args, kwargs)
-
-        method._headroom = True
         try:
-            setattr(cls, name, method)
+            setattr(cls, name, one_iteration(real))
         except Exception:
             return False
         return True
