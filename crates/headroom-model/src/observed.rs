@@ -1036,10 +1036,12 @@ impl Observation {
     /// could only have run before `from` (a validation after the previous epoch is sent with
     /// the next epoch's first iteration, and ran before that epoch began).
     pub fn evaluated_between(&self, from: f64, to: f64) -> f64 {
-        let mut previous: Option<f64> = None;
+        // Iterations are in the order they ended: the window's are found, not all walked.
+        let first = self.steps.partition_point(|s| s.at <= from);
+        let mut previous = first.checked_sub(1).map(|i| self.steps[i].at);
         let mut total = 0.0;
-        for s in &self.steps {
-            if s.at > from && s.at <= to && s.eval_ms > 0.0 {
+        for s in self.steps[first..].iter().take_while(|s| s.at <= to) {
+            if s.eval_ms > 0.0 {
                 let before = previous.map_or(0.0, |p| (from - p).max(0.0));
                 total += (s.eval_ms / 1e3 - before).max(0.0);
             }

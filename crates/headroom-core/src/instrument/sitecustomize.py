@@ -765,9 +765,7 @@ def _install(torch, ob):
             # teacher called before the student it distils into is not the model trained.
             grad = torch.is_grad_enabled()
             if ob.main_outer is None or (grad and not ob.main_grad):
-                if ob.main_outer is None or mid != ob.main_outer:
-                    ob.main_outer = mid
-                ob.main_grad = grad
+                ob.main_outer, ob.main_grad = mid, grad
         # A model that runs itself from a method of its own (a `generate()` that calls the
         # model once per new token): the method's call is the inference iteration.
         if (ob.outer is not None and mid == ob.main_outer and not ob.generating
@@ -1189,7 +1187,6 @@ def _install(torch, ob):
         real_generate = getattr(mixin, "generate", None)
         if real_generate is None or getattr(real_generate, "_headroom", False):
             return
-
         mixin.generate = one_iteration(real_generate)
 
     def one_iteration(real):
@@ -1790,6 +1787,7 @@ def _start():
     ob = _Observer(address)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=ob.reset)
+
     def install(torch):
         try:
             _install(torch, ob)
@@ -1797,7 +1795,7 @@ def _start():
             ob.send({"ev": "probe_error", "message": repr(e)[:2000]}, now=True)
 
     if "torch" in sys.modules:
-        _install(sys.modules["torch"], ob)
+        install(sys.modules["torch"])
     else:
         sys.meta_path.insert(0, _ImportWatch("torch", install))
 
