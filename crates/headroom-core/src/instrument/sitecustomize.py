@@ -499,6 +499,13 @@ def _install(torch, ob):
         if kind == "train":
             ob.iters += 1
             n = ob.iters
+            # A pass that ran out while batches drawn ahead of their iteration were still to
+            # train (a prefetcher holding the next batch, accelerate's loader): the iterations
+            # after its end train them, drawing nothing.
+            for state in ob.open_loaders:
+                if (state["due"] and state["consumed"] < state["drawn"]
+                        and id(state) not in ob.drawn_states):
+                    ob.drawn_states[id(state)] = state
             # A loader's batches not yet trained (one prefetched ahead by accelerate, say)
             # count where the loader gave a batch in this iteration.
             drawn = max((s["drawn"] - s["consumed"] for s in ob.drawn_states.values()),

@@ -2,8 +2,10 @@
 # (a partial last batch), then validate() over another under no_grad in eval mode, with a
 # batch-time meter that runs only while training, as that script's `Time` column does. With
 # --steps-per-epoch N, each epoch breaks out of its pass after N iterations; with --val-every N,
-# it also validates every N iterations inside the epoch. Each epoch's own samples/s: its samples
-# over its time less its validations inside it.
+# it also validates every N iterations inside the epoch; with --prefetcher, batches come through a
+# prefetcher that asks the loader for the next batch before the current one trains (apex's
+# ImageNet example, timm's PrefetchLoader), so the pass ends before its last batch has trained.
+# Each epoch's own samples/s: its samples over its time less its validations inside it.
 import argparse
 import time
 import torch
@@ -17,6 +19,7 @@ p.add_argument("--epochs", type=int, default=3)
 p.add_argument("--workers", type=int, default=0)
 p.add_argument("--steps-per-epoch", type=int, default=0)
 p.add_argument("--val-every", type=int, default=0)
+p.add_argument("--prefetcher", action="store_true")
 a = p.parse_args()
 torch.manual_seed(0)
 
@@ -34,11 +37,42 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_de
 meter = OwnTimer()
 
 
+class Prefetcher:
+    """Holds the next batch while the current one trains."""
+
+    def __init__(self, loader):
+        self.it = iter(loader)
+        self.preload()
+
+    def preload(self):
+        try:
+            self.following = next(self.it)
+        except StopIteration:
+            self.following = None
+
+    def next(self):
+        batch = self.following
+        if batch is not None:
+            self.preload()
+        return batch
+
+
+def batches():
+    if not a.prefetcher:
+        yield from train_loader
+        return
+    fetcher = Prefetcher(train_loader)
+    batch = fetcher.next()
+    while batch is not None:
+        yield batch
+        batch = fetcher.next()
+
+
 def train(epoch):
     model.train()
     meter.resume()
     began, samples, inside = time.perf_counter(), 0, 0.0
-    for i, (images, target) in enumerate(train_loader):
+    for i, (images, target) in enumerate(batches()):
         if a.steps_per_epoch and i >= a.steps_per_epoch:
             break
         if a.val_every and i and i % a.val_every == 0:
