@@ -6,7 +6,8 @@
 //! iterations, its batch, samples/s within 5 %, its epochs, accumulation seen or absent — and
 //! HF `Trainer`, Lightning's `Trainer` and an `accelerate` loop, installed from PyPI as test
 //! dependencies (`tests/requirements.txt`), with tiny models built from configs — each also
-//! validating after every epoch, as most training code does.
+//! validating after every epoch, as most training code does — and PyTorch Geometric's batches of
+//! graphs.
 
 use serde_json::Value;
 
@@ -59,6 +60,7 @@ const LOOPS: &[(&str, &str)] = &[
         "lightning_predict.py",
         include_str!("loops/lightning_predict.py"),
     ),
+    ("graphs.py", include_str!("loops/graphs.py")),
 ];
 
 fn home_with_loops() -> Home {
@@ -780,6 +782,17 @@ fn swept_as(lead: &[&str], flag: &str, max: &str) -> Value {
     v
 }
 
+/// PyTorch Geometric's graph classification: its DataLoader gives a `Batch` of whole graphs, whose
+/// tensors stack every graph's nodes. The batch is the graphs (it was unknown: no batch, no
+/// samples/s; read from the model's input it would be the nodes, ~24× too many).
+#[test]
+fn a_batch_of_graphs_is_its_graphs_not_their_nodes() {
+    let home = home_with_loops();
+    let (v, iterations, rate, _) = observed(&home, &["graphs.py"]);
+    let said = [Batch(32), Accumulation(1), Inference(false), Epochs(3)];
+    conforms("graphs", &v, iterations, rate, &said);
+}
+
 #[test]
 fn batch_auto_sweeps_a_manual_sgd_language_model() {
     swept("manual_sgd_lm.py", "--batch-size", "256");
@@ -793,6 +806,11 @@ fn batch_auto_sweeps_a_distillation() {
 #[test]
 fn batch_auto_sweeps_a_gan_by_its_batch_flag() {
     swept("gan.py", "--batchSize", "512");
+}
+
+#[test]
+fn batch_auto_sweeps_a_graph_network() {
+    swept("graphs.py", "--batch-size", "512");
 }
 
 #[test]

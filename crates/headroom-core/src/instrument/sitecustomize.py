@@ -315,7 +315,8 @@ def _start_method():
 
 
 def _batch_size(batch):
-    """The first dimension of the first tensor in a batch."""
+    """The first dimension of the first tensor in a batch; for a batch of graphs (PyTorch
+    Geometric's `Batch`, DGL's batched graph), its graphs, not the nodes its tensors stack."""
     for _ in range(4):
         shape = getattr(batch, "shape", None)
         if shape is not None:
@@ -325,6 +326,13 @@ def _batch_size(batch):
         elif isinstance(batch, (list, tuple)) and batch:
             batch = batch[0]
         else:
+            for name in ("num_graphs", "batch_size"):
+                try:
+                    n = getattr(batch, name, None)
+                except Exception:
+                    n = None
+                if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+                    return n
             return None
     return None
 
