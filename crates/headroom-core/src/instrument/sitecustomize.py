@@ -81,6 +81,8 @@ class _Observer:
         # Set while Headroom runs copies of the model itself (`headroom numerics`): its own
         # module calls are not the program's.
         self.quiet = False
+        # The outermost call under way is on symbolic inputs (see `symbolic`).
+        self.symbolic = False
         # Backward passes under way: a checkpointed block's forward run again inside one is no
         # module call of the loop, and a backward called inside one (reentrant checkpointing
         # calls one per block) is part of it, not another.
@@ -840,13 +842,42 @@ def _install(torch, ob):
                 and not ob.generating):
             close("infer")
 
+    def symbolic(args):
+        """Whether a call's inputs hold no data: Keras building a model on a `KerasTensor`
+        (its batch dimension None), torch.fx tracing it with proxies, a shape pass on the meta
+        device. Such a call is no iteration and does not make its module the model."""
+        v = args[0] if args else None
+        if v is None:
+            return False
+        if isinstance(v, Tensor):
+            return v.device.type == "meta"
+        if type(v).__name__ == "Proxy":
+            return True
+        shape = getattr(v, "shape", None)
+        try:
+            return shape is not None and any(d is None for d in shape)
+        except TypeError:
+            return False
+
+    def outer_begins(module, args, kwargs=None):
+        if symbolic(args):
+            ob.symbolic = True
+        else:
+            outer_call(module, args, kwargs)
+
+    def outer_ends(module, output):
+        if ob.symbolic:
+            ob.symbolic = False
+        else:
+            outer_done(module, output)
+
     @guarded
     def global_pre(module, args):
         if compiling() or ob.quiet or ob.in_backward:
             return
         # A module with hooks of its own (found before) is seen through them.
         if ob.depth == 0 and id(module) not in ob.hooked:
-            outer_call(module, args)
+            outer_begins(module, args)
         ob.depth += 1
 
     @guarded
@@ -859,16 +890,16 @@ def _install(torch, ob):
             if ob.keywords_due:
                 ob.keywords_due = False
                 t = first_tensor(rest[0]) if len(rest) == 2 else None
-                if t is not None:
+                if t is not None and not ob.symbolic:
                     input_seen(id(module), t)
-            outer_done(module, rest[-1])
+            outer_ends(module, rest[-1])
 
     @guarded
     def own_pre(module, args, kwargs=None):
         if compiling() or ob.quiet or ob.in_backward:
             return
         if ob.own_depth == 0:
-            outer_call(module, args, kwargs)
+            outer_begins(module, args, kwargs)
         ob.own_depth += 1
 
     @guarded
@@ -877,7 +908,7 @@ def _install(torch, ob):
             return
         ob.own_depth = max(ob.own_depth - 1, 0)
         if ob.own_depth == 0:
-            outer_done(module, output)
+            outer_ends(module, output)
 
     from torch.nn.modules import module as nn_module
 
