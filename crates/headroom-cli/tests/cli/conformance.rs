@@ -7,7 +7,7 @@
 //! HF `Trainer`, Lightning's `Trainer` and an `accelerate` loop, installed from PyPI as test
 //! dependencies (`tests/requirements.txt`), with tiny models built from configs — each also
 //! validating after every epoch, as most training code does — and PyTorch Geometric's batches of
-//! graphs, and Keras 3 on its PyTorch backend.
+//! graphs, Keras 3 on its PyTorch backend and PyTorch Ignite.
 
 use serde_json::Value;
 
@@ -62,6 +62,7 @@ const LOOPS: &[(&str, &str)] = &[
     ),
     ("graphs.py", include_str!("loops/graphs.py")),
     ("keras_fit.py", include_str!("loops/keras_fit.py")),
+    ("ignite_loop.py", include_str!("loops/ignite_loop.py")),
 ];
 
 fn home_with_loops() -> Home {
@@ -813,6 +814,22 @@ fn keras_on_torch_fits_and_predicts_at_its_batch() {
         rate,
         &[Batch(64), Inference(true)],
     );
+}
+
+/// PyTorch Ignite's supervised trainer (the loop MONAI's trainers run): its Engine drives the
+/// DataLoader, an evaluator validates after each epoch. Iterations, batch, samples/s and each
+/// epoch's time as the Engine's own events give them.
+#[test]
+fn an_ignite_engine_is_observed_as_its_own_events_count_it() {
+    let home = home_with_loops();
+    let (v, iterations, rate, err) = observed(&home, &["ignite_loop.py"]);
+    let said = [Batch(32), Accumulation(1), Inference(false), Epochs(3)];
+    conforms("ignite", &v, iterations, rate, &said);
+    let own_epochs: Vec<f64> = err
+        .lines()
+        .filter_map(|l| l[l.find("own epoch ")?..].split(' ').nth(4)?.parse().ok())
+        .collect();
+    epochs_agree(&v, &own_epochs);
 }
 
 #[test]
