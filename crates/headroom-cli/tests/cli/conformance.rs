@@ -499,18 +499,7 @@ fn lightning_with_max_epochs_3_is_three_epochs_timed_from_their_first_batch() {
     );
     // Lightning stops each pass at the loader's length without exhausting it: still 3 epochs,
     // the first timed from its first batch, not from the interpreter's start.
-    let own_epochs: Vec<f64> = err
-        .lines()
-        // The number alone: another pipe's line may follow it on the same line.
-        .filter_map(|l| {
-            let t = l[l.find("own epoch ")?..].split(' ').nth(4)?;
-            let n: String = t
-                .chars()
-                .take_while(|c| c.is_ascii_digit() || *c == '.')
-                .collect();
-            n.parse().ok()
-        })
-        .collect();
+    let own_epochs = own_epoch_figures(&err);
     assert_eq!(own_epochs.len(), 3, "{err}");
     epochs_agree(&v, &own_epochs);
 }
@@ -553,15 +542,28 @@ fn a_prefetcher_ahead_of_the_loop_ends_each_epoch_at_its_last_iteration() {
     epochs_rates_agree(&v, &err);
 }
 
+/// The figure of each "own epoch N <what> <figure>" line a loop printed (its epoch's seconds or
+/// samples/s), in order.
+fn own_epoch_figures(err: &str) -> Vec<f64> {
+    err.lines()
+        // The number alone: another pipe's line may follow it on the same line.
+        .filter_map(|l| {
+            let t = l[l.find("own epoch ")?..].split(' ').nth(4)?;
+            let n: String = t
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            n.parse().ok()
+        })
+        .collect()
+}
+
 /// Each epoch's samples/s as Headroom read it agrees with the loop's own "own epoch N
 /// samples/s R" line. An epoch here is ~0.2 s: a few ms of the machine's load between the
 /// loop's clock and Headroom's move it by several percent, so within 15 %; the faults this
 /// guards against are 2–3× off.
 fn epochs_rates_agree(v: &Value, err: &str) {
-    let own_epochs: Vec<f64> = err
-        .lines()
-        .filter_map(|l| l[l.find("own epoch ")?..].split(' ').nth(4)?.parse().ok())
-        .collect();
+    let own_epochs = own_epoch_figures(err);
     let epochs = v["epochs"].as_array().expect("epochs");
     assert_eq!(own_epochs.len(), epochs.len(), "{err}");
     for (e, own) in epochs.iter().zip(&own_epochs) {
@@ -825,11 +827,7 @@ fn an_ignite_engine_is_observed_as_its_own_events_count_it() {
     let (v, iterations, rate, err) = observed(&home, &["ignite_loop.py"]);
     let said = [Batch(32), Accumulation(1), Inference(false), Epochs(3)];
     conforms("ignite", &v, iterations, rate, &said);
-    let own_epochs: Vec<f64> = err
-        .lines()
-        .filter_map(|l| l[l.find("own epoch ")?..].split(' ').nth(4)?.parse().ok())
-        .collect();
-    epochs_agree(&v, &own_epochs);
+    epochs_agree(&v, &own_epoch_figures(&err));
 }
 
 #[test]
